@@ -1,0 +1,23 @@
+"""The persistent store: messages, events, key-value data, snapshots and thread rows.
+
+Build one in a worker with `Store.open(url)` and inject it into class-based activities,
+which call its synchronous methods through `asyncio.to_thread`.
+"""
+
+from activities.store.kv import (
+    MAX_KEY_CHARS,
+    MAX_KEYS_PER_THREAD,
+    MAX_VALUE_BYTES,
+    StoreLimitError,
+)
+from activities.store.rows import ThreadRow
+from activities.store.store import Store
+
+__all__ = [
+    "MAX_KEYS_PER_THREAD",
+    "MAX_KEY_CHARS",
+    "MAX_VALUE_BYTES",
+    "Store",
+    "StoreLimitError",
+    "ThreadRow",
+]

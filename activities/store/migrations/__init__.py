@@ -1,0 +1,1 @@
+"""Alembic migrations for the store; run them with `activities.store.migrate.upgrade`."""

@@ -1,0 +1,1 @@
+"""Alembic revision scripts, one schema change each; Alembic skips this file."""

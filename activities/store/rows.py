@@ -1,0 +1,81 @@
+"""Conversions between the contract's models and table rows, and the thread read-model row."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+from sqlalchemy import RowMapping
+
+from contract.events import Event
+from contract.messages import Message
+
+
+class ThreadRow(BaseModel):
+    """What is kept about a thread for listing it, also after its workflow has closed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    thread_id: str
+    agent: str
+    status: str
+    session_id: str | None = None
+    user_id: str | None = None
+    parent_thread_id: str | None = None
+    created_at: AwareDatetime
+    updated_at: AwareDatetime | None = Field(
+        default=None, description="defaults to created_at"
+    )
+    stop_reason: str | None = None
+    env: dict[str, Any] = Field(default_factory=dict)
+    usage: dict[str, Any] = Field(default_factory=dict)
+    last_outcome: str | None = None
+
+    @field_validator("created_at", "updated_at")
+    @classmethod
+    def _to_utc(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else value.astimezone(UTC)
+
+    @model_validator(mode="after")
+    def _default_updated_at(self) -> ThreadRow:
+        if self.updated_at is None:
+            self.updated_at = self.created_at
+        return self
+
+
+def message_to_row(message: Message) -> dict[str, Any]:
+    """The column values for `message`; JSON-typed fields become plain lists and dicts."""
+    return message.model_dump(mode="json")
+
+
+def row_to_message(row: RowMapping) -> Message:
+    """Rebuild a `Message` from its row."""
+    return Message.model_validate(dict(row))
+
+
+def event_to_row(event: Event, sequence: int) -> dict[str, Any]:
+    """The column values for `event` stored at `sequence`: its wire JSON plus indexed ids."""
+    return {
+        "thread_id": event.thread_id,
+        "sequence": sequence,
+        "event_id": event.event_id,
+        "type": event.type,
+        "timestamp": event.timestamp,
+        "data": event.to_wire(),
+    }
+
+
+def row_to_event(data: dict[str, Any]) -> Event:
+    """Rebuild an `Event` from the wire JSON stored with it."""
+    return Event.model_validate(data)
+
+
+def thread_to_row(thread: ThreadRow) -> dict[str, Any]:
+    """The column values for a thread row; datetimes stay datetimes."""
+    return thread.model_dump()
+
+
+def row_to_thread(row: RowMapping) -> ThreadRow:
+    """Rebuild a `ThreadRow` from its row."""
+    return ThreadRow.model_validate(dict(row))

@@ -1,0 +1,136 @@
+"""The store's tables, as SQLAlchemy Core; the Alembic migrations create the same schema."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Dialect,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+
+# Longest id, role, status or name the schema holds; ids are uuids or derived strings.
+ID_LENGTH = 255
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC datetime on every backend.
+
+    SQLite keeps no offset, so values are converted to UTC on the way in and marked as
+    UTC on the way out.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("datetimes written to the store must be timezone-aware")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+metadata = MetaData()
+
+messages = Table(
+    "messages",
+    metadata,
+    Column("thread_id", String(ID_LENGTH), nullable=False),
+    Column("id", String(ID_LENGTH), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("role", String(16), nullable=False),
+    Column("content", Text),
+    Column("name", String(ID_LENGTH)),
+    Column("tool_calls", JSON),
+    Column("tool_call_id", String(ID_LENGTH)),
+    Column("created_at", BigInteger, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("silent", Boolean, nullable=False),
+    Column("tool_status", String(16)),
+    Column("reasoning_content", Text),
+    Column("parent_id", String(ID_LENGTH)),
+    Column("depth", Integer, nullable=False),
+    Column("attachments", JSON, nullable=False),
+    Column("metadata", JSON, nullable=False),
+    Column("side", String(1)),
+    Column("turn_id", String(ID_LENGTH)),
+    PrimaryKeyConstraint("thread_id", "id", name="pk_messages"),
+    # Not unique: positions come from the workflow, and a stale attempt must not wedge.
+    Index("ix_messages_thread_position", "thread_id", "position"),
+    Index("ix_messages_thread_tool_call", "thread_id", "tool_call_id"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("thread_id", String(ID_LENGTH), nullable=False),
+    Column("sequence", BigInteger, nullable=False),
+    Column("event_id", String(ID_LENGTH), nullable=False),
+    Column("type", String(ID_LENGTH), nullable=False),
+    Column("timestamp", String(64), nullable=False),
+    Column("data", JSON, nullable=False),
+    PrimaryKeyConstraint("thread_id", "sequence", name="pk_events"),
+    UniqueConstraint("thread_id", "event_id", name="uq_events_thread_event_id"),
+    Index("ix_events_thread_type_sequence", "thread_id", "type", "sequence"),
+)
+
+kv = Table(
+    "kv",
+    metadata,
+    Column("thread_id", String(ID_LENGTH), nullable=False),
+    Column("key", String(256), nullable=False),
+    # The JSON text exactly as measured against the size cap.
+    Column("value", Text, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("thread_id", "key", name="pk_kv"),
+)
+
+snapshots = Table(
+    "snapshots",
+    metadata,
+    Column("snapshot_id", String(ID_LENGTH), primary_key=True),
+    Column("data", JSON, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+threads = Table(
+    "threads",
+    metadata,
+    Column("thread_id", String(ID_LENGTH), primary_key=True),
+    Column("agent", String(ID_LENGTH), nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("session_id", String(ID_LENGTH)),
+    Column("user_id", String(ID_LENGTH)),
+    Column("parent_thread_id", String(ID_LENGTH)),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("stop_reason", Text),
+    Column("env", JSON, nullable=False),
+    Column("usage", JSON, nullable=False),
+    Column("last_outcome", Text),
+    Index("ix_threads_created_at", "created_at"),
+    Index("ix_threads_agent_created_at", "agent", "created_at"),
+    Index("ix_threads_status_created_at", "status", "created_at"),
+)

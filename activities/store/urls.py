@@ -1,0 +1,69 @@
+"""Turn a store URL into a configured SQLAlchemy engine (SQLite or PostgreSQL)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.pool import StaticPool
+
+# How long a SQLite writer waits for another writer's lock before giving up, in ms.
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+# Execution option that asks for `BEGIN IMMEDIATE` on SQLite: a transaction that reads
+# and then writes (max(sequence)+1) must hold the write lock from its first statement,
+# or a concurrent writer makes the upgrade fail at once with "database is locked".
+WRITE_OPTION = "weft_write"
+
+
+def normalize_url(url: str) -> URL:
+    """Map bare `postgresql://` and `postgres://` URLs to the psycopg 3 driver."""
+    parsed = make_url(url.replace("postgres://", "postgresql://", 1))
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def create_store_engine(url: str) -> Engine:
+    """Build an engine for `url`, with the per-backend settings the store relies on."""
+    parsed = normalize_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(parsed)
+    return create_engine(parsed, pool_pre_ping=True)
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    kwargs: dict[str, Any] = {
+        "connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False}
+    }
+    database = url.database or ""
+    if database in ("", ":memory:"):
+        # One shared connection, or every pooled connection would see its own empty db.
+        kwargs["poolclass"] = StaticPool
+    else:
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, **kwargs)
+    event.listen(engine, "connect", _sqlite_on_connect)
+    event.listen(engine, "begin", _sqlite_on_begin)
+    return engine
+
+
+def _sqlite_on_connect(dbapi_connection: sqlite3.Connection, _record: object) -> None:
+    # Let SQLAlchemy's "begin" event emit BEGIN itself, instead of pysqlite's implicit
+    # (and deferred) transactions, so writers can ask for BEGIN IMMEDIATE.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+    finally:
+        cursor.close()
+
+
+def _sqlite_on_begin(connection: Any) -> None:
+    immediate = connection.get_execution_options().get(WRITE_OPTION, False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
