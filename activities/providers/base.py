@@ -1,0 +1,82 @@
+"""The provider-neutral request and reply types, and the protocol every adapter implements."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from activities.providers.errors import excerpt, protocol_error
+from activities.providers.transport import loads
+from contract.messages import ToolCall, ToolCallFunction
+
+
+class ChatRequest(BaseModel):
+    """One model call, in OpenAI chat shape; adapters translate it to their wire format."""
+
+    model: str
+    # OpenAI chat format: {role, content, name?, tool_calls?, tool_call_id?}; system first.
+    messages: list[dict[str, Any]]
+    # [{name, description, parameters (JSON schema)}]: adapters map to their wire shape.
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    tool_choice: str | None = None  # auto | none | required
+    parallel_tool_calls: bool | None = None
+    max_output_tokens: int | None = None
+    # Merged into the request body last, so it can override anything the adapter set.
+    provider_options: dict[str, Any] = Field(default_factory=dict)
+
+
+class Usage(BaseModel):
+    """Token counts for one call; `input_tokens` includes `cached_tokens`."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+
+
+class Delta(BaseModel):
+    """A streamed fragment: text, reasoning, or a piece of a tool call's arguments."""
+
+    kind: Literal["text", "reasoning", "tool_call"]
+    text: str
+    tool_call_index: int | None = None
+
+
+class ChatReply(BaseModel):
+    """The assembled assistant message with usage and why the model stopped."""
+
+    content: str | None
+    tool_calls: list[ToolCall]
+    reasoning_content: str | None = None
+    usage: Usage
+    # OpenAI vocabulary (stop, tool_calls, length, content_filter) whatever the provider.
+    finish_reason: str | None
+    model: str
+
+
+DeltaCallback = Callable[[Delta], Awaitable[None]]
+
+
+class ChatProvider(Protocol):
+    """A chat model reached over HTTP; failures surface as classified ApplicationErrors."""
+
+    async def complete(
+        self, request: ChatRequest, *, on_delta: DeltaCallback | None = None
+    ) -> ChatReply: ...
+
+
+def make_tool_call(index: int, call_id: str | None, name: str | None, arguments: str) -> ToolCall:
+    """Build a finished tool call, rejecting a missing id or name and arguments that are not
+    a JSON object (a protocol error: the next attempt may be well formed)."""
+    if not call_id:
+        raise protocol_error(f"tool call #{index} ({name or 'unnamed'}) has no id")
+    if not name:
+        raise protocol_error(f"tool call #{index} ({call_id}) has no function name")
+    text = arguments if arguments.strip() else "{}"
+    parsed = loads(text, what=f"arguments of tool call #{index} ({name})")
+    if not isinstance(parsed, dict):
+        raise protocol_error(
+            f"arguments of tool call #{index} ({name}) are not a JSON object: {excerpt(text, 120)}"
+        )
+    return ToolCall(id=call_id, function=ToolCallFunction(name=name, arguments=text))

@@ -1,0 +1,103 @@
+"""The one place that decides whether a provider failure is worth another attempt.
+
+Temporal owns retries (the HTTP client's are off), so every failure leaves here as an
+`ApplicationError` whose `non_retryable` flag and `next_retry_delay` steer the activity's
+RetryPolicy. Each attempt is then visible in the workflow history.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+
+import httpx
+from temporalio.exceptions import ApplicationError
+
+RATE_LIMITED = "ProviderRateLimited"
+RETRYABLE = "ProviderRetryableError"
+REJECTED = "ProviderRequestRejected"
+CONNECTION = "ProviderConnectionError"
+PROTOCOL = "ProviderProtocolError"
+
+# 408 timeout, 409 conflict (lock contention at OpenAI), 429 rate limit; 5xx below.
+_RETRYABLE_4XX = frozenset({408, 409, 429})
+_EXCERPT_CHARS = 300
+
+
+def excerpt(text: str, limit: int = _EXCERPT_CHARS) -> str:
+    """Collapse whitespace and cut `text` so error messages stay one readable line."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def parse_retry_after(
+    headers: Mapping[str, str], *, now: datetime | None = None
+) -> timedelta | None:
+    """The server's requested wait: `retry-after-ms`, else `Retry-After` (seconds or HTTP-date)."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    millis = lowered.get("retry-after-ms")
+    if millis is not None:
+        delay = _finite(millis)
+        if delay is not None:
+            return timedelta(milliseconds=max(delay, 0.0))
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    seconds = _finite(value)
+    if seconds is not None:
+        return timedelta(seconds=max(seconds, 0.0))
+    try:
+        when = email.utils.parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # RFC 9110 dates are GMT; a naive one came without a zone.
+        when = when.replace(tzinfo=UTC)
+    return max(when - (now or datetime.now(UTC)), timedelta(0))
+
+
+def _finite(text: str) -> float | None:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def classify_http_error(status: int, headers: Mapping[str, str], body: str) -> ApplicationError:
+    """Map an HTTP error reply to a retryable or non-retryable ApplicationError."""
+    delay = parse_retry_after(headers)
+    message = f"provider replied HTTP {status}: {excerpt(body)}"
+    details = {"status": status, "body": excerpt(body)}
+    # OpenAI and Anthropic send an explicit verdict that beats the status family.
+    should_retry = {k.lower(): v for k, v in headers.items()}.get("x-should-retry")
+    if status == 429:
+        kind, retry = RATE_LIMITED, True
+    elif status in _RETRYABLE_4XX or status >= 500:
+        kind, retry = RETRYABLE, True
+    else:
+        kind, retry = REJECTED, False
+    if should_retry == "true":
+        retry = True
+    elif should_retry == "false":
+        kind, retry = REJECTED, False
+    return ApplicationError(
+        message, details, type=kind, non_retryable=not retry, next_retry_delay=delay
+    )
+
+
+def classify_transport_error(exc: httpx.RequestError) -> ApplicationError:
+    """Map an httpx failure (connect, timeout, dropped stream) to an ApplicationError."""
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        # A bad base URL is configuration: no attempt will ever succeed.
+        return ApplicationError(
+            f"provider URL is unusable: {exc}", type=REJECTED, non_retryable=True
+        )
+    what = type(exc).__name__
+    return ApplicationError(f"provider connection failed ({what}): {exc}", type=CONNECTION)
+
+
+def protocol_error(problem: str) -> ApplicationError:
+    """A reply we could not understand; retryable, as the next attempt may be well formed."""
+    return ApplicationError(f"malformed provider reply: {problem}", type=PROTOCOL)

@@ -1,0 +1,1 @@
+"""Composition root: reads config, builds clients and engines, registers workflows and activities."""
