@@ -1,0 +1,131 @@
+"""Activity inputs and results. Each carries ids, never the whole conversation."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from contract.definitions import DefinitionSnapshot
+from contract.events import Event
+from contract.messages import Message, Side, ToolCall
+from contract.wire import CamelModel
+
+# Stable activity names: renaming one breaks replay of running threads.
+ACTIVITY_THREAD_INIT = "thread.init"
+ACTIVITY_MODEL_CALL = "model.call"
+ACTIVITY_TOOL_CALL = "tool.call"
+ACTIVITY_STORE_FLUSH = "store.flush"
+
+
+class ThreadInitInput(CamelModel):
+    """Snapshot the agent's definitions and record the thread's start."""
+
+    thread_id: str
+    agent: str
+    session_id: str | None = None
+    user_id: str | None = None
+    parent_thread_id: str | None = None
+    env: dict[str, Any] = Field(default_factory=dict)
+    outbox: list[Event] = Field(default_factory=list)
+
+
+class ThreadInitResult(CamelModel):
+    """The frozen definitions the thread runs with for its whole life."""
+
+    snapshot: DefinitionSnapshot
+
+
+class Usage(CamelModel):
+    """Token usage of one model attempt."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+
+
+class ModelCallInput(CamelModel):
+    """One step's model call: persist the new messages, assemble context, call, persist."""
+
+    thread_id: str
+    session_id: str | None = None
+    snapshot_id: str
+    side: Side
+    model: str = Field(description="the model definition to call (the prompt's, or a fallback)")
+    turn_id: str
+    step_id: str
+    step: int
+    assistant_message_id: str
+    assistant_position: int
+    new_messages: list[Message] = Field(default_factory=list)
+    outbox: list[Event] = Field(default_factory=list)
+
+
+class ModelCallResult(CamelModel):
+    """The assistant message (already persisted) and what it cost."""
+
+    message: Message
+    usage: Usage
+    cost_usd: float | None
+    model: str = Field(description="the model definition that answered (after fallbacks)")
+    finish_reason: str | None = None
+
+
+class ToolResult(CamelModel):
+    """The spec's tool result; snake_case names as in Standard Agents."""
+
+    status: Literal["success", "error"]
+    result: Any = None
+    error: str | None = None
+    error_code: str | None = None
+    error_data: Any = None
+    stack: str | None = None
+    attachments: list[str] | None = None
+
+
+class Intent(CamelModel):
+    """A ThreadState change requested inside an activity, applied later by the workflow.
+
+    An activity never signals its own workflow: the workflow applies intents
+    deterministically after the result that carried them is persisted.
+    """
+
+    kind: Literal["queue_message", "queue_tool", "terminate", "set_status"]
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolCallInput(CamelModel):
+    """Run one tool call and persist its result message."""
+
+    thread_id: str
+    session_id: str | None = None
+    snapshot_id: str
+    side: Side
+    turn_id: str
+    step_id: str
+    tool_call: ToolCall
+    result_message_id: str
+    result_position: int
+    outbox: list[Event] = Field(default_factory=list)
+    prior_messages: list[Message] = Field(
+        default_factory=list, description="messages to persist first (a queued tool's call)"
+    )
+
+
+class ToolCallResult(CamelModel):
+    """The tool message (already persisted; its content is the JSON `ToolResult`) and intents.
+
+    The result travels once, inside the message, so history holds each tool output once.
+    """
+
+    message: Message
+    intents: list[Intent] = Field(default_factory=list)
+
+
+class FlushInput(CamelModel):
+    """Write what the workflow produced on its own: events and messages."""
+
+    thread_id: str
+    events: list[Event] = Field(default_factory=list)
+    messages: list[Message] = Field(default_factory=list)
+    thread_row: dict[str, Any] | None = None

@@ -1,0 +1,177 @@
+"""Definitions (Standard Agents 0.1.0): models, prompts, agents and tool schemas.
+
+Field names are the spec's camelCase in YAML and JSON; Python uses snake_case attributes.
+A thread snapshots the definitions it uses when it starts (`DefinitionSnapshot`), so
+editing a file never changes what a running thread sees.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from contract.wire import CamelModel
+
+NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
+
+
+class Capabilities(CamelModel):
+    """What a model can do; unknown capabilities are left unset, never guessed."""
+
+    supports_images: bool | None = None
+    supports_tool_calls: bool | None = None
+    supports_streaming: bool | None = None
+    supports_json_mode: bool | None = None
+    max_context_tokens: int | None = None
+    max_output_tokens: int | None = None
+    reasoning_levels: list[str] | None = None
+
+
+class ModelDef(CamelModel):
+    """A model definition: which provider serves it, its name there, prices, fallbacks."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    provider: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    fallbacks: list[str] = Field(default_factory=list)
+    input_price: float | None = Field(default=None, ge=0)
+    output_price: float | None = Field(default=None, ge=0)
+    cached_price: float | None = Field(default=None, ge=0)
+    provider_options: dict[str, Any] = Field(default_factory=dict)
+    provider_tools: list[Any] = Field(default_factory=list)
+    capabilities: Capabilities | None = None
+
+
+class PromptPart(CamelModel):
+    """One part of a structured prompt: literal text, an included prompt, or an env value."""
+
+    type: Literal["text", "include", "env"]
+    content: str | None = None
+    prompt: str | None = None
+    property: str | None = None
+
+    @model_validator(mode="after")
+    def _has_its_field(self) -> PromptPart:
+        needed = {"text": "content", "include": "prompt", "env": "property"}[self.type]
+        if getattr(self, needed) is None:
+            raise ValueError(f"a prompt part of type {self.type!r} needs {needed!r}")
+        return self
+
+
+class ToolRef(CamelModel):
+    """A prompt's tool entry in object form; sub-prompt and subagent fields are kept."""
+
+    model_config = CamelModel.model_config | {"extra": "allow"}
+
+    name: str = Field(min_length=1)
+    env: dict[str, Any] | None = None
+    options: dict[str, Any] | None = None
+
+
+class PromptDef(CamelModel):
+    """A prompt definition: the system prompt, its model and its tools."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    tool_description: str
+    prompt: str | list[PromptPart]
+    model: str = Field(min_length=1)
+    include_chat: bool = False
+    include_past_tools: bool = False
+    parallel_tool_calls: bool = False
+    tool_choice: Literal["auto", "none", "required"] | None = None
+    required_schema: dict[str, Any] | None = None
+    variables: dict[str, Any] = Field(default_factory=dict)
+    env: dict[str, Any] = Field(default_factory=dict)
+    reasoning: dict[str, Any] | None = None
+    recent_image_threshold: int = 10
+    provider_options: dict[str, Any] = Field(default_factory=dict)
+    hooks: list[str] | None = None
+    tools: list[str | ToolRef] = Field(default_factory=list)
+
+    def tool_names(self) -> list[str]:
+        """The names of the tools this prompt offers, in order."""
+        return [t if isinstance(t, str) else t.name for t in self.tools]
+
+
+class SessionTool(CamelModel):
+    """A lifecycle tool (`sessionStop`, `sessionFail`, `sessionStatus`) and its argument map."""
+
+    name: str = Field(min_length=1)
+    message_property: str | None = None
+    attachments_property: str | None = None
+
+
+class SideConfig(CamelModel):
+    """One side of an agent: its prompt and the rules that end its turns and sessions."""
+
+    prompt: str = Field(min_length=1)
+    label: str | None = None
+    stop_on_response: bool = True
+    stop_tool: str | None = None
+    stop_tool_response_property: str | None = None
+    max_steps: int | None = Field(default=None, ge=1)
+    session_stop: SessionTool | None = None
+    session_fail: SessionTool | None = None
+    session_status: SessionTool | None = None
+
+    @field_validator("session_stop", "session_fail", "session_status", mode="before")
+    @classmethod
+    def _name_alone(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
+
+    def lifecycle_tools(self) -> list[str]:
+        """Names of the tools this side ends or marks sessions and turns with."""
+        named = [self.stop_tool]
+        named += [t.name if t else None for t in (self.session_stop, self.session_fail)]
+        named.append(self.session_status.name if self.session_status else None)
+        return [n for n in named if n]
+
+
+class AgentDef(CamelModel):
+    """An agent definition: one side for `ai_human`, two for `dual_ai`."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    type: Literal["ai_human", "dual_ai"] = "ai_human"
+    side_a: SideConfig
+    side_b: SideConfig | None = None
+    max_session_turns: int | None = Field(default=None, ge=1)
+    description: str | None = None
+    title: str | None = None
+    icon: str | None = None
+    expose_as_tool: bool = False
+    tool_description: str | None = None
+    env: dict[str, Any] = Field(default_factory=dict)
+    hooks: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _dual_ai_has_side_b(self) -> AgentDef:
+        if self.type == "dual_ai" and self.side_b is None:
+            raise ValueError("sideB is required when type is 'dual_ai'")
+        return self
+
+    def side(self, which: Literal["a", "b"]) -> SideConfig:
+        """The config of side `which`."""
+        if which == "b":
+            assert self.side_b is not None, "validated: dual_ai agents have sideB"
+            return self.side_b
+        return self.side_a
+
+
+class ToolSpec(CamelModel):
+    """What the model sees of a tool: its name, description and JSON schema of arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    builtin: bool = Field(default=False, description="provided by the runtime, not a file")
+
+
+class DefinitionSnapshot(CamelModel):
+    """Everything one agent needs, frozen when a thread starts."""
+
+    snapshot_id: str
+    agent: AgentDef
+    prompts: dict[str, PromptDef]
+    models: dict[str, ModelDef]
+    tools: dict[str, ToolSpec]

@@ -1,0 +1,112 @@
+"""Messages: what is stored for a thread, and what callers queue into one."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from contract.wire import CamelModel, SnakeModel
+
+Role = Literal["system", "user", "assistant", "tool"]
+QueueableRole = Literal["user", "assistant", "system"]
+Side = Literal["a", "b"]
+
+# A queued message travels inside a signal and an activity input; bigger content must be
+# uploaded as an attachment. Temporal's own payload limit is 2 MB.
+MAX_QUEUED_CONTENT_CHARS = 256 * 1024
+
+
+class ToolCallFunction(SnakeModel):
+    """The function part of an OpenAI-shaped tool call."""
+
+    name: str
+    arguments: str = "{}"
+
+
+class ToolCall(SnakeModel):
+    """A tool call as the model returned it, in OpenAI shape."""
+
+    id: str
+    type: Literal["function"] = "function"
+    function: ToolCallFunction
+
+
+class Message(SnakeModel):
+    """A stored thread message, with the spec's snake_case field names.
+
+    `position` orders messages in the thread and is assigned by the workflow, so every
+    write is idempotent and ordered whatever attempt performs it.
+    """
+
+    id: str
+    thread_id: str
+    position: int
+    role: Role
+    content: str | None = None
+    name: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    created_at: int = Field(description="microseconds since the epoch")
+    status: Literal["pending", "completed", "failed"] = "completed"
+    silent: bool = False
+    tool_status: Literal["success", "error"] | None = None
+    reasoning_content: str | None = None
+    parent_id: str | None = None
+    depth: int = 0
+    attachments: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    side: Side | None = Field(default=None, description="which dual_ai side wrote it")
+    turn_id: str | None = None
+
+
+class QueuedMessage(CamelModel):
+    """The `queue_message` signal and `submit_turn` update payload."""
+
+    role: QueueableRole
+    content: str = Field(max_length=MAX_QUEUED_CONTENT_CHARS)
+    attachments: list[str] = Field(default_factory=list)
+    silent: bool = False
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class QueuedTool(CamelModel):
+    """The `queue_tool` signal payload: a tool call run through the normal tool flow."""
+
+    name: str = Field(min_length=1, max_length=128)
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class TerminateRequest(CamelModel):
+    """The `terminate` signal payload."""
+
+    reason: str | None = Field(default=None, max_length=4096)
+
+
+class SubmitTurnResult(CamelModel):
+    """What `submit_turn` returns: the turn id, and whether it started or waits."""
+
+    turn_id: str
+    status: Literal["accepted", "queued"]
+
+
+class MessagePage(CamelModel):
+    """A page of message metadata returned by the `messages` query."""
+
+    messages: list[MessageMeta]
+    next_cursor: int | None = None
+
+
+class MessageMeta(CamelModel):
+    """What the workflow keeps about a message: ids and roles, never content."""
+
+    id: str
+    position: int
+    role: Role
+    side: Side | None = None
+    turn_id: str | None = None
+    tool_call_id: str | None = None
+    created_at: int
+
+
+MessagePage.model_rebuild()

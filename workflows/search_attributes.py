@@ -1,0 +1,30 @@
+"""Typed search attributes that make threads listable in the Temporal UI and CLI."""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.common import SearchAttributeKey
+
+AGENT = SearchAttributeKey.for_keyword("WeftAgent")
+STATUS = SearchAttributeKey.for_keyword("WeftStatus")
+PARENT_THREAD = SearchAttributeKey.for_keyword("WeftParentThread")
+SESSION = SearchAttributeKey.for_keyword("WeftSession")
+
+# Workers register these at start-up (workers/search_attributes.py); an unregistered key
+# would fail every workflow task of the thread.
+ALL_KEYS = (AGENT, STATUS, PARENT_THREAD, SESSION)
+
+
+def upsert_initial(agent: str, parent_thread_id: str | None, session_id: str | None) -> None:
+    """Set the attributes a thread has for its whole life."""
+    updates = [AGENT.value_set(agent), STATUS.value_set("running")]
+    if parent_thread_id:
+        updates.append(PARENT_THREAD.value_set(parent_thread_id))
+    if session_id:
+        updates.append(SESSION.value_set(session_id))
+    workflow.upsert_search_attributes(updates)
+
+
+def upsert_status(status: str) -> None:
+    """Record the thread's status (running, waiting_input, cancelled, …)."""
+    workflow.upsert_search_attributes([STATUS.value_set(status)])

@@ -1,0 +1,214 @@
+"""Runtime §3 steps 5-6: run a step's tool calls sequentially and persist their results.
+
+Each call is one `tool.call` activity that also writes the result message, keyed by the
+tool call id, so a retried attempt stores nothing twice.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any, Protocol
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, CancelledError
+
+from contract.activities import (
+    ACTIVITY_STORE_FLUSH,
+    ACTIVITY_TOOL_CALL,
+    FlushInput,
+    Intent,
+    ToolCallInput,
+    ToolCallResult,
+    ToolResult,
+)
+from contract.definitions import DefinitionSnapshot
+from contract.messages import Message, QueuedTool, Side, ToolCall, ToolCallFunction
+from contract.thread import ThreadOptions
+from workflows.stop_rules import ToolOutcome
+from workflows.thread_state import ThreadMemory
+
+OUTCOME_UNKNOWN = (
+    "outcome unknown: the tool call was interrupted and its retries were exhausted, so it "
+    "may or may not have taken effect"
+)
+
+
+class ToolHost(Protocol):
+    """What the tool runner needs from the workflow that owns it."""
+
+    def is_terminated(self) -> bool: ...
+
+    def track(self, task: Any) -> None: ...
+
+    def apply_intents(self, intents: list[Intent]) -> None: ...
+
+
+class ToolRunner:
+    """Runs tool calls for one thread, in order, one activity each."""
+
+    def __init__(
+        self,
+        mem: ThreadMemory,
+        snapshot: DefinitionSnapshot,
+        options: ThreadOptions,
+        host: ToolHost,
+    ) -> None:
+        self._mem = mem
+        self._snapshot = snapshot
+        self._options = options
+        self._host = host
+
+    async def run_calls(
+        self, calls: list[ToolCall], *, side: Side, turn_id: str, step_id: str
+    ) -> list[ToolOutcome]:
+        """Run the model's tool calls sequentially, in the order it returned them."""
+        outcomes: list[ToolOutcome] = []
+        for call in calls:
+            if self._host.is_terminated():
+                self._record_failure(
+                    call,
+                    self._mem.new_id("msg"),
+                    self._mem.reserve_position(),
+                    side,
+                    turn_id,
+                    step_id,
+                    "not run: the thread was terminated",
+                    code="aborted",
+                )
+                continue
+            outcomes.append(await self._run_one(call, [], side, turn_id, step_id))
+        return outcomes
+
+    async def run_queued(
+        self, tool: QueuedTool, *, prior: list[Message], side: Side, turn_id: str, step_id: str
+    ) -> ToolOutcome:
+        """Run a `queue_tool` entry as if the model had called it (normal tool flow)."""
+        call = ToolCall(
+            id=self._mem.new_id("call"),
+            function=ToolCallFunction(name=tool.name, arguments=json.dumps(tool.args)),
+        )
+        # The model must see a call before its result, so the call is stored as an
+        # assistant message of its own, marked as queued.
+        caller = self._mem.new_message(
+            role="assistant",
+            content=None,
+            side=side,
+            turn_id=turn_id,
+            tool_calls=[call],
+            metadata={"queued_tool": True},
+        )
+        return await self._run_one(call, [*prior, caller], side, turn_id, step_id)
+
+    async def _run_one(
+        self, call: ToolCall, prior: list[Message], side: Side, turn_id: str, step_id: str
+    ) -> ToolOutcome:
+        mem = self._mem
+        message_id, position = mem.new_id("msg"), mem.reserve_position()
+        outbox, pending = mem.take_outbox(), mem.take_outbox_messages()
+        handle = workflow.start_activity(
+            ACTIVITY_TOOL_CALL,
+            ToolCallInput(
+                thread_id=mem.thread_id,
+                session_id=mem.session_id,
+                snapshot_id=self._snapshot.snapshot_id,
+                side=side,
+                turn_id=turn_id,
+                step_id=step_id,
+                tool_call=call,
+                result_message_id=message_id,
+                result_position=position,
+                outbox=outbox,
+                prior_messages=[*pending, *prior],
+            ),
+            result_type=ToolCallResult,
+            start_to_close_timeout=timedelta(seconds=self._options.tool_timeout_seconds),
+            heartbeat_timeout=timedelta(seconds=60),
+            retry_policy=RetryPolicy(
+                initial_interval=timedelta(seconds=1),
+                maximum_interval=timedelta(seconds=30),
+                maximum_attempts=self._options.tool_max_attempts,
+            ),
+        )
+        self._host.track(handle)
+        try:
+            result: ToolCallResult = await handle
+        except ActivityError as err:
+            mem.return_outbox(outbox)
+            mem.outbox_messages[:0] = [*pending, *prior]
+            cancelled = isinstance(err.cause, CancelledError) or self._host.is_terminated()
+            text = "not finished: the thread was terminated" if cancelled else OUTCOME_UNKNOWN
+            self._record_failure(
+                call,
+                message_id,
+                position,
+                side,
+                turn_id,
+                step_id,
+                text,
+                code="aborted" if cancelled else "outcome_unknown",
+            )
+            return ToolOutcome(call, succeeded=False)
+        finally:
+            self._host.track(None)
+        mem.index_message(result.message)
+        self._host.apply_intents(result.intents)
+        return ToolOutcome(call, succeeded=result.message.tool_status == "success")
+
+    def _record_failure(
+        self,
+        call: ToolCall,
+        message_id: str,
+        position: int,
+        side: Side,
+        turn_id: str,
+        step_id: str,
+        text: str,
+        *,
+        code: str,
+    ) -> None:
+        result = ToolResult(status="error", error=text, error_code=code)
+        message = Message(
+            id=message_id,
+            thread_id=self._mem.thread_id,
+            position=position,
+            role="tool",
+            content=result.model_dump_json(exclude_none=True),
+            name=call.function.name,
+            tool_call_id=call.id,
+            created_at=int(self._mem.now().timestamp() * 1_000_000),
+            tool_status="error",
+            side=side,
+            turn_id=turn_id,
+        )
+        self._mem.index_message(message)
+        self._mem.outbox_messages.append(message)
+        self._mem.emit(
+            "tool.failed",
+            {"name": call.function.name, "errorCode": code, "message": text},
+            turn_id=turn_id,
+            step_id=step_id,
+            tool_call_id=call.id,
+        )
+
+
+async def flush(mem: ThreadMemory, *, thread_row: dict[str, Any] | None = None) -> None:
+    """Write what the workflow produced by itself (events, messages) with a local activity."""
+    events, messages = mem.take_outbox(), mem.take_outbox_messages()
+    if not events and not messages and thread_row is None:
+        return
+    try:
+        await workflow.execute_local_activity(
+            ACTIVITY_STORE_FLUSH,
+            FlushInput(
+                thread_id=mem.thread_id, events=events, messages=messages, thread_row=thread_row
+            ),
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=10)),
+        )
+    except ActivityError:
+        # Keep them for the next activity rather than lose them.
+        mem.return_outbox(events)
+        mem.outbox_messages[:0] = messages
+        raise
