@@ -54,11 +54,13 @@ def row_to_message(row: RowMapping) -> Message:
     return Message.model_validate(dict(row))
 
 
-def event_to_row(event: Event, sequence: int) -> dict[str, Any]:
-    """The column values for `event` stored at `sequence`: its wire JSON plus indexed ids."""
+def event_to_row(event: Event) -> dict[str, Any]:
+    """The column values for a numbered `event`: its wire JSON plus indexed ids."""
+    if event.sequence is None:
+        raise ValueError(f"event {event.event_id!r} has no sequence to store it at")
     return {
         "thread_id": event.thread_id,
-        "sequence": sequence,
+        "sequence": event.sequence,
         "event_id": event.event_id,
         "type": event.type,
         "timestamp": event.timestamp,
