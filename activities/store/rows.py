@@ -24,9 +24,7 @@ class ThreadRow(BaseModel):
     user_id: str | None = None
     parent_thread_id: str | None = None
     created_at: AwareDatetime
-    updated_at: AwareDatetime | None = Field(
-        default=None, description="defaults to created_at"
-    )
+    updated_at: AwareDatetime | None = Field(default=None, description="defaults to created_at")
     stop_reason: str | None = None
     env: dict[str, Any] = Field(default_factory=dict)
     usage: dict[str, Any] = Field(default_factory=dict)

@@ -61,9 +61,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("thread_id", "sequence", name="pk_events"),
         sa.UniqueConstraint("thread_id", "event_id", name="uq_events_thread_event_id"),
     )
-    op.create_index(
-        "ix_events_thread_type_sequence", "events", ["thread_id", "type", "sequence"]
-    )
+    op.create_index("ix_events_thread_type_sequence", "events", ["thread_id", "type", "sequence"])
 
     op.create_table(
         "kv",
