@@ -1,0 +1,1 @@
+"""Activities: all I/O of weft (model providers, tools, the code sandbox, the store)."""
