@@ -104,6 +104,10 @@ class HttpServer:
             asyncio.LimitOverrunError,
             ValueError,
         ):
+            pass  # a client that hangs up or sends garbage just loses its connection
+        except asyncio.CancelledError:
+            # Only stop() cancels these tasks. Ending normally matters on 3.11, where
+            # asyncio's stream callback calls task.exception() on a cancelled task and logs it.
             pass
         finally:
             self._connections.discard(task)
