@@ -8,6 +8,7 @@ twice.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -221,7 +222,7 @@ class Store:
         query = select(kv.c.value).where(kv.c.thread_id == thread_id, kv.c.key == key)
         with self._engine.connect() as connection:
             encoded = connection.scalar(query)
-        return None if encoded is None else kv_rules.json.loads(encoded)
+        return None if encoded is None else json.loads(encoded)
 
     def set_value(self, thread_id: str, key: str, value: Any) -> None:
         """Store `value` under `key` for this thread; None deletes the key."""

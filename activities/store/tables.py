@@ -45,11 +45,27 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        if value is None:
+        if not isinstance(value, datetime):
             return None
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
+
+
+class FreeText(TypeDecorator[str]):
+    """Text that may hold any string, NUL characters included.
+
+    PostgreSQL text cannot hold NUL, and a tool result containing one must not make its
+    write fail on every retry; there NUL becomes U+FFFD. SQLite keeps the text as given.
+    """
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        if value is not None and dialect.name == "postgresql" and "\x00" in value:
+            return value.replace("\x00", "\ufffd")
+        return value
 
 
 metadata = MetaData()
@@ -61,7 +77,7 @@ messages = Table(
     Column("id", String(ID_LENGTH), nullable=False),
     Column("position", Integer, nullable=False),
     Column("role", String(16), nullable=False),
-    Column("content", Text),
+    Column("content", FreeText),
     Column("name", String(ID_LENGTH)),
     Column("tool_calls", JSON),
     Column("tool_call_id", String(ID_LENGTH)),
@@ -69,7 +85,7 @@ messages = Table(
     Column("status", String(16), nullable=False),
     Column("silent", Boolean, nullable=False),
     Column("tool_status", String(16)),
-    Column("reasoning_content", Text),
+    Column("reasoning_content", FreeText),
     Column("parent_id", String(ID_LENGTH)),
     Column("depth", Integer, nullable=False),
     Column("attachments", JSON, nullable=False),
@@ -126,10 +142,10 @@ threads = Table(
     Column("parent_thread_id", String(ID_LENGTH)),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
-    Column("stop_reason", Text),
+    Column("stop_reason", FreeText),
     Column("env", JSON, nullable=False),
     Column("usage", JSON, nullable=False),
-    Column("last_outcome", Text),
+    Column("last_outcome", FreeText),
     Index("ix_threads_created_at", "created_at"),
     Index("ix_threads_agent_created_at", "agent", "created_at"),
     Index("ix_threads_status_created_at", "status", "created_at"),

@@ -129,3 +129,13 @@ def test_delete_message_deletes_its_tool_results(store: Store) -> None:
 def test_delete_missing_message_is_false(store: Store) -> None:
     """Deleting an unknown message reports False."""
     assert store.delete_message(new_thread_id(), "nope") is False
+
+
+def test_nul_characters_do_not_break_writes(store: Store) -> None:
+    """Content with NUL is stored: as is on SQLite, with U+FFFD on PostgreSQL (no NUL there)."""
+    thread = new_thread_id()
+    store.append_messages([message(thread, 0, role="tool", content="a\x00b", tool_call_id="c")])
+    expected = "a\ufffdb" if store.engine.dialect.name == "postgresql" else "a\x00b"
+    assert store.get_message(thread, "m0").content == expected  # type: ignore[union-attr]
+    store.append_messages([message(thread, 1, metadata={"raw": "\x00"})])
+    assert store.get_message(thread, "m1").metadata == {"raw": "\x00"}  # type: ignore[union-attr]
