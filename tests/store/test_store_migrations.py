@@ -5,9 +5,12 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
 from activities.store import Store
+from activities.store.tables import metadata
 from activities.store.urls import normalize_url
 
 TABLES = {"alembic_version", "messages", "events", "kv", "snapshots", "threads"}
@@ -85,3 +88,10 @@ def test_postgres_urls_use_psycopg() -> None:
     assert normalize_url("postgres://u@h/db").drivername == "postgresql+psycopg"
     assert normalize_url("postgresql+psycopg://u@h/db").drivername == "postgresql+psycopg"
     assert normalize_url("sqlite:///x.db").drivername == "sqlite"
+
+
+def test_migrations_match_the_tables(store: Store) -> None:
+    """The migrated schema equals `tables.metadata`, so the two cannot drift apart."""
+    with store.engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        assert compare_metadata(context, metadata) == []
