@@ -1,0 +1,68 @@
+"""Context assembly (Runtime §4): the system prompt and the side's view of the transcript."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contract.definitions import DefinitionSnapshot, PromptDef
+from contract.messages import Message, Side
+from contract.thread_env import EnvEntry, model_visible
+
+
+def render_prompt(prompt: PromptDef, snapshot: DefinitionSnapshot, env: dict[str, EnvEntry]) -> str:
+    """The system prompt text; env parts show only non-secret values."""
+    if isinstance(prompt.prompt, str):
+        return prompt.prompt
+    pieces = []
+    for part in prompt.prompt:
+        if part.type == "text":
+            pieces.append(part.content or "")
+        elif part.type == "include" and part.prompt in snapshot.prompts:
+            pieces.append(render_prompt(snapshot.prompts[part.prompt], snapshot, env))
+        elif part.type == "env" and part.property:
+            pieces.append(model_visible(env, part.property))
+    return "".join(pieces)
+
+
+def project_messages(messages: list[Message], *, side: Side, dual: bool) -> list[dict[str, Any]]:
+    """OpenAI-shaped history as `side` sees it.
+
+    In `dual_ai`, a side sees its own messages as `assistant` and the other side's text as
+    `user`, and never the other side's tool calls or results.
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        own = not dual or message.side in (side, None)
+        if message.role == "assistant":
+            if own:
+                out.append(_assistant(message))
+            elif message.content:
+                out.append({"role": "user", "content": message.content})
+        elif message.role == "tool":
+            if own:
+                out.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": message.tool_call_id,
+                        "content": message.content or "",
+                    }
+                )
+        else:
+            out.append({"role": message.role, "content": _with_attachments(message)})
+    return out
+
+
+def _assistant(message: Message) -> dict[str, Any]:
+    entry: dict[str, Any] = {"role": "assistant", "content": message.content}
+    if message.tool_calls:
+        entry["tool_calls"] = [c.model_dump() for c in message.tool_calls]
+    return entry
+
+
+def _with_attachments(message: Message) -> str:
+    # Attachments are files of the thread's filesystem; until a provider takes them as
+    # content parts, the model is told their paths.
+    text = message.content or ""
+    if message.attachments:
+        text += "\n\n[attachments: " + ", ".join(message.attachments) + "]"
+    return text

@@ -1,0 +1,13 @@
+"""The error every definition problem becomes: it names the file (or source) and field."""
+
+from __future__ import annotations
+
+
+class DefinitionError(ValueError):
+    """A definition is invalid; the message names where and which field."""
+
+    def __init__(self, source: str, field: str | None, message: str) -> None:
+        self.source = source
+        self.field = field
+        where = f"{source}: {field}" if field else source
+        super().__init__(f"{where}: {message}")

@@ -1,0 +1,107 @@
+"""Loads a definitions directory: models/, prompts/, agents/ (YAML) and tools/ (Python).
+
+One definition per file; the file stem is the name. Every problem is a DefinitionError
+that names the file and the field.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from activities.definitions.api import FunctionTool
+from activities.definitions.errors import DefinitionError
+from activities.definitions.registry import Definitions
+from contract.definitions import AgentDef, ModelDef, PromptDef
+from contract.validation import describe_validation_error
+
+YAML_KINDS: tuple[tuple[str, type[Any]], ...] = (
+    ("models", ModelDef),
+    ("prompts", PromptDef),
+    ("agents", AgentDef),
+)
+
+
+def load_directory(root: str | Path, *, into: Definitions | None = None) -> Definitions:
+    """Read every definition under `root` (not validated across files: call `validate`)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DefinitionError(str(root), None, "definitions directory does not exist")
+    definitions = into or Definitions()
+    for folder, model in YAML_KINDS:
+        for path in sorted((root / folder).glob("*.y*ml")):
+            definitions.add(_load_yaml(path, model, root), source=_rel(path, root))
+    for path in sorted((root / "tools").glob("*.py")):
+        if not path.name.startswith("_"):
+            definitions.add(_load_tool(path, root), source=_rel(path, root))
+    return definitions
+
+
+def _load_yaml(path: Path, model: type[Any], root: Path) -> Any:
+    where = _rel(path, root)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise DefinitionError(where, None, f"invalid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise DefinitionError(where, None, "must hold one mapping (a definition)")
+    name = data.setdefault("name", path.stem)
+    if name != path.stem:
+        raise DefinitionError(
+            where,
+            "name",
+            f"{name!r} differs from the file stem {path.stem!r}; the file stem is the name",
+        )
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise DefinitionError(where, None, describe_validation_error(err)) from None
+
+
+def _load_tool(path: Path, root: Path) -> FunctionTool:
+    where = _rel(path, root)
+    module_name = f"weft_tools.{root.name}.{path.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise DefinitionError(where, None, "cannot be imported")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except DefinitionError:
+        raise
+    except Exception as err:
+        raise DefinitionError(
+            where, None, f"failed to import: {type(err).__name__}: {err}"
+        ) from None
+    found = [v for v in vars(module).values() if isinstance(v, FunctionTool)]
+    if len(found) != 1:
+        raise DefinitionError(
+            where, None, f"must define exactly one tool with define_tool(), found {len(found)}"
+        )
+    tool = found[0]
+    if tool.name and tool.name != path.stem:
+        raise DefinitionError(
+            where,
+            "name",
+            f"{tool.name!r} differs from the file stem {path.stem!r}; the file stem is the name",
+        )
+    return FunctionTool(
+        name=path.stem,
+        description=tool.description,
+        args=tool.args,
+        execute=tool.execute,
+        side_effects=tool.side_effects,
+    )
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,244 @@
+"""The `model.call` activity: persist queued messages, assemble context, stream, persist.
+
+Persistence rides on this activity: one round trip per model step. Deltas reach the store
+in batches (about every 100 ms), tagged with the step and the attempt, so `weft thread
+tail` shows the reply as it streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.clock import now_iso, now_micros
+from activities.context import project_messages, render_prompt
+from activities.providers import ChatProvider, ChatReply, ChatRequest
+from activities.snapshots import SnapshotCache
+from activities.store import Store
+from activities.streaming import DeltaBatcher, Heartbeater
+from contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult, Usage
+from contract.definitions import DefinitionSnapshot, ModelDef
+from contract.events import Event
+from contract.messages import Message
+from contract.thread_env import merge_env
+
+
+class ModelActivities:
+    """Calls models through injected providers; the providers never retry on their own."""
+
+    def __init__(
+        self,
+        store: Store,
+        providers: Mapping[str, ChatProvider],
+        snapshots: SnapshotCache,
+        *,
+        delta_interval: float = 0.1,
+    ) -> None:
+        self._store = store
+        self._providers = providers
+        self._snapshots = snapshots
+        self._delta_interval = delta_interval
+
+    @activity.defn(name=ACTIVITY_MODEL_CALL)
+    async def call_model(self, call: ModelCallInput) -> ModelCallResult:
+        """One step's model call; returns the persisted assistant message and its usage."""
+        info = activity.info()
+        await asyncio.to_thread(self._write, call.new_messages, call.outbox)
+        snapshot = await self._snapshots.get(call.snapshot_id)
+        model = snapshot.models[call.model]
+        provider = self._providers.get(model.provider)
+        if provider is None:
+            raise ApplicationError(
+                f"model {model.name!r} uses provider {model.provider!r}, "
+                "which this worker has not configured",
+                type="ProviderNotConfigured",
+                non_retryable=True,
+            )
+        request = await asyncio.to_thread(self._request, call, snapshot, model)
+        ids = _ids(call, info.attempt)
+        started = self._event(
+            call,
+            ids,
+            "requested",
+            "model.requested",
+            {
+                "model": model.name,
+                "providerModel": model.model,
+                "attempt": info.attempt,
+                # A retry restarts the text: clients drop what they showed for this step.
+                "reset": info.attempt > 1,
+            },
+        )
+        await asyncio.to_thread(self._store.append_events, [started])
+        batcher = DeltaBatcher(
+            self._store,
+            lambda n, text, kind: self._event(
+                call,
+                ids,
+                f"delta{n}",
+                "model.delta",
+                {"text": text, "kind": kind, "attempt": info.attempt},
+            ),
+            interval=self._delta_interval,
+        )
+        began = time.monotonic()
+        try:
+            async with Heartbeater():
+                reply = await provider.complete(request, on_delta=batcher.add)
+                await batcher.flush()
+        except ApplicationError as err:
+            await batcher.flush()
+            failed = self._event(
+                call,
+                ids,
+                "failed",
+                "model.failed",
+                {
+                    "model": model.name,
+                    "attempt": info.attempt,
+                    "error": str(err),
+                    "errorType": err.type,
+                    "retryable": not err.non_retryable,
+                },
+            )
+            await asyncio.to_thread(self._store.append_events, [failed])
+            raise
+        return await asyncio.to_thread(
+            self._finish, call, model, reply, ids, int((time.monotonic() - began) * 1000)
+        )
+
+    def _write(self, messages: list[Message], events: list[Event]) -> None:
+        if messages:
+            self._store.append_messages(messages)
+        if events:
+            self._store.append_events(events)
+
+    def _request(
+        self, call: ModelCallInput, snapshot: DefinitionSnapshot, model: ModelDef
+    ) -> ChatRequest:
+        prompt = snapshot.prompts[snapshot.agent.side(call.side).prompt]
+        row = self._store.get_thread(call.thread_id)
+        env = merge_env(prompt.env, snapshot.agent.env, row.env if row else {})
+        history = self._store.list_messages(call.thread_id)
+        messages = [{"role": "system", "content": render_prompt(prompt, snapshot, env)}]
+        messages += project_messages(history, side=call.side, dual=snapshot.agent.type == "dual_ai")
+        tool_names = [*prompt.tool_names(), *snapshot.agent.side(call.side).lifecycle_tools()]
+        tools = [
+            snapshot.tools[n].model_dump(include={"name", "description", "parameters"})
+            for n in dict.fromkeys(tool_names)
+            if n in snapshot.tools
+        ]
+        options = {**model.provider_options, **prompt.provider_options}
+        max_tokens = model.capabilities.max_output_tokens if model.capabilities else None
+        return ChatRequest(
+            model=model.model,
+            messages=messages,
+            tools=tools,
+            tool_choice=prompt.tool_choice if tools else None,
+            parallel_tool_calls=prompt.parallel_tool_calls if tools else None,
+            max_output_tokens=max_tokens,
+            provider_options=options,
+        )
+
+    def _finish(
+        self,
+        call: ModelCallInput,
+        model: ModelDef,
+        reply: ChatReply,
+        ids: dict[str, Any],
+        duration_ms: int,
+    ) -> ModelCallResult:
+        usage = Usage(
+            input_tokens=reply.usage.input_tokens,
+            output_tokens=reply.usage.output_tokens,
+            cached_tokens=reply.usage.cached_tokens,
+        )
+        cost = _cost(model, usage)
+        message = Message(
+            id=call.assistant_message_id,
+            thread_id=call.thread_id,
+            position=call.assistant_position,
+            role="assistant",
+            content=reply.content,
+            tool_calls=reply.tool_calls or None,
+            reasoning_content=reply.reasoning_content,
+            created_at=now_micros(),
+            side=call.side,
+            turn_id=call.turn_id,
+            metadata={"model": model.name, "stepId": call.step_id},
+        )
+        self._store.append_messages([message])
+        self._store.append_events(
+            [
+                self._event(
+                    call,
+                    ids,
+                    "completed",
+                    "model.completed",
+                    {
+                        "model": model.name,
+                        "providerModel": reply.model,
+                        "messageId": message.id,
+                        "finishReason": reply.finish_reason,
+                        "toolCalls": len(reply.tool_calls),
+                        "usage": usage.model_dump(by_alias=True),
+                        "costUsd": cost,
+                        "durationMs": duration_ms,
+                    },
+                )
+            ]
+        )
+        return ModelCallResult(
+            message=message,
+            usage=usage,
+            cost_usd=cost,
+            model=model.name,
+            finish_reason=reply.finish_reason,
+        )
+
+    @staticmethod
+    def _event(
+        call: ModelCallInput,
+        ids: dict[str, Any],
+        suffix: str,
+        event_type: str,
+        payload: dict[str, Any],
+    ) -> Event:
+        return Event(
+            type=event_type,
+            event_id=f"{ids['attempt_id']}:{suffix}",
+            timestamp=now_iso(),
+            thread_id=call.thread_id,
+            session_id=call.session_id,
+            payload=payload,
+            **ids,
+        )
+
+
+def _ids(call: ModelCallInput, attempt: int) -> dict[str, Any]:
+    request_id = f"{call.step_id}.{call.model}"
+    return {
+        "turn_id": call.turn_id,
+        "step_id": call.step_id,
+        "model_request_id": request_id,
+        "attempt_id": f"{request_id}.a{attempt}",
+    }
+
+
+def _cost(model: ModelDef, usage: Usage) -> float | None:
+    """USD for this call, from per-million prices; None when the model has no prices."""
+    if model.input_price is None and model.output_price is None:
+        return None
+    cached_price = model.cached_price if model.cached_price is not None else model.input_price
+    fresh = max(usage.input_tokens - usage.cached_tokens, 0)
+    total = (
+        fresh * (model.input_price or 0)
+        + usage.cached_tokens * (cached_price or 0)
+        + usage.output_tokens * (model.output_price or 0)
+    )
+    return round(total / 1_000_000, 10)

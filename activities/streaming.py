@@ -1,0 +1,82 @@
+"""Streaming helpers for long activities: batched delta events and a heartbeat loop."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from types import TracebackType
+
+from temporalio import activity
+
+from activities.providers import Delta
+from activities.store import Store
+from contract.events import Event
+
+EventMaker = Callable[[int, str, str], Event]
+
+
+class DeltaBatcher:
+    """Collects streamed text and writes one `model.delta` event per kind per interval.
+
+    One write per token would make the store the bottleneck; about 100 ms batches keep
+    a live tail smooth at a few writes a second.
+    """
+
+    def __init__(self, store: Store, make_event: EventMaker, *, interval: float = 0.1) -> None:
+        self._store = store
+        self._make_event = make_event
+        self._interval = interval
+        self._pending: dict[str, list[str]] = {}
+        self._last = time.monotonic()
+        self._count = 0
+
+    async def add(self, delta: Delta) -> None:
+        """Take one delta; write a batch when the interval has passed."""
+        kind = "tool_call" if delta.kind == "tool_call" else delta.kind
+        self._pending.setdefault(kind, []).append(delta.text)
+        if time.monotonic() - self._last >= self._interval:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write what is pending, if anything, and heartbeat."""
+        self._last = time.monotonic()
+        if not self._pending:
+            return
+        events = []
+        for kind, parts in self._pending.items():
+            self._count += 1
+            events.append(self._make_event(self._count, "".join(parts), kind))
+        self._pending = {}
+        await asyncio.to_thread(self._store.append_events, events)
+        activity.heartbeat(self._count)
+
+
+class Heartbeater:
+    """Heartbeats in the background so a silent provider still lets cancellation arrive."""
+
+    def __init__(self, *, every: float = 1.0) -> None:
+        self._every = every
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Heartbeater:
+        self._task = asyncio.create_task(self._beat())
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+
+    async def _beat(self) -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(self._every)

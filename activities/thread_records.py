@@ -1,0 +1,81 @@
+"""`thread.init` and `store.flush`: what the workflow records about itself.
+
+`thread.init` freezes the agent's definitions for the thread's whole life; `store.flush`
+writes the events and messages the workflow produced on its own when it goes idle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.definitions import DefinitionError, Definitions
+from activities.snapshots import SnapshotCache
+from activities.store import Store, ThreadRow
+from contract.activities import (
+    ACTIVITY_STORE_FLUSH,
+    ACTIVITY_THREAD_INIT,
+    FlushInput,
+    ThreadInitInput,
+    ThreadInitResult,
+)
+
+
+class ThreadRecordActivities:
+    """Snapshotting at start, and flushing the workflow's own facts."""
+
+    def __init__(self, store: Store, definitions: Definitions, snapshots: SnapshotCache) -> None:
+        self._store = store
+        self._definitions = definitions
+        self._snapshots = snapshots
+
+    @activity.defn(name=ACTIVITY_THREAD_INIT)
+    async def init_thread(self, start: ThreadInitInput) -> ThreadInitResult:
+        """Snapshot the agent's definitions and record the thread row and its first events."""
+        try:
+            snapshot = self._definitions.snapshot(start.agent)
+        except DefinitionError as err:
+            raise ApplicationError(str(err), type="UnknownAgent", non_retryable=True) from None
+        await asyncio.to_thread(
+            self._init, start, snapshot.snapshot_id, snapshot.model_dump(mode="json", by_alias=True)
+        )
+        self._snapshots.remember(snapshot)
+        return ThreadInitResult(snapshot=snapshot)
+
+    def _init(self, start: ThreadInitInput, snapshot_id: str, data: dict[str, object]) -> None:
+        self._store.put_snapshot(snapshot_id, data)
+        if self._store.get_thread(start.thread_id) is None:
+            self._store.upsert_thread(
+                ThreadRow(
+                    thread_id=start.thread_id,
+                    agent=start.agent,
+                    status="running",
+                    session_id=start.session_id,
+                    user_id=start.user_id,
+                    parent_thread_id=start.parent_thread_id,
+                    created_at=datetime.now(UTC),
+                    env=start.env,
+                )
+            )
+        if start.outbox:
+            self._store.append_events(start.outbox)
+
+    @activity.defn(name=ACTIVITY_STORE_FLUSH)
+    async def flush(self, batch: FlushInput) -> None:
+        """Write the workflow's pending messages, events and read-model row."""
+        await asyncio.to_thread(self._flush, batch)
+
+    def _flush(self, batch: FlushInput) -> None:
+        if batch.messages:
+            self._store.append_messages(batch.messages)
+        if batch.events:
+            self._store.append_events(batch.events)
+        if batch.thread_row is not None:
+            current = self._store.get_thread(batch.thread_id)
+            if current is not None:
+                changes = {k: v for k, v in batch.thread_row.items() if k in ThreadRow.model_fields}
+                changes["updated_at"] = datetime.now(UTC)
+                self._store.upsert_thread(current.model_copy(update=changes))

@@ -1,0 +1,189 @@
+"""The `tool.call` activity: run one function tool and persist its result message.
+
+A tool's own failure (bad arguments, an exception, an unknown tool) is a result with
+status `error`, never an activity failure: Runtime §5.2 says tool errors are persisted
+and must not crash the loop. Only infrastructure failures are retried by Temporal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import traceback
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import to_jsonable_python
+from temporalio import activity
+
+from activities.clock import now_iso, now_micros
+from activities.definitions import Definitions, FunctionTool
+from activities.snapshots import SnapshotCache
+from activities.store import Store
+from activities.streaming import Heartbeater
+from activities.tool_state import ThreadState
+from contract.activities import ACTIVITY_TOOL_CALL, ToolCallInput, ToolCallResult, ToolResult
+from contract.definitions import DefinitionSnapshot
+from contract.events import Event
+from contract.messages import Message
+from contract.thread_env import merge_env
+from contract.validation import describe_validation_error
+
+
+class ToolActivities:
+    """Runs the worker's function tools with a ThreadState."""
+
+    def __init__(self, store: Store, definitions: Definitions, snapshots: SnapshotCache) -> None:
+        self._store = store
+        self._definitions = definitions
+        self._snapshots = snapshots
+
+    @activity.defn(name=ACTIVITY_TOOL_CALL)
+    async def call_tool(self, call: ToolCallInput) -> ToolCallResult:
+        """Run `call.tool_call` and store its result under `call.result_message_id`."""
+        info = activity.info()
+        name = call.tool_call.function.name
+        started = self._event(
+            call,
+            f"started.a{info.attempt}",
+            "tool.started",
+            {"name": name, "arguments": call.tool_call.function.arguments, "attempt": info.attempt},
+        )
+        await asyncio.to_thread(self._write, call.prior_messages, [*call.outbox, started])
+        snapshot = await self._snapshots.get(call.snapshot_id)
+        state = await asyncio.to_thread(self._state, call, snapshot)
+        try:
+            async with Heartbeater():
+                result = await self._run(call, snapshot, state)
+        except asyncio.CancelledError:
+            state.abort.set()  # stop any sandboxed code the tool started
+            raise
+        message = Message(
+            id=call.result_message_id,
+            thread_id=call.thread_id,
+            position=call.result_position,
+            role="tool",
+            content=result.model_dump_json(exclude_none=True),
+            name=name,
+            tool_call_id=call.tool_call.id,
+            created_at=now_micros(),
+            tool_status=result.status,
+            side=call.side,
+            turn_id=call.turn_id,
+        )
+        outcome = "tool.result" if result.status == "success" else "tool.failed"
+        done = self._event(
+            call,
+            "done",
+            outcome,
+            {
+                "name": name,
+                "status": result.status,
+                "messageId": message.id,
+                "error": result.error,
+                "errorCode": result.error_code,
+            },
+        )
+        await asyncio.to_thread(self._write, [message], [done])
+        return ToolCallResult(message=message, intents=state.intents)
+
+    async def _run(
+        self, call: ToolCallInput, snapshot: DefinitionSnapshot, state: ThreadState
+    ) -> ToolResult:
+        name = call.tool_call.function.name
+        spec = snapshot.tools.get(name)
+        if spec is None:
+            return _error(
+                "unknown_tool",
+                f"unknown tool {name!r}; available tools: "
+                f"{', '.join(sorted(snapshot.tools)) or '(none)'}",
+            )
+        try:
+            raw_args = json.loads(call.tool_call.function.arguments or "{}")
+        except ValueError as err:
+            return _error("invalid_arguments", f"arguments of {name!r} are not valid JSON: {err}")
+        if not isinstance(raw_args, dict):
+            return _error("invalid_arguments", f"arguments of {name!r} must be a JSON object")
+        if spec.builtin:
+            # Lifecycle tools (stopTool, sessionStop, …) only mark the step; the workflow's
+            # stop rules read their arguments.
+            return ToolResult(status="success", result={"acknowledged": name})
+        tool = self._definitions.tools.get(name)
+        if tool is None:
+            return _error(
+                "tool_unavailable",
+                f"tool {name!r} is in this thread's definitions but not on this worker",
+            )
+        return await _execute(tool, raw_args, state)
+
+    def _state(self, call: ToolCallInput, snapshot: DefinitionSnapshot) -> ThreadState:
+        row = self._store.get_thread(call.thread_id)
+        prompt = snapshot.prompts[snapshot.agent.side(call.side).prompt]
+        env = merge_env(prompt.env, snapshot.agent.env, row.env if row else {})
+        return ThreadState(
+            store=self._store,
+            thread_id=call.thread_id,
+            agent_id=snapshot.agent.name,
+            user_id=row.user_id if row else None,
+            session_id=call.session_id,
+            turn_id=call.turn_id,
+            tool_call_id=call.tool_call.id,
+            env=env,
+            abort=asyncio.Event(),
+        )
+
+    def _write(self, messages: list[Message], events: list[Event]) -> None:
+        if messages:
+            self._store.append_messages(messages)
+        if events:
+            self._store.append_events(events)
+
+    @staticmethod
+    def _event(call: ToolCallInput, suffix: str, event_type: str, payload: dict[str, Any]) -> Event:
+        return Event(
+            type=event_type,
+            event_id=f"{call.tool_call.id}:{suffix}",
+            timestamp=now_iso(),
+            thread_id=call.thread_id,
+            session_id=call.session_id,
+            turn_id=call.turn_id,
+            step_id=call.step_id,
+            tool_call_id=call.tool_call.id,
+            payload=payload,
+        )
+
+
+async def _execute(tool: FunctionTool, raw_args: dict[str, Any], state: ThreadState) -> ToolResult:
+    try:
+        args: BaseModel = tool.args.model_validate(raw_args)
+    except ValidationError as err:
+        return _error(
+            "invalid_arguments",
+            f"invalid arguments for {tool.name!r}: {describe_validation_error(err)}",
+        )
+    try:
+        if tool.is_async:
+            value = await tool.execute(state, args)
+        else:
+            value = await asyncio.to_thread(tool.execute, state, args)
+    except asyncio.CancelledError:
+        raise
+    except Exception as err:
+        return ToolResult(
+            status="error",
+            error=f"{type(err).__name__}: {err}",
+            error_code="tool_exception",
+            stack=traceback.format_exc(limit=8),
+        )
+    if isinstance(value, ToolResult):
+        return value
+    try:
+        return ToolResult(status="success", result=to_jsonable_python(value))
+    except Exception as err:
+        return _error(
+            "unserializable_result", f"{tool.name!r} returned a value that is not JSON: {err}"
+        )
+
+
+def _error(code: str, message: str) -> ToolResult:
+    return ToolResult(status="error", error=message, error_code=code)

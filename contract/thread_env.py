@@ -1,0 +1,45 @@
+"""Thread env values (Standard Agents Env): typed text or secret; secrets stay out of prompts."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+EnvType = Literal["text", "secret"]
+
+
+class EnvEntry(BaseModel):
+    """One env value and its type; the spec's default type is secret."""
+
+    value: Any
+    type: EnvType = "secret"
+
+
+def parse_env(raw: dict[str, Any]) -> dict[str, EnvEntry]:
+    """Accept `{name: value}` (secret) or `{name: {value, type}}`."""
+    entries: dict[str, EnvEntry] = {}
+    for name, item in raw.items():
+        if isinstance(item, dict) and "value" in item and set(item) <= {"value", "type"}:
+            entries[name] = EnvEntry.model_validate(item)
+        else:
+            entries[name] = EnvEntry(value=item)
+    return entries
+
+
+def merge_env(*layers: dict[str, Any]) -> dict[str, EnvEntry]:
+    """Resolve layers lowest first (prompt, agent, instance, thread): later layers win."""
+    merged: dict[str, EnvEntry] = {}
+    for layer in layers:
+        merged.update(parse_env(layer))
+    return merged
+
+
+def model_visible(env: dict[str, EnvEntry], name: str) -> str:
+    """The text a prompt may show for `name`: the value if it is text, never a secret."""
+    entry = env.get(name)
+    if entry is None:
+        return f"[env {name} is not set]"
+    if entry.type == "secret":
+        return f"[env {name} is secret]"
+    return str(entry.value)
