@@ -229,9 +229,7 @@ class ScriptedModelServer:
         outcome.status, outcome.error = status, message
         return self._fail(view.protocol, outcome, code)
 
-    def _fail(
-        self, protocol: str, view: Any, outcome: _Outcome, code: str | None = None
-    ) -> Response:
+    def _fail(self, protocol: str, outcome: _Outcome, code: str | None = None) -> Response:
         message = outcome.error or "error"
         payload = (
             render.openai_error(outcome.status, message, code)
