@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from activities.store import kv as kv_rules
-from activities.store import migrate
+from activities.store.migrate import upgrade
 from activities.store.rows import (
     ThreadRow,
     event_to_row,
@@ -57,7 +57,7 @@ class Store:
         engine = create_store_engine(url)
         if migrate:
             try:
-                _migrate(engine)
+                upgrade(engine)
             except BaseException:
                 engine.dispose()
                 raise
@@ -218,7 +218,10 @@ class Store:
 
     def get_value(self, thread_id: str, key: str) -> Any | None:
         """The JSON value stored under `key` for this thread, or None when unset."""
-        kv_rules.check_key(key)
+        if not isinstance(key, str):
+            raise TypeError(f"kv key must be a string, got {type(key).__name__}")
+        if len(key) > kv_rules.MAX_KEY_CHARS:
+            return None  # no such key can have been set (§14.5)
         query = select(kv.c.value).where(kv.c.thread_id == thread_id, kv.c.key == key)
         with self._engine.connect() as connection:
             encoded = connection.scalar(query)
@@ -340,10 +343,6 @@ class Store:
                 # Jitter so racing writers do not collide again in lockstep.
                 time.sleep(random.uniform(0, 0.01 * attempt))
         raise AssertionError("unreachable")
-
-
-def _migrate(engine: Engine) -> None:
-    migrate.upgrade(engine)
 
 
 def _get_message(connection: Connection, thread_id: str, message_id: str) -> Message | None:

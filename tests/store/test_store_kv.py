@@ -115,6 +115,7 @@ def test_key_length_cap(store: Store) -> None:
     with pytest.raises(StoreLimitError, match="max_key_chars") as caught:
         store.set_value(thread, "k" * (MAX_KEY_CHARS + 1), 1)
     assert caught.value.limit == "max_key_chars"
+    assert store.get_value(thread, "k" * (MAX_KEY_CHARS + 1)) is None
 
 
 def test_value_size_cap(store: Store) -> None:
