@@ -92,7 +92,9 @@ class Engine:
         ctx.add_callable("__weft_resolve", self._resolve)
         factory = ctx.eval(prelude())
         self._ctx = ctx
-        self._rt = rt = factory(ctx.get("__weft_host"), ctx.get("__weft_emit"), ctx.get("__weft_resolve"))
+        self._rt = rt = factory(
+            ctx.get("__weft_host"), ctx.get("__weft_emit"), ctx.get("__weft_resolve")
+        )
         try:
             program = ctx.eval(bundle.text)
         except _quickjs.JSException as exc:
@@ -148,9 +150,7 @@ class Engine:
 
     def _source_error(self, exc: SourceError) -> dict[str, Any]:
         where = f" ({exc.module}:{exc.line}:{exc.column})" if exc.line else ""
-        return _error(
-            "link_error", exc.name, exc.message + where, line=exc.line, column=exc.column
-        )
+        return _error("link_error", exc.name, exc.message + where, line=exc.line, column=exc.column)
 
     def _compile_error(self, text: str) -> dict[str, Any]:
         message = text.splitlines()[0] if text else "SyntaxError"
@@ -174,7 +174,9 @@ class Engine:
         return _error("error", name or "InternalError", msg or first, stack=stack, line=line)
 
     def _memory_message(self) -> str:
-        return f"out of memory: the sandbox exceeded its limit of {self.job['memoryLimitBytes']} bytes"
+        return (
+            f"out of memory: the sandbox exceeded its limit of {self.job['memoryLimitBytes']} bytes"
+        )
 
     # --- callables installed in the context (called from JS, on this thread) ---
 
@@ -199,7 +201,9 @@ class Engine:
         self._drain(self._ctx)
         got = rt("collect", reply["token"])
         if got is None:
-            return json.dumps({"e": {"name": "Error", "message": "the callback's promise never settled"}})
+            return json.dumps(
+                {"e": {"name": "Error", "message": "the callback's promise never settled"}}
+            )
         return got
 
     def _emit(self, kind: str, payload: str) -> None:

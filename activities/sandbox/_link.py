@@ -81,7 +81,11 @@ class Linker:
         """Module id for `spec` imported from module key `importer`, or None."""
         if is_relative(spec):
             base = normalize(posixpath.join(posixpath.dirname(importer), spec))
-            stem = base[: -len(posixpath.splitext(base)[1])] if base.endswith((".js", ".mjs")) else None
+            stem = (
+                base[: -len(posixpath.splitext(base)[1])]
+                if base.endswith((".js", ".mjs"))
+                else None
+            )
             for candidate in [base + s for s in _SUFFIXES] + ([stem + ".ts"] if stem else []):
                 if candidate in self.sources:
                     return self.mids.setdefault(candidate, f"m:{candidate}")
@@ -165,9 +169,7 @@ class Linker:
                 return
             if state.get(mid) == 1:
                 cycle = " -> ".join(p[2:] for p in path[path.index(mid) :] + [mid])
-                raise SourceError(
-                    f"circular imports are not supported: {cycle}", name="LinkError"
-                )
+                raise SourceError(f"circular imports are not supported: {cycle}", name="LinkError")
             state[mid] = 1
             for dep in mods[mid].deps:
                 visit(dep, path + [mid])
@@ -267,7 +269,9 @@ class _Rewriter:
                 self.mod.bindings.append(f"{self.text(local)}={ns}")
             elif part.type == "named_imports":
                 for spec in part.children:
-                    if spec.type != "import_specifier" or any(c.type == "type" for c in spec.children):
+                    if spec.type != "import_specifier" or any(
+                        c.type == "type" for c in spec.children
+                    ):
                         continue
                     name_node = spec.child_by_field_name("name")
                     alias = spec.child_by_field_name("alias") or name_node
@@ -298,7 +302,9 @@ class _Rewriter:
                 for spec in self.specifiers(clause):
                     name_node = spec.child_by_field_name("name")
                     alias = spec.child_by_field_name("alias") or name_node
-                    self.mod.wanted.append((mid, self.name(name_node), position(self.mod.code, spec)))
+                    self.mod.wanted.append(
+                        (mid, self.name(name_node), position(self.mod.code, spec))
+                    )
                     self.mod.reexports[self.name(alias)] = (mid, self.name(name_node))
             else:
                 self.mod.stars.append(mid)

@@ -150,6 +150,7 @@
       case "B": return new U8(t[1]).buffer;
       case "T": return new TYPED[t[1]](new U8(t[2]).buffer);
       case "F": return hostFunction(t[1], t[2]);
+      case "f": return sandboxFns[t[1]];
     }
     throw serializationError(`unknown value tag ${stringify(t[0])}`);
   }

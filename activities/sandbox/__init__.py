@@ -1,0 +1,27 @@
+"""runCode: the sandboxed JavaScript/TypeScript runtime of Standard Agents Runtime §13.
+
+Each call runs in a fresh QuickJS context inside a pre-warmed worker process of a
+`SandboxPool`; see docs/run-code.md for the caller contract.
+"""
+
+from activities.sandbox._handle import CodeExecution, run_code
+from activities.sandbox._marshal import JSMap, SandboxFunction, SerializationError, to_jsonable
+from activities.sandbox._options import DEFAULT_MEMORY_LIMIT_BYTES, MEMORY_CEILING_BYTES
+from activities.sandbox._pool import SandboxPool, default_pool
+from contract.code import CodeError, CodeExecutionResult, CodeLog
+
+__all__ = [
+    "DEFAULT_MEMORY_LIMIT_BYTES",
+    "MEMORY_CEILING_BYTES",
+    "CodeError",
+    "CodeExecution",
+    "CodeExecutionResult",
+    "CodeLog",
+    "JSMap",
+    "SandboxFunction",
+    "SandboxPool",
+    "SerializationError",
+    "default_pool",
+    "run_code",
+    "to_jsonable",
+]

@@ -1,0 +1,288 @@
+"""A pool of pre-warmed sandbox worker processes that can be killed and replaced.
+
+Killing the process is how `terminate()` stops even `while(true){}` at once, and it keeps a
+QuickJS crash out of the Temporal worker. The pool works from any event loop: each worker
+has a reader thread, and a run hands it a callback bound to its own loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from activities.sandbox._options import DEFAULT_MEMORY_LIMIT_BYTES, MEMORY_CEILING_BYTES
+
+_ROOT = str(Path(__file__).resolve().parents[2])
+_BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from activities.sandbox._worker import main; main()"
+)
+
+
+class WorkerProcess:
+    """One worker subprocess and the thread that reads its messages."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", _BOOT, _ROOT],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            bufsize=0,
+        )
+        self.ready = threading.Event()
+        self.on_message: Callable[[dict[str, Any]], None] | None = None
+        self.runs = 0
+        self.dead = False
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, name="sandbox-reader", daemon=True)
+        self._reader.start()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue  # only a corrupted worker writes garbage; EOF follows soon
+            if msg.get("t") == "ready":
+                self.ready.set()
+                continue
+            handler = self.on_message
+            if handler is not None:
+                handler(msg)
+        self.dead = True
+        self.ready.set()  # wake anyone waiting for a worker that died while starting
+        handler = self.on_message
+        if handler is not None:
+            handler({"t": "eof", "code": self.proc.poll()})
+
+    def send(self, message: dict[str, Any]) -> bool:
+        """Write one message; False if the worker is gone."""
+        data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        try:
+            with self._lock:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(data)
+            return True
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+
+    def kill(self) -> None:
+        """Kill now; reap and close pipes in the background so the caller never waits."""
+        self.on_message = None
+        self.dead = True
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+        threading.Thread(target=self._reap, daemon=True).start()
+
+    def _reap(self) -> None:
+        self.proc.wait()
+        self._reader.join(timeout=5)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                if pipe is not None:
+                    pipe.close()
+            except OSError:
+                pass
+
+
+class SandboxPool:
+    """Pre-warmed worker processes for `run_code`; build one per Temporal worker and inject it.
+
+    Keyword-only configuration:
+      size: workers kept warm and idle, ready for the next call.
+      max_workers: most processes alive at once; further calls wait for one.
+      max_runs_per_worker: a worker is replaced after this many runs, bounding slow leaks.
+      default_memory_limit_bytes / memory_ceiling_bytes: see docs/run-code.md.
+      default_cpu_time_limit_ms: the CPU safety cap when a call sets none (None: no cap).
+    """
+
+    def __init__(
+        self,
+        *,
+        size: int = 2,
+        max_workers: int = 8,
+        max_runs_per_worker: int = 1000,
+        default_memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT_BYTES,
+        memory_ceiling_bytes: int = MEMORY_CEILING_BYTES,
+        default_cpu_time_limit_ms: float | None = None,
+    ) -> None:
+        if size < 0 or max_workers < 1 or size > max_workers:
+            raise ValueError("SandboxPool needs 0 <= size <= max_workers and max_workers >= 1")
+        self.size = size
+        self.max_workers = max_workers
+        self.max_runs_per_worker = max_runs_per_worker
+        self.default_memory_limit_bytes = default_memory_limit_bytes
+        self.memory_ceiling_bytes = memory_ceiling_bytes
+        self.default_cpu_time_limit_ms = default_cpu_time_limit_ms
+        self._lock = threading.Lock()
+        self._idle: deque[WorkerProcess] = deque()
+        self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = deque()
+        self._alive = 0  # processes started and not discarded, idle or busy
+        self._starting = 0
+        self._closed = False
+        self._spawn_requests: queue.SimpleQueue[None] = queue.SimpleQueue()
+        self._spawner: threading.Thread | None = None
+
+    def start(self) -> SandboxPool:
+        """Start warming `size` workers in the background; returns self for chaining."""
+        with self._lock:
+            missing = self.size - len(self._idle) - self._starting
+        for _ in range(max(0, missing)):
+            self._spawn_async()
+        return self
+
+    def _spawn_async(self) -> None:
+        with self._lock:
+            if self._closed or self._alive >= self.max_workers:
+                return
+            self._alive += 1
+            self._starting += 1
+            if self._spawner is None:
+                # Linux delivers a worker's parent-death signal when the *thread* that forked
+                # it exits, so every worker is forked by this one long-lived thread.
+                self._spawner = threading.Thread(
+                    target=self._spawn_forever, name="sandbox-spawner", daemon=True
+                )
+                self._spawner.start()
+        self._spawn_requests.put(None)
+
+    def _spawn_forever(self) -> None:
+        while True:
+            self._spawn_requests.get()
+            try:
+                worker: WorkerProcess | None = WorkerProcess()
+            except OSError:
+                worker = None
+            threading.Thread(
+                target=self._await_ready, args=(worker,), name="sandbox-ready", daemon=True
+            ).start()
+
+    def _await_ready(self, worker: WorkerProcess | None) -> None:
+        if worker is not None:
+            worker.ready.wait(timeout=60)
+        with self._lock:
+            self._starting -= 1
+        if worker is None or worker.dead or not worker.ready.is_set():
+            with self._lock:
+                self._alive -= 1
+            if worker is not None:
+                worker.kill()
+            return
+        self._offer(worker)
+
+    def _offer(self, worker: WorkerProcess) -> None:
+        """Give a ready worker to the first live waiter, or park it as idle."""
+        with self._lock:
+            if self._closed:
+                self._alive -= 1
+                worker.kill()
+                return
+            while self._waiters:
+                loop, fut = self._waiters.popleft()
+                if not fut.done() and not loop.is_closed():
+                    loop.call_soon_threadsafe(_hand_over, fut, worker, self)
+                    return
+            self._idle.append(worker)
+
+    async def acquire(self) -> WorkerProcess:
+        """A ready worker for one run; waits while `max_workers` are all busy."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the sandbox pool is closed")
+            while self._idle:
+                worker = self._idle.popleft()
+                if not worker.dead:
+                    break
+                self._alive -= 1
+            else:
+                worker = None
+            fut: asyncio.Future[WorkerProcess] = loop.create_future()
+            if worker is None:
+                self._waiters.append((loop, fut))
+        if worker is not None:
+            self.start()  # keep the warm set topped up
+            return worker
+        self._spawn_async()
+        self.start()
+        return await fut
+
+    def release(self, worker: WorkerProcess) -> None:
+        """Return a worker after a clean run, or retire it once it has served enough runs."""
+        worker.on_message = None
+        worker.runs += 1
+        if worker.dead or worker.runs >= self.max_runs_per_worker:
+            self.discard(worker)
+            return
+        self._offer(worker)
+
+    def discard(self, worker: WorkerProcess) -> None:
+        """Kill a worker (terminated, crashed or retired) and start a replacement."""
+        worker.kill()
+        with self._lock:
+            self._alive -= 1
+            need = bool(self._waiters) or len(self._idle) < self.size
+        if need:
+            self._spawn_async()
+
+    def close(self) -> None:
+        """Kill every idle worker; busy ones are killed as their runs settle."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = list(self._idle), deque()
+            self._alive -= len(idle)
+        for worker in idle:
+            worker.kill()
+
+    def run(
+        self, source: str, options: Mapping[str, Any] | None = None, *, abort: Any = None
+    ) -> Any:
+        """Start `source` on this pool; see `run_code`."""
+        from activities.sandbox._handle import CodeExecution
+
+        return CodeExecution(self, source, options, abort=abort)
+
+    def __enter__(self) -> SandboxPool:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _hand_over(fut: asyncio.Future[Any], worker: WorkerProcess, pool: SandboxPool) -> None:
+    if fut.done():  # the waiter gave up (cancelled) meanwhile: the worker goes back
+        pool._offer(worker)
+    else:
+        fut.set_result(worker)
+
+
+_default: SandboxPool | None = None
+_default_lock = threading.Lock()
+
+
+def default_pool() -> SandboxPool:
+    """The process-wide pool used when `run_code` gets none; created on first use."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            import atexit
+
+            _default = SandboxPool(size=min(2, os.cpu_count() or 1)).start()
+            atexit.register(_default.close)
+        return _default
