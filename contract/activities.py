@@ -9,7 +9,7 @@ from pydantic import Field
 from contract.definitions import DefinitionSnapshot
 from contract.events import Event
 from contract.messages import Message, Side, ToolCall
-from contract.wire import CamelModel
+from contract.wire import CamelModel, SnakeModel
 
 # Stable activity names: renaming one breaks replay of running threads.
 ACTIVITY_THREAD_INIT = "thread.init"
@@ -71,7 +71,7 @@ class ModelCallResult(CamelModel):
     finish_reason: str | None = None
 
 
-class ToolResult(CamelModel):
+class ToolResult(SnakeModel):
     """The spec's tool result; snake_case names as in Standard Agents."""
 
     status: Literal["success", "error"]

@@ -19,7 +19,7 @@ UPDATE_SUBMIT_TURN = "submit_turn"
 QUERY_THREAD_READ = "thread_read"
 QUERY_MESSAGES = "messages"
 
-ThreadStatus = Literal["running", "waiting_input", "completed", "cancelled", "failed"]
+ThreadStatus = Literal["preparing", "running", "waiting_input", "completed", "cancelled", "failed"]
 
 StopReason = Literal[
     "session_stop",

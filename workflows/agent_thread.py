@@ -48,8 +48,9 @@ from contract.thread import (
     ThreadStartInput,
     ThreadStatus,
 )
+from contract.validation import describe_validation_error
 from workflows import search_attributes
-from workflows.control import describe_validation_error, parse_single
+from workflows.control import parse_single
 from workflows.stop_rules import StepFacts, Stop, evaluate_step, session_turns_exhausted
 from workflows.thread_state import QueueEntry, ThreadMemory
 from workflows.tool_runner import ToolRunner, flush
@@ -65,7 +66,7 @@ class AgentThreadWorkflow:
         self._mem: ThreadMemory | None = None
         self._start: ThreadStartInput | None = None
         self._snapshot: DefinitionSnapshot | None = None
-        self._status: ThreadStatus = "running"
+        self._status: ThreadStatus = "preparing"
         self._active_turn: str | None = None
         self._active_side: Side | None = None
         self._stop_reason: StopReason | None = None

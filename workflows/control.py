@@ -11,6 +11,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from contract.validation import describe_validation_error
+
 Model = TypeVar("Model", bound=BaseModel)
 
 
@@ -25,18 +27,6 @@ def parse_single(kind: str, args: Sequence[Any], model: type[Model]) -> Model | 
         return model.model_validate(value)
     except ValidationError as err:
         return f"{kind}: {describe_validation_error(err)}"
-
-
-def describe_validation_error(err: ValidationError, *, limit: int = 5) -> str:
-    """One line per problem, naming the field by its JSON path."""
-    parts = []
-    for problem in err.errors()[:limit]:
-        where = ".".join(str(p) for p in problem["loc"]) or "(payload)"
-        parts.append(f"field '{where}': {problem['msg']}")
-    more = len(err.errors()) - limit
-    if more > 0:
-        parts.append(f"and {more} more")
-    return "; ".join(parts)
 
 
 def _json_kind(value: Any) -> str:

@@ -17,7 +17,7 @@ ALL_KEYS = (AGENT, STATUS, PARENT_THREAD, SESSION)
 
 def upsert_initial(agent: str, parent_thread_id: str | None, session_id: str | None) -> None:
     """Set the attributes a thread has for its whole life."""
-    updates = [AGENT.value_set(agent), STATUS.value_set("running")]
+    updates = [AGENT.value_set(agent), STATUS.value_set("preparing")]
     if parent_thread_id:
         updates.append(PARENT_THREAD.value_set(parent_thread_id))
     if session_id:

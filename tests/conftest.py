@@ -1,0 +1,99 @@
+"""Shared fixtures: a real Temporal dev server, a scripted model server, and weft workers.
+
+Every test gets its own task queue, store file and thread ids, so tests share the servers
+but nothing else.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from activities.definitions import Definitions
+from client.connection import connect
+from workers.agent_worker import AgentWorker
+from workers.config import DevServerConfig, ProviderConfig, StoreConfig, WeftConfig
+from workers.dev_server import DevServer, free_port
+from workers.scripted_model import ScriptedModelServer
+from workers.search_attributes import ensure_search_attributes
+
+ROOT = Path(__file__).resolve().parents[1]
+
+StartWorker = Callable[..., Awaitable[AgentWorker]]
+
+
+@pytest.fixture(scope="session")
+async def dev_server() -> AsyncIterator[DevServer]:
+    """The bundled `temporal server start-dev`, on free ports, tuned as in temporal-dev.yml."""
+    from workers.config import load_config
+
+    tuned = load_config(ROOT / "temporal-dev.yml", environ={}).temporal.dev_server
+    config = DevServerConfig(
+        ui_port=free_port(),
+        db_file=None,
+        search_attributes=tuned.search_attributes,
+        dynamic_config=tuned.dynamic_config,
+    )
+    server = DevServer(config, address=f"127.0.0.1:{free_port()}", persistent=False, ui=False)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+@pytest.fixture(scope="session")
+async def temporal_client(dev_server: DevServer) -> Client:
+    """A client of the dev server with weft's data converter."""
+    client = await connect(dev_server.address)
+    await ensure_search_attributes(client, "default")
+    return client
+
+
+@pytest.fixture(scope="session")
+async def scripted_server() -> AsyncIterator[ScriptedModelServer]:
+    """One scripted model server for the session; tests add scripts under unique names."""
+    async with ScriptedModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+def weft_config(tmp_path: Path, dev_server: DevServer) -> WeftConfig:
+    """A config for this test: its own SQLite store and the scripted provider."""
+    config = WeftConfig(
+        store=StoreConfig(url=f"sqlite:///{tmp_path / 'weft.db'}"),
+        definitions=str(tmp_path / "no-definitions"),
+        providers={"scripted": ProviderConfig(kind="scripted")},
+        root=tmp_path,
+    )
+    config.temporal.address = dev_server.address
+    config.temporal.task_queue = f"tq-{uuid.uuid4().hex[:12]}"
+    return config
+
+
+@pytest.fixture
+async def start_worker(
+    temporal_client: Client, weft_config: WeftConfig, scripted_server: ScriptedModelServer
+) -> AsyncIterator[StartWorker]:
+    """Start AgentWorkers for this test; they are shut down when it ends."""
+    started: list[AgentWorker] = []
+
+    async def start(definitions: Definitions, **options: object) -> AgentWorker:
+        worker = AgentWorker(
+            temporal_client,
+            weft_config,
+            definitions=definitions,
+            scripted=scripted_server,
+            **options,
+        )  # type: ignore[arg-type]
+        await worker.__aenter__()
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in reversed(started):
+        await worker.__aexit__(None, None, None)

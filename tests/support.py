@@ -1,0 +1,131 @@
+"""Helpers for scenario tests: definitions, scripts, starting threads and waiting on them."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+from temporalio.client import Client, WorkflowHandle
+
+from activities.definitions import (
+    Definitions,
+    define_agent,
+    define_model,
+    define_prompt,
+    define_tool,
+)
+from contract.thread import QUERY_THREAD_READ, WORKFLOW_TYPE, ThreadRead
+from workers.scripted_model import ScriptedModelServer
+
+
+class CityArgs(BaseModel):
+    """Arguments of the weather tool."""
+
+    city: str
+
+
+def weather(state: Any, args: CityArgs) -> dict[str, Any]:
+    """A deterministic weather report."""
+    return {"city": args.city, "forecast": "sunny", "celsius": 21}
+
+
+class NoteArgs(BaseModel):
+    """Arguments of the note tool."""
+
+    text: str
+
+
+async def note(state: Any, args: NoteArgs) -> str:
+    """Appends a note to the thread's key-value store, to show side effects happen once."""
+    notes = await state.get_value("notes") or []
+    await state.set_value("notes", [*notes, args.text])
+    return f"noted ({len(notes) + 1})"
+
+
+def explode(state: Any, args: NoteArgs) -> str:
+    """A tool that always raises."""
+    raise RuntimeError(f"tool exploded on {args.text!r}")
+
+
+def agent_definitions(
+    script: str,
+    *,
+    agent: str = "helper",
+    tools: list[str] | None = None,
+    side: dict[str, Any] | None = None,
+    **agent_fields: Any,
+) -> Definitions:
+    """An ai_human agent on the scripted model `script` with the test tools."""
+    tools = ["weather", "note", "explode"] if tools is None else tools
+    return Definitions().add(
+        define_model(
+            name="scripted", provider="scripted", model=script, inputPrice=1.0, outputPrice=2.0
+        ),
+        define_prompt(
+            name="helper_prompt",
+            toolDescription="helps",
+            model="scripted",
+            prompt="You are a helpful agent.",
+            tools=tools,
+        ),
+        define_agent(name=agent, sideA={"prompt": "helper_prompt", **(side or {})}, **agent_fields),
+        define_tool(
+            name="weather", description="Weather for a city", args=CityArgs, execute=weather
+        ),
+        define_tool(name="note", description="Remember a note", args=NoteArgs, execute=note),
+        define_tool(name="explode", description="Always fails", args=NoteArgs, execute=explode),
+    )
+
+
+def add_script(server: ScriptedModelServer, script: dict[str, Any]) -> str:
+    """Register `script` under a fresh name and return it (the provider model name)."""
+    name = f"script-{uuid.uuid4().hex[:10]}"
+    server.set_script(name, script)
+    return name
+
+
+async def start_thread(
+    client: Client,
+    task_queue: str,
+    agent: str = "helper",
+    messages: list[dict[str, Any]] | None = None,
+    **fields: Any,
+) -> WorkflowHandle[Any, Any]:
+    """Start an AgentThread with plain JSON input, as any service would."""
+    thread_id = f"thread-{uuid.uuid4().hex[:12]}"
+    return await client.start_workflow(
+        WORKFLOW_TYPE,
+        {"agent": agent, "messages": messages or [], **fields},
+        id=thread_id,
+        task_queue=task_queue,
+    )
+
+
+async def read(handle: WorkflowHandle[Any, Any]) -> ThreadRead:
+    """The thread read model."""
+    return await handle.query(QUERY_THREAD_READ, result_type=ThreadRead)
+
+
+async def wait_until(
+    handle: WorkflowHandle[Any, Any],
+    predicate: Callable[[ThreadRead], bool],
+    *,
+    timeout: float = 30.0,
+) -> ThreadRead:
+    """Poll `thread_read` until `predicate` holds, or fail naming the last state."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    state = await read(handle)
+    while not predicate(state):
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s; last state: {state}")
+        await asyncio.sleep(0.05)
+        state = await read(handle)
+    return state
+
+
+def idle_after(turns: int) -> Callable[[ThreadRead], bool]:
+    """A predicate: the thread is waiting for input with `turns` completed or failed turns."""
+    return lambda s: s.status == "waiting_input" and not s.queue and s.counters.turns >= turns

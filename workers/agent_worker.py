@@ -1,0 +1,124 @@
+"""The composition root of a weft worker: store, definitions, providers, Temporal worker."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import AsyncExitStack
+from datetime import timedelta
+from types import TracebackType
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from activities.definitions import Definitions, load_directory
+from activities.model_call import ModelActivities
+from activities.snapshots import SnapshotCache
+from activities.store import Store
+from activities.thread_records import ThreadRecordActivities
+from activities.tool_call import ToolActivities
+from workers.config import WeftConfig
+from workers.providers import build_providers
+from workers.scripted_model import ScriptedModelServer
+from workflows.agent_thread import AgentThreadWorkflow
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The sandbox, passing through modules that are pure and slow to re-import per run."""
+    # contract is pure data (pydantic models); pydantic itself is deterministic.
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(
+        "contract", "pydantic", "pydantic_core"
+    )
+    return SandboxedWorkflowRunner(restrictions=restrictions)
+
+
+def load_definitions(config: WeftConfig, extra: Definitions | None = None) -> Definitions:
+    """The configured definitions directory plus any defined in Python, validated."""
+    definitions = extra or Definitions()
+    folder = config.path(config.definitions)
+    if folder.is_dir():
+        load_directory(folder, into=definitions)
+    definitions.validate(providers=config.providers.keys())
+    return definitions
+
+
+class AgentWorker:
+    """Runs `AgentThread` and its activities on one task queue until closed.
+
+    `async with AgentWorker(client, config) as worker:` builds everything, starts polling,
+    and on exit drains in-flight activities and closes the store and HTTP clients.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        config: WeftConfig,
+        *,
+        definitions: Definitions | None = None,
+        task_queue: str | None = None,
+        scripted: ScriptedModelServer | None = None,
+        max_cached_workflows: int = 1000,
+        graceful_shutdown_seconds: float = 10,
+    ) -> None:
+        self._client = client
+        self._config = config
+        self._extra = definitions
+        self.task_queue = task_queue or config.temporal.task_queue
+        self._scripted = scripted
+        self._max_cached = max_cached_workflows
+        self._grace = graceful_shutdown_seconds
+        self._stack = AsyncExitStack()
+        self._run_task: asyncio.Task[None] | None = None
+        self.worker: Worker | None = None
+        self.store: Store | None = None
+        self.definitions: Definitions | None = None
+
+    async def __aenter__(self) -> AgentWorker:
+        try:
+            await self._build()
+        except BaseException:
+            await self._stack.aclose()
+            raise
+        return self
+
+    async def _build(self) -> None:
+        self.definitions = load_definitions(self._config, self._extra)
+        store = self.store = await asyncio.to_thread(Store.open, self._config.store_url())
+        self._stack.callback(store.close)
+        providers = await build_providers(self._config, self._stack, scripted=self._scripted)
+        snapshots = SnapshotCache(store)
+        records = ThreadRecordActivities(store, self.definitions, snapshots)
+        models = ModelActivities(store, providers, snapshots)
+        tools = ToolActivities(store, self.definitions, snapshots)
+        self.worker = Worker(
+            self._client,
+            task_queue=self.task_queue,
+            workflows=[AgentThreadWorkflow],
+            activities=[records.init_thread, records.flush, models.call_model, tools.call_tool],
+            workflow_runner=workflow_runner(),
+            max_cached_workflows=self._max_cached,
+            # Heartbeats carry cancellation; a short throttle makes terminate prompt.
+            max_heartbeat_throttle_interval=timedelta(seconds=1),
+            default_heartbeat_throttle_interval=timedelta(seconds=1),
+            graceful_shutdown_timeout=timedelta(seconds=self._grace),
+        )
+        self._run_task = asyncio.create_task(self.worker.run())
+
+    async def wait(self) -> None:
+        """Block until the worker stops (it fails loudly if polling fails)."""
+        if self._run_task is not None:
+            await self._run_task
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if self.worker is not None and self._run_task is not None:
+                if not self._run_task.done():
+                    await self.worker.shutdown()
+                await asyncio.gather(self._run_task, return_exceptions=True)
+        finally:
+            await self._stack.aclose()

@@ -1,0 +1,126 @@
+"""Configuration: temporal-dev.yml, overridden by environment variables.
+
+This module and the CLI are the only places that read the environment.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from contract.validation import describe_validation_error
+
+DEFAULT_CONFIG_FILE = "temporal-dev.yml"
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, extra="forbid")
+
+
+class DevServerConfig(_Config):
+    """The bundled Temporal dev server."""
+
+    ui_port: int = 8233
+    db_file: str | None = ".weft/temporal.db"
+    search_attributes: dict[str, str] = Field(default_factory=dict)
+    dynamic_config: dict[str, Any] = Field(default_factory=dict)
+
+
+class TemporalConfig(_Config):
+    """Where Temporal is and which task queue the agents use."""
+
+    address: str = "127.0.0.1:7233"
+    namespace: str = "default"
+    task_queue: str = "agents"
+    api_key: str | None = None
+    tls: bool = False
+    dev_server: DevServerConfig = Field(default_factory=DevServerConfig)
+
+
+class StoreConfig(_Config):
+    """The store's SQLAlchemy URL (SQLite file by default, PostgreSQL beyond one machine)."""
+
+    url: str = "sqlite:///.weft/weft.db"
+
+
+class ProviderConfig(_Config):
+    """One model provider: an HTTP API, or the embedded scripted model server."""
+
+    kind: Literal["openai", "anthropic", "scripted"]
+    base_url: str | None = None
+    api_key: str | None = None
+    scripts: str | None = None
+
+
+class WeftConfig(_Config):
+    """Everything a worker, the CLI or the demo needs."""
+
+    temporal: TemporalConfig = Field(default_factory=TemporalConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    definitions: str = "workers/demo/definitions"
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    root: Path = Field(default_factory=Path.cwd, exclude=True)
+
+    def path(self, relative: str) -> Path:
+        """A configured path, resolved against the config file's folder."""
+        candidate = Path(relative)
+        return candidate if candidate.is_absolute() else self.root / candidate
+
+    def store_url(self) -> str:
+        """The store URL with a relative SQLite path made absolute."""
+        url = self.store.url
+        prefix = "sqlite:///"
+        if url.startswith(prefix) and not url.startswith(prefix + "/"):
+            return prefix + str(self.path(url[len(prefix) :]))
+        return url
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names the file and field."""
+
+
+def load_config(
+    path: str | Path | None = None, environ: Mapping[str, str] | None = None
+) -> WeftConfig:
+    """Read the config file (if any) and apply environment overrides."""
+    env = os.environ if environ is None else environ
+    file = Path(path or env.get("WEFT_CONFIG") or DEFAULT_CONFIG_FILE)
+    data: dict[str, Any] = {}
+    if file.exists():
+        try:
+            data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{file}: invalid YAML: {err}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{file}: must hold a mapping")
+    elif path is not None:
+        raise ConfigError(f"{file}: config file does not exist")
+    try:
+        config = WeftConfig.model_validate({**data, "root": file.resolve().parent})
+    except ValidationError as err:
+        raise ConfigError(f"{file}: {describe_validation_error(err)}") from None
+    return _apply_env(config, env)
+
+
+def _apply_env(config: WeftConfig, env: Mapping[str, str]) -> WeftConfig:
+    temporal = config.temporal
+    temporal.address = env.get("WEFT_TEMPORAL_ADDRESS", temporal.address)
+    temporal.namespace = env.get("WEFT_NAMESPACE", temporal.namespace)
+    temporal.task_queue = env.get("WEFT_TASK_QUEUE", temporal.task_queue)
+    config.store.url = env.get("WEFT_STORE_URL", config.store.url)
+    config.definitions = env.get("WEFT_DEFINITIONS", config.definitions)
+    for name, prefix in (("openai", "OPENAI"), ("anthropic", "ANTHROPIC")):
+        provider = config.providers.get(name)
+        base_url, api_key = env.get(f"{prefix}_BASE_URL"), env.get(f"{prefix}_API_KEY")
+        if provider is None and (base_url or api_key):
+            provider = config.providers[name] = ProviderConfig(kind=name)  # type: ignore[arg-type]
+        if provider is not None:
+            provider.base_url = base_url or provider.base_url
+            provider.api_key = api_key or provider.api_key
+    return config
