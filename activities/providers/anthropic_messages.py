@@ -83,10 +83,10 @@ class AnthropicMessagesProvider:
         async with open_stream(
             self._client, self._url, body=body, headers=self._headers
         ) as response:
+            # Read to the end even after message_stop, so the connection is kept alive.
             async for event in iter_sse(response.aiter_lines()):
-                await state.feed(loads(event.data, what="stream event"), on_delta)
-                if state.done:
-                    break
+                if not state.done:
+                    await state.feed(loads(event.data, what="stream event"), on_delta)
         if not state.done:
             raise protocol_error("stream ended without message_stop (truncated)")
         return state.reply()

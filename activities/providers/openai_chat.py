@@ -52,11 +52,13 @@ class OpenAIChatProvider:
         async with open_stream(
             self._client, self._url, body=body, headers=self._headers
         ) as response:
+            # Read to the end even after [DONE]: leaving the body unread makes httpx close
+            # the connection instead of returning it to the keep-alive pool.
             async for event in iter_sse(response.aiter_lines()):
                 if event.data == "[DONE]":
                     state.done = True
-                    break
-                await state.feed(loads(event.data, what="stream chunk"), on_delta)
+                elif not state.done:
+                    await state.feed(loads(event.data, what="stream chunk"), on_delta)
         if not state.done:
             raise protocol_error("stream ended without [DONE] (truncated)")
         return state.reply()

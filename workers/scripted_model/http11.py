@@ -54,17 +54,20 @@ class HttpServer:
         self._port = port
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self._bound_port: int | None = None
+        self.accepted = 0  # connections accepted so far; tests use it to check keep-alive
 
     @property
     def port(self) -> int:
-        """The bound port (after `start()`)."""
-        if self._server is None:
+        """The bound port (after `start()`; still answers after `stop()`)."""
+        if self._bound_port is None:
             raise RuntimeError("server not started")
-        return int(self._server.sockets[0].getsockname()[1])
+        return self._bound_port
 
     async def start(self) -> None:
         """Bind and begin accepting connections."""
         self._server = await asyncio.start_server(self._serve, self._host, self._port)
+        self._bound_port = int(self._server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
         """Stop accepting, cancel open connections (idle keep-alive ones too) and wait."""
@@ -81,6 +84,7 @@ class HttpServer:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
+        self.accepted += 1
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -72,6 +72,11 @@ class ScriptedModelServer:
         return self._http.port
 
     @property
+    def connections_accepted(self) -> int:
+        """TCP connections accepted so far (keep-alive reuse keeps this low)."""
+        return self._http.accepted
+
+    @property
     def base_url(self) -> str:
         """Root URL without a path, e.g. http://127.0.0.1:PORT."""
         return f"http://{self._host}:{self.port}"
