@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import httpx
 import pytest
 from providers_support import AddScript, records_for
 from temporalio.exceptions import ApplicationError
@@ -184,3 +185,22 @@ async def test_non_streaming_fallback(
     assert reply.content == "t"
     assert json.loads(reply.tool_calls[0].function.arguments) == {"k": 1}
     assert reply.finish_reason == "tool_calls"
+
+
+async def test_stream_error_event_is_classified() -> None:
+    """An `error` event inside a 200 stream is classified like its HTTP status (529: retry)."""
+    events = (
+        'event: message_start\ndata: {"type": "message_start", "message": {"usage": {}}}\n\n'
+        'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", '
+        '"message": "Overloaded"}}\n\n'
+    )
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, text=events, headers={"content-type": "text/event-stream"})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        provider = AnthropicMessagesProvider(client, base_url="http://model.test", api_key="k")
+        with pytest.raises(ApplicationError) as failed:
+            await provider.complete(user("hi", model="m"))
+    assert not failed.value.non_retryable
+    assert "529" in failed.value.message and "Overloaded" in failed.value.message

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import httpx
 import pytest
 from providers_support import AddScript, records_for
 from temporalio.exceptions import ApplicationError
@@ -331,3 +332,28 @@ async def test_unknown_script_is_not_retryable(openai: OpenAIChatProvider) -> No
     with pytest.raises(ApplicationError) as failed:
         await openai.complete(user("hi", model="no-such-script"))
     assert failed.value.non_retryable and "no-such-script" in failed.value.message
+
+
+async def test_read_timeout_is_retryable(
+    server: ScriptedModelServer, add_script: AddScript
+) -> None:
+    """A reply slower than the client's read timeout is a retryable ProviderConnectionError."""
+    model = add_script({"replies": [{"text": "too late", "delay_ms": 500}]})
+    timeout = httpx.Timeout(5.0, read=0.05)
+    async with httpx.AsyncClient(timeout=timeout) as client:
+        provider = OpenAIChatProvider(client, base_url=server.openai_base_url, api_key=None)
+        with pytest.raises(ApplicationError) as failed:
+            await provider.complete(user("hi", model=model))
+    assert failed.value.type == "ProviderConnectionError" and not failed.value.non_retryable
+    assert "ReadTimeout" in failed.value.message
+
+
+async def test_connection_refused_is_retryable(add_script: AddScript) -> None:
+    """Nothing listening at the base URL is a retryable ProviderConnectionError."""
+    async with ScriptedModelServer() as stopped:
+        base_url = stopped.openai_base_url
+    async with httpx.AsyncClient() as client:
+        provider = OpenAIChatProvider(client, base_url=base_url, api_key=None)
+        with pytest.raises(ApplicationError) as failed:
+            await provider.complete(user("hi", model="any"))
+    assert failed.value.type == "ProviderConnectionError" and not failed.value.non_retryable
