@@ -200,3 +200,11 @@ def test_standalone_runner(tmp_path: Path) -> None:
             process.wait(timeout=10)
             assert process.stdout is not None
             process.stdout.close()
+
+
+def test_example_scripts_are_valid() -> None:
+    """The example script file shipped with the server loads and validates."""
+    path = Path(__file__).resolve().parents[2] / "workers/scripted_model/example_scripts.yaml"
+    scripts = load_script_file(path)
+    assert {"demo", "flaky", "tool-loop"} <= set(scripts)
+    ScriptedModelServer(scripts)
