@@ -83,11 +83,11 @@ class OpenAIChatProvider:
                 }
                 for t in request.tools
             ]
-            # OpenAI rejects parallel_tool_calls when no tools are sent.
+            # OpenAI rejects tool_choice and parallel_tool_calls when no tools are sent.
             if request.parallel_tool_calls is not None:
                 body["parallel_tool_calls"] = request.parallel_tool_calls
-        if request.tool_choice is not None:
-            body["tool_choice"] = request.tool_choice
+            if request.tool_choice is not None:
+                body["tool_choice"] = request.tool_choice
         if request.max_output_tokens is not None:
             body[self._max_tokens_field] = request.max_output_tokens
         body.update(request.provider_options)
