@@ -107,7 +107,8 @@ class AgentWorker:
     async def wait(self) -> None:
         """Block until the worker stops (it fails loudly if polling fails)."""
         if self._run_task is not None:
-            await self._run_task
+            # Shielded: a caller that stops waiting must not cancel the worker itself.
+            await asyncio.shield(self._run_task)
 
     async def __aexit__(
         self,

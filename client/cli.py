@@ -1,0 +1,220 @@
+"""The `weft` command line: the dev stack, workers, threads, the demo and runCode."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from client import code_command
+from client.connection import connect
+from client.render import TranscriptPrinter
+from client.threads import Threads, tail_events
+from workers.config import ConfigError, WeftConfig, load_config
+
+EXIT_USAGE = 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `weft` console script."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config)
+    except ConfigError as err:
+        print(f"weft: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    if getattr(args, "definitions", None):
+        config.definitions = args.definitions
+    handler = args.handler
+    if handler is code_command.run:
+        return int(handler(args))
+    try:
+        return int(asyncio.run(handler(args, config)) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="weft", description="Durable agent threads on Temporal")
+    parser.add_argument("--config", help="config file (default: $WEFT_CONFIG or temporal-dev.yml)")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    dev = commands.add_parser("dev", help="start the dev server if needed, and a worker")
+    dev.add_argument("--definitions", help="definitions directory")
+    dev.set_defaults(handler=_dev)
+
+    worker = commands.add_parser("worker", help="run a worker")
+    worker.add_argument("--definitions", help="definitions directory")
+    worker.set_defaults(handler=_worker)
+
+    demo = commands.add_parser("demo", help="run the demo on the embedded dev stack")
+    demo.set_defaults(handler=_demo)
+
+    thread = commands.add_parser("thread", help="start, talk to and inspect threads")
+    actions = thread.add_subparsers(dest="action", required=True)
+    start = actions.add_parser("start", help="start a thread; prints its id")
+    start.add_argument("agent")
+    start.add_argument("-m", "--message", action="append", default=[], help="a user message")
+    start.add_argument("--id", help="thread id (default: generated)")
+    start.add_argument("--session", help="session id")
+    start.set_defaults(handler=_thread_start)
+    send = actions.add_parser("send", help="queue a message (queue_message signal)")
+    send.add_argument("thread_id")
+    send.add_argument("content")
+    send.add_argument("--role", default="user", choices=["user", "assistant", "system"])
+    send.set_defaults(handler=_thread_send)
+    show = actions.add_parser("show", help="print the thread read model as JSON")
+    show.add_argument("thread_id")
+    show.set_defaults(handler=_thread_show)
+    tail = actions.add_parser("tail", help="follow a thread's events (streams model text)")
+    tail.add_argument("thread_id")
+    tail.add_argument("--after", type=int, default=0, help="start after this sequence")
+    tail.add_argument("--json", action="store_true", help="print raw events as JSON lines")
+    tail.add_argument("--no-follow", action="store_true", help="stop at the end of the log")
+    tail.set_defaults(handler=_thread_tail)
+    terminate = actions.add_parser("terminate", help="soft shutdown (terminate signal)")
+    terminate.add_argument("thread_id")
+    terminate.add_argument("--reason")
+    terminate.set_defaults(handler=_thread_terminate)
+    listing = actions.add_parser("list", help="list threads from Temporal visibility")
+    listing.add_argument("--agent")
+    listing.add_argument("--status")
+    listing.add_argument("--limit", type=int, default=50)
+    listing.set_defaults(handler=_thread_list)
+
+    code_command.register(commands)
+    return parser
+
+
+async def _client(config: WeftConfig) -> Any:
+    temporal = config.temporal
+    return await connect(
+        temporal.address, namespace=temporal.namespace, api_key=temporal.api_key, tls=temporal.tls
+    )
+
+
+async def _threads(config: WeftConfig) -> Threads:
+    return Threads(await _client(config), task_queue=config.temporal.task_queue)
+
+
+async def _dev(args: argparse.Namespace, config: WeftConfig) -> int:
+    from workers.dev_stack import DevStack
+
+    async with DevStack(config, ui=True) as stack:
+        print(
+            f"weft dev: Temporal at {config.temporal.address}"
+            f" ({'started here' if stack.started_server else 'already running'}),"
+            f" UI {stack.ui_url}, task queue {config.temporal.task_queue}"
+        )
+        print("weft dev: worker running; Ctrl-C stops what this command started")
+        await _until_interrupted(stack.worker.wait())
+    return 0
+
+
+async def _worker(args: argparse.Namespace, config: WeftConfig) -> int:
+    from workers.agent_worker import AgentWorker
+    from workers.search_attributes import ensure_search_attributes
+
+    client = await _client(config)
+    await ensure_search_attributes(client, config.temporal.namespace)
+    async with AgentWorker(client, config) as worker:
+        print(f"weft worker: polling {worker.task_queue} on {config.temporal.address}", flush=True)
+        await _until_interrupted(worker.wait())
+    return 0
+
+
+async def _demo(args: argparse.Namespace, config: WeftConfig) -> int:
+    from client.demo import run_demo
+
+    return await run_demo(config, sys.stdout)
+
+
+async def _thread_start(args: argparse.Namespace, config: WeftConfig) -> int:
+    threads = await _threads(config)
+    handle = await threads.start(
+        args.agent, messages=args.message, thread_id=args.id, session_id=args.session
+    )
+    print(handle.id)
+    return 0
+
+
+async def _thread_send(args: argparse.Namespace, config: WeftConfig) -> int:
+    await (await _threads(config)).send(args.thread_id, args.content, role=args.role)
+    return 0
+
+
+async def _thread_show(args: argparse.Namespace, config: WeftConfig) -> int:
+    state = await (await _threads(config)).read(args.thread_id)
+    print(state.model_dump_json(indent=2, by_alias=True))
+    return 0
+
+
+async def _thread_tail(args: argparse.Namespace, config: WeftConfig) -> int:
+    from activities.store import Store
+
+    store = await asyncio.to_thread(Store.open, config.store_url())
+    printer = TranscriptPrinter(sys.stdout)
+    try:
+        async for event in tail_events(
+            store, args.thread_id, after=args.after, follow=not args.no_follow
+        ):
+            if args.json:
+                print(json.dumps(event.to_wire()), flush=True)
+            else:
+                printer.show(event)
+    finally:
+        store.close()
+    return 0
+
+
+async def _thread_terminate(args: argparse.Namespace, config: WeftConfig) -> int:
+    await (await _threads(config)).terminate(args.thread_id, args.reason)
+    return 0
+
+
+async def _thread_list(args: argparse.Namespace, config: WeftConfig) -> int:
+    client = await _client(config)
+    clauses = ["WorkflowType = 'AgentThread'"]
+    if args.agent:
+        clauses.append(f"WeftAgent = '{_quote(args.agent)}'")
+    if args.status:
+        clauses.append(f"WeftStatus = '{_quote(args.status)}'")
+    count = 0
+    async for execution in client.list_workflows(" AND ".join(clauses), limit=args.limit):
+        attrs = execution.typed_search_attributes
+        agent = next((p.value for p in attrs if p.key.name == "WeftAgent"), "?")
+        status = next((p.value for p in attrs if p.key.name == "WeftStatus"), "?")
+        print(f"{execution.id}\t{agent}\t{status}\t{execution.start_time:%Y-%m-%d %H:%M:%S}")
+        count += 1
+    if count == 0:
+        print("no threads", file=sys.stderr)
+    return 0
+
+
+def _quote(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("'", "\\'")
+
+
+async def _until_interrupted(waiting: Any) -> None:
+    """Run until `waiting` ends or SIGINT/SIGTERM arrives."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    task = asyncio.ensure_future(waiting)
+    stopper = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    stopper.cancel()
+    if task.done():
+        task.result()
+    else:
+        task.cancel()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

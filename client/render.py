@@ -1,0 +1,69 @@
+"""Renders a thread's event stream as a readable, live transcript for a terminal."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from contract.events import Event
+
+
+class TranscriptPrinter:
+    """Prints streamed text as it arrives, and one line per tool call and turn boundary."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._mid_line = False
+
+    def show(self, event: Event) -> None:
+        """Print what `event` adds to the transcript (most bookkeeping events print nothing)."""
+        payload: Any = event.payload if isinstance(event.payload, dict) else {}
+        kind = event.type
+        if kind == "model.requested" and payload.get("reset"):
+            self._line(f"  (retrying the model call, attempt {payload.get('attempt')})")
+        elif kind == "model.delta" and payload.get("kind") == "text":
+            if not self._mid_line:
+                self._out.write("assistant: ")
+            self._out.write(str(payload.get("text", "")))
+            self._mid_line = True
+        elif kind == "model.completed":
+            self._end_line()
+        elif kind == "model.failed":
+            self._line(
+                f"  ! model failed (attempt {payload.get('attempt')}): {payload.get('error')}"
+            )
+        elif kind == "tool.started":
+            self._line(f"  → {payload.get('name')}({_short(payload.get('arguments'))})")
+        elif kind in ("tool.result", "tool.failed"):
+            status = payload.get("status") or "error"
+            detail = (
+                f": {payload.get('error') or payload.get('message')}" if status != "success" else ""
+            )
+            self._line(f"  ← {payload.get('name')} {status}{detail}")
+        elif kind == "queue.changed" and payload.get("action") == "enqueued":
+            self._line(f"  (queued {payload.get('queueId')})")
+        elif kind == "turn.completed":
+            self._line(f"[turn completed: {payload.get('stopReason')}]")
+        elif kind == "turn.failed":
+            self._line(f"[turn failed: {payload.get('reason')}]")
+        elif kind == "runtime.warning":
+            self._line(f"  ! warning: {payload.get('message')}")
+        self._out.flush()
+
+    def user(self, text: str) -> None:
+        """Print a message the user sent."""
+        self._line(f"user: {text}")
+
+    def _line(self, text: str) -> None:
+        self._end_line()
+        self._out.write(text + "\n")
+
+    def _end_line(self) -> None:
+        if self._mid_line:
+            self._out.write("\n")
+            self._mid_line = False
+
+
+def _short(arguments: Any, limit: int = 80) -> str:
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

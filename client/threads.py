@@ -1,0 +1,123 @@
+"""A Python client for weft threads: start, send, update, query, terminate and tail.
+
+Everything here is plain Temporal: the same names and JSON any other service can send.
+Events are tailed from the store by cursor, because workflows cannot stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle
+
+from activities.store import Store
+from contract.events import Event
+from contract.messages import MessagePage, QueuedMessage, SubmitTurnResult
+from contract.thread import (
+    QUERY_MESSAGES,
+    QUERY_THREAD_READ,
+    SIGNAL_QUEUE_MESSAGE,
+    SIGNAL_QUEUE_TOOL,
+    SIGNAL_TERMINATE,
+    UPDATE_SUBMIT_TURN,
+    WORKFLOW_TYPE,
+    ThreadRead,
+    ThreadResult,
+    ThreadStartInput,
+)
+
+
+class Threads:
+    """Operations on AgentThread workflows through a Temporal client."""
+
+    def __init__(self, client: Client, *, task_queue: str = "agents") -> None:
+        self._client = client
+        self._task_queue = task_queue
+
+    async def start(
+        self,
+        agent: str,
+        *,
+        messages: Sequence[str | dict[str, Any]] = (),
+        thread_id: str | None = None,
+        **fields: Any,
+    ) -> WorkflowHandle[Any, Any]:
+        """Start a thread of `agent`; string messages are user messages."""
+        start = ThreadStartInput.model_validate(
+            {"agent": agent, "messages": [_as_message(m) for m in messages], **fields}
+        )
+        return await self._client.start_workflow(
+            WORKFLOW_TYPE,
+            start,
+            id=thread_id or f"thread-{uuid.uuid4().hex[:16]}",
+            task_queue=self._task_queue,
+        )
+
+    def handle(self, thread_id: str) -> WorkflowHandle[Any, Any]:
+        """The workflow handle of a thread."""
+        return self._client.get_workflow_handle(thread_id)
+
+    async def send(self, thread_id: str, content: str, *, role: str = "user") -> None:
+        """Queue a message with the `queue_message` signal."""
+        message = QueuedMessage.model_validate({"role": role, "content": content})
+        await self.handle(thread_id).signal(SIGNAL_QUEUE_MESSAGE, message)
+
+    async def submit_turn(
+        self, thread_id: str, content: str, *, role: str = "user"
+    ) -> SubmitTurnResult:
+        """Queue a message with the `submit_turn` update; rejected when terminated."""
+        message = QueuedMessage.model_validate({"role": role, "content": content})
+        return await self.handle(thread_id).execute_update(
+            UPDATE_SUBMIT_TURN, message, result_type=SubmitTurnResult
+        )
+
+    async def queue_tool(self, thread_id: str, name: str, args: dict[str, Any]) -> None:
+        """Run a tool through the thread's normal tool flow."""
+        await self.handle(thread_id).signal(SIGNAL_QUEUE_TOOL, {"name": name, "args": args})
+
+    async def terminate(self, thread_id: str, reason: str | None = None) -> None:
+        """Soft shutdown of the thread (Runtime §10)."""
+        await self.handle(thread_id).signal(SIGNAL_TERMINATE, {"reason": reason})
+
+    async def read(self, thread_id: str) -> ThreadRead:
+        """The thread read model."""
+        return await self.handle(thread_id).query(QUERY_THREAD_READ, result_type=ThreadRead)
+
+    async def messages(self, thread_id: str, *, cursor: int = 0, limit: int = 100) -> MessagePage:
+        """A page of message metadata."""
+        return await self.handle(thread_id).query(
+            QUERY_MESSAGES, {"cursor": cursor, "limit": limit}, result_type=MessagePage
+        )
+
+    async def result(self, thread_id: str) -> ThreadResult:
+        """Wait for the thread to close and return its result."""
+        return await self.handle(thread_id).result(result_type=ThreadResult)
+
+
+async def tail_events(
+    store: Store,
+    thread_id: str,
+    *,
+    after: int = 0,
+    follow: bool = True,
+    poll_interval: float = 0.05,
+    stop: asyncio.Event | None = None,
+) -> AsyncIterator[Event]:
+    """Events of a thread from cursor `after`; with `follow`, wait for new ones."""
+    cursor = after
+    while True:
+        batch = await asyncio.to_thread(store.read_events, thread_id, after=cursor)
+        for event in batch:
+            cursor = event.sequence or cursor
+            yield event
+        if not follow or (stop is not None and stop.is_set() and not batch):
+            return
+        if not batch:
+            await asyncio.sleep(poll_interval)
+
+
+def _as_message(message: str | dict[str, Any]) -> dict[str, Any]:
+    return {"role": "user", "content": message} if isinstance(message, str) else message

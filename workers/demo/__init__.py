@@ -1,0 +1,1 @@
+"""The demo's definitions and model script (used by `weft demo` and `make demo`)."""
