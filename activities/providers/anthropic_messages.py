@@ -27,6 +27,7 @@ from activities.providers.base import (
 from activities.providers.errors import classify_http_error, excerpt, protocol_error
 from activities.providers.sse import iter_sse
 from activities.providers.transport import loads, open_stream, post_json
+from contract.messages import ToolCall
 
 DEFAULT_MAX_TOKENS = 4096
 ANTHROPIC_VERSION = "2023-06-01"
@@ -275,7 +276,7 @@ class _StreamState:
             self.done = True
         elif kind == "error":
             error = event.get("error") or {}
-            status = _ERROR_STATUS.get(error.get("type"), 500)
+            status = _ERROR_STATUS.get(str(error.get("type")), 500)
             raise classify_http_error(status, {}, json.dumps(event))
 
     async def _append(self, index: int, piece: str, on_delta: DeltaCallback | None) -> None:
@@ -333,7 +334,9 @@ def parse_message(data: Any, model: str) -> ChatReply:
     """Read a non-streaming Messages reply."""
     if not isinstance(data, dict) or not isinstance(data.get("content"), list):
         raise protocol_error("reply has no content list")
-    texts, thoughts, calls = [], [], []
+    texts: list[str] = []
+    thoughts: list[str] = []
+    calls: list[ToolCall] = []
     for block in data["content"]:
         if block.get("type") == "text":
             texts.append(block.get("text", ""))

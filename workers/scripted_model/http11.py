@@ -140,7 +140,7 @@ async def _read_request(reader: asyncio.StreamReader) -> Request | None:
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    parts = []
+    parts: list[bytes] = []
     while True:
         size = int((await reader.readline()).split(b";")[0].strip(), 16)
         if size == 0:

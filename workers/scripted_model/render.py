@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workers.scripted_model.conversation import View
-from workers.scripted_model.script import Reply
+from workers.scripted_model.script import Reply, UsageSpec
 
 
 @dataclass(frozen=True)
@@ -45,16 +45,16 @@ def plan(script: str, view: View, reply: Reply, index: int) -> Planned:
         calls.append((call_id, call.name, args))
     text, reasoning = reply.text or "", reply.reasoning or ""
     out_chars = len(text) + len(reasoning) + sum(len(n) + len(a) for _, n, a in calls)
-    usage = reply.usage
+    usage = reply.usage or UsageSpec()
     return Planned(
         id=_hash(seed, 24),
         model=view.model,
         text=text,
         reasoning=reasoning,
         tool_calls=calls,
-        input_tokens=_pick(usage and usage.input_tokens, max(1, view.request_chars // 4)),
-        output_tokens=_pick(usage and usage.output_tokens, max(1, out_chars // 4)),
-        cached_tokens=_pick(usage and usage.cached_tokens, 0),
+        input_tokens=_pick(usage.input_tokens, max(1, view.request_chars // 4)),
+        output_tokens=_pick(usage.output_tokens, max(1, out_chars // 4)),
+        cached_tokens=_pick(usage.cached_tokens, 0),
         finish_reason=reply.finish_reason,
         chunk_size=reply.chunk_size,
         interleave=reply.interleave_tool_calls,
@@ -78,7 +78,7 @@ def _call_pieces(planned: Planned) -> list[tuple[int, str]]:
     per_call = [_pieces(args, planned.chunk_size) for _, _, args in planned.tool_calls]
     if not planned.interleave:
         return [(i, p) for i, pieces in enumerate(per_call) for p in pieces]
-    out = []
+    out: list[tuple[int, str]] = []
     for step in range(max((len(p) for p in per_call), default=0)):
         out.extend((i, pieces[step]) for i, pieces in enumerate(per_call) if step < len(pieces))
     return out
@@ -186,7 +186,7 @@ def _anthropic_usage(planned: Planned) -> dict[str, int]:
 def anthropic_events(planned: Planned) -> list[bytes]:
     """The events of a streamed message, `message_stop` last."""
     usage = _anthropic_usage(planned)
-    start = {
+    start: dict[str, Any] = {
         "id": f"msg_{planned.id}",
         "type": "message",
         "role": "assistant",
