@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import resource
 import time
 from functools import cache
 from importlib import resources
@@ -21,6 +22,8 @@ from activities.sandbox._link import Bundle, Linker
 _FRAME = re.compile(r"^(\s*at )(.*?)\s*\(<input>(?::(\d+))?\)\s*$")
 _COMPILE_LINE = re.compile(r"^\s*at <input>:(\d+)\s*$", re.M)
 DEFAULT_STACK_BYTES = 512 * 1024
+_NEAR_LIMIT_BYTES = 256 * 1024
+_PEAK_AT_LIMIT = 0.75
 
 
 class Channel(Protocol):
@@ -59,6 +62,7 @@ class Engine:
         self.fatal: dict[str, Any] | None = None
         self._ctx: Any = None
         self._rt: Any = None
+        self._rss0 = 0
 
     def run(self) -> dict[str, Any]:
         job = self.job
@@ -74,6 +78,7 @@ class Engine:
             self.bundle = self.linker.link(job["source"])
         except SourceError as exc:
             return self._source_error(exc)
+        self._rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         ctx = _quickjs.Context()
         ctx.set_memory_limit(job["memoryLimitBytes"])
         ctx.set_max_stack_size(DEFAULT_STACK_BYTES)
@@ -107,12 +112,27 @@ class Engine:
         self._drain(ctx)
         raw = rt("outcome")
         if raw is None:
-            return _error(
+            result = _error(
                 "error",
                 "DeadlockError",
                 "the module never settled: it awaits a promise that nothing can resolve",
             )
-        return self._outcome(json.loads(raw))
+        else:
+            result = self._outcome(json.loads(raw))
+        if result["status"] == "error" and (self._near_limit(ctx) or self._grew_to_limit()):
+            # An allocation failure can surface as `null` or break the promise machinery
+            # instead of throwing "out of memory"; a heap at its limit tells us what happened.
+            return _error("memory", "MemoryError", self._memory_message())
+        return result
+
+    def _grew_to_limit(self) -> bool:
+        # The heap may be freed again by now; the process's peak RSS still remembers it.
+        grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - self._rss0) * 1024
+        return grown >= self.job["memoryLimitBytes"] * _PEAK_AT_LIMIT
+
+    def _near_limit(self, ctx: Any) -> bool:
+        used = ctx.memory().get("malloc_size", 0)
+        return bool(used >= self.job["memoryLimitBytes"] - _NEAR_LIMIT_BYTES)
 
     @staticmethod
     def _drain(ctx: Any) -> None:

@@ -17,6 +17,7 @@ from contract.code import CodeError, CodeExecutionResult, CodeLog
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _CPU_POLL_S = 0.01
+_CRASH_AT_LIMIT = 0.75
 
 
 class CodeExecution:
@@ -143,7 +144,7 @@ class CodeExecution:
         elif kind == "done":
             self._settle(msg["result"], retire=bool(msg.get("retire")))
         elif kind == "eof":
-            self._settle(_crashed(msg.get("code")), retire=True)
+            self._settle(self._crashed(msg.get("code"), msg.get("growth", 0)), retire=True)
 
     def _log(self, msg: dict[str, Any]) -> None:
         try:
@@ -225,6 +226,20 @@ class CodeExecution:
             if used is not None and used - start > limit_ms:
                 self.terminate(f"CPU time limit of {limit_ms:g} ms exceeded (cpuTimeLimitMs)")
                 return
+
+    def _crashed(self, code: int | None, growth: int) -> dict[str, Any]:
+        limit = self._prepared.job["memoryLimitBytes"] if self._prepared else 0
+        if code is not None and code < 0 and limit and growth >= limit * _CRASH_AT_LIMIT:
+            # QuickJS 2021 may crash instead of throwing when an allocation fails; a crash
+            # after the worker grew by about the limit is that overrun.
+            return {
+                "status": "memory",
+                "error": {
+                    "name": "MemoryError",
+                    "message": f"out of memory: the sandbox exceeded its limit of {limit} bytes",
+                },
+            }
+        return _crashed(code)
 
     def _settle(self, raw: dict[str, Any], *, retire: bool = False) -> None:
         if self._done.done():

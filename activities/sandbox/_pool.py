@@ -22,6 +22,8 @@ from typing import Any
 from activities.sandbox._options import DEFAULT_MEMORY_LIMIT_BYTES, MEMORY_CEILING_BYTES
 
 _ROOT = str(Path(__file__).resolve().parents[2])
+# A worker whose peak RSS grew this much is replaced, so peaks stay attributable to one run.
+_RETIRE_GROWTH_KB = 16 * 1024
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
     "from activities.sandbox._worker import main; main()"
@@ -41,6 +43,8 @@ class WorkerProcess:
         self.ready = threading.Event()
         self.on_message: Callable[[dict[str, Any]], None] | None = None
         self.runs = 0
+        self.maxrss_kb = 0
+        self.base_rss_kb = 0
         self.dead = False
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, name="sandbox-reader", daemon=True)
@@ -57,7 +61,10 @@ class WorkerProcess:
                 msg = json.loads(line)
             except ValueError:
                 continue  # only a corrupted worker writes garbage; EOF follows soon
+            if "maxrss" in msg:
+                self.maxrss_kb = max(self.maxrss_kb, int(msg["maxrss"]))
             if msg.get("t") == "ready":
+                self.base_rss_kb = self.maxrss_kb
                 self.ready.set()
                 continue
             handler = self.on_message
@@ -65,9 +72,28 @@ class WorkerProcess:
                 handler(msg)
         self.dead = True
         self.ready.set()  # wake anyone waiting for a worker that died while starting
+        code, peak_kb = self._reap()
         handler = self.on_message
         if handler is not None:
-            handler({"t": "eof", "code": self.proc.poll()})
+            handler({"t": "eof", "code": code, "growth": (peak_kb - self.maxrss_kb) * 1024})
+
+    def _reap(self) -> tuple[int | None, int]:
+        # wait4, not Popen.wait: its rusage has the peak RSS, which tells a crash at the
+        # memory limit (QuickJS 2021 can segfault when allocation fails) from other crashes.
+        try:
+            _, status, usage = os.wait4(self.proc.pid, 0)
+            self.proc.returncode = os.waitstatus_to_exitcode(status)
+            peak = int(usage.ru_maxrss)
+        except ChildProcessError:
+            self.proc.poll()
+            peak = 0
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                if pipe is not None:
+                    pipe.close()
+            except OSError:
+                pass
+        return self.proc.returncode, peak
 
     def send(self, message: dict[str, Any]) -> bool:
         """Write one message; False if the worker is gone."""
@@ -81,24 +107,13 @@ class WorkerProcess:
             return False
 
     def kill(self) -> None:
-        """Kill now; reap and close pipes in the background so the caller never waits."""
+        """Kill now; the reader thread reaps the process and closes the pipes."""
         self.on_message = None
         self.dead = True
         try:
             self.proc.kill()
         except OSError:
             pass
-        threading.Thread(target=self._reap, daemon=True).start()
-
-    def _reap(self) -> None:
-        self.proc.wait()
-        self._reader.join(timeout=5)
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            try:
-                if pipe is not None:
-                    pipe.close()
-            except OSError:
-                pass
 
 
 class SandboxPool:
@@ -227,7 +242,11 @@ class SandboxPool:
         """Return a worker after a clean run, or retire it once it has served enough runs."""
         worker.on_message = None
         worker.runs += 1
-        if worker.dead or worker.runs >= self.max_runs_per_worker:
+        if (
+            worker.dead
+            or worker.runs >= self.max_runs_per_worker
+            or worker.maxrss_kb > worker.base_rss_kb + _RETIRE_GROWTH_KB
+        ):
             self.discard(worker)
             return
         self._offer(worker)

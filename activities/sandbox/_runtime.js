@@ -159,7 +159,8 @@
   const OOM = { kind: "memory", name: "MemoryError", message: "out of memory" };
   const OOM_JSON = stringify(OOM);
   function errorRecord(e) {
-    if (e !== null && typeof e === "object" && getProto(e) === InternalProto && e.message === "out of memory") {
+    /* QuickJS throws null when it cannot even allocate its "out of memory" error. */
+    if (e === null || (typeof e === "object" && getProto(e) === InternalProto && e.message === "out of memory")) {
       return OOM;
     }
     let name = "Error", message = "", stack;

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import resource
 import signal
 import sys
 import traceback
@@ -75,6 +76,10 @@ def _warm_up() -> None:
     Engine(job, _Null()).run()
 
 
+def _maxrss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def main() -> None:
     _die_with_parent()
     # Keep the protocol pipe private: anything a library prints goes to stderr instead.
@@ -82,7 +87,7 @@ def main() -> None:
     os.dup2(2, 1)
     channel = PipeChannel(sys.stdin.buffer, out)
     _warm_up()
-    channel.send({"t": "ready", "pid": os.getpid()})
+    channel.send({"t": "ready", "pid": os.getpid(), "maxrss": _maxrss()})
     while True:
         msg = channel.recv()
         if msg.get("t") != "run":
@@ -92,7 +97,7 @@ def main() -> None:
         except Exception as exc:  # a bug in the engine must still settle the call
             traceback.print_exc()
             result = {"status": "error", "error": {"name": "InternalError", "message": str(exc)}}
-        channel.send({"t": "done", "result": result})
+        channel.send({"t": "done", "result": result, "maxrss": _maxrss()})
 
 
 if __name__ == "__main__":
