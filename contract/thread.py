@@ -43,6 +43,9 @@ class ThreadOptions(CamelModel):
     max_total_steps: int = Field(default=64, ge=1, le=10_000, description="hard cap per session")
     model_timeout_seconds: float = Field(default=300, gt=0)
     tool_timeout_seconds: float = Field(default=300, gt=0)
+    heartbeat_timeout_seconds: float = Field(
+        default=30, gt=0, description="how soon a crashed worker's activity is retried"
+    )
     model_max_attempts: int = Field(default=5, ge=1)
     tool_max_attempts: int = Field(default=3, ge=1)
 

@@ -129,3 +129,19 @@ async def wait_until(
 def idle_after(turns: int) -> Callable[[ThreadRead], bool]:
     """A predicate: the thread is waiting for input with `turns` completed or failed turns."""
     return lambda s: s.status == "waiting_input" and not s.queue and s.counters.turns >= turns
+
+
+async def temporal_cli(address: str, *args: str) -> tuple[int, str, str]:
+    """Run the real `temporal` CLI against the dev server; returns (code, stdout, stderr)."""
+    from workers.dev_server import find_temporal_binary
+
+    process = await asyncio.create_subprocess_exec(
+        find_temporal_binary(),
+        *args,
+        "--address",
+        address,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    return process.returncode or 0, out.decode(), err.decode()

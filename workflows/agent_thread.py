@@ -317,7 +317,7 @@ class AgentThreadWorkflow:
                 ),
                 result_type=ModelCallResult,
                 start_to_close_timeout=timedelta(seconds=start.options.model_timeout_seconds),
-                heartbeat_timeout=timedelta(seconds=30),
+                heartbeat_timeout=timedelta(seconds=start.options.heartbeat_timeout_seconds),
                 retry_policy=RetryPolicy(
                     initial_interval=timedelta(seconds=1),
                     maximum_interval=timedelta(seconds=30),

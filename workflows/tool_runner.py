@@ -124,7 +124,7 @@ class ToolRunner:
             ),
             result_type=ToolCallResult,
             start_to_close_timeout=timedelta(seconds=self._options.tool_timeout_seconds),
-            heartbeat_timeout=timedelta(seconds=60),
+            heartbeat_timeout=timedelta(seconds=self._options.heartbeat_timeout_seconds),
             retry_policy=RetryPolicy(
                 initial_interval=timedelta(seconds=1),
                 maximum_interval=timedelta(seconds=30),
