@@ -126,7 +126,7 @@ async def test_host_functions_do_not_expose_this(pool: SandboxPool) -> None:
 async def test_non_transferable_values_raise_serialization_error(pool: SandboxPool) -> None:
     """Class instances, symbols, cycles and result functions settle a SerializationError."""
     for expr in ["new (class A {})()", "Symbol('s')", "(() => { const a: any = {}; a.a = a; return a; })()",
-                 "() => 1", "new WeakMap()"]:  # fmt: skip
+                 "() => () => 1", "new WeakMap()"]:  # fmt: skip
         result = await run_code(f"export default {expr};", pool=pool)
         assert (result.status, result.error.name) == ("error", "SerializationError"), expr
 
