@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +58,28 @@ def _sqlite_on_connect(dbapi_connection: sqlite3.Connection, _record: object) ->
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     try:
-        cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
+        _enable_wal(cursor)
     finally:
         cursor.close()
+
+
+def _enable_wal(cursor: sqlite3.Cursor) -> None:
+    """Switch the file to WAL (a persistent setting), waiting out concurrent openers.
+
+    The switch needs an exclusive lock and SQLite does not always call the busy handler
+    for it, so several workers opening a new file at once would see "database is locked".
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _sqlite_on_begin(connection: Any) -> None:
