@@ -1,0 +1,109 @@
+"""Every event of a full scenario validates against the Agent Runtime event schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from support import add_script, agent_definitions, idle_after, start_thread, wait_until
+
+from contract.thread import ThreadResult
+
+SCHEMA_FILE = (
+    Path(__file__).resolve().parents[1].parent
+    / "shared"
+    / "specs"
+    / "agentruntime"
+    / "agentruntime-event.schema.json"
+)
+
+
+@pytest.fixture(scope="module")
+def event_validator() -> jsonschema.Draft202012Validator:
+    """A validator for agentruntime-event.schema.json, checking formats too."""
+    if not SCHEMA_FILE.exists():
+        pytest.fail(f"the event schema is missing at {SCHEMA_FILE}")
+    schema = json.loads(SCHEMA_FILE.read_text())
+    return jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
+
+
+async def test_scenario_events_validate(
+    start_worker, temporal_client, scripted_server, event_validator
+):
+    """Events of tools, errors, queueing, warnings, retries and terminate are all valid."""
+    script = add_script(
+        scripted_server,
+        {
+            "turns": [
+                {
+                    "match": "flaky",
+                    "replies": [{"text": "recovered", "error": {"status": 503}, "times": 1}],
+                },
+                {
+                    "match": "*",
+                    "replies": [
+                        {
+                            "tool_calls": [
+                                {"name": "weather", "arguments": {"city": "Lima"}},
+                                {"name": "explode", "arguments": {"text": "x"}},
+                            ],
+                            "delay_ms": 200,
+                        },
+                        {"text": "All done, with one failure.", "chunk_size": 3},
+                    ],
+                },
+            ]
+        },
+    )
+    worker = await start_worker(agent_definitions(script))
+    handle = await start_thread(
+        temporal_client, worker.task_queue, messages=[{"role": "user", "content": "go"}]
+    )
+    await wait_until(handle, lambda s: s.status == "running")
+    await handle.signal("queue_message", {"role": "user", "content": 7})  # a warning
+    await wait_until(handle, idle_after(1))
+    await handle.signal("queue_message", {"role": "user", "content": "flaky"})
+    await wait_until(handle, idle_after(2), timeout=60)
+    await handle.signal("terminate", {"reason": "end of test"})
+    ThreadResult.model_validate(await handle.result())
+
+    events = worker.store.read_events(handle.id, limit=10_000)
+    wire = [e.to_wire() for e in events]
+    for event in wire:
+        errors = sorted(event_validator.iter_errors(event), key=lambda e: e.path)
+        assert not errors, f"{event['type']} is invalid: {errors[0].message}"
+    assert [e["sequence"] for e in wire] == list(range(1, len(wire) + 1))
+    assert len({e["eventId"] for e in wire}) == len(wire)
+    types = {e["type"] for e in wire}
+    for expected in (
+        "thread.started",
+        "thread.updated",
+        "turn.started",
+        "turn.completed",
+        "model.requested",
+        "model.delta",
+        "model.completed",
+        "model.failed",
+        "tool.started",
+        "tool.result",
+        "tool.failed",
+        "queue.changed",
+        "runtime.warning",
+    ):
+        assert expected in types, f"no {expected} event"
+    retried = [e for e in wire if e["type"] == "model.requested" and e["payload"]["reset"]]
+    assert retried, "the retried model call did not announce an attempt reset"
+    final = next(
+        m
+        for m in worker.store.list_messages(handle.id)
+        if m.content == "All done, with one failure."
+    )
+    step = final.metadata["stepId"]
+    streamed = "".join(
+        e["payload"]["text"] for e in wire if e["type"] == "model.delta" and e.get("stepId") == step
+    )
+    assert streamed == final.content, "the streamed deltas do not add up to the stored reply"
