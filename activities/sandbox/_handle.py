@@ -89,11 +89,21 @@ class CodeExecution:
             self._spawn(wait())
         elif callable(abort):
             # A registration hook: abort(callback) must call callback() when execution aborts.
-            abort(lambda: self._loop.call_soon_threadsafe(self.terminate, reason))
+            abort(lambda: _call_soon(self._loop, self.terminate, reason))
         else:
             raise TypeError("abort must be an asyncio.Event or a callback registration function")
 
     async def _run(self, source: str, options: Mapping[str, Any] | None) -> None:
+        try:
+            await self._start(source, options)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # e.g. a closed pool: the handle must still settle
+            self._settle(
+                {"status": "error", "error": {"name": "InternalError", "message": str(exc)}}
+            )
+
+    async def _start(self, source: str, options: Mapping[str, Any] | None) -> None:
         pool = self._pool
         try:
             self._prepared = prepare(
@@ -162,7 +172,10 @@ class CodeExecution:
         self.reports.append(value)
         assert self._prepared is not None
         if self._prepared.report is not None:
-            outcome = self._prepared.report(value)
+            try:
+                outcome = self._prepared.report(value)
+            except Exception:
+                return  # a failing report listener must not fail the run
             if inspect.isawaitable(outcome):
                 self._spawn(_swallow(outcome))
 
@@ -293,6 +306,13 @@ def _cpu_ms(pid: int) -> float | None:
     except (OSError, IndexError):
         return None
     return (int(fields[11]) + int(fields[12])) * 1000 / _CLOCK_TICKS
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Any, *args: Any) -> None:
+    try:
+        loop.call_soon_threadsafe(fn, *args)
+    except RuntimeError:
+        pass  # the loop is closed, so the run is long settled
 
 
 async def _swallow(awaitable: Any) -> None:
