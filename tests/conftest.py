@@ -83,6 +83,8 @@ async def start_worker(
     started: list[AgentWorker] = []
 
     async def start(definitions: Definitions, **options: object) -> AgentWorker:
+        # One task queue per worker: the SDK refuses two workers of one queue in a process.
+        options.setdefault("task_queue", f"tq-{uuid.uuid4().hex[:12]}")
         worker = AgentWorker(
             temporal_client,
             weft_config,
