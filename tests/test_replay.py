@@ -1,0 +1,42 @@
+"""Committed histories replay on the current workflow code (determinism guard).
+
+A change that breaks one of these needs `workflow.patched`; see ARCHITECTURE.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from workers.agent_worker import workflow_runner
+from workflows.agent_thread import AgentThreadWorkflow
+
+HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+
+
+def test_histories_are_committed():
+    """The replay suite has histories of the main scenarios to replay."""
+    names = {p.stem for p in HISTORIES}
+    assert {
+        "tool_then_answer",
+        "queued_while_busy",
+        "terminated_mid_call",
+        "model_error_then_fallback",
+    } <= names
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+async def test_replay(path: Path):
+    """Replaying the recorded history raises no non-determinism error."""
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    replayer = Replayer(
+        workflows=[AgentThreadWorkflow],
+        data_converter=pydantic_data_converter,
+        workflow_runner=workflow_runner(),
+    )
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
