@@ -20,6 +20,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/pytest -q -p no:cacheprovider
 
 lint: $(STAMP)

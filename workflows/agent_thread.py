@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
@@ -78,15 +79,14 @@ class AgentThreadWorkflow:
     # ---- lifecycle -------------------------------------------------------------------
 
     @workflow.run
-    async def run(self, start: Any) -> ThreadResult:
+    async def run(self, start: Any = None) -> ThreadResult:
         # The start input is validated here, not by the converter: a decode failure in the
         # converter would fail the workflow task forever instead of failing the thread.
         try:
             self._start = ThreadStartInput.model_validate(start)
-        except Exception as err:
-            detail = describe_validation_error(err) if hasattr(err, "errors") else str(err)
+        except ValidationError as err:
             raise ApplicationError(
-                f"invalid AgentThread start input: {detail}",
+                f"invalid AgentThread start input: {describe_validation_error(err)}",
                 type="InvalidStartInput",
                 non_retryable=True,
             ) from None
@@ -494,6 +494,7 @@ class AgentThreadWorkflow:
         """Apply ThreadState changes a tool asked for, after its result is persisted."""
         mem = self._require_mem()
         for intent in intents:
+            parsed: QueuedMessage | QueuedTool | str
             if intent.kind == "queue_message":
                 parsed = parse_single("queueMessage", [intent.data], QueuedMessage)
             elif intent.kind == "queue_tool":
@@ -588,7 +589,7 @@ def _decode(args: Sequence[RawValue]) -> tuple[list[Any], str | None]:
     values = []
     for i, raw in enumerate(args):
         try:
-            values.append(converter.from_payload(raw.payload, None))
+            values.append(converter.from_payload(raw.payload))
         except Exception as err:  # any undecodable payload is the sender's error
             return [], f"argument {i} is not valid JSON: {err}"
     return values, None
