@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import resource
 import time
 from functools import cache
 from importlib import resources
@@ -50,6 +49,40 @@ def _error(status: str, name: str, message: str, **extra: Any) -> dict[str, Any]
     return {"status": status, "error": err}
 
 
+def _status_kb(field: str) -> int:
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(field):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def rss_kb() -> int:
+    """Current resident set size of this process, in KiB (0 where /proc is missing)."""
+    return _status_kb(b"VmRSS:")
+
+
+def peak_rss_kb() -> int:
+    """Peak resident set size since the last `reset_peak_rss()`, in KiB."""
+    return _status_kb(b"VmHWM:")
+
+
+def reset_peak_rss() -> int:
+    """Reset the kernel's peak-RSS mark (Linux clear_refs 5) and return the current RSS.
+
+    Each run then has its own peak, so a crash at the memory limit is attributable to it.
+    """
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+    return rss_kb()
+
+
 class Engine:
     """One run: link, compile, evaluate, resolve the configured export and marshal it out."""
 
@@ -78,7 +111,7 @@ class Engine:
             self.bundle = self.linker.link(job["source"])
         except SourceError as exc:
             return self._source_error(exc)
-        self._rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        self._rss0 = reset_peak_rss()
         ctx = _quickjs.Context()
         ctx.set_memory_limit(job["memoryLimitBytes"])
         ctx.set_max_stack_size(DEFAULT_STACK_BYTES)
@@ -127,7 +160,7 @@ class Engine:
 
     def _grew_to_limit(self) -> bool:
         # The heap may be freed again by now; the process's peak RSS still remembers it.
-        grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - self._rss0) * 1024
+        grown = (peak_rss_kb() - self._rss0) * 1024
         return grown >= self.job["memoryLimitBytes"] * _PEAK_AT_LIMIT
 
     def _near_limit(self, ctx: Any) -> bool:

@@ -18,6 +18,8 @@ from contract.code import CodeError, CodeExecutionResult, CodeLog
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _CPU_POLL_S = 0.01
 _CRASH_AT_LIMIT = 0.75
+MAX_LOGS = 10_000
+MAX_REPORTS = 10_000
 
 
 class CodeExecution:
@@ -157,6 +159,8 @@ class CodeExecution:
             self._settle(self._crashed(msg.get("code"), msg.get("growth", 0)), retire=True)
 
     def _log(self, msg: dict[str, Any]) -> None:
+        if len(self.logs) >= MAX_LOGS:
+            return  # hostile code could log forever; the host keeps a bounded record
         try:
             entry = json.loads(msg["v"])
             args = [decode(a) if isinstance(a, list) else a for a in entry["args"]]
@@ -165,6 +169,8 @@ class CodeExecution:
             pass  # a malformed log line from hostile code is dropped, never fatal
 
     def _report(self, msg: dict[str, Any]) -> None:
+        if len(self.reports) >= MAX_REPORTS:
+            return  # same bound as logs: the host's memory is not the sandbox's to spend
         try:
             value = decode(json.loads(msg["v"]))
         except (ValueError, SerializationError, RecursionError):

@@ -22,7 +22,7 @@ from typing import Any
 from activities.sandbox._options import DEFAULT_MEMORY_LIMIT_BYTES, MEMORY_CEILING_BYTES
 
 _ROOT = str(Path(__file__).resolve().parents[2])
-# A worker whose peak RSS grew this much is replaced, so peaks stay attributable to one run.
+# A worker whose RSS grew this much over its start is replaced, bounding its footprint.
 _RETIRE_GROWTH_KB = 16 * 1024
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
@@ -43,7 +43,7 @@ class WorkerProcess:
         self.ready = threading.Event()
         self.on_message: Callable[[dict[str, Any]], None] | None = None
         self.runs = 0
-        self.maxrss_kb = 0
+        self.rss_kb = 0  # as of the worker's last message; runs reset its peak mark
         self.base_rss_kb = 0
         self.dead = False
         self._lock = threading.Lock()
@@ -61,10 +61,10 @@ class WorkerProcess:
                 msg = json.loads(line)
             except ValueError:
                 continue  # only a corrupted worker writes garbage; EOF follows soon
-            if "maxrss" in msg:
-                self.maxrss_kb = max(self.maxrss_kb, int(msg["maxrss"]))
+            if "rss" in msg:
+                self.rss_kb = int(msg["rss"])
             if msg.get("t") == "ready":
-                self.base_rss_kb = self.maxrss_kb
+                self.base_rss_kb = self.rss_kb
                 self.ready.set()
                 continue
             handler = self.on_message
@@ -75,7 +75,7 @@ class WorkerProcess:
         code, peak_kb = self._reap()
         handler = self.on_message
         if handler is not None:
-            handler({"t": "eof", "code": code, "growth": (peak_kb - self.maxrss_kb) * 1024})
+            handler({"t": "eof", "code": code, "growth": (peak_kb - self.rss_kb) * 1024})
 
     def _reap(self) -> tuple[int | None, int]:
         # wait4, not Popen.wait: its rusage has the peak RSS, which tells a crash at the
@@ -245,7 +245,7 @@ class SandboxPool:
         if (
             worker.dead
             or worker.runs >= self.max_runs_per_worker
-            or worker.maxrss_kb > worker.base_rss_kb + _RETIRE_GROWTH_KB
+            or worker.rss_kb > worker.base_rss_kb + _RETIRE_GROWTH_KB
         ):
             self.discard(worker)
             return

@@ -9,13 +9,12 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import resource
 import signal
 import sys
 import traceback
 from typing import IO, Any
 
-from activities.sandbox._engine import Engine
+from activities.sandbox._engine import Engine, rss_kb
 
 _PR_SET_PDEATHSIG = 1
 
@@ -28,8 +27,11 @@ class PipeChannel:
         self.writer = writer
 
     def send(self, message: dict[str, Any]) -> None:
-        self.writer.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
-        self.writer.flush()
+        try:
+            self.writer.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+            self.writer.flush()
+        except BrokenPipeError:
+            os._exit(0)  # the parent closed our pipe: it no longer wants this worker
 
     def recv(self) -> dict[str, Any]:
         line = self.reader.readline()
@@ -76,10 +78,6 @@ def _warm_up() -> None:
     Engine(job, _Null()).run()
 
 
-def _maxrss() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-
-
 def main() -> None:
     _die_with_parent()
     # Keep the protocol pipe private: anything a library prints goes to stderr instead.
@@ -87,7 +85,7 @@ def main() -> None:
     os.dup2(2, 1)
     channel = PipeChannel(sys.stdin.buffer, out)
     _warm_up()
-    channel.send({"t": "ready", "pid": os.getpid(), "maxrss": _maxrss()})
+    channel.send({"t": "ready", "pid": os.getpid(), "rss": rss_kb()})
     while True:
         msg = channel.recv()
         if msg.get("t") != "run":
@@ -97,7 +95,7 @@ def main() -> None:
         except Exception as exc:  # a bug in the engine must still settle the call
             traceback.print_exc()
             result = {"status": "error", "error": {"name": "InternalError", "message": str(exc)}}
-        channel.send({"t": "done", "result": result, "maxrss": _maxrss()})
+        channel.send({"t": "done", "result": result, "rss": rss_kb()})
 
 
 if __name__ == "__main__":

@@ -133,3 +133,14 @@ async def test_sequential_calls_keep_host_rss_flat(pool: SandboxPool) -> None:
         assert result.result == [None, i]
     gc.collect()
     assert rss_kb() - before < 30 * 1024
+
+
+async def test_log_flood_is_bounded_on_the_host(pool: SandboxPool) -> None:
+    """A flood of console.log calls keeps at most MAX_LOGS entries on the host."""
+    from activities.sandbox._handle import MAX_LOGS
+
+    result = await run_code(
+        f"for (let i = 0; i < {MAX_LOGS + 500}; i++) console.log(i); export default 1", pool=pool
+    )
+    assert result.status == "success"
+    assert len(result.logs) == MAX_LOGS
