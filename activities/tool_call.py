@@ -18,6 +18,7 @@ from temporalio import activity
 
 from activities.clock import now_iso, now_micros
 from activities.definitions import Definitions, FunctionTool
+from activities.sandbox import SandboxPool
 from activities.snapshots import SnapshotCache
 from activities.store import Store
 from activities.streaming import Heartbeater
@@ -33,10 +34,18 @@ from contract.validation import describe_validation_error
 class ToolActivities:
     """Runs the worker's function tools with a ThreadState."""
 
-    def __init__(self, store: Store, definitions: Definitions, snapshots: SnapshotCache) -> None:
+    def __init__(
+        self,
+        store: Store,
+        definitions: Definitions,
+        snapshots: SnapshotCache,
+        *,
+        sandbox: SandboxPool | None = None,
+    ) -> None:
         self._store = store
         self._definitions = definitions
         self._snapshots = snapshots
+        self._sandbox = sandbox
 
     @activity.defn(name=ACTIVITY_TOOL_CALL)
     async def call_tool(self, call: ToolCallInput) -> ToolCallResult:
@@ -130,6 +139,7 @@ class ToolActivities:
             tool_call_id=call.tool_call.id,
             env=env,
             abort=asyncio.Event(),
+            sandbox=self._sandbox,
         )
 
     def _write(self, messages: list[Message], events: list[Event]) -> None:

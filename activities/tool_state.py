@@ -10,6 +10,7 @@ import asyncio
 from typing import Any
 
 from activities.clock import now_iso
+from activities.sandbox import CodeExecution, SandboxPool, run_code
 from activities.store import Store
 from contract.activities import Intent
 from contract.events import Event
@@ -32,6 +33,7 @@ class ThreadState:
         tool_call_id: str,
         env: dict[str, EnvEntry],
         abort: asyncio.Event,
+        sandbox: SandboxPool | None = None,
     ) -> None:
         self._store = store
         self.thread_id = thread_id
@@ -42,6 +44,7 @@ class ThreadState:
         self.tool_call_id = tool_call_id
         self._env = env
         self.abort = abort
+        self._sandbox = sandbox
         self.intents: list[Intent] = []
         self._emitted = 0
 
@@ -128,9 +131,10 @@ class ThreadState:
         await asyncio.to_thread(self._store.append_events, [record])
 
     # -- code --------------------------------------------------------------------------
-    async def run_code(self, source: str, options: dict[str, Any] | None = None) -> Any:
-        """Run JavaScript/TypeScript in the sandbox; terminated if the thread aborts."""
-        from activities.sandbox import run_code  # imported late: the sandbox is optional
+    def run_code(self, source: str, options: dict[str, Any] | None = None) -> CodeExecution:
+        """Run JavaScript/TypeScript in the sandbox (Runtime §13); returns the awaitable handle.
 
-        handle = run_code(source, options, abort=self.abort)
-        return await handle
+        The run is terminated when the thread's execution is aborted: the tool's activity
+        is cancelled, for example by `terminate`.
+        """
+        return run_code(source, options, pool=self._sandbox, abort=self.abort)

@@ -145,3 +145,15 @@ async def temporal_cli(address: str, *args: str) -> tuple[int, str, str]:
     )
     out, err = await process.communicate()
     return process.returncode or 0, out.decode(), err.decode()
+
+
+class CodeArgs(BaseModel):
+    """Arguments of the code tool."""
+
+    source: str
+
+
+async def run_js(state: Any, args: CodeArgs) -> Any:
+    """Runs model-written code in the runCode sandbox and returns its result."""
+    result = await state.run_code(args.source, {"language": "javascript"})
+    return result.model_dump(by_alias=True, exclude_none=True)

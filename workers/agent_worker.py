@@ -11,8 +11,10 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from activities.code_run import CodeRunActivities
 from activities.definitions import Definitions, load_directory
 from activities.model_call import ModelActivities
+from activities.sandbox import SandboxPool
 from activities.snapshots import SnapshotCache
 from activities.store import Store
 from activities.thread_records import ThreadRecordActivities
@@ -86,15 +88,25 @@ class AgentWorker:
         store = self.store = await asyncio.to_thread(Store.open, self._config.store_url())
         self._stack.callback(store.close)
         providers = await build_providers(self._config, self._stack, scripted=self._scripted)
+        # Sandbox worker processes start lazily, on the first runCode of this worker.
+        pool = SandboxPool()
+        self._stack.callback(pool.close)
         snapshots = SnapshotCache(store)
         records = ThreadRecordActivities(store, self.definitions, snapshots)
         models = ModelActivities(store, providers, snapshots)
-        tools = ToolActivities(store, self.definitions, snapshots)
+        tools = ToolActivities(store, self.definitions, snapshots, sandbox=pool)
+        code = CodeRunActivities(pool)
         self.worker = Worker(
             self._client,
             task_queue=self.task_queue,
             workflows=[AgentThreadWorkflow],
-            activities=[records.init_thread, records.flush, models.call_model, tools.call_tool],
+            activities=[
+                records.init_thread,
+                records.flush,
+                models.call_model,
+                tools.call_tool,
+                code.run,
+            ],
             workflow_runner=workflow_runner(),
             max_cached_workflows=self._max_cached,
             # Heartbeats carry cancellation; a short throttle makes terminate prompt.
