@@ -1,0 +1,194 @@
+"""Per-step overhead of an AgentThread against the same work in a plain in-process loop.
+
+Run: `.venv/bin/python bench/bench_steps.py [--steps N]`. Both sides call the scripted model
+server through the same OpenAI adapter, run the same tool and write the same messages to a
+SQLite store; the Temporal side adds the workflow, its activities and history. Prints
+milliseconds per step for both, their ratio, and Temporal history bytes per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+from google.protobuf.json_format import MessageToJson
+from temporalio.api.history.v1 import History
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from support import add_script, agent_definitions, idle_after, start_thread, wait_until  # noqa: E402
+
+from activities.providers import ChatRequest, OpenAIChatProvider  # noqa: E402
+from activities.store import Store  # noqa: E402
+from client.connection import connect  # noqa: E402
+from contract.messages import Message  # noqa: E402
+from workers.agent_worker import AgentWorker  # noqa: E402
+from workers.config import (  # noqa: E402
+    DevServerConfig,
+    ProviderConfig,
+    StoreConfig,
+    WeftConfig,
+    load_config,
+)
+from workers.dev_server import DevServer, free_port  # noqa: E402
+from workers.scripted_model import ScriptedModelServer  # noqa: E402
+from workers.search_attributes import ensure_search_attributes  # noqa: E402
+
+TOOL_ARGS = {"text": "a benchmark note"}
+
+
+def _script(steps: int) -> dict[str, object]:
+    return {
+        "replies": [
+            {"tool_calls": [{"name": "note", "arguments": TOOL_ARGS}], "repeat": steps},
+            {"text": "done"},
+        ]
+    }
+
+
+async def plain_loop(scripted: ScriptedModelServer, model: str, steps: int, db: Path) -> float:
+    """The same model calls, tool runs and message writes, with no Temporal: seconds."""
+    from support import NoteArgs, note
+
+    store = Store.open(f"sqlite:///{db}")
+    thread_id = f"plain-{uuid.uuid4().hex[:8]}"
+
+    class State:  # the note tool only needs the key-value store
+        async def get_value(self, key: str) -> object:
+            return await asyncio.to_thread(store.get_value, thread_id, key)
+
+        async def set_value(self, key: str, value: object) -> None:
+            await asyncio.to_thread(store.set_value, thread_id, key, value)
+
+    history = [{"role": "user", "content": "take notes"}]
+    position = 0
+    async with httpx.AsyncClient() as http:
+        provider = OpenAIChatProvider(http, base_url=scripted.openai_base_url, api_key=None)
+        began = time.perf_counter()
+        for _ in range(steps + 1):
+            messages = await asyncio.to_thread(store.list_messages, thread_id)
+            reply = await provider.complete(ChatRequest(model=model, messages=history))
+            position += 1
+            assistant = Message(
+                id=uuid.uuid4().hex,
+                thread_id=thread_id,
+                position=position,
+                role="assistant",
+                content=reply.content,
+                tool_calls=reply.tool_calls or None,
+                created_at=0,
+            )
+            await asyncio.to_thread(store.append_messages, [assistant])
+            history.append(
+                {
+                    "role": "assistant",
+                    "content": reply.content,
+                    "tool_calls": [c.model_dump() for c in reply.tool_calls],
+                }
+            )
+            for call in reply.tool_calls:
+                result = await note(State(), NoteArgs.model_validate_json(call.function.arguments))
+                position += 1
+                tool_message = Message(
+                    id=uuid.uuid4().hex,
+                    thread_id=thread_id,
+                    position=position,
+                    role="tool",
+                    content=json.dumps(result),
+                    tool_call_id=call.id,
+                    created_at=0,
+                )
+                await asyncio.to_thread(store.append_messages, [tool_message])
+                history.append(
+                    {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}
+                )
+            del messages
+        elapsed = time.perf_counter() - began
+    store.close()
+    return elapsed
+
+
+async def temporal_thread(
+    client, scripted, model: str, steps: int, tmp: Path
+) -> tuple[float, int, int]:
+    """Seconds for the thread's steps, its history bytes (JSON) and event count."""
+    config = WeftConfig(
+        store=StoreConfig(url=f"sqlite:///{tmp / 'weft.db'}"),
+        definitions=str(tmp / "none"),
+        providers={"scripted": ProviderConfig(kind="scripted")},
+        root=tmp,
+    )
+    async with AgentWorker(
+        client,
+        config,
+        definitions=agent_definitions(model),
+        task_queue=f"bench-{uuid.uuid4().hex[:8]}",
+        scripted=scripted,
+    ) as worker:
+        handle = await start_thread(client, worker.task_queue, options={"maxTotalSteps": steps + 5})
+        await wait_until(handle, lambda s: s.status == "waiting_input")
+        began = time.perf_counter()
+        await handle.signal("queue_message", {"role": "user", "content": "take notes"})
+        await wait_until(handle, idle_after(1), timeout=600)
+        elapsed = time.perf_counter() - began
+        history = await handle.fetch_history()
+        size = len(MessageToJson(History(events=history.events)).encode())
+        await handle.signal("terminate", {})
+        return elapsed, size, len(history.events)
+
+
+async def main(steps: int) -> None:
+    """Run both sides once each (after a warm-up) and print the figures."""
+    tuned = load_config(ROOT / "temporal-dev.yml", environ={}).temporal.dev_server
+    dev = DevServer(
+        DevServerConfig(
+            ui_port=free_port(),
+            db_file=None,
+            search_attributes=tuned.search_attributes,
+            dynamic_config=tuned.dynamic_config,
+        ),
+        address=f"127.0.0.1:{free_port()}",
+        persistent=False,
+        ui=False,
+    )
+    await dev.start()
+    try:
+        client = await connect(dev.address)
+        await ensure_search_attributes(client, "default")
+        async with ScriptedModelServer() as scripted:
+            with tempfile.TemporaryDirectory() as tmp_dir:
+                tmp = Path(tmp_dir)
+                await temporal_thread(client, scripted, add_script(scripted, _script(5)), 5, tmp)
+                await plain_loop(scripted, add_script(scripted, _script(5)), 5, tmp / "w.db")
+                plain = await plain_loop(
+                    scripted, add_script(scripted, _script(steps)), steps, tmp / "plain.db"
+                )
+                durable, size, events = await temporal_thread(
+                    client, scripted, add_script(scripted, _script(steps)), steps, tmp
+                )
+    finally:
+        await dev.stop()
+    per_plain = plain / (steps + 1) * 1000
+    per_durable = durable / (steps + 1) * 1000
+    print(f"steps (model call + tool call each): {steps + 1}")
+    print(f"plain in-process loop: {per_plain:7.2f} ms/step")
+    print(f"AgentThread on Temporal: {per_durable:7.2f} ms/step")
+    print(f"overhead: {per_durable - per_plain:7.2f} ms/step, ratio {per_durable / per_plain:.2f}x")
+    print(
+        f"history: {size / (steps + 1):7.0f} bytes/step (JSON), {events} events, "
+        f"{events / (steps + 1):.1f} events/step"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--steps", type=int, default=100)
+    asyncio.run(main(parser.parse_args().steps))
