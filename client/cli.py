@@ -10,11 +10,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from activities.definitions import DefinitionError
 from client import code_command
 from client.connection import connect
 from client.render import TranscriptPrinter
 from client.threads import Threads, tail_events
 from workers.config import ConfigError, WeftConfig, load_config
+from workers.dev_server import DevServerError
 
 EXIT_USAGE = 2
 
@@ -37,6 +39,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(asyncio.run(handler(args, config)) or 0)
     except KeyboardInterrupt:
         return 130
+    except (DefinitionError, DevServerError, ValueError, RuntimeError) as err:
+        # Bad definitions or set-up: one clear line, not a traceback.
+        print(f"weft: {err}", file=sys.stderr)
+        return 1
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -117,12 +123,13 @@ async def _dev(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 async def _worker(args: argparse.Namespace, config: WeftConfig) -> int:
-    from workers.agent_worker import AgentWorker
+    from workers.agent_worker import AgentWorker, load_definitions
     from workers.search_attributes import ensure_search_attributes
 
+    definitions = load_definitions(config)  # fail fast, before connecting anywhere
     client = await _client(config)
     await ensure_search_attributes(client, config.temporal.namespace)
-    async with AgentWorker(client, config) as worker:
+    async with AgentWorker(client, config, definitions=definitions) as worker:
         print(f"weft worker: polling {worker.task_queue} on {config.temporal.address}", flush=True)
         await _until_interrupted(worker.wait())
     return 0

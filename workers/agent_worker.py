@@ -34,12 +34,9 @@ def workflow_runner() -> SandboxedWorkflowRunner:
     return SandboxedWorkflowRunner(restrictions=restrictions)
 
 
-def load_definitions(config: WeftConfig, extra: Definitions | None = None) -> Definitions:
-    """The configured definitions directory plus any defined in Python, validated."""
-    definitions = extra or Definitions()
-    folder = config.path(config.definitions)
-    if folder.is_dir():
-        load_directory(folder, into=definitions)
+def load_definitions(config: WeftConfig) -> Definitions:
+    """The definitions of the configured directory, validated against the providers."""
+    definitions = load_directory(config.path(config.definitions))
     definitions.validate(providers=config.providers.keys())
     return definitions
 
@@ -49,6 +46,7 @@ class AgentWorker:
 
     `async with AgentWorker(client, config) as worker:` builds everything, starts polling,
     and on exit drains in-flight activities and closes the store and HTTP clients.
+    `definitions`, when given, replace the configured definitions directory.
     """
 
     def __init__(
@@ -64,7 +62,7 @@ class AgentWorker:
     ) -> None:
         self._client = client
         self._config = config
-        self._extra = definitions
+        self._given_definitions = definitions
         self.task_queue = task_queue or config.temporal.task_queue
         self._scripted = scripted
         self._max_cached = max_cached_workflows
@@ -84,7 +82,11 @@ class AgentWorker:
         return self
 
     async def _build(self) -> None:
-        self.definitions = load_definitions(self._config, self._extra)
+        if self._given_definitions is not None:
+            self._given_definitions.validate(providers=self._config.providers.keys())
+            self.definitions = self._given_definitions
+        else:
+            self.definitions = load_definitions(self._config)
         store = self.store = await asyncio.to_thread(Store.open, self._config.store_url())
         self._stack.callback(store.close)
         providers = await build_providers(self._config, self._stack, scripted=self._scripted)
