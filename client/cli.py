@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -23,6 +24,17 @@ EXIT_USAGE = 2
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `weft` console script."""
+    code = run(argv)
+    # The Temporal client's native runtime threads can still call into Python while the
+    # interpreter finalizes, which aborts the process (PyGILState_Release) after the work
+    # is done. Everything is flushed and closed by now, so leave without finalizing.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Parse `argv` and run the command; returns the exit code."""
     parser = _parser()
     args = parser.parse_args(argv)
     try:

@@ -6,11 +6,14 @@ but nothing else.
 
 from __future__ import annotations
 
+import os
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
+from sqlalchemy import make_url
 from temporalio.client import Client
 
 from activities.definitions import Definitions
@@ -24,6 +27,48 @@ from workers.search_attributes import ensure_search_attributes
 ROOT = Path(__file__).resolve().parents[1]
 
 StartWorker = Callable[..., Awaitable[AgentWorker]]
+
+ADMIN_URL = os.environ.get("WEFT_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def _admin_connection() -> psycopg.Connection:
+    """An autocommit connection for CREATE and DROP DATABASE, or a skip (a failure in CI)."""
+    try:
+        return psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as error:
+        message = f"PostgreSQL is unreachable at {ADMIN_URL}: {error}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{message} (CI=true, so PostgreSQL tests must run)", pytrace=False)
+        pytest.skip(message)
+
+
+def _drop_database(admin: psycopg.Connection, name: str) -> None:
+    admin.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE datname = %s AND pid <> pg_backend_pid()",
+        (name,),
+    )
+    admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+
+
+@pytest.fixture(scope="session")
+def postgres_databases() -> Iterator[Callable[[], str]]:
+    """A factory of fresh, empty PostgreSQL databases (as URLs), all dropped at the end."""
+    admin = _admin_connection()
+    created: list[str] = []
+
+    def create() -> str:
+        name = f"weft_test_{uuid.uuid4().hex[:12]}"
+        admin.execute(f'CREATE DATABASE "{name}"')
+        created.append(name)
+        return make_url(ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+
+    try:
+        yield create
+    finally:
+        for name in created:
+            _drop_database(admin, name)
+        admin.close()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,105 @@
+"""`weft thread start / send / show / tail` as real subprocesses against a running worker."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+import yaml
+from support import add_script, agent_definitions, idle_after, wait_until
+
+
+def _cli_config(tmp_path: Path, weft_config, task_queue: str) -> Path:
+    path = tmp_path / "cli.yml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "temporal": {"address": weft_config.temporal.address, "taskQueue": task_queue},
+                "store": {"url": weft_config.store_url()},
+            }
+        )
+    )
+    return path
+
+
+async def _weft(config: Path, *args: str) -> str:
+    process = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "weft"),
+        "--config",
+        str(config),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    return out.decode()
+
+
+async def test_tail_streams_deltas_live(
+    start_worker, temporal_client, scripted_server, weft_config, tmp_path
+):
+    """`weft thread tail --json` prints model.delta events while the reply is streaming."""
+    script = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {
+                    "text": "one two three four five six seven eight nine ten",
+                    "chunk_size": 4,
+                    "chunk_delay_ms": 120,
+                }
+            ]
+        },
+    )
+    worker = await start_worker(agent_definitions(script))
+    config = _cli_config(tmp_path, weft_config, worker.task_queue)
+    thread_id = (await _weft(config, "thread", "start", "helper", "-m", "count")).strip()
+    tail = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "weft"),
+        "--config",
+        str(config),
+        "thread",
+        "tail",
+        thread_id,
+        "--json",
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert tail.stdout is not None
+    arrivals: list[tuple[float, dict]] = []
+    try:
+        while True:
+            line = await asyncio.wait_for(tail.stdout.readline(), 30)
+            event = json.loads(line)
+            arrivals.append((time.monotonic(), event))
+            if event["type"] == "model.completed":
+                break
+    finally:
+        tail.terminate()
+        await tail.wait()
+    deltas = [(t, e) for t, e in arrivals if e["type"] == "model.delta"]
+    completed_at = arrivals[-1][0]
+    assert len(deltas) >= 3, "the reply did not arrive in several batches"
+    assert completed_at - deltas[0][0] > 0.5, "deltas were not shown before the reply ended"
+    text = "".join(e["payload"]["text"] for _, e in deltas)
+    assert text == "one two three four five six seven eight nine ten"
+    sequences = [e["sequence"] for _, e in arrivals]
+    assert sequences == sorted(sequences)
+
+
+async def test_send_and_show(start_worker, temporal_client, scripted_server, weft_config, tmp_path):
+    """`weft thread send` queues a message and `weft thread show` prints the read model."""
+    script = add_script(scripted_server, {"replies": [{"text": "pong"}]})
+    worker = await start_worker(agent_definitions(script))
+    config = _cli_config(tmp_path, weft_config, worker.task_queue)
+    thread_id = (await _weft(config, "thread", "start", "helper")).strip()
+    await _weft(config, "thread", "send", thread_id, "ping")
+    await wait_until(temporal_client.get_workflow_handle(thread_id), idle_after(1))
+    shown = json.loads(await _weft(config, "thread", "show", thread_id))
+    assert shown["status"] == "waiting_input" and shown["lastOutcome"] == "pong"
+    await _weft(config, "thread", "terminate", thread_id, "--reason", "done")
+    result = await temporal_client.get_workflow_handle(thread_id).result()
+    assert result["status"] == "cancelled"
