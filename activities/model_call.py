@@ -48,7 +48,6 @@ class ModelActivities:
     async def call_model(self, call: ModelCallInput) -> ModelCallResult:
         """One step's model call; returns the persisted assistant message and its usage."""
         info = activity.info()
-        await asyncio.to_thread(self._write, call.new_messages, call.outbox)
         snapshot = await self._snapshots.get(call.snapshot_id)
         model = snapshot.models[call.model]
         provider = self._providers.get(model.provider)
@@ -59,7 +58,6 @@ class ModelActivities:
                 type="ProviderNotConfigured",
                 non_retryable=True,
             )
-        request = await asyncio.to_thread(self._request, call, snapshot, model)
         ids = _ids(call, info.attempt)
         started = self._event(
             call,
@@ -74,7 +72,9 @@ class ModelActivities:
                 "reset": info.attempt > 1,
             },
         )
-        await asyncio.to_thread(self._store.append_events, [started])
+        request = await asyncio.to_thread(
+            self._prepare, call, snapshot, model, [*call.outbox, started]
+        )
         batcher = DeltaBatcher(
             self._store,
             lambda n, text, kind: self._event(
@@ -112,11 +112,17 @@ class ModelActivities:
             self._finish, call, model, reply, ids, int((time.monotonic() - began) * 1000)
         )
 
-    def _write(self, messages: list[Message], events: list[Event]) -> None:
-        if messages:
-            self._store.append_messages(messages)
-        if events:
-            self._store.append_events(events)
+    def _prepare(
+        self,
+        call: ModelCallInput,
+        snapshot: DefinitionSnapshot,
+        model: ModelDef,
+        events: list[Event],
+    ) -> ChatRequest:
+        # One commit for what the step brings (queued messages, the workflow's events,
+        # model.requested), then the context is read back in the same thread hop.
+        self._store.record(call.new_messages, events)
+        return self._request(call, snapshot, model)
 
     def _request(
         self, call: ModelCallInput, snapshot: DefinitionSnapshot, model: ModelDef
@@ -172,8 +178,8 @@ class ModelActivities:
             turn_id=call.turn_id,
             metadata={"model": model.name, "stepId": call.step_id},
         )
-        self._store.append_messages([message])
-        self._store.append_events(
+        self._store.record(
+            [message],
             [
                 self._event(
                     call,
@@ -191,7 +197,7 @@ class ModelActivities:
                         "durationMs": duration_ms,
                     },
                 )
-            ]
+            ],
         )
         return ModelCallResult(
             message=message,

@@ -69,10 +69,7 @@ class ThreadRecordActivities:
         await asyncio.to_thread(self._flush, batch)
 
     def _flush(self, batch: FlushInput) -> None:
-        if batch.messages:
-            self._store.append_messages(batch.messages)
-        if batch.events:
-            self._store.append_events(batch.events)
+        self._store.record(batch.messages, batch.events)
         if batch.thread_row is not None:
             current = self._store.get_thread(batch.thread_id)
             if current is not None:

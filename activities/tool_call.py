@@ -58,9 +58,8 @@ class ToolActivities:
             "tool.started",
             {"name": name, "arguments": call.tool_call.function.arguments, "attempt": info.attempt},
         )
-        await asyncio.to_thread(self._write, call.prior_messages, [*call.outbox, started])
         snapshot = await self._snapshots.get(call.snapshot_id)
-        state = await asyncio.to_thread(self._state, call, snapshot)
+        state = await asyncio.to_thread(self._begin, call, snapshot, [*call.outbox, started])
         try:
             async with Heartbeater():
                 result = await self._run(call, snapshot, state)
@@ -93,7 +92,7 @@ class ToolActivities:
                 "errorCode": result.error_code,
             },
         )
-        await asyncio.to_thread(self._write, [message], [done])
+        await asyncio.to_thread(self._store.record, [message], [done])
         return ToolCallResult(message=message, intents=state.intents)
 
     async def _run(
@@ -142,11 +141,12 @@ class ToolActivities:
             sandbox=self._sandbox,
         )
 
-    def _write(self, messages: list[Message], events: list[Event]) -> None:
-        if messages:
-            self._store.append_messages(messages)
-        if events:
-            self._store.append_events(events)
+    def _begin(
+        self, call: ToolCallInput, snapshot: DefinitionSnapshot, events: list[Event]
+    ) -> ThreadState:
+        # One commit for what precedes the call, and the ThreadState in the same hop.
+        self._store.record(call.prior_messages, events)
+        return self._state(call, snapshot)
 
     @staticmethod
     def _event(call: ToolCallInput, suffix: str, event_type: str, payload: dict[str, Any]) -> Event:

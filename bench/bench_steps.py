@@ -1,9 +1,11 @@
 """Per-step overhead of an AgentThread against the same work in a plain in-process loop.
 
-Run: `.venv/bin/python bench/bench_steps.py [--steps N]`. Both sides call the scripted model
-server through the same OpenAI adapter, run the same tool and write the same messages to a
-SQLite store; the Temporal side adds the workflow, its activities and history. Prints
-milliseconds per step for both, their ratio, and Temporal history bytes per step.
+Run: `.venv/bin/python bench/bench_steps.py [--steps N]`. Three runs of the same scenario
+(each step: one model call returning one tool call, then the tool), all calling the scripted
+model server through the same OpenAI adapter, running the same tool and storing the same
+messages in SQLite: a plain in-process loop, a hand-written Temporal workflow
+(bench/handwritten.py), and an AgentThread. Prints milliseconds per step, the ratios, and
+the AgentThread's history bytes per step.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from temporalio.api.history.v1 import History
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from support import add_script, agent_definitions, idle_after, start_thread, wait_until  # noqa: E402
 
@@ -145,6 +148,37 @@ async def temporal_thread(
         return elapsed, size, len(history.events)
 
 
+async def handwritten(client, scripted, model: str, steps: int, tmp: Path) -> float:
+    """Seconds for the same steps in the hand-written workflow of bench/handwritten.py."""
+    from handwritten import HandwrittenActivities, HandwrittenLoop
+    from temporalio.worker import Worker
+
+    from workers.agent_worker import workflow_runner
+
+    store = Store.open(f"sqlite:///{tmp / f'hand-{uuid.uuid4().hex[:6]}.db'}")
+    queue = f"hand-{uuid.uuid4().hex[:8]}"
+    async with httpx.AsyncClient() as http:
+        acts = HandwrittenActivities(store, http, scripted.openai_base_url)
+        async with Worker(
+            client,
+            task_queue=queue,
+            workflows=[HandwrittenLoop],
+            activities=[acts.model, acts.tool],
+            workflow_runner=workflow_runner(),
+        ):
+            began = time.perf_counter()
+            done = await client.execute_workflow(
+                "HandwrittenLoop",
+                {"thread_id": f"h-{uuid.uuid4().hex[:8]}", "model": model},
+                id=f"hand-{uuid.uuid4().hex}",
+                task_queue=queue,
+            )
+            elapsed = time.perf_counter() - began
+    store.close()
+    assert done == steps + 1, done
+    return elapsed
+
+
 async def main(steps: int) -> None:
     """Run both sides once each (after a warm-up) and print the figures."""
     tuned = load_config(ROOT / "temporal-dev.yml", environ={}).temporal.dev_server
@@ -168,8 +202,12 @@ async def main(steps: int) -> None:
                 tmp = Path(tmp_dir)
                 await temporal_thread(client, scripted, add_script(scripted, _script(5)), 5, tmp)
                 await plain_loop(scripted, add_script(scripted, _script(5)), 5, tmp / "w.db")
+                await handwritten(client, scripted, add_script(scripted, _script(5)), 5, tmp)
                 plain = await plain_loop(
                     scripted, add_script(scripted, _script(steps)), steps, tmp / "plain.db"
+                )
+                hand = await handwritten(
+                    client, scripted, add_script(scripted, _script(steps)), steps, tmp
                 )
                 durable, size, events = await temporal_thread(
                     client, scripted, add_script(scripted, _script(steps)), steps, tmp
@@ -178,10 +216,19 @@ async def main(steps: int) -> None:
         await dev.stop()
     per_plain = plain / (steps + 1) * 1000
     per_durable = durable / (steps + 1) * 1000
+    per_hand = hand / (steps + 1) * 1000
     print(f"steps (model call + tool call each): {steps + 1}")
-    print(f"plain in-process loop: {per_plain:7.2f} ms/step")
-    print(f"AgentThread on Temporal: {per_durable:7.2f} ms/step")
-    print(f"overhead: {per_durable - per_plain:7.2f} ms/step, ratio {per_durable / per_plain:.2f}x")
+    print(f"plain in-process loop (no Temporal):  {per_plain:7.2f} ms/step")
+    print(f"hand-written workflow (same work):    {per_hand:7.2f} ms/step")
+    print(f"AgentThread (weft):                   {per_durable:7.2f} ms/step")
+    print(
+        f"weft vs plain loop: +{per_durable - per_plain:.2f} ms/step, "
+        f"ratio {per_durable / per_plain:.2f}x"
+    )
+    print(
+        f"weft vs hand-written workflow: +{per_durable - per_hand:.2f} ms/step, "
+        f"ratio {per_durable / per_hand:.2f}x (DESIGN.md target: <= 1.3x)"
+    )
     print(
         f"history: {size / (steps + 1):7.0f} bytes/step (JSON), {events} events, "
         f"{events / (steps + 1):.1f} events/step"

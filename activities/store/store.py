@@ -156,19 +156,37 @@ class Store:
         thread are serialized (advisory lock on PostgreSQL, BEGIN IMMEDIATE on SQLite), and
         a transaction that still loses a race on a unique constraint is retried.
         """
+        return self.record((), events_)
+
+    def record(self, messages_: Sequence[Message], events_: Sequence[Event]) -> list[Event]:
+        """Store messages and events in one transaction; both idempotent as above.
+
+        Activities record what one phase produced with a single commit, since each commit
+        is a disk flush. Returns the newly stored events.
+        """
+        rows = list({(m.thread_id, m.id): message_to_row(m) for m in messages_}.values())
         by_thread: dict[str, list[Event]] = {}
         seen: set[tuple[str, str]] = set()
         for event in events_:
             if (event.thread_id, event.event_id) not in seen:
                 seen.add((event.thread_id, event.event_id))
                 by_thread.setdefault(event.thread_id, []).append(event)
-        if not by_thread:
+        if not rows and not by_thread:
             return []
-        return self._retrying(lambda: self._append_events_once(by_thread))
+        return self._retrying(lambda: self._record_once(rows, by_thread))
 
-    def _append_events_once(self, by_thread: dict[str, list[Event]]) -> list[Event]:
+    def _record_once(
+        self, rows: list[dict[str, Any]], by_thread: dict[str, list[Event]]
+    ) -> list[Event]:
         stored: list[Event] = []
         with self._write() as connection:
+            if rows:
+                connection.execute(
+                    self._insert(messages).on_conflict_do_nothing(
+                        index_elements=["thread_id", "id"]
+                    ),
+                    rows,
+                )
             for thread_id in sorted(by_thread):  # a fixed lock order cannot deadlock
                 self._lock_thread(connection, thread_id)
                 batch = by_thread[thread_id]
