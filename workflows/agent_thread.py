@@ -27,6 +27,7 @@ from contract.activities import (
     ThreadInitResult,
 )
 from contract.definitions import DefinitionSnapshot
+from contract.events import Event
 from contract.messages import (
     MessagePage,
     QueuedMessage,
@@ -114,15 +115,31 @@ class AgentThreadWorkflow:
             self._start.agent, self._parent_id(), self._start.session_id
         )
         outbox = self._mem.take_outbox()
+        try:
+            result = await self._init_activity(outbox)
+        except ActivityError as err:
+            # The thread cannot run (unknown agent, store down past retries): fail it with
+            # the cause on top, rather than an opaque activity error.
+            self._set_status("failed")
+            raise ApplicationError(
+                f"thread {self._mem.thread_id} could not start: {_failure_text(err)}",
+                type="ThreadInitFailed",
+                non_retryable=True,
+            ) from err
+        self._snapshot = result.snapshot
+        self._set_status("waiting_input")
+
+    async def _init_activity(self, outbox: list[Event]) -> ThreadInitResult:
+        start, mem = self._require_start(), self._require_mem()
         result: ThreadInitResult = await workflow.execute_activity(
             ACTIVITY_THREAD_INIT,
             ThreadInitInput(
-                thread_id=self._mem.thread_id,
-                agent=self._start.agent,
-                session_id=self._start.session_id,
-                user_id=self._start.user_id,
+                thread_id=mem.thread_id,
+                agent=start.agent,
+                session_id=start.session_id,
+                user_id=start.user_id,
                 parent_thread_id=self._parent_id(),
-                env=self._start.env,
+                env=start.env,
                 outbox=outbox,
             ),
             result_type=ThreadInitResult,
@@ -131,8 +148,7 @@ class AgentThreadWorkflow:
                 maximum_attempts=10, non_retryable_error_types=["UnknownAgent"]
             ),
         )
-        self._snapshot = result.snapshot
-        self._set_status("waiting_input")
+        return result
 
     async def _close(self) -> ThreadResult:
         mem = self._require_mem()
