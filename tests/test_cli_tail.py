@@ -100,6 +100,22 @@ async def test_send_and_show(start_worker, temporal_client, scripted_server, wef
     await wait_until(temporal_client.get_workflow_handle(thread_id), idle_after(1))
     shown = json.loads(await _weft(config, "thread", "show", thread_id))
     assert shown["status"] == "waiting_input" and shown["lastOutcome"] == "pong"
+    for _ in range(100):  # visibility is eventually consistent
+        listed = await _weft(
+            config,
+            "thread",
+            "list",
+            "--agent",
+            "helper",
+            "--status",
+            "waiting_input",
+            "--limit",
+            "500",
+        )
+        if thread_id in listed:
+            break
+        await asyncio.sleep(0.1)
+    assert f"{thread_id}\thelper\twaiting_input" in listed
     await _weft(config, "thread", "terminate", thread_id, "--reason", "done")
     result = await temporal_client.get_workflow_handle(thread_id).result()
     assert result["status"] == "cancelled"
