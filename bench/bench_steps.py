@@ -27,7 +27,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from support import add_script, agent_definitions, idle_after, start_thread, wait_until  # noqa: E402
+from support import (  # noqa: E402
+    add_script,
+    agent_definitions,
+    ephemeral_dev_server,
+    idle_after,
+    start_thread,
+    wait_until,
+)
 
 from activities.providers import ChatRequest, OpenAIChatProvider  # noqa: E402
 from activities.store import Store  # noqa: E402
@@ -35,13 +42,10 @@ from client.connection import connect  # noqa: E402
 from contract.messages import Message  # noqa: E402
 from workers.agent_worker import AgentWorker  # noqa: E402
 from workers.config import (  # noqa: E402
-    DevServerConfig,
     ProviderConfig,
     StoreConfig,
     WeftConfig,
-    load_config,
 )
-from workers.dev_server import DevServer, free_port  # noqa: E402
 from workers.scripted_model import ScriptedModelServer  # noqa: E402
 from workers.search_attributes import ensure_search_attributes  # noqa: E402
 
@@ -181,18 +185,7 @@ async def handwritten(client, scripted, model: str, steps: int, tmp: Path) -> fl
 
 async def main(steps: int) -> None:
     """Run both sides once each (after a warm-up) and print the figures."""
-    tuned = load_config(ROOT / "temporal-dev.yml", environ={}).temporal.dev_server
-    dev = DevServer(
-        DevServerConfig(
-            ui_port=free_port(),
-            db_file=None,
-            search_attributes=tuned.search_attributes,
-            dynamic_config=tuned.dynamic_config,
-        ),
-        address=f"127.0.0.1:{free_port()}",
-        persistent=False,
-        ui=False,
-    )
+    dev = ephemeral_dev_server()
     await dev.start()
     try:
         client = await connect(dev.address)

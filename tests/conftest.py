@@ -14,13 +14,14 @@ from pathlib import Path
 import psycopg
 import pytest
 from sqlalchemy import make_url
+from support import ephemeral_dev_server
 from temporalio.client import Client
 
 from activities.definitions import Definitions
 from client.connection import connect
 from workers.agent_worker import AgentWorker
-from workers.config import DevServerConfig, ProviderConfig, StoreConfig, WeftConfig
-from workers.dev_server import DevServer, free_port
+from workers.config import ProviderConfig, StoreConfig, WeftConfig
+from workers.dev_server import DevServer
 from workers.scripted_model import ScriptedModelServer
 from workers.search_attributes import ensure_search_attributes
 
@@ -74,16 +75,7 @@ def postgres_databases() -> Iterator[Callable[[], str]]:
 @pytest.fixture(scope="session")
 async def dev_server() -> AsyncIterator[DevServer]:
     """The bundled `temporal server start-dev`, on free ports, tuned as in temporal-dev.yml."""
-    from workers.config import load_config
-
-    tuned = load_config(ROOT / "temporal-dev.yml", environ={}).temporal.dev_server
-    config = DevServerConfig(
-        ui_port=free_port(),
-        db_file=None,
-        search_attributes=tuned.search_attributes,
-        dynamic_config=tuned.dynamic_config,
-    )
-    server = DevServer(config, address=f"127.0.0.1:{free_port()}", persistent=False, ui=False)
+    server = ephemeral_dev_server()
     await server.start()
     try:
         yield server

@@ -15,12 +15,18 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from support import add_script, agent_definitions, idle_after, start_thread, wait_until  # noqa: E402
+from support import (  # noqa: E402
+    add_script,
+    agent_definitions,
+    ephemeral_dev_server,
+    idle_after,
+    start_thread,
+    wait_until,
+)
 
 from client.connection import connect  # noqa: E402
 from workers.agent_worker import AgentWorker  # noqa: E402
-from workers.config import DevServerConfig, ProviderConfig, StoreConfig, WeftConfig  # noqa: E402
-from workers.dev_server import DevServer, free_port  # noqa: E402
+from workers.config import ProviderConfig, StoreConfig, WeftConfig  # noqa: E402
 from workers.scripted_model import ScriptedModelServer  # noqa: E402
 from workers.search_attributes import ensure_search_attributes  # noqa: E402
 
@@ -54,19 +60,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 
 async def record(out: Path) -> None:
     """Run each scenario on a fresh dev server and write its history as JSON."""
-    dev = DevServer(
-        DevServerConfig(
-            ui_port=free_port(),
-            db_file=None,
-            search_attributes={
-                k: "Keyword" for k in ("WeftAgent", "WeftStatus", "WeftParentThread", "WeftSession")
-            },
-            dynamic_config={"history.transferProcessorMaxPollRPS": 10000},
-        ),
-        address=f"127.0.0.1:{free_port()}",
-        persistent=False,
-        ui=False,
-    )
+    dev = ephemeral_dev_server()
     await dev.start()
     try:
         client = await connect(dev.address)

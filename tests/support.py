@@ -50,6 +50,25 @@ def explode(state: Any, args: NoteArgs) -> str:
     raise RuntimeError(f"tool exploded on {args.text!r}")
 
 
+def ephemeral_dev_server() -> Any:
+    """A throwaway dev server: free ports, in memory, no UI, tuned as in temporal-dev.yml."""
+    from pathlib import Path
+
+    from workers.config import DevServerConfig, load_config
+    from workers.dev_server import DevServer, free_port
+
+    tuned = load_config(
+        Path(__file__).resolve().parents[1] / "temporal-dev.yml", environ={}
+    ).temporal.dev_server
+    config = DevServerConfig(
+        ui_port=free_port(),
+        db_file=None,
+        search_attributes=tuned.search_attributes,
+        dynamic_config=tuned.dynamic_config,
+    )
+    return DevServer(config, address=f"127.0.0.1:{free_port()}", persistent=False, ui=False)
+
+
 def agent_definitions(
     script: str,
     *,
