@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from contract.actions import PermissionPolicy
 from contract.wire import CamelModel
 
 NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
@@ -88,6 +89,14 @@ class PromptDef(CamelModel):
     provider_options: dict[str, Any] = Field(default_factory=dict)
     hooks: list[str] | None = None
     tools: list[str | ToolRef] = Field(default_factory=list)
+    permissions: PermissionPolicy | None = None
+
+    def tool_options(self, name: str) -> dict[str, Any]:
+        """The `options` of the tool entry `name` (empty for a plain name)."""
+        for tool in self.tools:
+            if isinstance(tool, ToolRef) and tool.name == name:
+                return tool.options or {}
+        return {}
 
     def tool_names(self) -> list[str]:
         """The names of the tools this prompt offers, in order."""
@@ -143,6 +152,7 @@ class AgentDef(CamelModel):
     tool_description: str | None = None
     env: dict[str, Any] = Field(default_factory=dict)
     hooks: list[str] = Field(default_factory=list)
+    permissions: PermissionPolicy | None = None
 
     @model_validator(mode="after")
     def _dual_ai_has_side_b(self) -> AgentDef:

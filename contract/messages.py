@@ -70,6 +70,26 @@ class QueuedMessage(CamelModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+class SubmitTurnRequest(QueuedMessage):
+    """The `submit_turn` payload: a message, and what to do if a turn is running.
+
+    `enqueue` queues it (injected before the next model call); `interrupt` also cancels
+    an in-flight model call so the step restarts with it; `reject` refuses it.
+    """
+
+    policy: Literal["enqueue", "interrupt", "reject"] = "enqueue"
+
+    def message(self) -> QueuedMessage:
+        """The message itself, without the policy."""
+        return QueuedMessage.model_validate(self.model_dump(exclude={"policy"}))
+
+
+class QueuedTurnRef(CamelModel):
+    """The `remove_queued_turn` and `promote_queued_turn` payload."""
+
+    queue_id: str = Field(min_length=1, max_length=256)
+
+
 class QueuedTool(CamelModel):
     """The `queue_tool` signal payload: a tool call run through the normal tool flow."""
 
@@ -87,7 +107,9 @@ class SubmitTurnResult(CamelModel):
     """What `submit_turn` returns: the turn id, and whether it started or waits."""
 
     turn_id: str
-    status: Literal["accepted", "queued"]
+    status: Literal["accepted", "queued", "rejected"]
+    queue_id: str | None = None
+    reason: str | None = None
 
 
 class MessagePage(CamelModel):

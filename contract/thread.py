@@ -18,8 +18,19 @@ SIGNAL_TERMINATE = "terminate"
 UPDATE_SUBMIT_TURN = "submit_turn"
 QUERY_THREAD_READ = "thread_read"
 QUERY_MESSAGES = "messages"
+SIGNAL_REMOVE_QUEUED_TURN = "remove_queued_turn"
+SIGNAL_PROMOTE_QUEUED_TURN = "promote_queued_turn"
+QUERY_SESSION_SNAPSHOT = "session_snapshot"
 
-ThreadStatus = Literal["preparing", "running", "waiting_input", "completed", "cancelled", "failed"]
+ThreadStatus = Literal[
+    "preparing",
+    "running",
+    "waiting_input",
+    "waiting_permission",
+    "completed",
+    "cancelled",
+    "failed",
+]
 
 StopReason = Literal[
     "session_stop",
@@ -121,6 +132,16 @@ class ThreadRead(CamelModel):
     terminated_at: str | None
     warnings: int
     parent_thread_id: str | None
+    incidents: list[dict[str, Any]] = Field(
+        default_factory=list, description="recent warnings and failures, newest last"
+    )
+    permission_state: dict[str, Any] = Field(
+        default_factory=dict, description="mode and the tools approved for the session"
+    )
+    unknown: list[str] = Field(
+        default_factory=list, description="facts the thread cannot know, e.g. usage.costUsd"
+    )
+    updated_at: str | None = None
 
 
 class ThreadResult(CamelModel):

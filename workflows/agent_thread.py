@@ -10,13 +10,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
+from contract.actions import (
+    SIGNAL_RESPOND_ACTION,
+    UPDATE_RESPOND_ACTION_CHECKED,
+    ActionKind,
+    ActionResponse,
+    RespondActionResult,
+)
 from contract.activities import (
     ACTIVITY_MODEL_CALL,
     ACTIVITY_THREAD_INIT,
@@ -32,15 +39,21 @@ from contract.messages import (
     MessagePage,
     QueuedMessage,
     QueuedTool,
+    QueuedTurnRef,
     Side,
+    SubmitTurnRequest,
     SubmitTurnResult,
     TerminateRequest,
 )
+from contract.read_models import session_snapshot
 from contract.thread import (
     QUERY_MESSAGES,
+    QUERY_SESSION_SNAPSHOT,
     QUERY_THREAD_READ,
+    SIGNAL_PROMOTE_QUEUED_TURN,
     SIGNAL_QUEUE_MESSAGE,
     SIGNAL_QUEUE_TOOL,
+    SIGNAL_REMOVE_QUEUED_TURN,
     SIGNAL_TERMINATE,
     UPDATE_SUBMIT_TURN,
     WORKFLOW_TYPE,
@@ -51,13 +64,25 @@ from contract.thread import (
     ThreadStatus,
 )
 from contract.validation import describe_validation_error
-from workflows import search_attributes
+from workflows import queue_control, read_models, search_attributes
+from workflows.actions import apply_response, check_response
 from workflows.control import parse_single
+from workflows.outbox import flush
 from workflows.stop_rules import StepFacts, Stop, evaluate_step, session_turns_exhausted
 from workflows.thread_state import QueueEntry, ThreadMemory
-from workflows.tool_runner import ToolRunner, flush
+from workflows.tool_runner import ToolRunner
 
 MAX_MESSAGES_PAGE = 500
+_SIGNALS = ", ".join(
+    (
+        SIGNAL_QUEUE_MESSAGE,
+        SIGNAL_QUEUE_TOOL,
+        SIGNAL_TERMINATE,
+        SIGNAL_RESPOND_ACTION,
+        SIGNAL_REMOVE_QUEUED_TURN,
+        SIGNAL_PROMOTE_QUEUED_TURN,
+    )
+)
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
@@ -76,6 +101,8 @@ class AgentThreadWorkflow:
         self._terminated_at: str | None = None
         self._terminate_reason: str | None = None
         self._in_flight: asyncio.Task[Any] | None = None
+        self._model_in_flight = False
+        self._interrupted = False
 
     # ---- lifecycle -------------------------------------------------------------------
 
@@ -153,7 +180,8 @@ class AgentThreadWorkflow:
     async def _close(self) -> ThreadResult:
         mem = self._require_mem()
         self._set_status("cancelled")
-        await flush(mem, thread_row=self._thread_row())
+        self._emit_snapshot()
+        await flush(mem, thread_row=self.thread_row())
         await workflow.wait_condition(workflow.all_handlers_finished)
         return ThreadResult(
             thread_id=mem.thread_id,
@@ -192,7 +220,8 @@ class AgentThreadWorkflow:
         self._active_turn = self._active_side = None
         if not self._terminated_at:
             self._set_status("waiting_input")
-            await flush(mem, thread_row=self._thread_row())
+            self._emit_snapshot()
+            await flush(mem, thread_row=self.thread_row())
 
     async def _run_turn(self, side: Side, turn_id: str) -> Stop | None:
         """Run steps of one side until a stop; None when the turn failed or was aborted."""
@@ -250,6 +279,11 @@ class AgentThreadWorkflow:
         if self._terminated_at:
             return Stop("session", "aborted_by_user")
         reply = await self._call_model(side, turn_id, step_id, new_messages)  # 2-4
+        while reply == "interrupted":
+            # submit_turn(policy=interrupt) cancelled the call: the drained messages went
+            # back to the outbox; restart the step with whatever is queued now.
+            more = await self._drain_queue(side, turn_id, step_id)
+            reply = await self._call_model(side, turn_id, step_id, more)
         if reply is None:
             return Stop("session", self._stop_reason or "step_error")
         outcomes = await self._tools.run_calls(  # 5-6
@@ -305,7 +339,7 @@ class AgentThreadWorkflow:
 
     async def _call_model(
         self, side: Side, turn_id: str, step_id: str, new_messages: list[Any]
-    ) -> ModelCallResult | None:
+    ) -> ModelCallResult | Literal["interrupted"] | None:
         """Call the side's model, then its fallbacks in order; None when all failed."""
         mem, snapshot, start = self._require_mem(), self._require_snapshot(), self._require_start()
         prompt = snapshot.prompts[snapshot.agent.side(side).prompt]
@@ -340,14 +374,26 @@ class AgentThreadWorkflow:
                     maximum_attempts=start.options.model_max_attempts,
                 ),
             )
+            self._model_in_flight = True
             try:
                 result: ModelCallResult = await self._in_flight
             except ActivityError as err:
                 mem.return_outbox(outbox)
+                if self._interrupted and not self._terminated_at:
+                    self._interrupted = False
+                    mem.outbox_messages[:0] = new_messages
+                    mem.emit(
+                        "model.failed",
+                        {"code": "interrupted", "model": model_name, "messageId": message_id},
+                        turn_id=turn_id,
+                        step_id=step_id,
+                    )
+                    return "interrupted"
                 if self._terminated_at or isinstance(err.cause, CancelledError):
                     self._stop_reason = "aborted_by_user"
                     break
                 last_error = _failure_text(err)
+                mem.incident("model_failed", last_error, turn_id=turn_id, step_id=step_id)
                 mem.emit(
                     "runtime.warning",
                     {"code": "model_failed", "model": model_name, "message": last_error},
@@ -357,6 +403,8 @@ class AgentThreadWorkflow:
                 continue
             finally:
                 self._in_flight = None
+                self._model_in_flight = False
+            self._interrupted = False
             mem.index_message(result.message)
             _add_usage(mem, result)
             return result
@@ -365,6 +413,7 @@ class AgentThreadWorkflow:
         if self._stop_reason != "aborted_by_user":
             self._stop_reason = "step_error"
             self._last_outcome = last_error
+            mem.incident("step_error", last_error, turn_id=turn_id, step_id=step_id)
         return None
 
     # ---- control plane ---------------------------------------------------------------
@@ -382,13 +431,34 @@ class AgentThreadWorkflow:
             self._on_queue_tool(values)
         elif name == SIGNAL_TERMINATE:
             self._on_terminate(values)
+        elif name == SIGNAL_RESPOND_ACTION:
+            self._on_respond_action(values)
+        elif name in (SIGNAL_REMOVE_QUEUED_TURN, SIGNAL_PROMOTE_QUEUED_TURN):
+            self._on_queue_edit(name, values)
         else:
-            self._warn(
-                "unknown_signal",
-                name,
-                f"no signal named {name!r}; known: "
-                f"{SIGNAL_QUEUE_MESSAGE}, {SIGNAL_QUEUE_TOOL}, {SIGNAL_TERMINATE}",
-            )
+            self._warn("unknown_signal", name, f"no signal named {name!r}; known: {_SIGNALS}")
+
+    def _on_respond_action(self, values: list[Any]) -> None:
+        parsed = parse_single(SIGNAL_RESPOND_ACTION, values, ActionResponse)
+        if isinstance(parsed, str):
+            self._warn("malformed_signal", SIGNAL_RESPOND_ACTION, parsed)
+            return
+        problem = check_response(self._require_mem(), parsed)
+        if problem is not None:
+            self._warn("unanswerable_action", SIGNAL_RESPOND_ACTION, problem)
+            return
+        apply_response(self._require_mem(), parsed)
+
+    def _on_queue_edit(self, name: str, values: list[Any]) -> None:
+        parsed = parse_single(name, values, QueuedTurnRef)
+        if isinstance(parsed, str):
+            self._warn("malformed_signal", name, parsed)
+            return
+        mem = self._require_mem()
+        edit = queue_control.remove if name == SIGNAL_REMOVE_QUEUED_TURN else queue_control.promote
+        problem = edit(mem, parsed.queue_id)
+        if problem is not None:
+            self._warn("unknown_queued_turn", name, problem)
 
     def _on_queue_message(self, values: list[Any]) -> None:
         parsed = parse_single(SIGNAL_QUEUE_MESSAGE, values, QueuedMessage)
@@ -437,11 +507,39 @@ class AgentThreadWorkflow:
 
     @workflow.update(name=UPDATE_SUBMIT_TURN)
     async def submit_turn(self, payload: Any = None) -> SubmitTurnResult:
-        """Queue a message and say whether it starts a turn now or waits behind one."""
-        message = QueuedMessage.model_validate(payload)
-        idle = self._status == "waiting_input" and not self._require_mem().queue
-        entry = self._queue_message(message)
-        return SubmitTurnResult(turn_id=entry.turn_id, status="accepted" if idle else "queued")
+        """Queue a message and say whether it starts a turn now, waits, or is refused."""
+        request = SubmitTurnRequest.model_validate(payload)
+        mem = self._require_mem()
+        idle = self._is_idle() and not mem.queue
+        if request.policy == "reject" and not idle:
+            return queue_control.reject(mem, self._active_turn, self._status)
+        entry = self._queue_message(request.message())
+        if request.policy == "interrupt" and self._model_in_flight and self._in_flight:
+            self._interrupted = True
+            self._in_flight.cancel()
+            queue_control.interrupted(mem, entry, self._active_turn)
+        status = "accepted" if idle else "queued"
+        return SubmitTurnResult(turn_id=entry.turn_id, status=status, queue_id=entry.queue_id)
+
+    @workflow.update(name=UPDATE_RESPOND_ACTION_CHECKED)
+    async def respond_action_checked(self, payload: Any = None) -> RespondActionResult:
+        """Answer a pending action; the validator refuses what the signal would only warn."""
+        response = ActionResponse.model_validate(payload)
+        apply_response(self._require_mem(), response)
+        return RespondActionResult(action_id=response.action_id, decision=response.decision)
+
+    @respond_action_checked.validator
+    def _validate_respond_action(self, payload: Any = None) -> None:
+        parsed = parse_single(
+            UPDATE_RESPOND_ACTION_CHECKED,
+            [payload] if payload is not None else [],
+            ActionResponse,
+        )
+        if isinstance(parsed, str):
+            raise ApplicationError(parsed, type="InvalidPayload")
+        problem = check_response(self._require_mem(), parsed)
+        if problem is not None:
+            raise ApplicationError(problem, type="UnanswerableAction")
 
     @submit_turn.validator
     def _validate_submit_turn(self, payload: Any = None) -> None:
@@ -452,32 +550,45 @@ class AgentThreadWorkflow:
                 type="ThreadTerminated",
             )
         parsed = parse_single(
-            UPDATE_SUBMIT_TURN, [payload] if payload is not None else [], QueuedMessage
+            UPDATE_SUBMIT_TURN, [payload] if payload is not None else [], SubmitTurnRequest
         )
         if isinstance(parsed, str):
             raise ApplicationError(parsed, type="InvalidPayload")
 
     @workflow.query(name=QUERY_THREAD_READ)
     def thread_read(self) -> ThreadRead:
-        """The thread read model: status, active turn, queue, counters and outcome."""
+        """The thread read model: status, active turn, pending actions, queue, outcome."""
         mem = self._require_mem()
-        return ThreadRead(
-            thread_id=mem.thread_id,
+        return read_models.thread_read(
+            mem,
             agent=self._start.agent if self._start else "",
-            session_id=mem.session_id,
             status=self._status,
             active_turn_id=self._active_turn,
             active_side=self._active_side,
-            queue=[e.to_item() for e in mem.queue],
-            pending_actions=[],
-            children=[],
-            counters=mem.counters,
-            usage=mem.usage,
             last_outcome=self._last_outcome,
             stop_reason=self._stop_reason,
             terminated_at=self._terminated_at,
-            warnings=mem.warnings,
             parent_thread_id=self._parent_id(),
+            policy=self._permission_state(),
+        )
+
+    @workflow.query(name=QUERY_SESSION_SNAPSHOT)
+    def session_snapshot(self, page: Any = None) -> dict[str, Any]:
+        """The Agent Runtime session snapshot: the shell and a recent window of messages.
+
+        `{before?, limit?}` pages back through older history: `before` is the
+        `history.olderCursor` of the previous window.
+        """
+        page = page if isinstance(page, dict) else {}
+        index = self._require_mem().index
+        before = _int_or(page.get("before"), len(index) and index[-1].position + 1)
+        limit = min(max(_int_or(page.get("limit"), 50), 1), MAX_MESSAGES_PAGE)
+        window = [m for m in index if m.position < before][-limit:]
+        return session_snapshot(
+            self.thread_read(),
+            [m.model_dump(mode="json", by_alias=True) for m in window],
+            older_cursor=window[0].position if window and window[0].position > 0 else None,
+            total_messages=len(index),
         )
 
     @workflow.query(name=QUERY_MESSAGES)
@@ -505,6 +616,32 @@ class AgentThreadWorkflow:
 
     def track(self, task: Any) -> None:
         self._in_flight = task
+
+    def set_waiting(self, kind: ActionKind | None) -> None:
+        """Show that the thread waits on a human (status and search attribute), or not."""
+        if kind is None:
+            self._set_status("running")
+        else:
+            self._set_status("waiting_input" if kind == "ask_human" else "waiting_permission")
+        search_attributes.upsert_awaiting(kind)
+
+    def _is_idle(self) -> bool:
+        return self._status == "waiting_input" and self._active_turn is None
+
+    def _permission_state(self) -> dict[str, Any]:
+        if self._snapshot is None:
+            return {}
+        side = self._active_side or "a"
+        prompt = self._snapshot.prompts[self._snapshot.agent.side(side).prompt]
+        return read_models.permission_state(
+            self._require_mem(), self._snapshot.agent.permissions, prompt.permissions
+        )
+
+    def _emit_snapshot(self) -> None:
+        # The read model rides in the event stream, so the store can serve it once the
+        # thread has closed and no worker can answer queries.
+        read = self.thread_read().model_dump(mode="json", by_alias=True)
+        self._require_mem().emit("snapshot.updated", {"kind": "thread_read", "threadRead": read})
 
     def apply_intents(self, intents: list[Intent]) -> None:
         """Apply ThreadState changes a tool asked for, after its result is persisted."""
@@ -558,6 +695,7 @@ class AgentThreadWorkflow:
     def _warn(self, code: str, signal: str, message: str) -> None:
         mem = self._require_mem()
         mem.warnings += 1
+        mem.incident(code, message, signal=signal)
         workflow.logger.warning("%s (%s): %s", code, signal, message)
         mem.emit("runtime.warning", {"code": code, "signal": signal, "message": message})
 
@@ -566,7 +704,8 @@ class AgentThreadWorkflow:
             self._status = status
             search_attributes.upsert_status(status)
 
-    def _thread_row(self) -> dict[str, Any]:
+    def thread_row(self) -> dict[str, Any]:
+        """The store's row for this thread (its read-model summary)."""
         start, mem = self._require_start(), self._require_mem()
         return {
             "thread_id": mem.thread_id,
@@ -623,6 +762,8 @@ def _add_usage(mem: ThreadMemory, result: ModelCallResult) -> None:
     mem.usage.cached_tokens += result.usage.cached_tokens
     if result.cost_usd is not None:
         mem.usage.cost_usd = (mem.usage.cost_usd or 0.0) + result.cost_usd
+    else:
+        mem.cost_unknown = True
 
 
 def _failure_text(err: BaseException) -> str:

@@ -9,10 +9,13 @@ AGENT = SearchAttributeKey.for_keyword("WeftAgent")
 STATUS = SearchAttributeKey.for_keyword("WeftStatus")
 PARENT_THREAD = SearchAttributeKey.for_keyword("WeftParentThread")
 SESSION = SearchAttributeKey.for_keyword("WeftSession")
+# Set while the thread waits on a human, to the action kind: list waiting threads with
+# `WeftAwaitingAction IN ('ask_human', 'tool_permission')`.
+AWAITING_ACTION = SearchAttributeKey.for_keyword("WeftAwaitingAction")
 
 # Workers register these at start-up (workers/search_attributes.py); an unregistered key
 # would fail every workflow task of the thread.
-ALL_KEYS = (AGENT, STATUS, PARENT_THREAD, SESSION)
+ALL_KEYS = (AGENT, STATUS, PARENT_THREAD, SESSION, AWAITING_ACTION)
 
 
 def upsert_initial(agent: str, parent_thread_id: str | None, session_id: str | None) -> None:
@@ -28,3 +31,11 @@ def upsert_initial(agent: str, parent_thread_id: str | None, session_id: str | N
 def upsert_status(status: str) -> None:
     """Record the thread's status (running, waiting_input, cancelled, …)."""
     workflow.upsert_search_attributes([STATUS.value_set(status)])
+
+
+def upsert_awaiting(kind: str | None) -> None:
+    """Flag a thread that waits on a human (`ask_human` or `tool_permission`), or clear it."""
+    if kind is None:
+        workflow.upsert_search_attributes([AWAITING_ACTION.value_unset()])
+    else:
+        workflow.upsert_search_attributes([AWAITING_ACTION.value_set(kind)])

@@ -13,9 +13,12 @@ from typing import Any
 
 from temporalio import workflow
 
+from contract.actions import ActionResolution, PendingAction
 from contract.events import Event
 from contract.messages import Message, MessageMeta, QueuedMessage, QueuedTool, Side
 from contract.thread import Counters, QueuedItem, UsageTotals
+
+MAX_INCIDENTS = 20
 
 
 @dataclass
@@ -61,6 +64,19 @@ class ThreadMemory:
     counters: Counters = field(default_factory=Counters)
     usage: UsageTotals = field(default_factory=UsageTotals)
     warnings: int = 0
+    # Human-in-the-loop: pending and resolved actions by id, and session approvals.
+    pending_actions: dict[str, PendingAction] = field(default_factory=dict)
+    resolved_actions: dict[str, ActionResolution] = field(default_factory=dict)
+    session_allowed_tools: set[str] = field(default_factory=set)
+    incidents: list[dict[str, Any]] = field(default_factory=list)
+    cost_unknown: bool = False
+
+    def incident(self, code: str, message: str, **ids: Any) -> None:
+        """Remember a warning or failure for `thread_read` (the most recent only)."""
+        entry = {"code": code, "message": message[:500], "at": self.timestamp()}
+        entry.update({k: v for k, v in ids.items() if v is not None})
+        self.incidents.append(entry)
+        del self.incidents[:-MAX_INCIDENTS]
 
     def now(self) -> datetime:
         """Workflow time: deterministic on replay."""

@@ -14,10 +14,9 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, CancelledError
 
+from contract.actions import ASK_HUMAN_TOOL
 from contract.activities import (
-    ACTIVITY_STORE_FLUSH,
     ACTIVITY_TOOL_CALL,
-    FlushInput,
     Intent,
     ToolCallInput,
     ToolCallResult,
@@ -26,6 +25,7 @@ from contract.activities import (
 from contract.definitions import DefinitionSnapshot
 from contract.messages import Message, QueuedTool, Side, ToolCall, ToolCallFunction
 from contract.thread import ThreadOptions
+from workflows.actions import GateHost, HumanGate
 from workflows.stop_rules import ToolOutcome
 from workflows.thread_state import ThreadMemory
 
@@ -35,10 +35,8 @@ OUTCOME_UNKNOWN = (
 )
 
 
-class ToolHost(Protocol):
+class ToolHost(GateHost, Protocol):
     """What the tool runner needs from the workflow that owns it."""
-
-    def is_terminated(self) -> bool: ...
 
     def track(self, task: Any) -> None: ...
 
@@ -104,6 +102,23 @@ class ToolRunner:
     async def _run_one(
         self, call: ToolCall, prior: list[Message], side: Side, turn_id: str, step_id: str
     ) -> ToolOutcome:
+        gate = HumanGate(self._mem, self._snapshot, self._host)
+        spec = self._snapshot.tools.get(call.function.name)
+        local: ToolResult | None
+        if call.function.name == ASK_HUMAN_TOOL and spec is not None and spec.builtin:
+            local = await gate.ask_human(call, side=side, turn_id=turn_id, step_id=step_id)
+        else:
+            local = await gate.permit(call, side=side, turn_id=turn_id, step_id=step_id)
+        if local is not None:
+            # Answered by the workflow itself (a human's answer, or a permission denial).
+            self._mem.outbox_messages.extend(prior)
+            self._record_result(call, side, turn_id, step_id, local)
+            return ToolOutcome(call, succeeded=local.status == "success")
+        return await self._run_activity(call, prior, side, turn_id, step_id)
+
+    async def _run_activity(
+        self, call: ToolCall, prior: list[Message], side: Side, turn_id: str, step_id: str
+    ) -> ToolOutcome:
         mem = self._mem
         message_id, position = mem.new_id("msg"), mem.reserve_position()
         outbox, pending = mem.take_outbox(), mem.take_outbox_messages()
@@ -156,6 +171,33 @@ class ToolRunner:
         self._host.apply_intents(result.intents)
         return ToolOutcome(call, succeeded=result.message.tool_status == "success")
 
+    def _record_result(
+        self, call: ToolCall, side: Side, turn_id: str, step_id: str, result: ToolResult
+    ) -> None:
+        """Store a result the workflow produced without running the tool."""
+        if result.status == "error":
+            self._record_failure(
+                call,
+                self._mem.new_id("msg"),
+                self._mem.reserve_position(),
+                side,
+                turn_id,
+                step_id,
+                result.error or "error",
+                code=result.error_code or "error",
+            )
+            return
+        self._store_message(
+            call, self._mem.new_id("msg"), self._mem.reserve_position(), side, turn_id, result
+        )
+        self._mem.emit(
+            "tool.result",
+            {"name": call.function.name, "status": "success"},
+            turn_id=turn_id,
+            step_id=step_id,
+            tool_call_id=call.id,
+        )
+
     def _record_failure(
         self,
         call: ToolCall,
@@ -169,6 +211,26 @@ class ToolRunner:
         code: str,
     ) -> None:
         result = ToolResult(status="error", error=text, error_code=code)
+        self._store_message(call, message_id, position, side, turn_id, result)
+        if code != "permission_denied":
+            self._mem.incident(f"tool_{code}", text, turn_id=turn_id, tool_call_id=call.id)
+        self._mem.emit(
+            "tool.failed",
+            {"name": call.function.name, "errorCode": code, "message": text},
+            turn_id=turn_id,
+            step_id=step_id,
+            tool_call_id=call.id,
+        )
+
+    def _store_message(
+        self,
+        call: ToolCall,
+        message_id: str,
+        position: int,
+        side: Side,
+        turn_id: str,
+        result: ToolResult,
+    ) -> None:
         message = Message(
             id=message_id,
             thread_id=self._mem.thread_id,
@@ -178,37 +240,9 @@ class ToolRunner:
             name=call.function.name,
             tool_call_id=call.id,
             created_at=int(self._mem.now().timestamp() * 1_000_000),
-            tool_status="error",
+            tool_status=result.status,
             side=side,
             turn_id=turn_id,
         )
         self._mem.index_message(message)
         self._mem.outbox_messages.append(message)
-        self._mem.emit(
-            "tool.failed",
-            {"name": call.function.name, "errorCode": code, "message": text},
-            turn_id=turn_id,
-            step_id=step_id,
-            tool_call_id=call.id,
-        )
-
-
-async def flush(mem: ThreadMemory, *, thread_row: dict[str, Any] | None = None) -> None:
-    """Write what the workflow produced by itself (events, messages) with a local activity."""
-    events, messages = mem.take_outbox(), mem.take_outbox_messages()
-    if not events and not messages and thread_row is None:
-        return
-    try:
-        await workflow.execute_local_activity(
-            ACTIVITY_STORE_FLUSH,
-            FlushInput(
-                thread_id=mem.thread_id, events=events, messages=messages, thread_row=thread_row
-            ),
-            start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=10)),
-        )
-    except ActivityError:
-        # Keep them for the next activity rather than lose them.
-        mem.return_outbox(events)
-        mem.outbox_messages[:0] = messages
-        raise

@@ -8,8 +8,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from activities.definitions.api import FunctionTool
 from activities.definitions.errors import DefinitionError
+from contract.actions import ASK_HUMAN_PARAMETERS, ASK_HUMAN_TOOL, AskHumanOptions
 from contract.definitions import (
     AgentDef,
     DefinitionSnapshot,
@@ -19,6 +22,7 @@ from contract.definitions import (
     SideConfig,
     ToolSpec,
 )
+from contract.validation import describe_validation_error
 
 
 @dataclass
@@ -82,6 +86,8 @@ class Definitions:
                     tools[tool_name] = (
                         self.tools[tool_name].spec().model_copy(update={"name": tool_name})
                     )
+                elif tool_name == ASK_HUMAN_TOOL:
+                    tools[tool_name] = _ask_human_spec()
         body = {
             "agent": agent.model_dump(mode="json"),
             "prompts": {k: v.model_dump(mode="json") for k, v in prompts.items()},
@@ -131,6 +137,9 @@ class Definitions:
         for i, tool_name in enumerate(prompt.tool_names()):
             if tool_name in self.tools:
                 continue
+            if tool_name == ASK_HUMAN_TOOL:
+                self._check_ask_human(where, i, prompt)
+                continue
             if tool_name in self.prompts or tool_name in self.agents:
                 raise DefinitionError(
                     where,
@@ -150,6 +159,14 @@ class Definitions:
                     raise DefinitionError(
                         where, f"prompt[{i}].prompt", f"unknown prompt {part.prompt!r} to include"
                     )
+
+    def _check_ask_human(self, where: str, index: int, prompt: PromptDef) -> None:
+        try:
+            AskHumanOptions.model_validate(prompt.tool_options(ASK_HUMAN_TOOL))
+        except ValidationError as err:
+            raise DefinitionError(
+                where, f"tools[{index}].options", describe_validation_error(err)
+            ) from None
 
     def _check_side(self, agent: AgentDef, side_name: str, side: SideConfig) -> None:
         where = self._where("agent", agent.name)
@@ -230,6 +247,16 @@ class Definitions:
         if isinstance(item, FunctionTool):
             return "tool", self.tools
         raise TypeError(f"cannot add {type(item).__name__} to definitions")
+
+
+def _ask_human_spec() -> ToolSpec:
+    # Built in: the workflow answers it from `respond_action`, no activity runs it.
+    return ToolSpec(
+        name=ASK_HUMAN_TOOL,
+        description="Ask a human a question and wait for the answer before proceeding.",
+        parameters=ASK_HUMAN_PARAMETERS,
+        builtin=True,
+    )
 
 
 def _names(table: dict[str, Any]) -> str:

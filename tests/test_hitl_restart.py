@@ -1,0 +1,77 @@
+"""A thread waiting for approval survives its worker's death and is answered by the CLI."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import yaml
+from support import idle_after, read, start_thread, temporal_cli, wait_until
+from test_worker_crash import WorkerProcess
+
+from activities.store import Store
+
+DEFINITIONS = Path(__file__).parent / "hitl_definitions"
+
+
+def _config(tmp_path: Path, address: str) -> Path:
+    config = {
+        "temporal": {"address": address, "taskQueue": f"hitl-{uuid.uuid4().hex[:8]}"},
+        "store": {"url": f"sqlite:///{tmp_path / 'weft.db'}"},
+        "definitions": str(DEFINITIONS),
+        "providers": {"scripted": {"kind": "scripted", "scripts": str(DEFINITIONS / "scripts")}},
+    }
+    path = tmp_path / "weft.yml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+async def test_cli_approval_after_worker_restart(tmp_path, dev_server, temporal_client):
+    """The worker is SIGKILLed while the thread waits; after a restart the CLI approves it."""
+    config_file = _config(tmp_path, dev_server.address)
+    task_queue = yaml.safe_load(config_file.read_text())["temporal"]["taskQueue"]
+    first, second = WorkerProcess(config_file), WorkerProcess(config_file)
+    await first.start()
+    store = Store.open(f"sqlite:///{tmp_path / 'weft.db'}")
+    try:
+        handle = await start_thread(
+            temporal_client,
+            task_queue,
+            agent="hitl_agent",
+            messages=[{"role": "user", "content": "write it down"}],
+        )
+        waiting = await wait_until(handle, lambda s: bool(s.pending_actions), timeout=60)
+        assert waiting.status == "waiting_permission"
+        action_id = waiting.pending_actions[0]["actionId"]
+        await first.kill()
+        await second.start()
+        code, out, err = await temporal_cli(
+            dev_server.address,
+            "workflow",
+            "signal",
+            "--workflow-id",
+            handle.id,
+            "--name",
+            "respond_action",
+            "--input",
+            json.dumps({"actionId": action_id, "decision": "approve"}),
+        )
+        assert code == 0, err
+        state = await wait_until(handle, idle_after(1), timeout=90)
+        assert state.pending_actions == [] and state.stop_reason == "stop_on_response"
+        assert store.get_value(handle.id, "runs") == 1
+        messages = store.list_messages(handle.id)
+        assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
+        assert messages[-1].content == "The note is written."
+        events = store.read_events(handle.id, limit=10_000)
+        resolved = [e.payload for e in events if e.type == "permission.resolved"]
+        assert resolved == [
+            {"toolName": "careful_note", "decision": "allow", "decidedBy": "human", "scope": "once"}
+        ]
+        assert (await read(handle)).warnings == 0
+    finally:
+        store.close()
+        await first.stop()
+        await second.stop()
+    await handle.signal("terminate", {})

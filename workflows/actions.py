@@ -1,0 +1,360 @@
+"""Human-in-the-loop gates: the ask_human tool and tool permissions that ask a human.
+
+An action waits on a durable condition (with a durable timer when it has a timeout), so
+it survives worker restarts and can wait for days. Answers arrive through
+`respond_action` (signal) or `respond_action_checked` (update); both go through
+`check_response` so they accept and refuse exactly the same answers.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+from temporalio import workflow
+
+from contract.actions import (
+    ActionKind,
+    ActionResolution,
+    ActionResponse,
+    AskHumanOptions,
+    Decision,
+    PendingAction,
+)
+from contract.activities import ToolResult
+from contract.definitions import DefinitionSnapshot
+from contract.messages import Side, ToolCall
+from workflows.outbox import flush
+from workflows.permissions import EffectivePolicy, Verdict, effective_policy, evaluate
+from workflows.thread_state import ThreadMemory
+
+
+class GateHost(Protocol):
+    """What a gate needs from the workflow."""
+
+    def is_terminated(self) -> bool: ...
+
+    def set_waiting(self, kind: ActionKind | None) -> None: ...
+
+    def thread_row(self) -> dict[str, Any]: ...
+
+
+def check_response(mem: ThreadMemory, response: ActionResponse) -> str | None:
+    """Why `response` cannot resolve anything now, or None when it can."""
+    resolved = mem.resolved_actions.get(response.action_id)
+    if resolved is not None:
+        return (
+            f"action {response.action_id!r} was already resolved at {resolved.resolved_at} "
+            f"({resolved.decision} by {resolved.decided_by})"
+        )
+    action = mem.pending_actions.get(response.action_id)
+    if action is None:
+        pending = ", ".join(mem.pending_actions) or "none"
+        return f"no pending action {response.action_id!r}; pending actions: {pending}"
+    if response.decision not in action.decisions:
+        return (
+            f"decision {response.decision!r} cannot answer {action.kind} action "
+            f"{action.action_id!r}; "
+            f"expected one of {', '.join(action.decisions)}"
+        )
+    return None
+
+
+def apply_response(mem: ThreadMemory, response: ActionResponse) -> None:
+    """Record a human's checked answer; the waiting gate wakes up and emits the events."""
+    action = mem.pending_actions[response.action_id]
+    mem.resolved_actions[response.action_id] = ActionResolution(
+        action_id=action.action_id,
+        kind=action.kind,
+        decision=response.decision,
+        decided_by="human",
+        scope=response.scope,
+        answer=response.answer,
+        reason=response.reason,
+        resolved_at=mem.timestamp(),
+    )
+
+
+class HumanGate:
+    """Asks humans on behalf of one step's tool calls."""
+
+    def __init__(self, mem: ThreadMemory, snapshot: DefinitionSnapshot, host: GateHost) -> None:
+        self._mem = mem
+        self._snapshot = snapshot
+        self._host = host
+
+    # ---- ask_human -------------------------------------------------------------------
+
+    async def ask_human(
+        self, call: ToolCall, *, side: Side, turn_id: str, step_id: str
+    ) -> ToolResult:
+        """Wait for a human's answer to the model's question; it becomes the tool result."""
+        args, error = _args(call)
+        question = args.get("question")
+        if error or not isinstance(question, str) or not question.strip():
+            return ToolResult(
+                status="error",
+                error=error or "ask_human needs a non-empty string 'question'",
+                error_code="invalid_args",
+            )
+        options = self._ask_options(side)
+        action = self._action(
+            "ask_human",
+            call,
+            turn_id,
+            prompt=question,
+            args=args,
+            decisions=["answer", "deny"],
+            timeout=options.timeout_seconds,
+            on_timeout="answer" if options.default is not None else "deny",
+        )
+        resolution = await self._wait(action, step_id=step_id, default=options.default)
+        if resolution.decision == "answer":
+            return ToolResult(status="success", result=resolution.answer)
+        if resolution.decided_by == "terminate":
+            return ToolResult(
+                status="error",
+                error="not answered: the thread was terminated",
+                error_code="aborted",
+            )
+        if resolution.decided_by == "timeout":
+            return ToolResult(
+                status="error",
+                error=f"no answer from a human within {options.timeout_seconds} s",
+                error_code="timeout",
+            )
+        why = f": {resolution.reason}" if resolution.reason else ""
+        return ToolResult(
+            status="error", error=f"the human declined to answer{why}", error_code="declined"
+        )
+
+    def _ask_options(self, side: Side) -> AskHumanOptions:
+        prompt = self._snapshot.prompts[self._snapshot.agent.side(side).prompt]
+        try:
+            return AskHumanOptions.model_validate(prompt.tool_options("ask_human"))
+        except ValidationError:
+            return AskHumanOptions()  # validated when the definitions loaded
+
+    # ---- permissions -----------------------------------------------------------------
+
+    async def permit(
+        self, call: ToolCall, *, side: Side, turn_id: str, step_id: str
+    ) -> ToolResult | None:
+        """None when the call may run; otherwise the error result that replaces it."""
+        prompt = self._snapshot.prompts[self._snapshot.agent.side(side).prompt]
+        policy = effective_policy(self._snapshot.agent, prompt)
+        spec = self._snapshot.tools.get(call.function.name)
+        if policy is None or (spec is not None and spec.builtin):
+            return None  # no policy, or a runtime tool (lifecycle tools, ask_human)
+        mem, name = self._mem, call.function.name
+        args, _ = _args(call)
+        verdict = evaluate(policy, name, args, mem.session_allowed_tools)
+        ids = {"turn_id": turn_id, "step_id": step_id, "tool_call_id": call.id}
+        mem.emit("permission.evaluated", {"toolName": name, **verdict.describe()}, **ids)
+        if verdict.decision == "allow":
+            return None
+        if verdict.decision == "deny":
+            return _denied(name, verdict, policy)
+        return await self._ask_permission(call, args, policy, turn_id, step_id)
+
+    async def _ask_permission(
+        self,
+        call: ToolCall,
+        args: dict[str, Any],
+        policy: EffectivePolicy,
+        turn_id: str,
+        step_id: str,
+    ) -> ToolResult | None:
+        mem, name = self._mem, call.function.name
+        action = self._action(
+            "tool_permission",
+            call,
+            turn_id,
+            prompt=f"Allow {name} with {json.dumps(args, sort_keys=True)[:500]}?",
+            args=args,
+            decisions=["approve", "deny"],
+            timeout=policy.ask_timeout_seconds,
+            on_timeout=policy.on_timeout,
+        )
+        ids = {"turn_id": turn_id, "step_id": step_id, "tool_call_id": call.id}
+        mem.emit(
+            "permission.requested",
+            {"toolName": name, "prompt": action.prompt, "timeoutSeconds": action.timeout_seconds},
+            action_id=action.action_id,
+            **ids,
+        )
+        resolution = await self._wait(action, step_id=step_id)
+        allowed = resolution.decision == "approve"
+        if allowed and resolution.scope == "session":
+            mem.session_allowed_tools.add(name)
+        mem.emit(
+            "permission.resolved",
+            {
+                "toolName": name,
+                "decision": "allow" if allowed else "deny",
+                "decidedBy": resolution.decided_by,
+                "scope": resolution.scope,
+            },
+            action_id=action.action_id,
+            **ids,
+        )
+        if allowed:
+            return None
+        if resolution.decided_by == "terminate":
+            return ToolResult(
+                status="error", error="not run: the thread was terminated", error_code="aborted"
+            )
+        if resolution.decided_by == "timeout":
+            text = f"permission denied: nobody answered within {action.timeout_seconds} s"
+        else:
+            why = f": {resolution.reason}" if resolution.reason else ""
+            text = f"permission denied by a human{why}"
+        return ToolResult(status="error", error=text, error_code="permission_denied")
+
+    # ---- waiting ---------------------------------------------------------------------
+
+    def _action(
+        self,
+        kind: ActionKind,
+        call: ToolCall,
+        turn_id: str,
+        *,
+        prompt: str,
+        args: dict[str, Any],
+        decisions: list[Decision],
+        timeout: float | None,
+        on_timeout: str,
+    ) -> PendingAction:
+        mem = self._mem
+        expires = (
+            (mem.now() + timedelta(seconds=timeout)).isoformat().replace("+00:00", "Z")
+            if timeout
+            else None
+        )
+        return PendingAction(
+            action_id=mem.new_id("act"),
+            kind=kind,
+            tool_call_id=call.id,
+            tool_name=call.function.name,
+            turn_id=turn_id,
+            prompt=prompt,
+            args=args,
+            decisions=decisions,
+            requested_at=mem.timestamp(),
+            timeout_seconds=timeout,
+            expires_at=expires,
+            on_timeout=on_timeout if timeout else None,
+        )
+
+    async def _wait(
+        self, action: PendingAction, *, step_id: str, default: Any = None
+    ) -> ActionResolution:
+        """Publish the action, wait for an answer, a timeout or terminate; emit the result."""
+        mem, host, action_id = self._mem, self._host, action.action_id
+        ids = {
+            "turn_id": action.turn_id,
+            "step_id": step_id,
+            "tool_call_id": action.tool_call_id,
+            "action_id": action_id,
+        }
+        mem.pending_actions[action_id] = action
+        mem.emit("action.required", _required_payload(action), **ids)
+        host.set_waiting(action.kind)
+        # Written now, so clients tailing events see the request while the thread waits.
+        await flush(mem, thread_row=host.thread_row())
+        try:
+            await workflow.wait_condition(
+                lambda: action_id in mem.resolved_actions or host.is_terminated(),
+                timeout=timedelta(seconds=action.timeout_seconds)
+                if action.timeout_seconds
+                else None,
+            )
+        except TimeoutError:
+            decision: Decision = "deny"
+            if action.on_timeout == "answer":
+                decision = "answer"
+            elif action.on_timeout == "approve":
+                decision = "approve"
+            mem.resolved_actions[action_id] = self._resolution(
+                action, decision, "timeout", answer=default if decision == "answer" else None
+            )
+            mem.incident("action_timeout", f"{action.kind} {action_id} timed out", **ids)
+        if action_id not in mem.resolved_actions:
+            mem.resolved_actions[action_id] = self._resolution(action, "deny", "terminate")
+        resolution = mem.resolved_actions[action_id]
+        del mem.pending_actions[action_id]
+        host.set_waiting(None)
+        mem.emit("action.resolved", _resolved_payload(action, resolution), **ids)
+        return resolution
+
+    def _resolution(
+        self, action: PendingAction, decision: Decision, by: Any, *, answer: Any = None
+    ) -> ActionResolution:
+        return ActionResolution(
+            action_id=action.action_id,
+            kind=action.kind,
+            decision=decision,
+            decided_by=by,
+            answer=answer,
+            resolved_at=self._mem.timestamp(),
+        )
+
+
+def _required_payload(action: PendingAction) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "actionType": action.kind,
+        "toolName": action.tool_name,
+        "decisionKind": "answer" if action.kind == "ask_human" else "approve_or_deny",
+        "decisions": action.decisions,
+        "prompt": action.prompt,
+        "args": action.args,
+    }
+    if action.kind == "tool_permission":
+        payload["scopes"] = ["once", "session"]
+    if action.timeout_seconds:
+        payload.update(
+            timeoutSeconds=action.timeout_seconds,
+            expiresAt=action.expires_at,
+            onTimeout=action.on_timeout,
+        )
+    return payload
+
+
+def _resolved_payload(action: PendingAction, resolution: ActionResolution) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "actionType": action.kind,
+        "toolName": action.tool_name,
+        "decision": resolution.decision,
+        "decidedBy": resolution.decided_by,
+        "timedOut": resolution.decided_by == "timeout",
+        "scope": resolution.scope,
+    }
+    if resolution.answer is not None:
+        payload["answer"] = resolution.answer
+    if resolution.reason:
+        payload["reason"] = resolution.reason
+    return payload
+
+
+def _denied(name: str, verdict: Verdict, policy: EffectivePolicy) -> ToolResult:
+    if verdict.decided_by == "rule" and verdict.rule is not None:
+        rule = verdict.rule
+        why = f": {rule['reason']}" if rule.get("reason") else ""
+        text = f"permission denied for {name} by {rule['origin']} rule {rule['index']}{why}"
+    else:
+        text = (
+            f"permission denied for {name}: mode {policy.mode!r} runs no tool without an allow rule"
+        )
+    return ToolResult(status="error", error=text, error_code="permission_denied")
+
+
+def _args(call: ToolCall) -> tuple[dict[str, Any], str | None]:
+    try:
+        parsed = json.loads(call.function.arguments or "{}")
+    except json.JSONDecodeError as err:
+        return {}, f"tool arguments are not valid JSON: {err}"
+    if not isinstance(parsed, dict):
+        return {}, "tool arguments must be a JSON object"
+    return parsed, None

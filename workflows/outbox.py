@@ -1,0 +1,34 @@
+"""Writing what the workflow produced by itself (events, messages, the thread row)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
+
+from contract.activities import ACTIVITY_STORE_FLUSH, FlushInput
+from workflows.thread_state import ThreadMemory
+
+
+async def flush(mem: ThreadMemory, *, thread_row: dict[str, Any] | None = None) -> None:
+    """Write what the workflow produced by itself (events, messages) with a local activity."""
+    events, messages = mem.take_outbox(), mem.take_outbox_messages()
+    if not events and not messages and thread_row is None:
+        return
+    try:
+        await workflow.execute_local_activity(
+            ACTIVITY_STORE_FLUSH,
+            FlushInput(
+                thread_id=mem.thread_id, events=events, messages=messages, thread_row=thread_row
+            ),
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=10)),
+        )
+    except ActivityError:
+        # Keep them for the next activity rather than lose them.
+        mem.return_outbox(events)
+        mem.outbox_messages[:0] = messages
+        raise
