@@ -3,17 +3,35 @@
 from __future__ import annotations
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
+
+from activities.crypto import Keyring
+from client.codec import EncryptMode, data_converter
 
 
 async def connect(
-    address: str, *, namespace: str = "default", api_key: str | None = None, tls: bool = False
+    address: str,
+    *,
+    namespace: str = "default",
+    api_key: str | None = None,
+    tls: bool = False,
+    keyring: Keyring | None = None,
+    encrypt: EncryptMode = "secrets",
 ) -> Client:
-    """A Temporal client that speaks pydantic JSON, as every weft worker does."""
+    """A Temporal client that speaks pydantic JSON, as every weft worker does.
+
+    With a `keyring`, payloads that carry env are encrypted (see `client/codec.py`).
+    """
     return await Client.connect(
         address,
         namespace=namespace,
         api_key=api_key,
         tls=tls or bool(api_key),
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter(keyring, encrypt=encrypt),
     )
+
+
+def with_keyring(client: Client, keyring: Keyring, *, encrypt: EncryptMode = "secrets") -> Client:
+    """The same connection, with the encrypting data converter."""
+    config = client.config()
+    config["data_converter"] = data_converter(keyring, encrypt=encrypt)
+    return Client(**config)

@@ -19,9 +19,11 @@ from activities.snapshots import SnapshotCache
 from activities.store import Store
 from activities.thread_records import ThreadRecordActivities
 from activities.tool_call import ToolActivities
+from client.connection import with_keyring
 from workers.config import WeftConfig
 from workers.providers import build_providers
 from workers.scripted_model import ScriptedModelServer
+from workers.secrets import load_keyring
 from workflows.agent_thread import AgentThreadWorkflow
 
 
@@ -87,7 +89,15 @@ class AgentWorker:
             self.definitions = self._given_definitions
         else:
             self.definitions = load_definitions(self._config)
-        store = self.store = await asyncio.to_thread(Store.open, self._config.store_url())
+        # With keys configured, env is encrypted in Temporal payloads and in the store,
+        # whatever data converter the given client was built with.
+        keyring = load_keyring(self._config)
+        client = self._client
+        if keyring is not None:
+            client = with_keyring(client, keyring, encrypt=self._config.codec.encrypt)
+        store = self.store = await asyncio.to_thread(
+            Store.open, self._config.store_url(), keyring=keyring
+        )
         self._stack.callback(store.close)
         providers = await build_providers(self._config, self._stack, scripted=self._scripted)
         # Sandbox worker processes start lazily, on the first runCode of this worker.
@@ -99,7 +109,7 @@ class AgentWorker:
         tools = ToolActivities(store, self.definitions, snapshots, sandbox=pool)
         code = CodeRunActivities(pool)
         self.worker = Worker(
-            self._client,
+            client,
             task_queue=self.task_queue,
             workflows=[AgentThreadWorkflow],
             activities=[

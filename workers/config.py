@@ -58,11 +58,34 @@ class ProviderConfig(_Config):
     scripts: str | None = None
 
 
+class CodecServerConfig(_Config):
+    """`weft codec-server`: where it listens, who may call it (bearer token, UI origin)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8081
+    token: str | None = None
+    allow_origin: str = "http://127.0.0.1:8233"
+
+
+class CodecConfig(_Config):
+    """Encryption of env values at rest (Temporal payloads and the store); see docs/secrets.md.
+
+    `keys` (normally from WEFT_CODEC_KEYS) or the file `keys_file` hold `id:base64key`
+    entries; the first one encrypts, all of them decrypt. Without keys nothing is encrypted.
+    """
+
+    keys: str | None = None
+    keys_file: str | None = ".weft/codec.keys"
+    encrypt: Literal["secrets", "all"] = "secrets"
+    server: CodecServerConfig = Field(default_factory=CodecServerConfig)
+
+
 class WeftConfig(_Config):
     """Everything a worker, the CLI or the demo needs."""
 
     temporal: TemporalConfig = Field(default_factory=TemporalConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
+    codec: CodecConfig = Field(default_factory=CodecConfig)
     definitions: str = "workers/demo/definitions"
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     root: Path = Field(default_factory=Path.cwd, exclude=True)
@@ -115,6 +138,15 @@ def _apply_env(config: WeftConfig, env: Mapping[str, str]) -> WeftConfig:
     temporal.task_queue = env.get("WEFT_TASK_QUEUE", temporal.task_queue)
     config.store.url = env.get("WEFT_STORE_URL", config.store.url)
     config.definitions = env.get("WEFT_DEFINITIONS", config.definitions)
+    codec = config.codec
+    codec.keys = env.get("WEFT_CODEC_KEYS", codec.keys)
+    codec.keys_file = env.get("WEFT_CODEC_KEYS_FILE", codec.keys_file)
+    encrypt = env.get("WEFT_CODEC_ENCRYPT", codec.encrypt)
+    if encrypt not in ("secrets", "all"):
+        raise ConfigError(f"WEFT_CODEC_ENCRYPT: must be 'secrets' or 'all', not {encrypt!r}")
+    codec.encrypt = encrypt  # type: ignore[assignment]
+    codec.server.token = env.get("WEFT_CODEC_TOKEN", codec.server.token)
+    codec.server.allow_origin = env.get("WEFT_CODEC_ALLOW_ORIGIN", codec.server.allow_origin)
     for name, prefix in (("openai", "OPENAI"), ("anthropic", "ANTHROPIC")):
         provider = config.providers.get(name)
         base_url, api_key = env.get(f"{prefix}_BASE_URL"), env.get(f"{prefix}_API_KEY")

@@ -12,6 +12,7 @@ from workers.agent_worker import AgentWorker
 from workers.config import WeftConfig
 from workers.dev_server import DevServer, is_listening
 from workers.search_attributes import ensure_search_attributes
+from workers.secrets import ensure_dev_keys
 
 
 class DevStack:
@@ -65,11 +66,15 @@ class DevStack:
                     log_file=self._config.path(".weft/temporal-dev.log"),
                 )
                 await self._server.start()
+            # The dev stack encrypts env from the start: a key is made on first use.
+            keyring = ensure_dev_keys(self._config)
             self.client = await connect(
                 temporal.address,
                 namespace=temporal.namespace,
                 api_key=temporal.api_key,
                 tls=temporal.tls,
+                keyring=keyring,
+                encrypt=self._config.codec.encrypt,
             )
             await ensure_search_attributes(self.client, temporal.namespace)
             self._worker = AgentWorker(self.client, self._config)

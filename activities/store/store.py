@@ -16,10 +16,22 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, Insert, Table, and_, delete, func, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Insert,
+    RowMapping,
+    Table,
+    and_,
+    delete,
+    func,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError, OperationalError
 
+from activities.crypto import Keyring
 from activities.store import kv as kv_rules
 from activities.store.migrate import upgrade
 from activities.store.rows import (
@@ -31,6 +43,7 @@ from activities.store.rows import (
     row_to_thread,
     thread_to_row,
 )
+from activities.store.sealed import open_env, seal_env
 from activities.store.tables import events, kv, messages, snapshots, threads
 from activities.store.urls import WRITE_OPTION, create_store_engine
 from contract.events import Event
@@ -47,13 +60,17 @@ _WRITE_ATTEMPTS = 10
 class Store:
     """Durable storage for weft, over SQLite (embedded) or PostgreSQL (shared)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, keyring: Keyring | None = None) -> None:
         self._engine = engine
         self._postgres = engine.dialect.name == "postgresql"
+        self._keyring = keyring
 
     @classmethod
-    def open(cls, url: str, *, migrate: bool = True) -> Store:
-        """Connect to `url` and, unless `migrate` is false, upgrade the schema to head."""
+    def open(cls, url: str, *, migrate: bool = True, keyring: Keyring | None = None) -> Store:
+        """Connect to `url` and, unless `migrate` is false, upgrade the schema to head.
+
+        With a `keyring`, thread env is encrypted at rest (`activities/store/sealed.py`).
+        """
         engine = create_store_engine(url)
         if migrate:
             try:
@@ -61,7 +78,7 @@ class Store:
             except BaseException:
                 engine.dispose()
                 raise
-        return cls(engine)
+        return cls(engine, keyring=keyring)
 
     @property
     def engine(self) -> Engine:
@@ -297,6 +314,7 @@ class Store:
     def upsert_thread(self, row: ThreadRow) -> None:
         """Insert the row, or update every column of it but `created_at`."""
         values = thread_to_row(row)
+        values["env"] = seal_env(row.env, self._keyring, thread_id=row.thread_id)
         changed = {k: v for k, v in values.items() if k not in ("thread_id", "created_at")}
         statement = (
             self._insert(threads)
@@ -311,7 +329,7 @@ class Store:
         query = select(threads).where(threads.c.thread_id == thread_id)
         with self._engine.connect() as connection:
             row = connection.execute(query).mappings().first()
-        return None if row is None else row_to_thread(row)
+        return None if row is None else self._thread(row)
 
     def list_threads(
         self, *, agent: str | None = None, status: str | None = None, limit: int = 100
@@ -325,7 +343,12 @@ class Store:
         query = query.order_by(threads.c.created_at.desc(), threads.c.thread_id.desc())
         with self._engine.connect() as connection:
             rows = connection.execute(query.limit(limit)).mappings().all()
-        return [row_to_thread(row) for row in rows]
+        return [self._thread(row) for row in rows]
+
+    def _thread(self, row: RowMapping) -> ThreadRow:
+        thread = row_to_thread(row)
+        thread.env = open_env(thread.env, self._keyring, thread_id=thread.thread_id)
+        return thread
 
     # -- plumbing -------------------------------------------------------------------------
 

@@ -1,0 +1,222 @@
+"""Secret env end to end: encrypted in Temporal history and the store, never shown to models."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import text
+from support import add_script, idle_after, start_thread, temporal_cli, wait_until
+
+from activities.crypto import new_key, parse_keys
+from activities.definitions import (
+    Definitions,
+    define_agent,
+    define_model,
+    define_prompt,
+    define_tool,
+)
+from client.codec import EncryptionCodec
+from client.connection import connect
+from workers.codec_server import CodecServer
+
+SECRET = "sk-live-7f3a9c1e5b2d4a6f"
+TEXT_VALUE = "Reykjavik-text-env"
+
+
+class CallArgs(BaseModel):
+    """Arguments of the call_api tool."""
+
+    endpoint: str
+
+
+async def call_api(state: Any, args: CallArgs) -> dict[str, Any]:
+    """Uses the secret the way a real tool would (without returning it)."""
+    token = state.env("API_TOKEN")
+    return {"endpoint": args.endpoint, "authorised": token == SECRET, "tokenLength": len(token)}
+
+
+def _definitions(script: str) -> Definitions:
+    return Definitions().add(
+        define_model(name="scripted", provider="scripted", model=script),
+        define_prompt(
+            name="api_prompt",
+            toolDescription="calls the API",
+            model="scripted",
+            prompt=[
+                {"type": "text", "content": "You call the API for the user."},
+                {"type": "env", "property": "API_TOKEN"},
+                {"type": "env", "property": "CITY"},
+            ],
+            tools=["call_api"],
+        ),
+        define_agent(name="api_agent", sideA={"prompt": "api_prompt"}),
+        define_tool(name="call_api", description="Call the API", args=CallArgs, execute=call_api),
+    )
+
+
+def _texts(node: Any) -> list[str]:
+    """Every string in a JSON document, plus the base64-decoded form of each one."""
+    found: list[str] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found += [str(key), *_texts(value)]
+    elif isinstance(node, list):
+        for value in node:
+            found += _texts(value)
+    elif isinstance(node, str):
+        found.append(node)
+        try:
+            found.append(base64.b64decode(node, validate=True).decode("utf-8", "replace"))
+        except (binascii.Error, ValueError):
+            pass
+    return found
+
+
+async def _run_secret_thread(start_worker, weft_config, dev_server, scripted_server):
+    keys = f"k1:{new_key()}"
+    weft_config.codec.keys = keys
+    script = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {"tool_calls": [{"name": "call_api", "arguments": {"endpoint": "/v1/items"}}]},
+                {"text": "Done."},
+            ]
+        },
+    )
+    worker = await start_worker(_definitions(script))
+    client = await connect(dev_server.address, keyring=parse_keys([keys], source="test"))
+    handle = await start_thread(
+        client,
+        worker.task_queue,
+        agent="api_agent",
+        messages=[{"role": "user", "content": "list the items"}],
+        env={"API_TOKEN": SECRET, "CITY": {"value": TEXT_VALUE, "type": "text"}},
+    )
+    await wait_until(handle, idle_after(1))
+    return worker, handle, script, keys
+
+
+async def test_history_holds_no_plaintext_secret(
+    start_worker, weft_config, dev_server, scripted_server
+):
+    """The full history JSON never holds the secret, and decodes through the codec server."""
+    worker, handle, _script, keys = await _run_secret_thread(
+        start_worker, weft_config, dev_server, scripted_server
+    )
+    tool = next(m for m in worker.store.list_messages(handle.id) if m.role == "tool")
+    assert json.loads(tool.content)["result"]["authorised"] is True  # the tool got the secret
+
+    code, raw, err = await temporal_cli(
+        dev_server.address, "workflow", "show", "--workflow-id", handle.id, "--output", "json"
+    )
+    assert code == 0, err
+    raw_texts = _texts(json.loads(raw))
+    assert not any(SECRET in t for t in raw_texts)
+    assert not any(TEXT_VALUE in t for t in raw_texts)  # the whole start input is sealed
+    assert any("binary/encrypted" in t for t in raw_texts)
+    history = await handle.fetch_history()
+    assert SECRET not in history.to_json()
+
+    codec = EncryptionCodec(parse_keys([keys], source="test"))
+    with CodecServer(codec, token="t0ken", allow_origin="http://ui.test", port=0) as server:
+        code, decoded, err = await temporal_cli(
+            dev_server.address,
+            "workflow",
+            "show",
+            "--workflow-id",
+            handle.id,
+            "--output",
+            "json",
+            "--codec-endpoint",
+            server.url,
+            "--codec-auth",
+            "Bearer t0ken",
+        )
+    assert code == 0, err
+    decoded_texts = _texts(json.loads(decoded))
+    assert any(TEXT_VALUE in t for t in decoded_texts)
+    assert not any("binary/encrypted" in t for t in decoded_texts)
+
+
+async def test_store_holds_no_plaintext_env(
+    start_worker, weft_config, dev_server, scripted_server, tmp_path: Path
+):
+    """The thread row's env column is an AES-GCM envelope; the database files hold no secret."""
+    worker, handle, _script, _keys = await _run_secret_thread(
+        start_worker, weft_config, dev_server, scripted_server
+    )
+    with worker.store.engine.connect() as connection:
+        column = connection.scalar(
+            text("SELECT env FROM threads WHERE thread_id = :id"), {"id": handle.id}
+        )
+    assert SECRET not in str(column) and TEXT_VALUE not in str(column)
+    assert "$weftEncrypted" in str(column)
+    for file in tmp_path.glob("weft.db*"):
+        assert SECRET.encode() not in file.read_bytes(), file
+    row = worker.store.get_thread(handle.id)
+    assert row is not None and row.env["API_TOKEN"] == SECRET
+
+
+async def test_model_never_sees_the_secret(start_worker, weft_config, dev_server, scripted_server):
+    """Every model request shows the secret as a placeholder and the text value as itself."""
+    _worker, _handle, script, _keys = await _run_secret_thread(
+        start_worker, weft_config, dev_server, scripted_server
+    )
+    requests = [r for r in scripted_server.requests if r["model"] == script]
+    assert len(requests) == 2
+    dumped = json.dumps(requests)
+    assert SECRET not in dumped
+    system = requests[0]["messages"][0]["content"]
+    assert "[env API_TOKEN is secret]" in system and TEXT_VALUE in system
+
+
+async def test_plain_json_start_and_query_still_work(
+    start_worker, weft_config, dev_server, scripted_server
+):
+    """With keys configured, plain JSON from the temporal CLI starts a thread and queries read."""
+    weft_config.codec.keys = f"k1:{new_key()}"
+    script = add_script(scripted_server, {"replies": [{"text": "Hello."}]})
+    worker = await start_worker(_definitions(script))
+    start = {
+        "agent": "api_agent",
+        "messages": [{"role": "user", "content": "hi"}],
+        "env": {"API_TOKEN": SECRET},
+    }
+    thread_id = f"thread-plain-{worker.task_queue}"
+    code, _out, err = await temporal_cli(
+        dev_server.address,
+        "workflow",
+        "start",
+        "--type",
+        "AgentThread",
+        "--task-queue",
+        worker.task_queue,
+        "--workflow-id",
+        thread_id,
+        "--input",
+        json.dumps(start),
+    )
+    assert code == 0, err
+    client = await connect(dev_server.address)
+    handle = client.get_workflow_handle(thread_id)
+    await wait_until(handle, idle_after(1))
+    code, out, err = await temporal_cli(
+        dev_server.address, "workflow", "query", "--workflow-id", thread_id, "--type", "thread_read"
+    )
+    assert code == 0, err
+    assert '"waiting_input"' in out
+    # The plaintext start input stays as sent, but weft's own copy (thread.init) is sealed.
+    code, raw, err = await temporal_cli(
+        dev_server.address, "workflow", "show", "--workflow-id", thread_id, "--output", "json"
+    )
+    events = json.loads(raw)["events"]
+    scheduled = [e for e in events if e.get("eventType") == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"]
+    init = next(e for e in scheduled if "thread.init" in json.dumps(e))
+    assert SECRET not in "".join(_texts(init))
+    assert "binary/encrypted" in "".join(_texts(init))
