@@ -133,14 +133,16 @@ async def wait_until(
     predicate: Callable[[ThreadRead], bool],
     *,
     timeout: float = 30.0,
+    interval: float = 0.05,
 ) -> ThreadRead:
-    """Poll `thread_read` until `predicate` holds, or fail naming the last state."""
+    """Poll `thread_read` every `interval` s until `predicate` holds, or fail naming the
+    last state. Each poll is a query the worker answers, so load tests poll slowly."""
     deadline = asyncio.get_running_loop().time() + timeout
     state = await read(handle)
     while not predicate(state):
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"condition not met within {timeout} s; last state: {state}")
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(interval)
         state = await read(handle)
     return state
 
