@@ -33,6 +33,7 @@ typecheck: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_steps.py
 	$(BIN)/python bench/bench_run_code.py
+	$(BIN)/python bench/bench_load.py
 
 clean:
 	rm -rf $(VENV) .weft
