@@ -1,0 +1,123 @@
+"""Read models for clients that reconnect: the snapshot first, then events after a cursor.
+
+A live thread answers the `thread_read` and `session_snapshot` queries. A closed thread
+(or one no worker can answer for) is read from the store: the workflow writes its read
+model as a `snapshot.updated` event whenever it goes idle and when it closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
+from temporalio.service import RPCError
+
+from activities.store import Store
+from client.threads import tail_events
+from contract.events import Event
+from contract.read_models import session_snapshot
+from contract.thread import QUERY_SESSION_SNAPSHOT, QUERY_THREAD_READ, ThreadRead
+
+FINAL_STATUSES = ("completed", "cancelled", "failed")
+QUERY_TIMEOUT = timedelta(seconds=10)
+
+
+def thread_read_from_store(store: Store, thread_id: str) -> ThreadRead | None:
+    """The last read model the thread wrote, or None if it never wrote one."""
+    latest: Event | None = None
+    cursor = 0
+    while batch := store.read_events(thread_id, after=cursor, types=["snapshot.updated"]):
+        cursor = batch[-1].sequence or cursor
+        latest = next(
+            (e for e in reversed(batch) if (e.payload or {}).get("kind") == "thread_read"), latest
+        )
+    if latest is None:
+        return None
+    return ThreadRead.model_validate(latest.payload["threadRead"])
+
+
+def session_snapshot_from_store(
+    store: Store, thread_id: str, *, before: int | None = None, limit: int = 50
+) -> dict[str, Any] | None:
+    """The session snapshot from the store, with message content; None for an unknown thread.
+
+    A thread that has not closed may have moved on since it wrote its read model, so its
+    snapshot says `stale` rather than pretend to be current.
+    """
+    read = thread_read_from_store(store, thread_id)
+    if read is None:
+        return None
+    messages = store.list_messages(thread_id)
+    older = [m for m in messages if before is None or m.position < before]
+    window = older[-limit:]
+    return session_snapshot(
+        read,
+        [m.model_dump(mode="json") for m in window],
+        older_cursor=window[0].position if window and len(older) > len(window) else None,
+        total_messages=len(messages),
+        stale=read.status not in FINAL_STATUSES,
+    )
+
+
+async def thread_read(client: Client, store: Store, thread_id: str) -> ThreadRead | None:
+    """The live read model by query, or the stored one when the thread cannot answer."""
+    if await _is_running(client, thread_id):
+        try:
+            return await client.get_workflow_handle(thread_id).query(
+                QUERY_THREAD_READ, result_type=ThreadRead, rpc_timeout=QUERY_TIMEOUT
+            )
+        except (RPCError, WorkflowQueryFailedError):
+            pass  # no worker answered: fall back to what the thread last wrote
+    return await asyncio.to_thread(thread_read_from_store, store, thread_id)
+
+
+async def snapshot(
+    client: Client, store: Store, thread_id: str, *, before: int | None = None, limit: int = 50
+) -> dict[str, Any] | None:
+    """The session snapshot by query, or from the store when the thread cannot answer."""
+    page: dict[str, Any] = {"limit": limit}
+    if before is not None:
+        page["before"] = before
+    if await _is_running(client, thread_id):
+        try:
+            found: dict[str, Any] = await client.get_workflow_handle(thread_id).query(
+                QUERY_SESSION_SNAPSHOT, page, rpc_timeout=QUERY_TIMEOUT
+            )
+            return found
+        except (RPCError, WorkflowQueryFailedError):
+            pass  # no worker answered: fall back to what the thread last wrote
+    return await asyncio.to_thread(
+        session_snapshot_from_store, store, thread_id, before=before, limit=limit
+    )
+
+
+async def _is_running(client: Client, thread_id: str) -> bool:
+    try:
+        described = await client.get_workflow_handle(thread_id).describe()
+    except RPCError:
+        return False  # unknown to Temporal (or past retention): the store may know it
+    return described.status == WorkflowExecutionStatus.RUNNING
+
+
+@dataclass
+class Resumed:
+    """What a reconnecting client gets: a snapshot, then the events after its cursor."""
+
+    snapshot: dict[str, Any] | None
+    events: AsyncIterator[Event]
+
+
+async def reconnect(
+    client: Client, store: Store, thread_id: str, *, after: int, follow: bool = True
+) -> Resumed:
+    """Resume a client that acknowledged events up to sequence `after`.
+
+    The snapshot is taken first, so every fact after it arrives as an event; an event may
+    repeat what the snapshot already shows, never the other way round.
+    """
+    current = await snapshot(client, store, thread_id)
+    return Resumed(current, tail_events(store, thread_id, after=after, follow=follow))
