@@ -1,7 +1,8 @@
 """Records the histories that tests/test_replay.py replays: `python tests/record_histories.py`.
 
 Run it after a deliberate, versioned change to the workflow (with `workflow.patched`), and
-commit the new files next to the old ones: old histories must keep replaying.
+commit the new files next to the old ones: old histories must keep replaying. Name
+scenarios to record only those (`python tests/record_histories.py hitl_permission_timeout`).
 """
 
 from __future__ import annotations
@@ -57,9 +58,48 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "model_error_then_fallback": {"replies": [{"error": {"status": 400, "body": "bad"}}]},
 }
 
+# Human-in-the-loop scenarios: (script, extra agent_definitions arguments).
+HITL: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "hitl_ask_and_approve": (
+        {
+            "replies": [
+                {"tool_calls": [{"name": "ask_human", "arguments": {"question": "City?"}}]},
+                {"tool_calls": [{"name": "weather", "arguments": {"city": "Rome"}}]},
+                {"tool_calls": [{"name": "weather", "arguments": {"city": "Oslo"}}]},
+                {"text": "done"},
+            ]
+        },
+        {
+            "tools": ["weather", "ask_human"],
+            "permissions": {"mode": "auto", "rules": [{"tool": "weather", "decision": "ask"}]},
+        },
+    ),
+    "hitl_permission_timeout": (
+        {
+            "replies": [
+                {"tool_calls": [{"name": "note", "arguments": {"text": "x"}}]},
+                {"text": "denied"},
+            ]
+        },
+        {"permissions": {"mode": "default", "askTimeoutSeconds": 1}},
+    ),
+    "hitl_interrupt_and_queue_edits": (
+        {
+            "turns": [
+                {
+                    "match": "hello",
+                    "replies": [{"text": "slow " * 20, "chunk_size": 5, "chunk_delay_ms": 150}],
+                },
+                {"match": "*", "replies": [{"text": "quick"}]},
+            ]
+        },
+        {},
+    ),
+}
 
-async def record(out: Path) -> None:
-    """Run each scenario on a fresh dev server and write its history as JSON."""
+
+async def record(out: Path, only: set[str]) -> None:
+    """Run each scenario (or those in `only`) on a fresh dev server; write histories as JSON."""
     dev = ephemeral_dev_server()
     await dev.start()
     try:
@@ -67,7 +107,11 @@ async def record(out: Path) -> None:
         await ensure_search_attributes(client, "default")
         async with ScriptedModelServer() as scripted:
             for name, script in SCENARIOS.items():
-                await _scenario(client, scripted, dev.address, name, script, out)
+                if not only or name in only:
+                    await _scenario(client, scripted, dev.address, name, script, out)
+            for name, (script, extra) in HITL.items():
+                if not only or name in only:
+                    await _scenario(client, scripted, dev.address, name, script, out, extra)
     finally:
         await dev.stop()
 
@@ -79,6 +123,7 @@ async def _scenario(
     name: str,
     script: dict[str, Any],
     out: Path,
+    extra: dict[str, Any] | None = None,
 ) -> None:
     tmp = Path(f"/tmp/weft-record-{uuid.uuid4().hex[:8]}")
     config = WeftConfig(
@@ -92,7 +137,7 @@ async def _scenario(
     async with AgentWorker(
         client,
         config,
-        definitions=agent_definitions(model),
+        definitions=agent_definitions(model, **(extra or {})),
         task_queue=f"record-{name}",
         scripted=scripted,
     ) as worker:
@@ -102,12 +147,16 @@ async def _scenario(
             options={"modelMaxAttempts": 1},
             messages=[{"role": "user", "content": "hello"}],
         )
-        if name == "queued_while_busy":
+        if extra is not None:
+            await _drive_hitl(name, handle)
+        elif name == "queued_while_busy":
             await wait_until(handle, lambda s: s.status == "running")
             await handle.signal("queue_message", {"role": "user", "content": "second"})
             await handle.signal("queue_message", {"role": 5})
             await handle.execute_update("submit_turn", {"role": "user", "content": "third"})
-        if name == "terminated_mid_call":
+        if extra is not None:
+            pass
+        elif name == "terminated_mid_call":
             await wait_until(handle, lambda s: s.status == "running")
         else:
             await wait_until(
@@ -127,5 +176,40 @@ async def _scenario(
         print(f"recorded {name}: {len(history.events)} events")
 
 
+async def _drive_hitl(name: str, handle: Any) -> None:
+    def pending(s: Any) -> bool:
+        return bool(s.pending_actions)
+
+    if name == "hitl_ask_and_approve":
+        action = (await wait_until(handle, pending)).pending_actions[0]
+        await handle.signal("respond_action", {"actionId": "nope", "decision": "deny"})
+        await handle.signal(
+            "respond_action",
+            {"actionId": action["actionId"], "decision": "answer", "answer": "Rome"},
+        )
+        approval = (
+            await wait_until(handle, lambda s: pending(s) and s.pending_actions[0] != action)
+        ).pending_actions[0]
+        await handle.execute_update(
+            "respond_action_checked",
+            {"actionId": approval["actionId"], "decision": "approve", "scope": "session"},
+        )
+    elif name == "hitl_interrupt_and_queue_edits":
+        await wait_until(handle, lambda s: s.status == "running")
+        await asyncio.sleep(0.5)  # let the model call start streaming
+        await handle.signal("queue_message", {"role": "user", "content": "a"})
+        await handle.signal("queue_message", {"role": "user", "content": "b"})
+        queued = (await wait_until(handle, lambda s: len(s.queue) == 2)).queue
+        await handle.signal("promote_queued_turn", {"queueId": queued[1].queue_id})
+        await handle.signal("remove_queued_turn", {"queueId": queued[0].queue_id})
+        await handle.execute_update(
+            "submit_turn", {"role": "user", "content": "no", "policy": "reject"}
+        )
+        await handle.execute_update(
+            "submit_turn", {"role": "user", "content": "now", "policy": "interrupt"}
+        )
+    await wait_until(handle, idle_after(1), timeout=60)
+
+
 if __name__ == "__main__":
-    asyncio.run(record(HERE / "histories"))
+    asyncio.run(record(HERE / "histories", set(sys.argv[1:])))
