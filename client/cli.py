@@ -12,12 +12,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from activities.definitions import DefinitionError
-from client import code_command
+from client import code_command, codec_command
 from client.connection import connect
 from client.render import TranscriptPrinter
 from client.threads import Threads, tail_events
 from workers.config import ConfigError, WeftConfig, load_config
 from workers.dev_server import DevServerError
+from workers.secrets import load_keyring
 
 EXIT_USAGE = 2
 
@@ -106,13 +107,19 @@ def _parser() -> argparse.ArgumentParser:
     listing.set_defaults(handler=_thread_list)
 
     code_command.register(commands)
+    codec_command.register(commands)
     return parser
 
 
 async def _client(config: WeftConfig) -> Any:
     temporal = config.temporal
     return await connect(
-        temporal.address, namespace=temporal.namespace, api_key=temporal.api_key, tls=temporal.tls
+        temporal.address,
+        namespace=temporal.namespace,
+        api_key=temporal.api_key,
+        tls=temporal.tls,
+        keyring=load_keyring(config),
+        encrypt=config.codec.encrypt,
     )
 
 
