@@ -211,3 +211,32 @@ def test_browser_login_sets_a_cookie_the_ui_can_send(codec_server):
         assert http.post("/decode", content=body, headers=cookie).status_code == 200
         forged = http.post("/login", data={"token": "s3cret"}, headers={"Origin": "http://x"})
         assert forged.status_code == 403
+
+
+def test_cli_codec_key_prints_a_usable_key(capsys):
+    """`weft codec-key --id k9` prints an entry the keys parser accepts."""
+    from client.cli import run
+
+    assert run(["codec-key", "--id", "k9"]) == 0
+    entry = capsys.readouterr().out.strip()
+    assert _keyring(entry).key_ids == ["k9"]
+
+
+def test_cli_codec_server_without_keys_fails_clearly(capsys, monkeypatch, tmp_path: Path):
+    """`weft codec-server` with no keys exits 1 and says how to configure them."""
+    from client.cli import run
+
+    monkeypatch.setenv("WEFT_CONFIG", str(tmp_path / "none.yml"))
+    monkeypatch.delenv("WEFT_CODEC_KEYS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert run(["codec-server"]) == 1
+    assert "no encryption keys: set WEFT_CODEC_KEYS" in capsys.readouterr().err
+
+
+def test_codec_server_answers_an_empty_batch_with_a_payloads_list(codec_server):
+    """An empty batch comes back as `{"payloads": []}`, which the UI expects."""
+    with httpx.Client(base_url=codec_server.url) as http:
+        reply = http.post(
+            "/decode", content=b'{"payloads": []}', headers={"Authorization": "Bearer s3cret"}
+        )
+    assert reply.json() == {"payloads": []}

@@ -105,7 +105,8 @@ class CodecServer:
             result = self.codec.encode_sync(items, force=True)
         else:
             result = self.codec.decode_sync(items)
-        return json_format.MessageToJson(Payloads(payloads=result)).encode()
+        # Always a `payloads` list, also when empty (the UI reads it unconditionally).
+        return json.dumps({"payloads": [json_format.MessageToDict(p) for p in result]}).encode()
 
 
 class _Handler(BaseHTTPRequestHandler):
