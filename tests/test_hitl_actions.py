@@ -196,3 +196,24 @@ async def test_checked_update_names_what_is_wrong(start_worker, temporal_client,
     tool = next(m for m in worker.store.list_messages(handle.id) if m.role == "tool")
     assert "the human declined to answer: private" in tool.content
     await handle.signal("terminate", {})
+
+
+async def test_terminate_while_waiting_resolves_the_action(
+    start_worker, temporal_client, scripted_server
+):
+    """terminate ends a wait for a human: the action resolves as terminated, the tool aborts."""
+    worker = await start_worker(_ask_definitions(add_script(scripted_server, ASK_THEN_REPLY)))
+    handle = await start_thread(
+        temporal_client, worker.task_queue, messages=[{"role": "user", "content": "go"}]
+    )
+    action = await _pending(handle)
+    await handle.signal("terminate", {"reason": "nobody is around"})
+    await handle.result()
+    tool = next(m for m in worker.store.list_messages(handle.id) if m.role == "tool")
+    assert '"error_code":"aborted"' in tool.content
+    events = worker.store.read_events(handle.id, limit=1000)
+    (resolved,) = [e for e in events if e.type == "action.resolved"]
+    assert resolved.action_id == action["actionId"]
+    assert resolved.payload["decidedBy"] == "terminate"
+    final = await read(handle)
+    assert final.status == "cancelled" and final.pending_actions == []
