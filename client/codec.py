@@ -13,12 +13,12 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
 from temporalio.converter import DataConverter, PayloadCodec
 
 from activities.crypto import Keyring
+from contract.thread_env import carries_env
 
 EncryptMode = Literal["secrets", "all"]
 
@@ -26,30 +26,6 @@ ENCODING = b"binary/encrypted"
 KEY_ID_HEADER = "encryption-key-id"
 # Set by the payload converter on payloads that carry env; the codec encrypts those.
 SECRET_MARK = "weft-secret"
-# Field names (and their JSON aliases) whose values are env: secrets or scoped transfer data.
-_ENV_FIELDS = ("env", "scoped_env", "scopedEnv")
-# Deep enough for thread.init's result: result > snapshot > prompts > prompt > tools > tool.
-_MAX_DEPTH = 6
-
-
-def carries_env(value: Any, depth: int = _MAX_DEPTH) -> bool:
-    """Whether `value` holds a non-empty env field in a model, mapping or list, 6 levels deep."""
-    if depth <= 0:
-        return False
-    if isinstance(value, BaseModel):
-        fields: dict[str, Any] = {name: getattr(value, name) for name in type(value).model_fields}
-    elif isinstance(value, dict):
-        fields = value
-    elif isinstance(value, list | tuple):
-        return any(carries_env(item, depth - 1) for item in value)
-    else:
-        return False
-    for name, item in fields.items():
-        if name in _ENV_FIELDS and item:
-            return True
-        if isinstance(item, BaseModel | dict | list | tuple) and carries_env(item, depth - 1):
-            return True
-    return False
 
 
 class MarkingPayloadConverter(PydanticPayloadConverter):

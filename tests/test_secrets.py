@@ -26,6 +26,7 @@ from workers.codec_server import CodecServer
 
 SECRET = "sk-live-7f3a9c1e5b2d4a6f"
 TEXT_VALUE = "Reykjavik-text-env"
+AGENT_SECRET = "org-key-2b8e61d0c4"  # in the agent definition's env, so in its snapshot
 
 
 class CallArgs(BaseModel):
@@ -54,7 +55,9 @@ def _definitions(script: str) -> Definitions:
             ],
             tools=["call_api"],
         ),
-        define_agent(name="api_agent", sideA={"prompt": "api_prompt"}),
+        define_agent(
+            name="api_agent", sideA={"prompt": "api_prompt"}, env={"ORG_KEY": AGENT_SECRET}
+        ),
         define_tool(name="call_api", description="Call the API", args=CallArgs, execute=call_api),
     )
 
@@ -117,7 +120,7 @@ async def test_history_holds_no_plaintext_secret(
     )
     assert code == 0, err
     raw_texts = _texts(json.loads(raw))
-    assert not any(SECRET in t for t in raw_texts)
+    assert not any(SECRET in t or AGENT_SECRET in t for t in raw_texts)
     assert not any(TEXT_VALUE in t for t in raw_texts)  # the whole start input is sealed
     assert any("binary/encrypted" in t for t in raw_texts)
     history = await handle.fetch_history()
@@ -141,13 +144,14 @@ async def test_history_holds_no_plaintext_secret(
     assert code == 0, err
     decoded_texts = _texts(json.loads(decoded))
     assert any(TEXT_VALUE in t for t in decoded_texts)
+    assert any(AGENT_SECRET in t for t in decoded_texts)  # thread.init's result, decoded
     assert not any("binary/encrypted" in t for t in decoded_texts)
 
 
 async def test_store_holds_no_plaintext_env(
     start_worker, weft_config, dev_server, scripted_server, tmp_path: Path
 ):
-    """The thread row's env column is an AES-GCM envelope; the database files hold no secret."""
+    """Thread env and env-carrying snapshots are sealed; the database files hold no secret."""
     worker, handle, _script, _keys = await _run_secret_thread(
         start_worker, weft_config, dev_server, scripted_server
     )
@@ -157,8 +161,11 @@ async def test_store_holds_no_plaintext_env(
         )
     assert SECRET not in str(column) and TEXT_VALUE not in str(column)
     assert "$weftEncrypted" in str(column)
-    for file in tmp_path.glob("weft.db*"):
+    files = list(tmp_path.glob("weft.db*"))
+    assert files
+    for file in files:
         assert SECRET.encode() not in file.read_bytes(), file
+        assert AGENT_SECRET.encode() not in file.read_bytes(), file
     row = worker.store.get_thread(handle.id)
     assert row is not None and row.env["API_TOKEN"] == SECRET
 
@@ -171,7 +178,7 @@ async def test_model_never_sees_the_secret(start_worker, weft_config, dev_server
     requests = [r for r in scripted_server.requests if r["model"] == script]
     assert len(requests) == 2
     dumped = json.dumps(requests)
-    assert SECRET not in dumped
+    assert SECRET not in dumped and AGENT_SECRET not in dumped
     system = requests[0]["messages"][0]["content"]
     assert "[env API_TOKEN is secret]" in system and TEXT_VALUE in system
 
@@ -220,3 +227,48 @@ async def test_plain_json_start_and_query_still_work(
     init = next(e for e in scheduled if "thread.init" in json.dumps(e))
     assert SECRET not in "".join(_texts(init))
     assert "binary/encrypted" in "".join(_texts(init))
+
+
+async def test_cli_start_through_the_codec_server_is_encrypted(
+    start_worker, weft_config, dev_server, scripted_server
+):
+    """`temporal workflow start --codec-endpoint` seals the input; the thread runs on it."""
+    keys = f"k1:{new_key()}"
+    weft_config.codec.keys = keys
+    script = add_script(scripted_server, {"replies": [{"text": "Hello."}]})
+    worker = await start_worker(_definitions(script))
+    start = {
+        "agent": "api_agent",
+        "messages": [{"role": "user", "content": "hi"}],
+        "env": {"API_TOKEN": SECRET},
+    }
+    thread_id = f"thread-codec-{worker.task_queue}"
+    codec = EncryptionCodec(parse_keys([keys], source="test"))
+    with CodecServer(codec, token="t0ken", allow_origin="http://ui.test", port=0) as server:
+        code, _out, err = await temporal_cli(
+            dev_server.address,
+            "workflow",
+            "start",
+            "--type",
+            "AgentThread",
+            "--task-queue",
+            worker.task_queue,
+            "--workflow-id",
+            thread_id,
+            "--input",
+            json.dumps(start),
+            "--codec-endpoint",
+            server.url,
+            "--codec-auth",
+            "Bearer t0ken",
+        )
+    assert code == 0, err
+    handle = (await connect(dev_server.address)).get_workflow_handle(thread_id)
+    await wait_until(handle, idle_after(1))
+    code, raw, err = await temporal_cli(
+        dev_server.address, "workflow", "show", "--workflow-id", thread_id, "--output", "json"
+    )
+    assert code == 0, err
+    texts = _texts(json.loads(raw))
+    assert not any(SECRET in t for t in texts)
+    assert worker.store.get_thread(thread_id).env == {"API_TOKEN": SECRET}  # type: ignore[union-attr]

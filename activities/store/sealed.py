@@ -1,4 +1,8 @@
-"""Thread env at rest: the JSON column holds an AES-GCM envelope when keys are configured."""
+"""JSON columns at rest: an AES-GCM envelope instead of the value when keys are configured.
+
+Used for the thread row's env and for definition snapshots that carry env. Each envelope is
+bound to its row's id, so a sealed value copied to another row does not open.
+"""
 
 from __future__ import annotations
 
@@ -12,26 +16,26 @@ from activities.crypto import CryptoKeyError, Keyring
 ENVELOPE = "$weftEncrypted"
 
 
-def seal_env(env: dict[str, Any], keyring: Keyring | None, *, thread_id: str) -> dict[str, Any]:
-    """The column value for `env`: an envelope bound to the thread, or `env` without keys."""
-    if keyring is None or not env:
-        return env
-    plaintext = json.dumps(env, separators=(",", ":")).encode()
-    key_id, sealed = keyring.encrypt(plaintext, associated=thread_id.encode())
+def seal(value: dict[str, Any], keyring: Keyring | None, *, bound_to: str) -> dict[str, Any]:
+    """The column value for `value`: an envelope bound to `bound_to`, or `value` without keys."""
+    if keyring is None or not value:
+        return value
+    plaintext = json.dumps(value, separators=(",", ":")).encode()
+    key_id, sealed = keyring.encrypt(plaintext, associated=bound_to.encode())
     return {ENVELOPE: {"keyId": key_id, "data": base64.b64encode(sealed).decode()}}
 
 
-def open_env(column: dict[str, Any], keyring: Keyring | None, *, thread_id: str) -> dict[str, Any]:
-    """The env a column value holds; an envelope needs the key it was sealed with."""
+def unseal(column: dict[str, Any], keyring: Keyring | None, *, bound_to: str) -> dict[str, Any]:
+    """The value a column holds; an envelope needs the key it was sealed with."""
     envelope = column.get(ENVELOPE) if len(column) == 1 else None
     if not isinstance(envelope, dict):
         return column
     if keyring is None:
         raise CryptoKeyError(
-            f"thread {thread_id}: its env is encrypted with key {envelope.get('keyId')!r}, "
+            f"{bound_to}: stored encrypted with key {envelope.get('keyId')!r}, "
             "but no keys are configured; set WEFT_CODEC_KEYS"
         )
     sealed = base64.b64decode(envelope["data"])
-    plaintext = keyring.decrypt(str(envelope["keyId"]), sealed, associated=thread_id.encode())
+    plaintext = keyring.decrypt(str(envelope["keyId"]), sealed, associated=bound_to.encode())
     opened: dict[str, Any] = json.loads(plaintext)
     return opened

@@ -43,11 +43,12 @@ from activities.store.rows import (
     row_to_thread,
     thread_to_row,
 )
-from activities.store.sealed import open_env, seal_env
+from activities.store.sealed import seal, unseal
 from activities.store.tables import events, kv, messages, snapshots, threads
 from activities.store.urls import WRITE_OPTION, create_store_engine
 from contract.events import Event
 from contract.messages import Message
+from contract.thread_env import carries_env
 
 T = TypeVar("T")
 
@@ -293,7 +294,12 @@ class Store:
     # -- definition snapshots -------------------------------------------------------------
 
     def put_snapshot(self, snapshot_id: str, data: dict[str, Any]) -> None:
-        """Store a content-addressed snapshot; storing the same id again changes nothing."""
+        """Store a content-addressed snapshot; storing the same id again changes nothing.
+
+        A snapshot whose definitions carry env is sealed when keys are configured.
+        """
+        if carries_env(data):
+            data = seal(data, self._keyring, bound_to=f"snapshot {snapshot_id}")
         statement = (
             self._insert(snapshots)
             .values(snapshot_id=snapshot_id, data=data, created_at=datetime.now(UTC))
@@ -307,14 +313,16 @@ class Store:
         query = select(snapshots.c.data).where(snapshots.c.snapshot_id == snapshot_id)
         with self._engine.connect() as connection:
             data: dict[str, Any] | None = connection.scalar(query)
-            return data
+        if data is None:
+            return None
+        return unseal(data, self._keyring, bound_to=f"snapshot {snapshot_id}")
 
     # -- thread rows ----------------------------------------------------------------------
 
     def upsert_thread(self, row: ThreadRow) -> None:
         """Insert the row, or update every column of it but `created_at`."""
         values = thread_to_row(row)
-        values["env"] = seal_env(row.env, self._keyring, thread_id=row.thread_id)
+        values["env"] = seal(row.env, self._keyring, bound_to=f"thread {row.thread_id}")
         changed = {k: v for k, v in values.items() if k not in ("thread_id", "created_at")}
         statement = (
             self._insert(threads)
@@ -347,7 +355,7 @@ class Store:
 
     def _thread(self, row: RowMapping) -> ThreadRow:
         thread = row_to_thread(row)
-        thread.env = open_env(thread.env, self._keyring, thread_id=thread.thread_id)
+        thread.env = unseal(thread.env, self._keyring, bound_to=f"thread {thread.thread_id}")
         return thread
 
     # -- plumbing -------------------------------------------------------------------------
