@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -272,3 +273,29 @@ async def test_cli_start_through_the_codec_server_is_encrypted(
     texts = _texts(json.loads(raw))
     assert not any(SECRET in t for t in texts)
     assert worker.store.get_thread(thread_id).env == {"API_TOKEN": SECRET}  # type: ignore[union-attr]
+
+
+async def test_worker_without_the_key_fails_the_task_naming_the_key(
+    start_worker, weft_config, dev_server, scripted_server
+):
+    """A worker lacking the start input's key records a workflow task failure naming it."""
+    weft_config.codec.keys = f"other:{new_key()}"
+    script = add_script(scripted_server, {"replies": [{"text": "Hello."}]})
+    worker = await start_worker(_definitions(script))
+    client = await connect(dev_server.address, keyring=parse_keys([f"k1:{new_key()}"], source="t"))
+    handle = await start_thread(
+        client, worker.task_queue, agent="api_agent", env={"API_TOKEN": SECRET}
+    )
+    deadline = asyncio.get_running_loop().time() + 30
+    failures: list[str] = []
+    while not failures:
+        assert asyncio.get_running_loop().time() < deadline, "no workflow task failure recorded"
+        await asyncio.sleep(0.1)
+        history = await handle.fetch_history()
+        failures = [
+            e.workflow_task_failed_event_attributes.failure.message
+            for e in history.events
+            if e.HasField("workflow_task_failed_event_attributes")
+        ]
+    assert "key 'k1', which is not configured (configured: other)" in failures[0]
+    await handle.terminate()
