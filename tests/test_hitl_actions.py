@@ -10,6 +10,7 @@ from support import add_script, agent_definitions, idle_after, read, start_threa
 from temporalio.client import WorkflowUpdateFailedError
 
 from activities.definitions import Definitions, define_agent, define_model, define_prompt
+from client import actions
 
 ASK_THEN_REPLY = {
     "replies": [
@@ -51,34 +52,27 @@ async def test_ask_human_answer_becomes_the_tool_result(
         "Which city?",
         ["answer", "deny"],
     )
-    listed = [
-        w.id
-        async for w in temporal_client.list_workflows(
-            f"WorkflowId = '{handle.id}' AND WeftAwaitingAction = 'ask_human'"
-        )
-    ]
     # Visibility is eventually consistent; the flag is asserted once it is indexed.
     for _ in range(100):
-        if listed:
+        if handle.id in await actions.waiting_threads(temporal_client, "ask_human"):
             break
         await asyncio.sleep(0.1)
-        listed = [
-            w.id
-            async for w in temporal_client.list_workflows(
-                f"WorkflowId = '{handle.id}' AND WeftAwaitingAction = 'ask_human'"
-            )
-        ]
-    assert listed == [handle.id]
+    assert handle.id in await actions.waiting_threads(temporal_client, agent="helper")
+    assert handle.id not in await actions.waiting_threads(temporal_client, "tool_permission")
     (required,) = [
         e for e in worker.store.read_events(handle.id, limit=1000) if e.type == "action.required"
     ]
     assert required.action_id == action["actionId"]
     assert required.payload["actionType"] == "ask_human"
-    await handle.execute_update(
-        "respond_action_checked",
-        {"actionId": action["actionId"], "decision": "answer", "answer": "Lisbon"},
-    )
+    answer = actions.response(action["actionId"], "answer", answer="Lisbon")
+    result = await actions.respond_checked(temporal_client, handle.id, answer)
+    assert (result.action_id, result.decision) == (action["actionId"], "answer")
     await wait_until(handle, idle_after(1))
+    for _ in range(100):  # the flag is cleared once the answer is in
+        if handle.id not in await actions.waiting_threads(temporal_client):
+            break
+        await asyncio.sleep(0.1)
+    assert handle.id not in await actions.waiting_threads(temporal_client)
     tool = next(m for m in worker.store.list_messages(handle.id) if m.role == "tool")
     assert tool.tool_status == "success" and '"result":"Lisbon"' in tool.content
     resolved = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from pathlib import Path
@@ -44,6 +45,16 @@ async def test_cli_approval_after_worker_restart(tmp_path, dev_server, temporal_
         waiting = await wait_until(handle, lambda s: bool(s.pending_actions), timeout=60)
         assert waiting.status == "waiting_permission"
         action_id = waiting.pending_actions[0]["actionId"]
+        query = f"WorkflowId = '{handle.id}' AND WeftAwaitingAction = 'tool_permission'"
+        for _ in range(100):  # visibility is eventually consistent
+            code, out, err = await temporal_cli(
+                dev_server.address, "workflow", "list", "--query", query, "-o", "json"
+            )
+            assert code == 0, err
+            if handle.id in out:
+                break
+            await asyncio.sleep(0.1)
+        assert handle.id in out, "the waiting thread is not listed by WeftAwaitingAction"
         await first.kill()
         await second.start()
         code, out, err = await temporal_cli(

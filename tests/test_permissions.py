@@ -176,3 +176,41 @@ async def test_plan_mode_denies_without_an_allow_rule(
     assert "mode 'plan' runs no tool without an allow rule" in note
     assert worker.store.get_value(handle.id, "notes") is None
     await handle.signal("terminate", {})
+
+
+@pytest.mark.parametrize(
+    ("agent_extra", "prompt_tools", "fragment"),
+    [
+        ("permissions: {mode: yolo}", "[weather]", "field 'permissions.mode'"),
+        (
+            "permissions: {rules: [{tool: weather, decision: maybe}]}",
+            "[weather]",
+            "field 'permissions.rules.0.decision'",
+        ),
+        ("permissions: {askTimeoutSeconds: 0}", "[weather]", "permissions.askTimeoutSeconds"),
+        (
+            "",
+            "[{name: ask_human, options: {timeoutSeconds: -1}}]",
+            "tools[0].options: field 'timeoutSeconds'",
+        ),
+    ],
+)
+def test_bad_policies_fail_naming_the_field(tmp_path, agent_extra, prompt_tools, fragment):
+    """A malformed permission policy or ask_human option fails at load, naming the field."""
+    from activities.definitions import DefinitionError, load_directory
+
+    for folder in ("models", "prompts", "agents", "tools"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "models" / "m.yaml").write_text("provider: scripted\nmodel: x\n")
+    (tmp_path / "prompts" / "p.yaml").write_text(
+        f"toolDescription: t\nmodel: m\nprompt: hi\ntools: {prompt_tools}\n"
+    )
+    (tmp_path / "agents" / "a.yaml").write_text(f"sideA: {{prompt: p}}\n{agent_extra}\n")
+    (tmp_path / "tools" / "weather.py").write_text(
+        "from support import CityArgs, weather\n"
+        "from activities.definitions import define_tool\n"
+        "tool = define_tool(description='w', args=CityArgs, execute=weather)\n"
+    )
+    with pytest.raises(DefinitionError) as failed:
+        load_directory(tmp_path).validate()
+    assert fragment in str(failed.value)

@@ -272,22 +272,26 @@ class HumanGate:
                 else None,
             )
         except TimeoutError:
-            decision: Decision = "deny"
-            if action.on_timeout == "answer":
-                decision = "answer"
-            elif action.on_timeout == "approve":
-                decision = "approve"
-            mem.resolved_actions[action_id] = self._resolution(
-                action, decision, "timeout", answer=default if decision == "answer" else None
-            )
-            mem.incident("action_timeout", f"{action.kind} {action_id} timed out", **ids)
+            pass
+        # An answer that arrived in the same activation as the timer or terminate wins.
         if action_id not in mem.resolved_actions:
-            mem.resolved_actions[action_id] = self._resolution(action, "deny", "terminate")
+            if host.is_terminated():
+                mem.resolved_actions[action_id] = self._resolution(action, "deny", "terminate")
+            else:
+                mem.resolved_actions[action_id] = self._timed_out(action, default)
+                mem.incident("action_timeout", f"{action.kind} {action_id} timed out", **ids)
         resolution = mem.resolved_actions[action_id]
         del mem.pending_actions[action_id]
         host.set_waiting(None)
         mem.emit("action.resolved", _resolved_payload(action, resolution), **ids)
         return resolution
+
+    def _timed_out(self, action: PendingAction, default: Any) -> ActionResolution:
+        if action.on_timeout == "answer":
+            return self._resolution(action, "answer", "timeout", answer=default)
+        if action.on_timeout == "approve":
+            return self._resolution(action, "approve", "timeout")
+        return self._resolution(action, "deny", "timeout")
 
     def _resolution(
         self, action: PendingAction, decision: Decision, by: Any, *, answer: Any = None
