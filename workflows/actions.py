@@ -146,8 +146,10 @@ class HumanGate:
         prompt = self._snapshot.prompts[self._snapshot.agent.side(side).prompt]
         policy = effective_policy(self._snapshot.agent, prompt)
         spec = self._snapshot.tools.get(call.function.name)
-        if policy is None or (spec is not None and spec.builtin):
-            return None  # no policy, or a runtime tool (lifecycle tools, ask_human)
+        if policy is None or spec is None or spec.builtin:
+            # No policy; an unknown tool (tool.call answers it with an error); or a runtime
+            # tool (lifecycle tools, ask_human).
+            return None
         mem, name = self._mem, call.function.name
         args, _ = _args(call)
         verdict = evaluate(policy, name, args, mem.session_allowed_tools)

@@ -65,7 +65,9 @@ def effective_policy(agent: AgentDef, prompt: PromptDef) -> EffectivePolicy | No
         return None
     mode: PermissionMode = next((p.mode for _, p in present if p.mode), "default")
     timeout = next((p.ask_timeout_seconds for _, p in present if p.ask_timeout_seconds), None)
-    on_timeout = present[0][1].on_timeout
+    on_timeout = next(
+        (p.on_timeout for _, p in present if "on_timeout" in p.model_fields_set), "deny"
+    )
     rules = tuple((origin, i, rule) for origin, p in present for i, rule in enumerate(p.rules))
     return EffectivePolicy(mode, rules, timeout, on_timeout)
 
