@@ -19,6 +19,7 @@ from activities.clock import now_iso, now_micros
 from activities.context import project_messages, render_prompt
 from activities.providers import ChatProvider, ChatReply, ChatRequest
 from activities.snapshots import SnapshotCache
+from activities.spill import spill_if_large
 from activities.store import Store
 from activities.streaming import DeltaBatcher, Heartbeater
 from contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult, Usage
@@ -178,9 +179,14 @@ class ModelActivities:
             turn_id=call.turn_id,
             metadata={"model": model.name, "stepId": call.step_id},
         )
+        returned, spilled = spill_if_large(
+            message,
+            ids={"session_id": call.session_id, "turn_id": call.turn_id, "step_id": call.step_id},
+        )
         self._store.record(
             [message],
             [
+                *filter(None, [spilled]),
                 self._event(
                     call,
                     ids,
@@ -196,11 +202,11 @@ class ModelActivities:
                         "costUsd": cost,
                         "durationMs": duration_ms,
                     },
-                )
+                ),
             ],
         )
         return ModelCallResult(
-            message=message,
+            message=returned,
             usage=usage,
             cost_usd=cost,
             model=model.name,

@@ -20,6 +20,7 @@ from activities.clock import now_iso, now_micros
 from activities.definitions import Definitions, FunctionTool
 from activities.sandbox import SandboxPool
 from activities.snapshots import SnapshotCache
+from activities.spill import spill_if_large
 from activities.store import Store
 from activities.streaming import Heartbeater
 from activities.tool_state import ThreadState
@@ -92,8 +93,17 @@ class ToolActivities:
                 "errorCode": result.error_code,
             },
         )
-        await asyncio.to_thread(self._store.record, [message], [done])
-        return ToolCallResult(message=message, intents=state.intents)
+        returned, spilled = spill_if_large(
+            message,
+            ids={
+                "session_id": call.session_id,
+                "turn_id": call.turn_id,
+                "step_id": call.step_id,
+                "tool_call_id": call.tool_call.id,
+            },
+        )
+        await asyncio.to_thread(self._store.record, [message], [done, *filter(None, [spilled])])
+        return ToolCallResult(message=returned, intents=state.intents)
 
     async def _run(
         self, call: ToolCallInput, snapshot: DefinitionSnapshot, state: ThreadState

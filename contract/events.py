@@ -40,6 +40,7 @@ class Event(CamelModel):
     subagent_id: str | None = None
     model_request_id: str | None = None
     queue_id: str | None = None
+    output_ref: str | None = None
     status: str | None = None
     payload: Any = None
     refs: dict[str, Any] | None = Field(default=None)
