@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from google.protobuf.json_format import MessageToJson
 from pydantic import BaseModel
+from support import add_script, agent_definitions, idle_after, start_thread, wait_until
 from temporalio.api.history.v1 import History
 
 from activities.definitions import define_tool
 from activities.spill import SPILL_THRESHOLD_BYTES
-from support import add_script, agent_definitions, idle_after, start_thread, wait_until
 
 FIVE_MB = 5 * 1024 * 1024
 
