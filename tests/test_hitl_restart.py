@@ -1,4 +1,7 @@
-"""A thread waiting for approval survives its worker's death and is answered by the CLI."""
+"""A thread waiting for approval survives its worker's death and is answered by the CLI.
+
+Its pending action and its queue are rebuilt from history by the next worker.
+"""
 
 from __future__ import annotations
 
@@ -55,8 +58,15 @@ async def test_cli_approval_after_worker_restart(tmp_path, dev_server, temporal_
                 break
             await asyncio.sleep(0.1)
         assert handle.id in out, "the waiting thread is not listed by WeftAwaitingAction"
+        await temporal_client.get_workflow_handle(handle.id).signal(
+            "queue_message", {"role": "user", "content": "and one more thing"}
+        )
+        queued = (await wait_until(handle, lambda s: len(s.queue) == 1)).queue
         await first.kill()
         await second.start()
+        # The new worker rebuilt the thread from history: same action, same queue.
+        rebuilt = await read(handle)
+        assert rebuilt.queue == queued and rebuilt.pending_actions == waiting.pending_actions
         code, out, err = await temporal_cli(
             dev_server.address,
             "workflow",
@@ -73,8 +83,9 @@ async def test_cli_approval_after_worker_restart(tmp_path, dev_server, temporal_
         assert state.pending_actions == [] and state.stop_reason == "stop_on_response"
         assert store.get_value(handle.id, "runs") == 1
         messages = store.list_messages(handle.id)
-        assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
-        assert messages[-1].content == "The note is written."
+        # The queued message was injected before the next model call, after the tool ran.
+        assert [m.role for m in messages] == ["user", "assistant", "tool", "user", "assistant"]
+        assert messages[-1].content == "Noted, and the extra request too."
         events = store.read_events(handle.id, limit=10_000)
         resolved = [e.payload for e in events if e.type == "permission.resolved"]
         assert resolved == [
