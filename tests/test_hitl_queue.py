@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 from support import add_script, agent_definitions, idle_after, read, start_thread, wait_until
 from temporalio.api.enums.v1 import EventType
+
+EVENT_SCHEMA = (
+    Path(__file__).resolve().parents[1].parent
+    / "shared"
+    / "specs"
+    / "agentruntime"
+    / "agentruntime-event.schema.json"
+)
 
 SLOW_THEN_QUICK = {
     "turns": [
@@ -27,6 +38,16 @@ async def _until_event(worker: Any, thread_id: str, event_type: str) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"no {event_type} event for {thread_id}")
+
+
+def _assert_events_valid(worker: Any, thread_id: str) -> None:
+    validator = jsonschema.Draft202012Validator(
+        json.loads(EVENT_SCHEMA.read_text()),
+        format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER,
+    )
+    for event in worker.store.read_events(thread_id, limit=10_000):
+        errors = list(validator.iter_errors(event.to_wire()))
+        assert not errors, f"{event.type} is invalid: {errors[0].message}"
 
 
 def _queue_actions(worker: Any, thread_id: str) -> list[str]:
@@ -79,6 +100,7 @@ async def test_interrupt_cancels_the_in_flight_model_call(
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED
     ]
     assert cancelled == ["model.call"]
+    _assert_events_valid(worker, handle.id)
     await handle.signal("terminate", {})
 
 
@@ -102,6 +124,7 @@ async def test_reject_policy_refuses_while_busy(start_worker, temporal_client, s
     assert accepted["status"] == "accepted"
     await wait_until(handle, idle_after(2))
     assert _queue_actions(worker, handle.id).count("rejected") == 1
+    _assert_events_valid(worker, handle.id)
     await handle.signal("terminate", {})
 
 
@@ -127,4 +150,5 @@ async def test_remove_and_promote_queued_turns(start_worker, temporal_client, sc
     assert users == ["slow please", "third", "second"]
     actions = _queue_actions(worker, handle.id)
     assert actions.count("promoted") == 1 and actions.count("removed") == 1
+    _assert_events_valid(worker, handle.id)
     await handle.signal("terminate", {})
