@@ -40,6 +40,12 @@ MALFORMED_SIGNALS = [
 ]
 
 
+async def _signal(address: str, thread_id: str, name: str, *extra: str) -> tuple[int, str, str]:
+    return await temporal_cli(
+        address, "workflow", "signal", "--workflow-id", thread_id, "--name", name, *extra
+    )
+
+
 async def test_malformed_signals_never_break_a_thread(
     start_worker, temporal_client, scripted_server, dev_server, tmp_path
 ):
@@ -49,40 +55,12 @@ async def test_malformed_signals_never_break_a_thread(
     handle = await start_thread(temporal_client, worker.task_queue)
     await wait_until(handle, lambda s: s.status == "waiting_input")
     for name, payload, _ in MALFORMED_SIGNALS:
-        code, _, err = await temporal_cli(
-            dev_server.address,
-            "workflow",
-            "signal",
-            "--workflow-id",
-            handle.id,
-            "--name",
-            name,
-            "--input",
-            payload,
-        )
+        code, _, err = await _signal(dev_server.address, handle.id, name, "--input", payload)
         assert code == 0, err
     huge = tmp_path / "huge.json"
     huge.write_text(json.dumps({"role": "user", "content": "x" * 300_000}))
-    await temporal_cli(
-        dev_server.address,
-        "workflow",
-        "signal",
-        "--workflow-id",
-        handle.id,
-        "--name",
-        "queue_message",
-        "--input-file",
-        str(huge),
-    )
-    await temporal_cli(
-        dev_server.address,
-        "workflow",
-        "signal",
-        "--workflow-id",
-        handle.id,
-        "--name",
-        "queue_message",
-    )  # no payload at all
+    await _signal(dev_server.address, handle.id, "queue_message", "--input-file", str(huge))
+    await _signal(dev_server.address, handle.id, "queue_message")  # no payload at all
     expected = len(MALFORMED_SIGNALS) + 2
     await wait_until(handle, lambda s: s.warnings == expected)
     await handle.signal("queue_message", {"role": "user", "content": "are you ok?"})
@@ -152,16 +130,8 @@ async def test_terminate_cancels_in_flight_and_closes(
         messages=[{"role": "user", "content": "slow please"}],
     )
     await wait_until(handle, lambda s: s.status == "running")
-    code, _, err = await temporal_cli(
-        dev_server.address,
-        "workflow",
-        "signal",
-        "--workflow-id",
-        handle.id,
-        "--name",
-        "terminate",
-        "--input",
-        '{"reason": "user left"}',
+    code, _, err = await _signal(
+        dev_server.address, handle.id, "terminate", "--input", '{"reason": "user left"}'
     )
     assert code == 0, err
     result = ThreadResult.model_validate(await handle.result())
