@@ -117,6 +117,11 @@ class MessagePage(CamelModel):
 
     messages: list[MessageMeta]
     next_cursor: int | None = None
+    oldest_position: int | None = Field(
+        default=None,
+        description="the oldest position the thread still indexes; older metadata is "
+        "in the store (the index keeps a recent window across continue-as-new)",
+    )
 
 
 class MessageMeta(CamelModel):

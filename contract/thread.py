@@ -6,7 +6,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from contract.messages import QueuedMessage
+from contract.actions import ActionResolution, PendingAction
+from contract.definitions import DefinitionSnapshot
+from contract.messages import MessageMeta, QueuedMessage, QueuedTool, Side
 from contract.wire import CamelModel
 
 WORKFLOW_TYPE = "AgentThread"
@@ -59,6 +61,26 @@ class ThreadOptions(CamelModel):
     )
     model_max_attempts: int = Field(default=5, ge=1)
     tool_max_attempts: int = Field(default=3, ge=1)
+    continue_as_new_events: int = Field(
+        default=4000,
+        ge=20,
+        le=40_000,
+        description="continue as new at the next safe point once a run's history has this "
+        "many events (Temporal's hard limit is 51,200)",
+    )
+    continue_as_new_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        ge=64 * 1024,
+        le=40 * 1024 * 1024,
+        description="the same, by history size in bytes (Temporal's hard limit is 50 MB)",
+    )
+    payload_budget_bytes: int = Field(
+        default=1536 * 1024,
+        ge=16 * 1024,
+        le=1900 * 1024,
+        description="the largest encoded payload the thread schedules (Temporal's limit is "
+        "2 MB); bigger ones become typed errors",
+    )
 
 
 class ParentLink(CamelModel):
@@ -78,6 +100,9 @@ class ThreadStartInput(CamelModel):
     user_id: str | None = None
     parent: ParentLink | None = None
     options: ThreadOptions = Field(default_factory=ThreadOptions)
+    carry_over: ThreadCarryOver | None = Field(
+        default=None, description="set by the thread itself when it continues as new"
+    )
 
 
 class QueuedItem(CamelModel):
@@ -102,6 +127,7 @@ class Counters(CamelModel):
     side_b_steps: int = 0
     side_a_turns: int = 0
     side_b_turns: int = 0
+    runs: int = Field(default=1, description="workflow runs so far (continue-as-new)")
 
 
 class UsageTotals(CamelModel):
@@ -154,3 +180,53 @@ class ThreadResult(CamelModel):
     reason: str | None
     counters: Counters
     usage: UsageTotals
+
+
+class CarriedQueueEntry(CamelModel):
+    """One queued message or tool, carried into the next run as it was."""
+
+    queue_id: str
+    turn_id: str
+    enqueued_at: str
+    message: QueuedMessage | None = None
+    tool: QueuedTool | None = None
+
+
+class TurnCursor(CamelModel):
+    """A turn that continued as new between two of its steps, so the next run resumes it."""
+
+    side: Side
+    turn_id: str
+    side_steps: int = Field(ge=0, description="steps the side took in this turn so far")
+
+
+class ThreadCarryOver(CamelModel):
+    """What a thread carries into its next run when it continues as new.
+
+    Content stays in the store; this holds the queue (with its messages), ids, counters
+    and the definitions snapshot, which is never taken again. The message index is the
+    most recent window only; older metadata is in the store.
+    """
+
+    snapshot: DefinitionSnapshot
+    status: ThreadStatus
+    queue: list[CarriedQueueEntry] = Field(default_factory=list)
+    index: list[MessageMeta] = Field(default_factory=list)
+    index_base: int = Field(default=0, ge=0, description="index entries left to the store")
+    counters: Counters = Field(default_factory=Counters)
+    usage: UsageTotals = Field(default_factory=UsageTotals)
+    cost_unknown: bool = False
+    warnings: int = 0
+    incidents: list[dict[str, Any]] = Field(default_factory=list)
+    pending_actions: list[PendingAction] = Field(default_factory=list)
+    resolved_actions: list[ActionResolution] = Field(default_factory=list)
+    session_allowed_tools: list[str] = Field(default_factory=list)
+    children: list[dict[str, Any]] = Field(default_factory=list)
+    stop_reason: StopReason | None = None
+    last_outcome: str | None = None
+    terminated_at: str | None = None
+    terminate_reason: str | None = None
+    turn: TurnCursor | None = None
+
+
+ThreadStartInput.model_rebuild()

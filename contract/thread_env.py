@@ -47,8 +47,9 @@ def model_visible(env: dict[str, EnvEntry], name: str) -> str:
 
 # Field names (and their JSON aliases) whose values are env: secrets or scoped transfer data.
 _ENV_FIELDS = ("env", "scoped_env", "scopedEnv")
-# Deep enough for thread.init's result: result > snapshot > prompts > prompt > tools > tool.
-_MAX_DEPTH = 6
+# Deep enough for thread.init's result (result > snapshot > prompts > prompt > tools > tool)
+# and for a continued run's start input (start > carry_over > snapshot > ... > tool).
+_MAX_DEPTH = 8
 
 
 def carries_env(value: Any, depth: int = _MAX_DEPTH) -> bool:

@@ -58,6 +58,17 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "model_error_then_fallback": {"replies": [{"error": {"status": 400, "body": "bad"}}]},
 }
 
+# Continue-as-new: a 12-step turn with a tiny event threshold, so the thread continues as
+# new between steps and again when idle; every run's history is recorded.
+LONG_THREAD = "continued_as_new"
+LONG_SCRIPT: dict[str, Any] = {
+    "replies": [
+        {"tool_calls": [{"name": "note", "arguments": {"text": "n"}}], "repeat": 12},
+        {"text": "all noted"},
+        {"text": "still here"},
+    ]
+}
+
 # Human-in-the-loop scenarios: (script, extra agent_definitions arguments).
 HITL: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "hitl_ask_and_approve": (
@@ -109,6 +120,8 @@ async def record(out: Path, only: set[str]) -> None:
             for name, script in SCENARIOS.items():
                 if not only or name in only:
                     await _scenario(client, scripted, dev.address, name, script, out)
+            if not only or LONG_THREAD in only:
+                await _long_thread(client, scripted, dev.address, out)
             for name, (script, extra) in HITL.items():
                 if not only or name in only:
                     await _scenario(client, scripted, dev.address, name, script, out, extra)
@@ -174,6 +187,43 @@ async def _scenario(
         history = await handle.fetch_history()
         (out / f"{name}.json").write_text(history.to_json())
         print(f"recorded {name}: {len(history.events)} events")
+
+
+async def _long_thread(client: Any, scripted: ScriptedModelServer, address: str, out: Path) -> None:
+    from support import run_histories
+
+    tmp = Path(f"/tmp/weft-record-{uuid.uuid4().hex[:8]}")
+    config = WeftConfig(
+        store=StoreConfig(url=f"sqlite:///{tmp / 'weft.db'}"),
+        definitions=str(tmp / "none"),
+        providers={"scripted": ProviderConfig(kind="scripted")},
+        root=tmp,
+    )
+    config.temporal.address = address
+    model = add_script(scripted, LONG_SCRIPT)
+    async with AgentWorker(
+        client,
+        config,
+        definitions=agent_definitions(model),
+        task_queue=f"record-{LONG_THREAD}",
+        scripted=scripted,
+    ) as worker:
+        started = await start_thread(
+            client,
+            worker.task_queue,
+            options={"modelMaxAttempts": 1, "continueAsNewEvents": 30},
+            messages=[{"role": "user", "content": "hello"}],
+        )
+        handle = client.get_workflow_handle(started.id)  # follows the newest run
+        await wait_until(handle, idle_after(1), timeout=60)
+        await handle.signal("queue_message", {"role": "user", "content": "are you there?"})
+        await wait_until(handle, idle_after(2), timeout=60)
+        await handle.signal("terminate", {"reason": "recorded"})
+        await handle.result()
+        runs = await run_histories(client, started.id, started.first_execution_run_id)
+        for i, history in enumerate(runs, start=1):
+            (out / f"{LONG_THREAD}_run{i}.json").write_text(history.to_json())
+            print(f"recorded {LONG_THREAD} run {i}: {len(history.events)} events")
 
 
 async def _drive_hitl(name: str, handle: Any) -> None:

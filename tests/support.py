@@ -178,3 +178,22 @@ async def run_js(state: Any, args: CodeArgs) -> Any:
     """Runs model-written code in the runCode sandbox and returns its result."""
     result = await state.run_code(args.source, {"language": "javascript"})
     return result.model_dump(by_alias=True, exclude_none=True)
+
+
+async def run_histories(client: Client, workflow_id: str, first_run_id: str) -> list[Any]:
+    """The history of every run of a workflow, following its continue-as-new chain."""
+    from temporalio.api.enums.v1 import EventType
+
+    histories = []
+    run_id: str | None = first_run_id
+    while run_id:
+        history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+        histories.append(history)
+        last = history.events[-1]
+        continued = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+        run_id = (
+            last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+            if last.event_type == continued
+            else None
+        )
+    return histories

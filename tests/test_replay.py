@@ -26,6 +26,8 @@ def test_histories_are_committed():
         "queued_while_busy",
         "terminated_mid_call",
         "model_error_then_fallback",
+        "continued_as_new_run1",
+        "continued_as_new_run2",
     } <= names
 
 

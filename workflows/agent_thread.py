@@ -34,11 +34,13 @@ from contract.thread import (
     WORKFLOW_TYPE,
     ThreadResult,
     ThreadStartInput,
+    TurnCursor,
 )
 from contract.validation import describe_validation_error
-from workflows import search_attributes
+from workflows import continuation, search_attributes
 from workflows.control_plane import ControlPlane
-from workflows.outbox import flush
+from workflows.outbox import flush, persist_first
+from workflows.payload_budget import encoded_size, megabytes
 from workflows.stop_rules import StepFacts, Stop, evaluate_step, session_turns_exhausted
 from workflows.thread_state import QueueEntry, ThreadMemory
 from workflows.tool_runner import ToolRunner
@@ -50,21 +52,30 @@ class AgentThreadWorkflow(ControlPlane):
 
     # ---- lifecycle -------------------------------------------------------------------
 
-    @workflow.run
-    async def run(self, start: Any = None) -> ThreadResult:
-        # The start input is validated here, not by the converter: a decode failure in the
-        # converter would fail the workflow task forever instead of failing the thread.
+    @workflow.init
+    def __init__(self, start: Any = None) -> None:
+        # Everything handlers need is in place before any of them runs: signals that
+        # arrived while the previous run continued as new come with this run's first task.
+        super().__init__()
+        self._start_error: ApplicationError | None = None
         try:
             self._start = ThreadStartInput.model_validate(start)
         except ValidationError as err:
-            raise ApplicationError(
+            # The start input is validated here, not by the converter: a decode failure in
+            # the converter would fail the workflow task forever instead of the thread.
+            self._start_error = ApplicationError(
                 f"invalid AgentThread start input: {describe_validation_error(err)}",
                 type="InvalidStartInput",
                 non_retryable=True,
-            ) from None
+            )
+            return
         mem = self._mem = ThreadMemory(
             thread_id=workflow.info().workflow_id, session_id=self._start.session_id
         )
+        if self._start.carry_over is not None:
+            # A continued run: the same thread, so no new snapshot and no thread.started.
+            continuation.restore(self, self._start.carry_over)
+            return
         for message in self._start.messages:
             self._enqueue(
                 QueueEntry(mem.new_id("q"), mem.new_id("turn"), mem.timestamp(), message=message)
@@ -72,8 +83,18 @@ class AgentThreadWorkflow(ControlPlane):
         mem.emit(
             "thread.started", {"agent": self._start.agent, "parentThreadId": self._parent_id()}
         )
-        await self._init()
+
+    @workflow.run
+    async def run(self, start: Any = None) -> ThreadResult:
+        if self._start_error is not None:
+            raise self._start_error
+        mem, carried = self._require_mem(), self._require_start().carry_over
+        if carried is None:
+            await self._init()
+        elif carried.turn is not None and not self._terminated_at:
+            await self._run_session(resume=carried.turn)
         while not self._terminated_at:
+            await self._continue_as_new_if_due(None)  # a safe point: idle
             await workflow.wait_condition(lambda: bool(mem.queue) or bool(self._terminated_at))
             if self._terminated_at:
                 break
@@ -139,18 +160,28 @@ class AgentThreadWorkflow(ControlPlane):
 
     # ---- the session and its steps ---------------------------------------------------
 
-    async def _run_session(self) -> None:
+    async def _run_session(self, resume: TurnCursor | None = None) -> None:
+        """Run turns until the session stops; `resume` continues a turn of an earlier run."""
         mem, snapshot = self._require_mem(), self._require_snapshot()
-        head = mem.queue[0]
         side: Side = "a"
-        if snapshot.agent.type == "dual_ai" and head.message and head.message.role == "assistant":
-            side = "b"
-        turn_id = head.turn_id
-        mem.counters.session_steps = mem.counters.side_a_turns = mem.counters.side_b_turns = 0
-        self._stop_reason = None
+        if resume is not None:
+            side, turn_id, resumed_steps = resume.side, resume.turn_id, resume.side_steps
+        else:
+            head = mem.queue[0]
+            if (
+                snapshot.agent.type == "dual_ai"
+                and head.message
+                and head.message.role == "assistant"
+            ):
+                side = "b"
+            turn_id, resumed_steps = head.turn_id, None
+            mem.counters.session_steps = mem.counters.side_a_turns = 0
+            mem.counters.side_b_turns = 0
+            self._stop_reason = None
         self._set_status("running")
         while not self._terminated_at:
-            stop = await self._run_turn(side, turn_id)
+            stop = await self._run_turn(side, turn_id, resumed_steps)
+            resumed_steps = None
             if stop is None or stop.scope == "session" or snapshot.agent.type == "ai_human":
                 break
             if session_turns_exhausted(
@@ -167,12 +198,18 @@ class AgentThreadWorkflow(ControlPlane):
             self._emit_snapshot()
             await flush(mem, thread_row=self.thread_row())
 
-    async def _run_turn(self, side: Side, turn_id: str) -> Stop | None:
-        """Run steps of one side until a stop; None when the turn failed or was aborted."""
+    async def _run_turn(
+        self, side: Side, turn_id: str, resumed_steps: int | None = None
+    ) -> Stop | None:
+        """Run steps of one side until a stop; None when the turn failed or was aborted.
+
+        `resumed_steps` continues a turn the previous run began (and announced).
+        """
         mem = self._require_mem()
         self._active_turn, self._active_side = turn_id, side
-        mem.emit("turn.started", {"side": side}, turn_id=turn_id)
-        side_steps = 0
+        if resumed_steps is None:
+            mem.emit("turn.started", {"side": side}, turn_id=turn_id)
+        side_steps = resumed_steps or 0
         while not self._terminated_at:
             side_steps += 1
             mem.counters.steps += 1
@@ -183,6 +220,10 @@ class AgentThreadWorkflow(ControlPlane):
                 mem.counters.side_b_steps += 1
             stop = await self._step(side, turn_id, side_steps)
             if stop is None:
+                # A safe point: between two steps, nothing in flight.
+                await self._continue_as_new_if_due(
+                    TurnCursor(side=side, turn_id=turn_id, side_steps=side_steps)
+                )
                 continue
             if stop.reason == "step_error" or self._terminated_at:
                 mem.emit("turn.failed", {"reason": self._stop_reason}, turn_id=turn_id)
@@ -222,6 +263,8 @@ class AgentThreadWorkflow(ControlPlane):
         new_messages = await self._drain_queue(side, turn_id, step_id)  # 1
         if self._terminated_at:
             return Stop("session", "aborted_by_user")
+        if self._oversized:
+            return self._refuse_oversized(new_messages, turn_id, step_id)
         reply = await self._call_model(side, turn_id, step_id, new_messages)  # 2-4
         while reply == "interrupted":
             # submit_turn(policy=interrupt) cancelled the call: the drained messages went
@@ -253,9 +296,19 @@ class AgentThreadWorkflow(ControlPlane):
         if not mem.queue:
             return []
         pending: list[Any] = []
+        budget = self._require_start().options.payload_budget_bytes
         while mem.queue:
             entry = mem.queue.popleft()
-            if entry.message is not None:
+            if entry.message is not None and encoded_size(entry.message) > budget:
+                # Only the start input or a tool's intent can bring one (signals are
+                # checked on arrival): refuse it rather than schedule it.
+                self._oversized.append(
+                    f"queued message {entry.queue_id} (turn {entry.turn_id}, role "
+                    f"{entry.message.role}) is {megabytes(encoded_size(entry.message))} "
+                    f"encoded, over the thread's payload budget of {megabytes(budget)}; "
+                    "it was not sent to the model (upload large content as an attachment)"
+                )
+            elif entry.message is not None:
                 msg = entry.message
                 pending.append(
                     mem.new_message(
@@ -293,22 +346,29 @@ class AgentThreadWorkflow(ControlPlane):
         last_error = "no model was tried"
         for model_name in candidates:
             outbox = mem.take_outbox()
+            call = ModelCallInput(
+                thread_id=mem.thread_id,
+                session_id=mem.session_id,
+                snapshot_id=snapshot.snapshot_id,
+                side=side,
+                model=model_name,
+                turn_id=turn_id,
+                step_id=step_id,
+                step=mem.counters.steps,
+                assistant_message_id=message_id,
+                assistant_position=position,
+                new_messages=new_messages,
+                outbox=outbox,
+            )
+            if encoded_size(call) > start.options.payload_budget_bytes:
+                # Many large queued messages at once: write them with the local flush
+                # (whose input never reaches history), then call the model with ids only.
+                await persist_first(mem, outbox, new_messages)
+                new_messages, outbox = [], []
+                call = call.model_copy(update={"new_messages": [], "outbox": []})
             self._in_flight = workflow.start_activity(
                 ACTIVITY_MODEL_CALL,
-                ModelCallInput(
-                    thread_id=mem.thread_id,
-                    session_id=mem.session_id,
-                    snapshot_id=snapshot.snapshot_id,
-                    side=side,
-                    model=model_name,
-                    turn_id=turn_id,
-                    step_id=step_id,
-                    step=mem.counters.steps,
-                    assistant_message_id=message_id,
-                    assistant_position=position,
-                    new_messages=new_messages,
-                    outbox=outbox,
-                ),
+                call,
                 result_type=ModelCallResult,
                 start_to_close_timeout=timedelta(seconds=start.options.model_timeout_seconds),
                 heartbeat_timeout=timedelta(seconds=start.options.heartbeat_timeout_seconds),
@@ -359,6 +419,65 @@ class AgentThreadWorkflow(ControlPlane):
             self._last_outcome = last_error
             mem.incident("step_error", last_error, turn_id=turn_id, step_id=step_id)
         return None
+
+    def _refuse_oversized(self, drained: list[Any], turn_id: str, step_id: str) -> Stop:
+        """End the turn with step_error naming the queued messages too big to schedule."""
+        mem = self._require_mem()
+        mem.outbox_messages.extend(drained)  # the others are kept, in order
+        text = "; ".join(self._oversized)
+        self._oversized = []
+        self._stop_reason, self._last_outcome = "step_error", text
+        mem.incident("payload_too_large", text, turn_id=turn_id, step_id=step_id)
+        mem.emit(
+            "runtime.warning",
+            {"code": "payload_too_large", "message": text},
+            turn_id=turn_id,
+            step_id=step_id,
+        )
+        return Stop("session", "step_error")
+
+    # ---- continue-as-new -------------------------------------------------------------
+
+    async def _continue_as_new_if_due(self, turn: TurnCursor | None) -> None:
+        """Continue as new when this run's history is long; called at safe points only."""
+        start, mem = self._require_start(), self._require_mem()
+        if self._terminated_at or mem.pending_actions:
+            return
+        if not continuation.history_is_long(start.options):
+            return
+        if not workflow.patched(continuation.PATCH_ID):
+            return  # a history from before continue-as-new existed
+        announced = False
+        while True:
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            if self._terminated_at:
+                return
+            carried = continuation.carry_over(self, turn)
+            next_input = start.model_copy(update={"carry_over": carried, "messages": []})
+            size = encoded_size(next_input)
+            if size > start.options.payload_budget_bytes:
+                # Heavy queued messages: the next step drains them into the store first.
+                mem.incident("continue_as_new_postponed", f"carry-over is {size} bytes")
+                return
+            if announced and not mem.outbox and not mem.outbox_messages:
+                break
+            if not announced:
+                info = workflow.info()
+                mem.emit(
+                    "thread.updated",
+                    {
+                        "continuedAsNew": {
+                            "nextRun": carried.counters.runs,
+                            "historyEvents": info.get_current_history_length(),
+                            "historyBytes": info.get_current_history_size(),
+                            "carryOverBytes": size,
+                        }
+                    },
+                )
+                announced = True
+            # Every event and message reaches the store before this run ends.
+            await flush(mem, thread_row=self.thread_row())
+        workflow.continue_as_new(next_input)
 
     # ---- helpers ---------------------------------------------------------------------
 

@@ -111,13 +111,15 @@ class ControlPlane(ThreadBase):
             self._warn("malformed_signal", SIGNAL_QUEUE_MESSAGE, parsed)
         elif self._refuse_when_terminated(SIGNAL_QUEUE_MESSAGE):
             return
-        else:
+        elif not self._too_large(SIGNAL_QUEUE_MESSAGE, parsed):
             self._queue_message(parsed)
 
     def _on_queue_tool(self, values: list[Any]) -> None:
         parsed = parse_single(SIGNAL_QUEUE_TOOL, values, QueuedTool)
         if isinstance(parsed, str):
             self._warn("malformed_signal", SIGNAL_QUEUE_TOOL, parsed)
+        elif self._too_large(SIGNAL_QUEUE_TOOL, parsed):
+            return
         elif not self._refuse_when_terminated(SIGNAL_QUEUE_TOOL):
             mem = self._require_mem()
             self._enqueue(
@@ -185,6 +187,9 @@ class ControlPlane(ThreadBase):
         )
         if isinstance(parsed, str):
             raise ApplicationError(parsed, type="InvalidPayload")
+        too_large = self._size_problem(UPDATE_SUBMIT_TURN, parsed)
+        if too_large is not None:
+            raise ApplicationError(too_large, type="PayloadTooLarge", non_retryable=True)
 
     @workflow.query(name=QUERY_THREAD_READ)
     def thread_read(self) -> ThreadRead:
@@ -211,7 +216,8 @@ class ControlPlane(ThreadBase):
         `history.olderCursor` of the previous window.
         """
         page = page if isinstance(page, dict) else {}
-        index = self._require_mem().index
+        mem = self._require_mem()
+        index = mem.index
         before = _int_or(page.get("before"), len(index) and index[-1].position + 1)
         limit = min(max(_int_or(page.get("limit"), 50), 1), MAX_MESSAGES_PAGE)
         window = [m for m in index if m.position < before][-limit:]
@@ -219,19 +225,28 @@ class ControlPlane(ThreadBase):
             self.thread_read(),
             [m.model_dump(mode="json", by_alias=True) for m in window],
             older_cursor=window[0].position if window and window[0].position > 0 else None,
-            total_messages=len(index),
+            total_messages=mem.index_base + len(index),
         )
 
     @workflow.query(name=QUERY_MESSAGES)
     def messages(self, page: Any = None) -> MessagePage:
-        """Message metadata from `cursor` (a position), at most `limit` (<= 500) of them."""
+        """Message metadata from `cursor` (a position), at most `limit` (<= 500) of them.
+
+        After continue-as-new the thread indexes a recent window only: `oldestPosition`
+        says where it starts, and older metadata is read from the store.
+        """
         page = page if isinstance(page, dict) else {}
         cursor = _int_or(page.get("cursor"), 0)
         limit = min(max(_int_or(page.get("limit"), 100), 1), MAX_MESSAGES_PAGE)
-        index = self._require_mem().index
+        mem = self._require_mem()
+        index = mem.index
         chosen = [m for m in index if m.position >= cursor][:limit]
         more = len(chosen) == limit and chosen and chosen[-1].position < index[-1].position
-        return MessagePage(messages=chosen, next_cursor=chosen[-1].position + 1 if more else None)
+        return MessagePage(
+            messages=chosen,
+            next_cursor=chosen[-1].position + 1 if more else None,
+            oldest_position=index[0].position if mem.index_base and index else None,
+        )
 
     def _emit_snapshot(self) -> None:
         # The read model rides in the event stream, so the store can serve it once the

@@ -10,6 +10,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 from contract.activities import ACTIVITY_STORE_FLUSH, FlushInput
+from contract.events import Event
+from contract.messages import Message
 from workflows.thread_state import ThreadMemory
 
 
@@ -19,16 +21,34 @@ async def flush(mem: ThreadMemory, *, thread_row: dict[str, Any] | None = None) 
     if not events and not messages and thread_row is None:
         return
     try:
-        await workflow.execute_local_activity(
-            ACTIVITY_STORE_FLUSH,
-            FlushInput(
-                thread_id=mem.thread_id, events=events, messages=messages, thread_row=thread_row
-            ),
-            start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=10)),
-        )
+        await _write(mem, events, messages, thread_row)
     except ActivityError:
         # Keep them for the next activity rather than lose them.
         mem.return_outbox(events)
         mem.outbox_messages[:0] = messages
         raise
+
+
+async def persist_first(mem: ThreadMemory, events: list[Event], messages: list[Message]) -> None:
+    """Write messages and events now, so the activity scheduled next need not carry them.
+
+    A local activity's input never reaches Temporal history, so this has no payload limit:
+    it is how many large queued messages reach the store without an oversized payload.
+    """
+    await _write(mem, events, messages, None)
+
+
+async def _write(
+    mem: ThreadMemory,
+    events: list[Event],
+    messages: list[Message],
+    thread_row: dict[str, Any] | None,
+) -> None:
+    await workflow.execute_local_activity(
+        ACTIVITY_STORE_FLUSH,
+        FlushInput(
+            thread_id=mem.thread_id, events=events, messages=messages, thread_row=thread_row
+        ),
+        start_to_close_timeout=timedelta(seconds=30),
+        retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=10)),
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
@@ -28,6 +29,7 @@ from contract.thread import (
 )
 from workflows import read_models, search_attributes
 from workflows.control import parse_single
+from workflows.payload_budget import encoded_size, megabytes
 from workflows.thread_state import QueueEntry, ThreadMemory
 
 
@@ -48,6 +50,8 @@ class ThreadBase:
         self._in_flight: asyncio.Task[Any] | None = None
         self._model_in_flight = False
         self._interrupted = False
+        # Queued messages the last drain refused as too large to schedule.
+        self._oversized: list[str] = []
 
     def terminate(self, reason: str | None) -> None:
         """Soft shutdown (Runtime §10): stamp, abort in-flight work, refuse new work."""
@@ -107,6 +111,8 @@ class ThreadBase:
                 continue
             if isinstance(parsed, str):
                 self._warn("malformed_intent", intent.kind, parsed)
+            elif self._too_large(f"{intent.kind} intent", parsed):
+                continue
             elif isinstance(parsed, QueuedMessage):
                 self._queue_message(parsed)
             else:
@@ -127,6 +133,24 @@ class ThreadBase:
             "queue.changed",
             {"action": "enqueued", "queueId": entry.queue_id, "queue": mem.queue_snapshot()},
             queue_id=entry.queue_id,
+        )
+
+    def _too_large(self, name: str, payload: BaseModel) -> bool:
+        """Refuse (with a warning naming `name`) a payload the thread could not schedule."""
+        problem = self._size_problem(name, payload)
+        if problem is not None:
+            self._warn("payload_too_large", name, problem)
+        return problem is not None
+
+    def _size_problem(self, name: str, payload: BaseModel) -> str | None:
+        budget = self._require_start().options.payload_budget_bytes
+        size = encoded_size(payload)
+        if size <= budget:
+            return None
+        return (
+            f"{name} payload is {megabytes(size)} encoded, over the thread's payload budget "
+            f"of {megabytes(budget)} (Temporal refuses payloads over 2 MB); upload large "
+            "content as an attachment"
         )
 
     def _refuse_when_terminated(self, name: str) -> bool:

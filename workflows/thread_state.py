@@ -61,6 +61,8 @@ class ThreadMemory:
     outbox: list[Event] = field(default_factory=list)
     outbox_messages: list[Message] = field(default_factory=list)
     index: list[MessageMeta] = field(default_factory=list)
+    # Index entries older than `index` (left to the store when the thread continued as new).
+    index_base: int = 0
     counters: Counters = field(default_factory=Counters)
     usage: UsageTotals = field(default_factory=UsageTotals)
     warnings: int = 0

@@ -26,6 +26,8 @@ from contract.definitions import DefinitionSnapshot
 from contract.messages import Message, QueuedTool, Side, ToolCall, ToolCallFunction
 from contract.thread import ThreadOptions
 from workflows.actions import GateHost, HumanGate
+from workflows.outbox import persist_first
+from workflows.payload_budget import encoded_size, megabytes
 from workflows.stop_rules import ToolOutcome
 from workflows.thread_state import ThreadMemory
 
@@ -119,24 +121,42 @@ class ToolRunner:
     async def _run_activity(
         self, call: ToolCall, prior: list[Message], side: Side, turn_id: str, step_id: str
     ) -> ToolOutcome:
-        mem = self._mem
+        mem, budget = self._mem, self._options.payload_budget_bytes
         message_id, position = mem.new_id("msg"), mem.reserve_position()
+        size = encoded_size(call)
+        if size > budget:
+            mem.outbox_messages.extend(prior)
+            text = (
+                f"tool {call.function.name!r} was not run: its call is {megabytes(size)} "
+                f"encoded, over the thread's payload budget of {megabytes(budget)} (Temporal "
+                "refuses payloads over 2 MB); pass large data by reference"
+            )
+            self._record_failure(
+                call, message_id, position, side, turn_id, step_id, text, code="payload_too_large"
+            )
+            return ToolOutcome(call, succeeded=False)
         outbox, pending = mem.take_outbox(), mem.take_outbox_messages()
+        tool_input = ToolCallInput(
+            thread_id=mem.thread_id,
+            session_id=mem.session_id,
+            snapshot_id=self._snapshot.snapshot_id,
+            side=side,
+            turn_id=turn_id,
+            step_id=step_id,
+            tool_call=call,
+            result_message_id=message_id,
+            result_position=position,
+            outbox=outbox,
+            prior_messages=[*pending, *prior],
+        )
+        if encoded_size(tool_input) > budget:
+            # Large messages waiting to be written: the local flush writes them first.
+            await persist_first(mem, outbox, [*pending, *prior])
+            outbox, pending, prior = [], [], []
+            tool_input = tool_input.model_copy(update={"outbox": [], "prior_messages": []})
         handle = workflow.start_activity(
             ACTIVITY_TOOL_CALL,
-            ToolCallInput(
-                thread_id=mem.thread_id,
-                session_id=mem.session_id,
-                snapshot_id=self._snapshot.snapshot_id,
-                side=side,
-                turn_id=turn_id,
-                step_id=step_id,
-                tool_call=call,
-                result_message_id=message_id,
-                result_position=position,
-                outbox=outbox,
-                prior_messages=[*pending, *prior],
-            ),
+            tool_input,
             result_type=ToolCallResult,
             start_to_close_timeout=timedelta(seconds=self._options.tool_timeout_seconds),
             heartbeat_timeout=timedelta(seconds=self._options.heartbeat_timeout_seconds),

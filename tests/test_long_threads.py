@@ -1,0 +1,105 @@
+"""Long threads continue as new at safe points and carry everything into the next run."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from support import (
+    add_script,
+    agent_definitions,
+    idle_after,
+    read,
+    run_histories,
+    start_thread,
+    wait_until,
+)
+from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
+
+from contract.messages import MessagePage
+
+STEPS = 300
+
+
+def long_script() -> dict[str, Any]:
+    """A model that calls the note tool on every step, and answers a final question."""
+    return {
+        "turns": [
+            {"match": "are you there?", "replies": [{"text": "still here"}]},
+            {
+                "match": "*",
+                "replies": [
+                    {"tool_calls": [{"name": "note", "arguments": {"text": "n"}}], "repeat": 2000}
+                ],
+            },
+        ]
+    }
+
+
+async def test_three_hundred_steps_across_runs_lose_nothing(
+    start_worker, temporal_client, scripted_server
+):
+    """A 300-step turn over many runs, with messages queued meanwhile, loses, repeats and
+    reorders nothing, and the thread still answers afterwards."""
+    worker = await start_worker(agent_definitions(add_script(scripted_server, long_script())))
+    started = await start_thread(
+        temporal_client,
+        worker.task_queue,
+        options={"maxTotalSteps": STEPS, "continueAsNewEvents": 200},
+        messages=[{"role": "user", "content": "take notes"}],
+    )
+    # Without a run id, signals and queries follow the thread into its newest run.
+    handle = temporal_client.get_workflow_handle(started.id)
+    sent: list[str] = []
+    while len(sent) < 400 and (await read(handle)).counters.steps < STEPS // 2:
+        # Bursts, so that some arrive while a run is continuing as new.
+        batch = [f"m-{len(sent) + i}" for i in range(4)]
+        for text in batch:
+            await handle.signal("queue_message", {"role": "user", "content": text})
+        sent.extend(batch)
+        await asyncio.sleep(0.02)
+    state = await wait_until(
+        handle, lambda s: s.status == "waiting_input" and not s.queue, timeout=120
+    )
+    assert state.stop_reason == "max_total_steps" and state.counters.steps == STEPS
+    print(f"{state.counters.runs} runs, {len(sent)} messages queued meanwhile")
+    assert state.counters.runs >= 5, state.counters
+    assert state.warnings == 0, state.incidents
+
+    messages = worker.store.list_messages(started.id)
+    assert [m.position for m in messages] == list(range(len(messages)))
+    assert len({m.id for m in messages}) == len(messages)
+    users = [m.content for m in messages if m.role == "user"]
+    assert users == ["take notes", *sent]
+    tools = [m for m in messages if m.role == "tool"]
+    assert len(tools) == STEPS and all(m.tool_status == "success" for m in tools)
+    assert len(worker.store.get_value(started.id, "notes")) == STEPS
+    assert len(worker.store.read_events(started.id, types=["thread.started"])) == 1
+    assert len(worker.store.read_events(started.id, types=["turn.started"])) == 1
+
+    runs = await run_histories(temporal_client, started.id, started.first_execution_run_id)
+    assert len(runs) == state.counters.runs
+    continued = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+    assert all(r.events[-1].event_type == continued for r in runs[:-1])
+    assert max(len(r.events) for r in runs) < 200 + 80
+    signaled = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+    wt_failed = EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+    first = sum(r.events[1].event_type == signaled for r in runs[1:])
+    rejected = sum(
+        e.event_type == wt_failed
+        and e.workflow_task_failed_event_attributes.cause
+        == WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND
+        for r in runs
+        for e in r.events
+    )
+    print(f"signals during a transition: {first} in a first task, {rejected} rejected CAN")
+    assert first + rejected >= 1, "no signal arrived during a transition"
+
+    await handle.signal("queue_message", {"role": "user", "content": "are you there?"})
+    after = await wait_until(handle, idle_after(state.counters.turns + 1), timeout=30)
+    assert after.last_outcome == "still here"
+    stored = worker.store.list_messages(started.id)
+    cursor = stored[-10].position
+    page = await handle.query("messages", {"cursor": cursor, "limit": 50}, result_type=MessagePage)
+    assert [m.id for m in page.messages] == [m.id for m in stored[-10:]]
+    assert page.oldest_position is not None and page.oldest_position > 0
