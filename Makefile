@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_steps.py
 	$(BIN)/python bench/bench_run_code.py
 	$(BIN)/python bench/bench_load.py
+	$(BIN)/python bench/bench_long_thread.py
 
 clean:
 	rm -rf $(VENV) .weft
