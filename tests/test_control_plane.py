@@ -162,9 +162,11 @@ async def test_submit_turn_rejected_after_terminate(start_worker, temporal_clien
     await handle.signal("queue_message", {"role": "user", "content": "late"})
     result = ThreadResult.model_validate(await handle.result())
     assert result.status == "cancelled"
-    warnings = worker.store.read_events(handle.id, types=["runtime.warning"])
-    rejected = [w for w in warnings if w.payload["code"] == "after_terminate"]
-    assert rejected or result.counters.messages >= 1
+    # The late signal was refused and counted; see the closing note of session 1 for why
+    # its warning event can miss the store when it races the final flush.
+    state = await handle.query("thread_read")
+    assert state["warnings"] == 1 and state["queue"] == []
+    assert [m.content for m in worker.store.list_messages(handle.id)] == ["wait"]
     with pytest.raises(Exception, match="(terminated|completed)"):
         await handle.execute_update("submit_turn", {"role": "user", "content": "again"})
 
