@@ -25,13 +25,13 @@ from support import (  # noqa: E402
     agent_definitions,
     ephemeral_dev_server,
     idle_after,
+    scratch_config,
     start_thread,
     wait_until,
 )
 
 from client.connection import connect  # noqa: E402
 from workers.agent_worker import AgentWorker  # noqa: E402
-from workers.config import ProviderConfig, StoreConfig, WeftConfig  # noqa: E402
 from workers.scripted_model import ScriptedModelServer  # noqa: E402
 from workers.search_attributes import ensure_search_attributes  # noqa: E402
 
@@ -58,12 +58,7 @@ async def main(threads: int, steps: int, store_url: str | None) -> None:
             )
             with tempfile.TemporaryDirectory() as tmp_dir:
                 tmp = Path(tmp_dir)
-                config = WeftConfig(
-                    store=StoreConfig(url=store_url or f"sqlite:///{tmp / 'weft.db'}"),
-                    definitions=str(tmp / "none"),
-                    providers={"scripted": ProviderConfig(kind="scripted")},
-                    root=tmp,
-                )
+                config = scratch_config(tmp, store_url=store_url)
                 async with AgentWorker(
                     client,
                     config,

@@ -27,13 +27,13 @@ from support import (  # noqa: E402
     agent_definitions,
     ephemeral_dev_server,
     run_histories,
+    scratch_config,
     start_thread,
     wait_until,
 )
 
 from client.connection import connect  # noqa: E402
 from workers.agent_worker import AgentWorker  # noqa: E402
-from workers.config import ProviderConfig, StoreConfig, WeftConfig  # noqa: E402
 from workers.scripted_model import ScriptedModelServer  # noqa: E402
 from workers.search_attributes import ensure_search_attributes  # noqa: E402
 
@@ -51,12 +51,7 @@ async def main(steps: int) -> None:
         async with ScriptedModelServer() as scripted:
             with tempfile.TemporaryDirectory() as tmp_dir:
                 tmp = Path(tmp_dir)
-                config = WeftConfig(
-                    store=StoreConfig(url=f"sqlite:///{tmp / 'weft.db'}"),
-                    definitions=str(tmp / "none"),
-                    providers={"scripted": ProviderConfig(kind="scripted")},
-                    root=tmp,
-                )
+                config = scratch_config(tmp)
                 note = {"name": "note", "arguments": {"text": "a long-thread note"}}
                 script = {"replies": [{"tool_calls": [note], "repeat": steps}, {"text": "done"}]}
                 model = add_script(scripted, script)

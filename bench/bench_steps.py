@@ -32,6 +32,7 @@ from support import (  # noqa: E402
     agent_definitions,
     ephemeral_dev_server,
     idle_after,
+    scratch_config,
     start_thread,
     wait_until,
 )
@@ -41,11 +42,6 @@ from activities.store import Store  # noqa: E402
 from client.connection import connect  # noqa: E402
 from contract.messages import Message  # noqa: E402
 from workers.agent_worker import AgentWorker  # noqa: E402
-from workers.config import (  # noqa: E402
-    ProviderConfig,
-    StoreConfig,
-    WeftConfig,
-)
 from workers.scripted_model import ScriptedModelServer  # noqa: E402
 from workers.search_attributes import ensure_search_attributes  # noqa: E402
 
@@ -127,12 +123,7 @@ async def temporal_thread(
     client, scripted, model: str, steps: int, tmp: Path
 ) -> tuple[float, int, int]:
     """Seconds for the thread's steps, its history bytes (JSON) and event count."""
-    config = WeftConfig(
-        store=StoreConfig(url=f"sqlite:///{tmp / 'weft.db'}"),
-        definitions=str(tmp / "none"),
-        providers={"scripted": ProviderConfig(kind="scripted")},
-        root=tmp,
-    )
+    config = scratch_config(tmp)
     async with AgentWorker(
         client,
         config,

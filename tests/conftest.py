@@ -14,13 +14,13 @@ from pathlib import Path
 import psycopg
 import pytest
 from sqlalchemy import make_url
-from support import ephemeral_dev_server
+from support import ephemeral_dev_server, scratch_config
 from temporalio.client import Client
 
 from activities.definitions import Definitions
 from client.connection import connect
 from workers.agent_worker import AgentWorker
-from workers.config import ProviderConfig, StoreConfig, WeftConfig
+from workers.config import WeftConfig
 from workers.dev_server import DevServer
 from workers.scripted_model import ScriptedModelServer
 from workers.search_attributes import ensure_search_attributes
@@ -101,12 +101,7 @@ async def scripted_server() -> AsyncIterator[ScriptedModelServer]:
 @pytest.fixture
 def weft_config(tmp_path: Path, dev_server: DevServer) -> WeftConfig:
     """A config for this test: its own SQLite store and the scripted provider."""
-    config = WeftConfig(
-        store=StoreConfig(url=f"sqlite:///{tmp_path / 'weft.db'}"),
-        definitions=str(tmp_path / "no-definitions"),
-        providers={"scripted": ProviderConfig(kind="scripted")},
-        root=tmp_path,
-    )
+    config = scratch_config(tmp_path)
     config.temporal.address = dev_server.address
     config.temporal.task_queue = f"tq-{uuid.uuid4().hex[:12]}"
     return config

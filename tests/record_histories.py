@@ -21,13 +21,13 @@ from support import (  # noqa: E402
     agent_definitions,
     ephemeral_dev_server,
     idle_after,
+    scratch_config,
     start_thread,
     wait_until,
 )
 
 from client.connection import connect  # noqa: E402
 from workers.agent_worker import AgentWorker  # noqa: E402
-from workers.config import ProviderConfig, StoreConfig, WeftConfig  # noqa: E402
 from workers.scripted_model import ScriptedModelServer  # noqa: E402
 from workers.search_attributes import ensure_search_attributes  # noqa: E402
 
@@ -139,12 +139,7 @@ async def _scenario(
     extra: dict[str, Any] | None = None,
 ) -> None:
     tmp = Path(f"/tmp/weft-record-{uuid.uuid4().hex[:8]}")
-    config = WeftConfig(
-        store=StoreConfig(url=f"sqlite:///{tmp / 'weft.db'}"),
-        definitions=str(tmp / "none"),
-        providers={"scripted": ProviderConfig(kind="scripted")},
-        root=tmp,
-    )
+    config = scratch_config(tmp)
     config.temporal.address = address
     model = add_script(scripted, script)
     async with AgentWorker(
@@ -193,12 +188,7 @@ async def _long_thread(client: Any, scripted: ScriptedModelServer, address: str,
     from support import run_histories
 
     tmp = Path(f"/tmp/weft-record-{uuid.uuid4().hex[:8]}")
-    config = WeftConfig(
-        store=StoreConfig(url=f"sqlite:///{tmp / 'weft.db'}"),
-        definitions=str(tmp / "none"),
-        providers={"scripted": ProviderConfig(kind="scripted")},
-        root=tmp,
-    )
+    config = scratch_config(tmp)
     config.temporal.address = address
     model = add_script(scripted, LONG_SCRIPT)
     async with AgentWorker(

@@ -69,6 +69,22 @@ def ephemeral_dev_server() -> Any:
     return DevServer(config, address=f"127.0.0.1:{free_port()}", persistent=False, ui=False)
 
 
+def scratch_config(tmp: Any, *, store_url: str | None = None) -> Any:
+    """A WeftConfig for a throwaway worker: a SQLite store under `tmp` (or `store_url`) and
+    the scripted provider; definitions come from Python."""
+    from pathlib import Path
+
+    from workers.config import ProviderConfig, StoreConfig, WeftConfig
+
+    tmp = Path(tmp)
+    return WeftConfig(
+        store=StoreConfig(url=store_url or f"sqlite:///{tmp / 'weft.db'}"),
+        definitions=str(tmp / "no-definitions"),
+        providers={"scripted": ProviderConfig(kind="scripted")},
+        root=tmp,
+    )
+
+
 def agent_definitions(
     script: str,
     *,
