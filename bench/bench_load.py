@@ -23,67 +23,57 @@ sys.path.insert(0, str(ROOT / "tests"))
 from support import (  # noqa: E402
     add_script,
     agent_definitions,
-    ephemeral_dev_server,
     idle_after,
+    local_stack,
     scratch_config,
     start_thread,
     wait_until,
 )
 
-from client.connection import connect  # noqa: E402
 from workers.agent_worker import AgentWorker  # noqa: E402
-from workers.scripted_model import ScriptedModelServer  # noqa: E402
-from workers.search_attributes import ensure_search_attributes  # noqa: E402
 
 
 async def main(threads: int, steps: int, store_url: str | None) -> None:
     """Start `threads` threads at once and wait for all of them."""
-    dev = ephemeral_dev_server()
-    await dev.start()
-    try:
-        client = await connect(dev.address)
-        await ensure_search_attributes(client, "default")
-        async with ScriptedModelServer() as scripted:
-            script = add_script(
-                scripted,
-                {
-                    "replies": [
-                        {
-                            "tool_calls": [{"name": "note", "arguments": {"text": "load"}}],
-                            "repeat": steps - 1,
-                        },
-                        {"text": "done"},
-                    ]
-                },
-            )
-            with tempfile.TemporaryDirectory() as tmp_dir:
-                tmp = Path(tmp_dir)
-                config = scratch_config(tmp, store_url=store_url)
-                async with AgentWorker(
-                    client,
-                    config,
-                    definitions=agent_definitions(script),
-                    task_queue=f"load-{uuid.uuid4().hex[:8]}",
-                    scripted=scripted,
-                ) as worker:
-                    began = time.perf_counter()
-                    handles = await asyncio.gather(
-                        *(
-                            start_thread(
-                                client,
-                                worker.task_queue,
-                                options={"maxTotalSteps": steps + 2},
-                                messages=[{"role": "user", "content": "load"}],
-                            )
-                            for _ in range(threads)
+    async with local_stack() as (client, scripted, address):
+        script = add_script(
+            scripted,
+            {
+                "replies": [
+                    {
+                        "tool_calls": [{"name": "note", "arguments": {"text": "load"}}],
+                        "repeat": steps - 1,
+                    },
+                    {"text": "done"},
+                ]
+            },
+        )
+        with tempfile.TemporaryDirectory() as tmp_dir:
+            tmp = Path(tmp_dir)
+            config = scratch_config(tmp, store_url=store_url)
+            async with AgentWorker(
+                client,
+                config,
+                definitions=agent_definitions(script),
+                task_queue=f"load-{uuid.uuid4().hex[:8]}",
+                scripted=scripted,
+            ) as worker:
+                began = time.perf_counter()
+                handles = await asyncio.gather(
+                    *(
+                        start_thread(
+                            client,
+                            worker.task_queue,
+                            options={"maxTotalSteps": steps + 2},
+                            messages=[{"role": "user", "content": "load"}],
                         )
+                        for _ in range(threads)
                     )
-                    states = await asyncio.gather(
-                        *(wait_until(h, idle_after(1), timeout=1800, interval=2.0) for h in handles)
-                    )
-                    elapsed = time.perf_counter() - began
-    finally:
-        await dev.stop()
+                )
+                states = await asyncio.gather(
+                    *(wait_until(h, idle_after(1), timeout=1800, interval=2.0) for h in handles)
+                )
+                elapsed = time.perf_counter() - began
     total_steps = sum(s.counters.steps for s in states)
     complete = sum(1 for s in states if s.last_outcome == "done")
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

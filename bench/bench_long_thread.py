@@ -25,17 +25,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 from support import (  # noqa: E402
     add_script,
     agent_definitions,
-    ephemeral_dev_server,
+    local_stack,
     run_histories,
     scratch_config,
     start_thread,
     wait_until,
 )
 
-from client.connection import connect  # noqa: E402
 from workers.agent_worker import AgentWorker  # noqa: E402
-from workers.scripted_model import ScriptedModelServer  # noqa: E402
-from workers.search_attributes import ensure_search_attributes  # noqa: E402
 
 MAX_EVENTS = 10_000
 MAX_BYTES = 5 * 1024 * 1024
@@ -43,45 +40,38 @@ MAX_BYTES = 5 * 1024 * 1024
 
 async def main(steps: int) -> None:
     """Run one long thread and print the per-run figures."""
-    dev = ephemeral_dev_server()
-    await dev.start()
-    try:
-        client = await connect(dev.address)
-        await ensure_search_attributes(client, "default")
-        async with ScriptedModelServer() as scripted:
-            with tempfile.TemporaryDirectory() as tmp_dir:
-                tmp = Path(tmp_dir)
-                config = scratch_config(tmp)
-                note = {"name": "note", "arguments": {"text": "a long-thread note"}}
-                script = {"replies": [{"tool_calls": [note], "repeat": steps}, {"text": "done"}]}
-                model = add_script(scripted, script)
-                async with AgentWorker(
+    async with local_stack() as (client, scripted, address):
+        with tempfile.TemporaryDirectory() as tmp_dir:
+            tmp = Path(tmp_dir)
+            config = scratch_config(tmp)
+            note = {"name": "note", "arguments": {"text": "a long-thread note"}}
+            script = {"replies": [{"tool_calls": [note], "repeat": steps}, {"text": "done"}]}
+            model = add_script(scripted, script)
+            async with AgentWorker(
+                client,
+                config,
+                definitions=agent_definitions(model),
+                task_queue=f"long-{uuid.uuid4().hex[:8]}",
+                scripted=scripted,
+            ) as worker:
+                began = time.perf_counter()
+                started = await start_thread(
                     client,
-                    config,
-                    definitions=agent_definitions(model),
-                    task_queue=f"long-{uuid.uuid4().hex[:8]}",
-                    scripted=scripted,
-                ) as worker:
-                    began = time.perf_counter()
-                    started = await start_thread(
-                        client,
-                        worker.task_queue,
-                        options={"maxTotalSteps": steps + 1},
-                        messages=[{"role": "user", "content": "take notes"}],
-                    )
-                    handle = client.get_workflow_handle(started.id)
-                    state = await wait_until(
-                        handle,
-                        lambda s: s.status == "waiting_input" and s.counters.turns >= 1,
-                        timeout=3600,
-                        interval=1.0,
-                    )
-                    elapsed = time.perf_counter() - began
-                    runs = await run_histories(client, started.id, started.first_execution_run_id)
-                    positions = [m.position for m in worker.store.list_messages(started.id)]
-                    await handle.signal("terminate", {})
-    finally:
-        await dev.stop()
+                    worker.task_queue,
+                    options={"maxTotalSteps": steps + 1},
+                    messages=[{"role": "user", "content": "take notes"}],
+                )
+                handle = client.get_workflow_handle(started.id)
+                state = await wait_until(
+                    handle,
+                    lambda s: s.status == "waiting_input" and s.counters.turns >= 1,
+                    timeout=3600,
+                    interval=1.0,
+                )
+                elapsed = time.perf_counter() - began
+                runs = await run_histories(client, started.id, started.first_execution_run_id)
+                positions = [m.position for m in worker.store.list_messages(started.id)]
+                await handle.signal("terminate", {})
     events = [len(r.events) for r in runs]
     sizes = [len(MessageToJson(History(events=r.events)).encode()) for r in runs]
     print(f"steps: {state.counters.steps} in {elapsed:.0f} s; messages stored: {len(positions)}")

@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from support import (  # noqa: E402
     add_script,
     agent_definitions,
-    ephemeral_dev_server,
     idle_after,
+    local_stack,
     scratch_config,
     start_thread,
     wait_until,
@@ -39,11 +39,9 @@ from support import (  # noqa: E402
 
 from activities.providers import ChatRequest, OpenAIChatProvider  # noqa: E402
 from activities.store import Store  # noqa: E402
-from client.connection import connect  # noqa: E402
 from contract.messages import Message  # noqa: E402
 from workers.agent_worker import AgentWorker  # noqa: E402
 from workers.scripted_model import ScriptedModelServer  # noqa: E402
-from workers.search_attributes import ensure_search_attributes  # noqa: E402
 
 TOOL_ARGS = {"text": "a benchmark note"}
 
@@ -176,28 +174,21 @@ async def handwritten(client, scripted, model: str, steps: int, tmp: Path) -> fl
 
 async def main(steps: int) -> None:
     """Run both sides once each (after a warm-up) and print the figures."""
-    dev = ephemeral_dev_server()
-    await dev.start()
-    try:
-        client = await connect(dev.address)
-        await ensure_search_attributes(client, "default")
-        async with ScriptedModelServer() as scripted:
-            with tempfile.TemporaryDirectory() as tmp_dir:
-                tmp = Path(tmp_dir)
-                await temporal_thread(client, scripted, add_script(scripted, _script(5)), 5, tmp)
-                await plain_loop(scripted, add_script(scripted, _script(5)), 5, tmp / "w.db")
-                await handwritten(client, scripted, add_script(scripted, _script(5)), 5, tmp)
-                plain = await plain_loop(
-                    scripted, add_script(scripted, _script(steps)), steps, tmp / "plain.db"
-                )
-                hand = await handwritten(
-                    client, scripted, add_script(scripted, _script(steps)), steps, tmp
-                )
-                durable, size, events = await temporal_thread(
-                    client, scripted, add_script(scripted, _script(steps)), steps, tmp
-                )
-    finally:
-        await dev.stop()
+    async with local_stack() as (client, scripted, address):
+        with tempfile.TemporaryDirectory() as tmp_dir:
+            tmp = Path(tmp_dir)
+            await temporal_thread(client, scripted, add_script(scripted, _script(5)), 5, tmp)
+            await plain_loop(scripted, add_script(scripted, _script(5)), 5, tmp / "w.db")
+            await handwritten(client, scripted, add_script(scripted, _script(5)), 5, tmp)
+            plain = await plain_loop(
+                scripted, add_script(scripted, _script(steps)), steps, tmp / "plain.db"
+            )
+            hand = await handwritten(
+                client, scripted, add_script(scripted, _script(steps)), steps, tmp
+            )
+            durable, size, events = await temporal_thread(
+                client, scripted, add_script(scripted, _script(steps)), steps, tmp
+            )
     per_plain = plain / (steps + 1) * 1000
     per_durable = durable / (steps + 1) * 1000
     per_hand = hand / (steps + 1) * 1000

@@ -19,17 +19,15 @@ sys.path.insert(0, str(HERE))
 from support import (  # noqa: E402
     add_script,
     agent_definitions,
-    ephemeral_dev_server,
     idle_after,
+    local_stack,
     scratch_config,
     start_thread,
     wait_until,
 )
 
-from client.connection import connect  # noqa: E402
 from workers.agent_worker import AgentWorker  # noqa: E402
 from workers.scripted_model import ScriptedModelServer  # noqa: E402
-from workers.search_attributes import ensure_search_attributes  # noqa: E402
 
 SCENARIOS: dict[str, dict[str, Any]] = {
     "tool_then_answer": {
@@ -111,22 +109,15 @@ HITL: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 
 async def record(out: Path, only: set[str]) -> None:
     """Run each scenario (or those in `only`) on a fresh dev server; write histories as JSON."""
-    dev = ephemeral_dev_server()
-    await dev.start()
-    try:
-        client = await connect(dev.address)
-        await ensure_search_attributes(client, "default")
-        async with ScriptedModelServer() as scripted:
-            for name, script in SCENARIOS.items():
-                if not only or name in only:
-                    await _scenario(client, scripted, dev.address, name, script, out)
-            if not only or LONG_THREAD in only:
-                await _long_thread(client, scripted, dev.address, out)
-            for name, (script, extra) in HITL.items():
-                if not only or name in only:
-                    await _scenario(client, scripted, dev.address, name, script, out, extra)
-    finally:
-        await dev.stop()
+    async with local_stack() as (client, scripted, address):
+        for name, script in SCENARIOS.items():
+            if not only or name in only:
+                await _scenario(client, scripted, address, name, script, out)
+        if not only or LONG_THREAD in only:
+            await _long_thread(client, scripted, address, out)
+        for name, (script, extra) in HITL.items():
+            if not only or name in only:
+                await _scenario(client, scripted, address, name, script, out, extra)
 
 
 async def _scenario(

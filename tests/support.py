@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 from pydantic import BaseModel
@@ -67,6 +68,24 @@ def ephemeral_dev_server() -> Any:
         dynamic_config=tuned.dynamic_config,
     )
     return DevServer(config, address=f"127.0.0.1:{free_port()}", persistent=False, ui=False)
+
+
+@asynccontextmanager
+async def local_stack() -> AsyncIterator[tuple[Client, ScriptedModelServer, str]]:
+    """A throwaway dev server, a client with weft's search attributes registered, and a
+    scripted model server: (client, scripted, temporal address)."""
+    from client.connection import connect
+    from workers.search_attributes import ensure_search_attributes
+
+    dev = ephemeral_dev_server()
+    await dev.start()
+    try:
+        client = await connect(dev.address)
+        await ensure_search_attributes(client, "default")
+        async with ScriptedModelServer() as scripted:
+            yield client, scripted, dev.address
+    finally:
+        await dev.stop()
 
 
 def scratch_config(tmp: Any, *, store_url: str | None = None) -> Any:
