@@ -81,6 +81,31 @@ def _texts(node: Any) -> list[str]:
     return found
 
 
+async def _cli_start(
+    address: str, task_queue: str, thread_id: str, *extra: str
+) -> tuple[int, str, str]:
+    """Start a thread holding SECRET in its env with the plain `temporal` CLI."""
+    start = {
+        "agent": "api_agent",
+        "messages": [{"role": "user", "content": "hi"}],
+        "env": {"API_TOKEN": SECRET},
+    }
+    return await temporal_cli(
+        address,
+        "workflow",
+        "start",
+        "--type",
+        "AgentThread",
+        "--task-queue",
+        task_queue,
+        "--workflow-id",
+        thread_id,
+        "--input",
+        json.dumps(start),
+        *extra,
+    )
+
+
 async def _run_secret_thread(start_worker, weft_config, dev_server, scripted_server):
     keys = f"k1:{new_key()}"
     weft_config.codec.keys = keys
@@ -191,25 +216,8 @@ async def test_plain_json_start_and_query_still_work(
     weft_config.codec.keys = f"k1:{new_key()}"
     script = add_script(scripted_server, {"replies": [{"text": "Hello."}]})
     worker = await start_worker(_definitions(script))
-    start = {
-        "agent": "api_agent",
-        "messages": [{"role": "user", "content": "hi"}],
-        "env": {"API_TOKEN": SECRET},
-    }
     thread_id = f"thread-plain-{worker.task_queue}"
-    code, _out, err = await temporal_cli(
-        dev_server.address,
-        "workflow",
-        "start",
-        "--type",
-        "AgentThread",
-        "--task-queue",
-        worker.task_queue,
-        "--workflow-id",
-        thread_id,
-        "--input",
-        json.dumps(start),
-    )
+    code, _out, err = await _cli_start(dev_server.address, worker.task_queue, thread_id)
     assert code == 0, err
     client = await connect(dev_server.address)
     handle = client.get_workflow_handle(thread_id)
@@ -238,26 +246,13 @@ async def test_cli_start_through_the_codec_server_is_encrypted(
     weft_config.codec.keys = keys
     script = add_script(scripted_server, {"replies": [{"text": "Hello."}]})
     worker = await start_worker(_definitions(script))
-    start = {
-        "agent": "api_agent",
-        "messages": [{"role": "user", "content": "hi"}],
-        "env": {"API_TOKEN": SECRET},
-    }
     thread_id = f"thread-codec-{worker.task_queue}"
     codec = EncryptionCodec(parse_keys([keys], source="test"))
     with CodecServer(codec, token="t0ken", allow_origin="http://ui.test", port=0) as server:
-        code, _out, err = await temporal_cli(
+        code, _out, err = await _cli_start(
             dev_server.address,
-            "workflow",
-            "start",
-            "--type",
-            "AgentThread",
-            "--task-queue",
             worker.task_queue,
-            "--workflow-id",
             thread_id,
-            "--input",
-            json.dumps(start),
             "--codec-endpoint",
             server.url,
             "--codec-auth",
