@@ -16,6 +16,7 @@ ACTIVITY_THREAD_INIT = "thread.init"
 ACTIVITY_MODEL_CALL = "model.call"
 ACTIVITY_TOOL_CALL = "tool.call"
 ACTIVITY_STORE_FLUSH = "store.flush"
+ACTIVITY_FILES_COPY = "files.copy"
 
 
 class ThreadInitInput(CamelModel):
@@ -27,6 +28,9 @@ class ThreadInitInput(CamelModel):
     user_id: str | None = None
     parent_thread_id: str | None = None
     env: dict[str, Any] = Field(default_factory=dict)
+    scoped_env_request: str | None = Field(
+        default=None, description="a §7.5 request whose stored values join the thread's env"
+    )
     outbox: list[Event] = Field(default_factory=list)
 
 
@@ -52,6 +56,7 @@ class ModelCallInput(CamelModel):
     snapshot_id: str
     side: Side
     model: str = Field(description="the model definition to call (the prompt's, or a fallback)")
+    agent: str | None = Field(default=None, description="the active agent after a handoff")
     turn_id: str
     step_id: str
     step: int
@@ -90,7 +95,7 @@ class Intent(CamelModel):
     deterministically after the result that carried them is persisted.
     """
 
-    kind: Literal["queue_message", "queue_tool", "terminate", "set_status"]
+    kind: Literal["queue_message", "queue_tool", "terminate", "set_status", "notify_parent"]
     data: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -101,6 +106,7 @@ class ToolCallInput(CamelModel):
     session_id: str | None = None
     snapshot_id: str
     side: Side
+    agent: str | None = Field(default=None, description="the active agent after a handoff")
     turn_id: str
     step_id: str
     tool_call: ToolCall
@@ -129,3 +135,24 @@ class FlushInput(CamelModel):
     events: list[Event] = Field(default_factory=list)
     messages: list[Message] = Field(default_factory=list)
     thread_row: dict[str, Any] | None = None
+
+
+class CopyFilesInput(CamelModel):
+    """Copy files from one thread's filesystem into another's (Runtime §8.1, §8.2).
+
+    Each path lands under `target_dir` in the target thread with its base name; a name
+    already taken there gets a numeric suffix. Bytes are shared underneath (immutable
+    blobs), so a copy costs one row.
+    """
+
+    source_thread_id: str
+    target_thread_id: str
+    paths: list[str]
+    target_dir: str = "/attachments"
+    copy_id: str = Field(description="idempotency key: a retried copy returns the same paths")
+
+
+class CopyFilesResult(CamelModel):
+    """The target-thread paths, in the order of `paths`."""
+
+    paths: list[str]

@@ -178,10 +178,24 @@ class ToolSpec(CamelModel):
 
 
 class DefinitionSnapshot(CamelModel):
-    """Everything one agent needs, frozen when a thread starts."""
+    """Everything one agent needs, frozen when a thread starts.
+
+    `agents` holds the handoff targets (with their prompts, models and tools collected
+    here too) and the subagents (whose own definitions each child snapshots when it starts).
+    """
 
     snapshot_id: str
     agent: AgentDef
+    agents: dict[str, AgentDef] = Field(
+        default_factory=dict,
+        description="agents the thread may hand off to or spawn, by name (not `agent` itself)",
+    )
     prompts: dict[str, PromptDef]
     models: dict[str, ModelDef]
     tools: dict[str, ToolSpec]
+
+    def agent_def(self, name: str | None) -> AgentDef:
+        """The agent `name` (a handoff target), or the thread's own agent for None."""
+        if name is None or name == self.agent.name:
+            return self.agent
+        return self.agents[name]

@@ -9,6 +9,7 @@ from pydantic import Field
 from contract.actions import ActionResolution, PendingAction
 from contract.definitions import DefinitionSnapshot
 from contract.messages import MessageMeta, QueuedMessage, QueuedTool, Side
+from contract.subagents import ParentLink, RegistryEntry
 from contract.wire import CamelModel
 
 WORKFLOW_TYPE = "AgentThread"
@@ -83,13 +84,6 @@ class ThreadOptions(CamelModel):
     )
 
 
-class ParentLink(CamelModel):
-    """Who started this thread as a subagent."""
-
-    thread_id: str
-    tool_call_id: str | None = None
-
-
 class ThreadStartInput(CamelModel):
     """The JSON a client starts an `AgentThread` with; the workflow id is the thread id."""
 
@@ -99,6 +93,13 @@ class ThreadStartInput(CamelModel):
     session_id: str | None = None
     user_id: str | None = None
     parent: ParentLink | None = None
+    arguments: dict[str, Any] = Field(
+        default_factory=dict, description="a subagent's creation arguments (ThreadState.arguments)"
+    )
+    scoped_env_request: str | None = Field(
+        default=None,
+        description="a §7.5 variable request whose stored values join this thread's env",
+    )
     options: ThreadOptions = Field(default_factory=ThreadOptions)
     carry_over: ThreadCarryOver | None = Field(
         default=None, description="set by the thread itself when it continues as new"
@@ -221,7 +222,15 @@ class ThreadCarryOver(CamelModel):
     pending_actions: list[PendingAction] = Field(default_factory=list)
     resolved_actions: list[ActionResolution] = Field(default_factory=list)
     session_allowed_tools: list[str] = Field(default_factory=list)
-    children: list[dict[str, Any]] = Field(default_factory=list)
+    children: list[RegistryEntry] = Field(default_factory=list)
+    children_usage: UsageTotals = Field(
+        default_factory=UsageTotals, description="rolled up from children's reports"
+    )
+    active_agent: str | None = Field(default=None, description="set by a handoff")
+    immediate_done: list[str] = Field(
+        default_factory=list, description="prompts whose immediate subagents were started"
+    )
+    variable_requests: list[dict[str, Any]] = Field(default_factory=list)
     stop_reason: StopReason | None = None
     last_outcome: str | None = None
     terminated_at: str | None = None

@@ -14,6 +14,7 @@ from sqlalchemy import (
     Dialect,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     String,
@@ -149,4 +150,61 @@ threads = Table(
     Index("ix_threads_created_at", "created_at"),
     Index("ix_threads_agent_created_at", "agent", "created_at"),
     Index("ix_threads_status_created_at", "status", "created_at"),
+)
+
+# Content-addressed, immutable bytes. Files of any thread point here, so copying a file
+# between threads (Runtime §8) is a new `files` row, never a second copy of the bytes.
+blobs = Table(
+    "blobs",
+    metadata,
+    Column("digest", String(64), primary_key=True),  # sha256, hex
+    Column("size", BigInteger, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+# Each thread's own filesystem: absolute paths such as `/attachments/report.pdf`.
+files = Table(
+    "files",
+    metadata,
+    Column("thread_id", String(ID_LENGTH), nullable=False),
+    Column("path", String(1024), nullable=False),
+    Column("kind", String(8), nullable=False),  # file | dir
+    Column("blob_digest", String(64)),  # null for directories
+    Column("size", BigInteger, nullable=False),
+    Column("mime_type", String(ID_LENGTH)),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("thread_id", "path", name="pk_files"),
+)
+
+# The subagent registry (Runtime §7.1), one row per child, projected from the parent's
+# `subagent.*` events in the same commit that stores them.
+subagents = Table(
+    "subagents",
+    metadata,
+    Column("parent_thread_id", String(ID_LENGTH), nullable=False),
+    Column("reference", String(ID_LENGTH), nullable=False),  # the child's thread id
+    Column("name", FreeText, nullable=False),
+    Column("agent", String(ID_LENGTH), nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("data", JSON, nullable=False),  # the rest of the registry entry
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("parent_thread_id", "reference", name="pk_subagents"),
+)
+
+# Scoped-variable bootstrap requests (Runtime §7.5): a deferred `subagent_create` waiting
+# for values. `values` is sealed like thread env.
+variable_requests = Table(
+    "variable_requests",
+    metadata,
+    Column("request_id", String(ID_LENGTH), primary_key=True),
+    Column("parent_thread_id", String(ID_LENGTH), nullable=False),
+    Column("status", String(16), nullable=False),  # pending | provided
+    Column("data", JSON, nullable=False),  # what is asked for, no values
+    Column("values", JSON, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Index("ix_variable_requests_parent", "parent_thread_id"),
 )

@@ -26,10 +26,10 @@ def _revision(store: Store) -> str:
 
 
 def test_open_creates_schema_at_head(store_url: str) -> None:
-    """Opening an empty database creates every table and records revision 0001."""
+    """Opening an empty database creates every table and records revision 0002 (head)."""
     with Store.open(store_url) as store:
         assert TABLES <= _tables(store)
-        assert _revision(store) == "0001"
+        assert _revision(store) == "0002"
 
 
 def test_open_twice_is_idempotent(store_url: str) -> None:
@@ -37,7 +37,7 @@ def test_open_twice_is_idempotent(store_url: str) -> None:
     with Store.open(store_url) as store:
         store.set_value("t", "k", 1)
     with Store.open(store_url) as store:
-        assert _revision(store) == "0001"
+        assert _revision(store) == "0002"
         assert store.get_value("t", "k") == 1
 
 
@@ -58,7 +58,7 @@ def test_concurrent_opens_migrate_once(store_url: str) -> None:
         worker.join()
     assert errors == []
     with Store.open(store_url, migrate=False) as store:
-        assert _revision(store) == "0001"
+        assert _revision(store) == "0002"
 
 
 def test_open_without_migrate_leaves_database_empty(store_url: str) -> None:
