@@ -12,13 +12,15 @@ from typing import Any
 from activities.clock import now_iso
 from activities.sandbox import CodeExecution, SandboxPool, run_code
 from activities.store import Store
+from activities.thread_files import ThreadFiles
+from activities.thread_hierarchy import ThreadHierarchy
 from contract.activities import Intent
 from contract.events import Event
 from contract.messages import Message
 from contract.thread_env import EnvEntry, EnvType
 
 
-class ThreadState:
+class ThreadState(ThreadFiles, ThreadHierarchy):
     """What a tool can reach of its thread (Standard Agents ThreadState, Python names)."""
 
     def __init__(
