@@ -27,6 +27,7 @@ from contract.definitions import DefinitionSnapshot, ModelDef
 from contract.events import Event
 from contract.messages import Message
 from contract.thread_env import merge_env
+from contract.tool_catalog import offered_tools
 
 
 class ModelActivities:
@@ -128,17 +129,17 @@ class ModelActivities:
     def _request(
         self, call: ModelCallInput, snapshot: DefinitionSnapshot, model: ModelDef
     ) -> ChatRequest:
-        prompt = snapshot.prompts[snapshot.agent.side(call.side).prompt]
+        agent = snapshot.agent_def(call.agent)
+        side = agent.side(call.side)
+        prompt = snapshot.prompts[side.prompt]
         row = self._store.get_thread(call.thread_id)
-        env = merge_env(prompt.env, snapshot.agent.env, row.env if row else {})
+        env = merge_env(prompt.env, agent.env, row.env if row else {})
         history = self._store.list_messages(call.thread_id)
         messages = [{"role": "system", "content": render_prompt(prompt, snapshot, env)}]
-        messages += project_messages(history, side=call.side, dual=snapshot.agent.type == "dual_ai")
-        tool_names = [*prompt.tool_names(), *snapshot.agent.side(call.side).lifecycle_tools()]
+        messages += project_messages(history, side=call.side, dual=agent.type == "dual_ai")
         tools = [
             snapshot.tools[n].model_dump(include={"name", "description", "parameters"})
-            for n in dict.fromkeys(tool_names)
-            if n in snapshot.tools
+            for n in offered_tools(snapshot, prompt, side.lifecycle_tools(), env)
         ]
         options = {**model.provider_options, **prompt.provider_options}
         max_tokens = model.capabilities.max_output_tokens if model.capabilities else None

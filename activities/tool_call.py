@@ -136,12 +136,13 @@ class ToolActivities:
 
     def _state(self, call: ToolCallInput, snapshot: DefinitionSnapshot) -> ThreadState:
         row = self._store.get_thread(call.thread_id)
-        prompt = snapshot.prompts[snapshot.agent.side(call.side).prompt]
-        env = merge_env(prompt.env, snapshot.agent.env, row.env if row else {})
+        agent = snapshot.agent_def(call.agent)
+        prompt = snapshot.prompts[agent.side(call.side).prompt]
+        env = merge_env(prompt.env, agent.env, row.env if row else {})
         return ThreadState(
             store=self._store,
             thread_id=call.thread_id,
-            agent_id=snapshot.agent.name,
+            agent_id=agent.name,
             user_id=row.user_id if row else None,
             session_id=call.session_id,
             turn_id=call.turn_id,

@@ -175,6 +175,10 @@ class ToolSpec(CamelModel):
     description: str
     parameters: dict[str, Any]
     builtin: bool = Field(default=False, description="provided by the runtime, not a file")
+    kind: Literal[
+        "function", "lifecycle", "subagent", "handoff", "subagent_create", "subagent_message"
+    ] = Field(default="function", description="who runs it: a worker, or the workflow itself")
+    target: str | None = Field(default=None, description="the agent a subagent/handoff tool runs")
 
 
 class DefinitionSnapshot(CamelModel):

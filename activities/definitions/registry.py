@@ -22,6 +22,14 @@ from contract.definitions import (
     SideConfig,
     ToolSpec,
 )
+from contract.subagents import (
+    DEFAULT_MESSAGE_PROPERTY,
+    SUBAGENT_CREATE_TOOL,
+    SUBAGENT_MESSAGE_TOOL,
+    HandoffToolConfig,
+    SubagentToolConfig,
+)
+from contract.tool_catalog import tool_entry
 from contract.validation import describe_validation_error
 
 
@@ -74,10 +82,28 @@ class Definitions:
             )
         prompts: dict[str, PromptDef] = {}
         tools: dict[str, ToolSpec] = {}
-        for side in filter(None, (agent.side_a, agent.side_b)):
-            self._collect_prompt(side.prompt, prompts)
-            for name, spec in self._lifecycle_specs(side).items():
-                tools.setdefault(name, spec)
+        agents: dict[str, AgentDef] = {}
+        # A handoff target runs in this same thread, so its prompts, models and tools are
+        # frozen here too; a subagent's are frozen by its own thread when it starts.
+        pending, visited = [agent], set()
+        while pending:
+            current = pending.pop()
+            if current.name in visited:
+                continue
+            visited.add(current.name)
+            for side in filter(None, (current.side_a, current.side_b)):
+                self._collect_prompt(side.prompt, prompts)
+                for name, spec in self._lifecycle_specs(side).items():
+                    tools.setdefault(name, spec)
+            for prompt in list(prompts.values()):
+                for tool_name in prompt.tool_names():
+                    target = self.agents.get(tool_name)
+                    if target is None or tool_name in self.tools:
+                        continue
+                    if target.name != agent.name:
+                        agents[target.name] = target
+                    if target.type == "ai_human":
+                        pending.append(target)
         models: dict[str, ModelDef] = {}
         for prompt in prompts.values():
             self._collect_model(prompt.model, models)
@@ -88,15 +114,34 @@ class Definitions:
                     )
                 elif tool_name == ASK_HUMAN_TOOL:
                     tools[tool_name] = _ask_human_spec()
+                elif tool_name in self.agents:
+                    tools.setdefault(tool_name, _agent_tool_spec(self.agents[tool_name], prompt))
+        resumable = [
+            name
+            for prompt in prompts.values()
+            for name in prompt.tool_names()
+            if name in self.agents
+            and self.agents[name].type == "dual_ai"
+            and tool_entry(prompt, name).get("resumable") not in (None, False)
+        ]
+        if resumable:
+            tools.update(_lifecycle_subagent_specs(self.agents, list(dict.fromkeys(resumable))))
         body = {
             "agent": agent.model_dump(mode="json"),
             "prompts": {k: v.model_dump(mode="json") for k, v in prompts.items()},
             "models": {k: v.model_dump(mode="json") for k, v in models.items()},
             "tools": {k: v.model_dump(mode="json") for k, v in tools.items()},
         }
+        if agents:  # keeps the ids of snapshots without agent tools as they were
+            body["agents"] = {k: v.model_dump(mode="json") for k, v in agents.items()}
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]
         return DefinitionSnapshot(
-            snapshot_id=f"snap_{digest}", agent=agent, prompts=prompts, models=models, tools=tools
+            snapshot_id=f"snap_{digest}",
+            agent=agent,
+            agents=agents,
+            prompts=prompts,
+            models=models,
+            tools=tools,
         )
 
     # ---- checks ----------------------------------------------------------------------
@@ -140,13 +185,22 @@ class Definitions:
             if tool_name == ASK_HUMAN_TOOL:
                 self._check_ask_human(where, i, prompt)
                 continue
-            if tool_name in self.prompts or tool_name in self.agents:
+            if tool_name in self.agents:
+                self._check_agent_tool(where, i, prompt, self.agents[tool_name])
+                continue
+            if tool_name in (SUBAGENT_CREATE_TOOL, SUBAGENT_MESSAGE_TOOL):
                 raise DefinitionError(
                     where,
                     f"tools[{i}]",
-                    f"{tool_name!r} is a prompt or "
-                    "agent tool; sub-prompt and agent tools are not "
-                    "supported by this runtime version yet",
+                    f"{tool_name!r} is added by the runtime when a prompt has resumable "
+                    "subagents; list the subagent itself instead",
+                )
+            if tool_name in self.prompts:
+                raise DefinitionError(
+                    where,
+                    f"tools[{i}]",
+                    f"{tool_name!r} is a prompt; sub-prompt tools are not supported by this "
+                    "runtime version yet (use a dual_ai agent with exposeAsTool as a subagent)",
                 )
             raise DefinitionError(
                 where,
@@ -159,6 +213,33 @@ class Definitions:
                     raise DefinitionError(
                         where, f"prompt[{i}].prompt", f"unknown prompt {part.prompt!r} to include"
                     )
+
+    def _check_agent_tool(self, where: str, index: int, prompt: PromptDef, agent: AgentDef) -> None:
+        field_name = f"tools[{index}]"
+        if not agent.expose_as_tool:
+            raise DefinitionError(
+                where,
+                field_name,
+                f"agent {agent.name!r} is not exposed as a tool; set exposeAsTool: true on it",
+            )
+        entry = tool_entry(prompt, agent.name)
+        try:
+            if agent.type == "dual_ai":
+                config = SubagentToolConfig.model_validate(entry)
+            else:
+                HandoffToolConfig.model_validate(entry)
+                return
+        except ValidationError as err:
+            kind = "subagent" if agent.type == "dual_ai" else "handoff (ai_human agent)"
+            raise DefinitionError(
+                where, field_name, f"{kind} {agent.name!r}: {describe_validation_error(err)}"
+            ) from None
+        if config.resumable is not False and config.init_agent_name_property:
+            raise DefinitionError(
+                where,
+                f"{field_name}.initAgentNameProperty",
+                "a resumable subagent is named by subagent_create's `name` argument",
+            )
 
     def _check_ask_human(self, where: str, index: int, prompt: PromptDef) -> None:
         try:
@@ -230,6 +311,7 @@ class Definitions:
                 name=tool_name,
                 description=description,
                 builtin=True,
+                kind="lifecycle",
                 parameters={"type": "object", "properties": properties},
             )
         return specs
@@ -257,6 +339,99 @@ def _ask_human_spec() -> ToolSpec:
         parameters=ASK_HUMAN_PARAMETERS,
         builtin=True,
     )
+
+
+def _agent_tool_spec(agent: AgentDef, prompt: PromptDef) -> ToolSpec:
+    """What the model sees of an agent tool: a subagent to run, or a handoff."""
+    entry = tool_entry(prompt, agent.name)
+    description = agent.tool_description or agent.description or f"The {agent.name} agent."
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    if agent.type == "ai_human":
+        handoff = HandoffToolConfig.model_validate(entry)
+        prop = handoff.init_user_message_property or DEFAULT_MESSAGE_PROPERTY
+        properties[prop] = {"type": "string", "description": "what to tell the new agent"}
+        return ToolSpec(
+            name=agent.name,
+            description=f"Hand this conversation over to {agent.name}. {description}",
+            parameters={"type": "object", "properties": properties},
+            builtin=True,
+            kind="handoff",
+            target=agent.name,
+        )
+    config = SubagentToolConfig.model_validate(entry)
+    properties[config.message_property()] = {
+        "type": "string",
+        "description": "the task for the subagent (its first message)",
+    }
+    required.append(config.message_property())
+    if config.init_attachments_property:
+        properties[config.init_attachments_property] = {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "paths of files in this thread to copy to the subagent",
+        }
+    if config.init_agent_name_property:
+        properties[config.init_agent_name_property] = {
+            "type": "string",
+            "description": "a short display name for this subagent",
+        }
+    return ToolSpec(
+        name=agent.name,
+        description=description,
+        parameters={"type": "object", "properties": properties, "required": required},
+        builtin=True,
+        kind="subagent",
+        target=agent.name,
+    )
+
+
+def _lifecycle_subagent_specs(agents: dict[str, AgentDef], names: list[str]) -> dict[str, ToolSpec]:
+    """`subagent_create` and `subagent_message` (Runtime §7.2) for resumable subagents."""
+    described = "; ".join(
+        f"{n}: {agents[n].tool_description or agents[n].description or 'a subagent'}" for n in names
+    )
+    attachments = {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "paths of files in this thread to copy to the subagent",
+    }
+    create = ToolSpec(
+        name=SUBAGENT_CREATE_TOOL,
+        description=f"Create a long-lived subagent that keeps its context ({described}). "
+        "It answers each message and waits for the next; returns its reference.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "agent": {"type": "string", "enum": names},
+                "name": {"type": "string", "minLength": 1, "description": "a unique name"},
+                "message": {"type": "string", "description": "its first task (optional)"},
+                "attachments": attachments,
+            },
+            "required": ["agent", "name"],
+        },
+        builtin=True,
+        kind="subagent_create",
+    )
+    message = ToolSpec(
+        name=SUBAGENT_MESSAGE_TOOL,
+        description="Send a message to a subagent made with subagent_create.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "reference": {
+                    "type": "string",
+                    "description": "the subagent's reference or name",
+                },
+                "message": {"type": "string"},
+                "attachments": attachments,
+            },
+            "required": ["reference", "message"],
+        },
+        builtin=True,
+        kind="subagent_message",
+    )
+    return {create.name: create, message.name: message}
 
 
 def _names(table: dict[str, Any]) -> str:
