@@ -86,6 +86,11 @@ class Store:
         """The underlying engine, for health checks and tests."""
         return self._engine
 
+    @property
+    def keyring(self) -> Keyring | None:
+        """The keys that seal env at rest, or None (stored as given)."""
+        return self._keyring
+
     def close(self) -> None:
         """Close every pooled connection."""
         self._engine.dispose()
