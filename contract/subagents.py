@@ -182,3 +182,8 @@ class VariableRequest(CamelModel):
     missing: list[str]
     status: Literal["pending", "provided"] = "pending"
     created_at: str | None = None
+
+
+# The activity that records a VariableRequest (input `VariableRequest`, no result), so the
+# §7.5 gateway can serve it.
+ACTIVITY_VARIABLES_REQUEST = "variables.request"
