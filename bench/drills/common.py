@@ -1,0 +1,236 @@
+"""Shared pieces of the fault drills: reports, worker configs, store watching, checks."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from sqlalchemy import func, select
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+
+from activities.store import Store
+from activities.store.tables import events as events_table
+
+DEFINITIONS = Path(__file__).parent / "definitions"
+FINAL_TEXT = "All the notes are stored."
+ADMIN_URL = os.environ.get("WEFT_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+@dataclass
+class Report:
+    """What one drill measured (figures) and whether its invariants held (checks)."""
+
+    name: str
+    figures: list[tuple[str, str]] = field(default_factory=list)
+    checks: list[tuple[str, bool, str]] = field(default_factory=list)
+
+    def figure(self, label: str, value: str) -> None:
+        """Record and print a measured figure."""
+        self.figures.append((label, value))
+        print(f"  {label}: {value}", flush=True)
+
+    def check(self, label: str, ok: bool, detail: str = "") -> bool:
+        """Record and print an invariant as PASS or FAIL (with what went wrong)."""
+        self.checks.append((label, ok, detail))
+        suffix = f" ({detail})" if detail else ""
+        print(f"  {'PASS' if ok else 'FAIL'} {label}{suffix}", flush=True)
+        return ok
+
+    @property
+    def ok(self) -> bool:
+        """True when the drill recorded checks and every one passed."""
+        return bool(self.checks) and all(ok for _, ok, _ in self.checks)
+
+
+def note(text: str) -> None:
+    """A progress line, so a long drill shows where it is."""
+    print(f"  .. {text}", flush=True)
+
+
+def write_worker_config(
+    folder: Path, *, address: str, task_queue: str, store_url: str, model_url: str
+) -> Path:
+    """A `weft worker` config on the drill definitions, whose `scripted` provider is the
+    bench process's scripted model server (so every worker plays the same scripts)."""
+    config = {
+        "temporal": {"address": address, "taskQueue": task_queue},
+        "store": {"url": store_url},
+        "definitions": str(DEFINITIONS),
+        "codec": {"keysFile": str(folder / "no-codec-keys")},
+        "providers": {"scripted": {"kind": "openai", "baseUrl": model_url, "apiKey": "drill"}},
+    }
+    path = folder / f"worker-{uuid.uuid4().hex[:6]}.yml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def task_queue(drill: str) -> str:
+    """A fresh task queue for one drill run."""
+    return f"drill-{drill}-{uuid.uuid4().hex[:8]}"
+
+
+@contextmanager
+def postgres_database() -> Iterator[str]:
+    """A fresh PostgreSQL database (its URL) at ADMIN_URL, dropped afterwards."""
+    import psycopg
+    from sqlalchemy import make_url
+
+    name = f"weft_drill_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield make_url(ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+        finally:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                (name,),
+            )
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+
+
+def event_counts(store: Store, event_type: str) -> Counter[str]:
+    """How many events of `event_type` each thread has, in one query."""
+    query = (
+        select(events_table.c.thread_id, func.count())
+        .where(events_table.c.type == event_type)
+        .group_by(events_table.c.thread_id)
+    )
+    with store.engine.connect() as connection:
+        return Counter({row[0]: int(row[1]) for row in connection.execute(query)})
+
+
+async def wait_for_events(
+    store: Store,
+    thread_ids: Iterable[str],
+    event_type: str,
+    *,
+    count: int = 1,
+    threads: int | None = None,
+    timeout: float = 300,
+    interval: float = 0.2,
+) -> float:
+    """Wait until `threads` (default: all) of the threads have `count` events of `event_type`
+    in the store; returns the seconds waited, or raises TimeoutError naming the stragglers."""
+    wanted = set(thread_ids)
+    needed = len(wanted) if threads is None else threads
+    began = time.perf_counter()
+    while True:
+        counts = await asyncio.to_thread(event_counts, store, event_type)
+        done = {t for t in wanted if counts[t] >= count}
+        if len(done) >= needed:
+            return time.perf_counter() - began
+        if time.perf_counter() - began > timeout:
+            missing = sorted(wanted - done)
+            raise TimeoutError(
+                f"{len(done)}/{needed} threads reached {count} {event_type} within {timeout:.0f} s"
+                f"; e.g. {missing[:3]}"
+            )
+        await asyncio.sleep(interval)
+
+
+async def history_retries(client: Client, thread_ids: Iterable[str]) -> Counter[str]:
+    """Activities that needed more than one attempt, by activity type, from Temporal history
+    (ActivityTaskStarted carries the attempt that finally ran)."""
+    retried: Counter[str] = Counter()
+    for thread_id in thread_ids:
+        history = await client.get_workflow_handle(thread_id).fetch_history()
+        types: dict[int, str] = {}
+        for event in history.events:
+            if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                attributes = event.activity_task_scheduled_event_attributes
+                types[event.event_id] = attributes.activity_type.name
+            elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+                attributes = event.activity_task_started_event_attributes
+                if attributes.attempt > 1:
+                    retried[types.get(attributes.scheduled_event_id, "?")] += 1
+    return retried
+
+
+def attempts_after_first(store: Store, thread_ids: Iterable[str], event_type: str) -> int:
+    """How many `event_type` events (model.requested, tool.started) are of a retry attempt."""
+    return sum(
+        1
+        for thread_id in thread_ids
+        for event in store.read_events(thread_id, types=[event_type], limit=10_000)
+        if event.payload.get("attempt", 1) > 1
+    )
+
+
+def transcript_problems(
+    store: Store, thread_id: str, roles: list[str], contents: dict[int, str]
+) -> list[str]:
+    """What is wrong with a thread's stored messages: lost or duplicated messages (ids,
+    positions), roles out of order, or a message at index i not reading `contents[i]`."""
+    stored = store.list_messages(thread_id)
+    problems = []
+    if len({m.id for m in stored}) != len(stored):
+        problems.append("duplicate message ids")
+    positions = [m.position for m in stored]
+    if len(set(positions)) != len(positions) or positions != sorted(positions):
+        problems.append(f"positions not unique and increasing: {positions}")
+    if [m.role for m in stored] != roles:
+        problems.append(f"roles {[m.role for m in stored]} != {roles}")
+    for index, text in contents.items():
+        if index < len(stored) and stored[index].content != text:
+            problems.append(f"message {index} is {stored[index].content!r}, not {text!r}")
+    return [f"{thread_id}: {p}" for p in problems]
+
+
+def sequence_problems(store: Store, thread_id: str) -> list[str]:
+    """A thread's event sequence must be 1..n with no gap or repeat."""
+    query = select(
+        func.count(),
+        func.count(func.distinct(events_table.c.sequence)),
+        func.max(events_table.c.sequence),
+    ).where(events_table.c.thread_id == thread_id)
+    with store.engine.connect() as connection:
+        total, distinct, highest = connection.execute(query).one()
+    if total == distinct == (highest or 0):
+        return []
+    return [f"{thread_id}: {total} events, {distinct} distinct sequences, max {highest}"]
+
+
+def slow_script(steps: int, *, tool_seconds: float, chunk_delay_ms: int) -> dict[str, Any]:
+    """`steps` model calls streamed slowly: `steps - 1` slow_note tool calls, then FINAL_TEXT."""
+    pace = {"chunk_size": 4, "chunk_delay_ms": chunk_delay_ms}
+    call = {"name": "slow_note", "arguments": {"text": "drill", "seconds": tool_seconds}}
+    replies: list[dict[str, Any]] = [{"tool_calls": [call], "repeat": steps - 1, **pace}]
+    if steps == 1:
+        replies = []
+    return {"replies": [*replies, {"text": FINAL_TEXT, **pace}]}
+
+
+def slow_roles(steps: int) -> list[str]:
+    """The stored roles of a thread that ran slow_script(steps) once."""
+    return ["user", *["assistant", "tool"] * (steps - 1), "assistant"]
+
+
+def summary(values: list[float], unit: str = "ms", scale: float = 1000) -> str:
+    """p50 / p95 / max of `values` (seconds), in `unit`."""
+    if not values:
+        return "no samples"
+    ordered = sorted(values)
+    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    return (
+        f"p50 {statistics.median(ordered) * scale:.0f} {unit}, p95 {p95 * scale:.0f} {unit}, "
+        f"max {ordered[-1] * scale:.0f} {unit} (n={len(ordered)})"
+    )
+
+
+def first(problems: list[str], limit: int = 3) -> str:
+    """A short rendering of a problem list for a FAIL line."""
+    return "; ".join(problems[:limit]) + (
+        f" (+{len(problems) - limit} more)" if len(problems) > limit else ""
+    )

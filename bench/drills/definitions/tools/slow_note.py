@@ -1,0 +1,22 @@
+"""A slow tool with a counted side effect, so drills can fault a worker while it runs."""
+
+import asyncio
+
+from pydantic import BaseModel
+
+from activities.definitions import define_tool
+
+
+class NoteArgs(BaseModel):
+    text: str
+    seconds: float = 1.0
+
+
+async def slow_note(state, args: NoteArgs) -> str:
+    await asyncio.sleep(args.seconds)
+    runs = (await state.get_value("runs") or 0) + 1
+    await state.set_value("runs", runs)
+    return f"noted {args.text!r}"
+
+
+tool = define_tool(description="Slowly note a text", args=NoteArgs, execute=slow_note)

@@ -1,0 +1,146 @@
+"""Drill 1: two `weft worker` processes share a task queue and a PostgreSQL store; one is
+SIGKILLed while every thread has work in flight, and every thread still completes once."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+
+from support import local_stack, read, start_thread
+from temporalio.client import Client
+from worker_process import WorkerProcess
+
+from activities.store import Store
+from drills.common import (
+    FINAL_TEXT,
+    Report,
+    attempts_after_first,
+    event_counts,
+    first,
+    history_retries,
+    note,
+    postgres_database,
+    sequence_problems,
+    slow_roles,
+    slow_script,
+    task_queue,
+    transcript_problems,
+    wait_for_events,
+    write_worker_config,
+)
+
+DEFAULT_THREADS = 50
+STEPS = 4
+TOOL_SECONDS = 1.0
+
+
+async def run(report: Report, args: argparse.Namespace) -> None:
+    """Start the threads on two workers, kill one mid-run, wait for all, check the store."""
+    threads = args.threads or DEFAULT_THREADS
+    with postgres_database() as url, tempfile.TemporaryDirectory() as tmp:
+        async with local_stack() as (client, scripted, address):
+            scripted.set_script(
+                "drill", slow_script(STEPS, tool_seconds=TOOL_SECONDS, chunk_delay_ms=100)
+            )
+            queue = task_queue("sigkill")
+            config = write_worker_config(
+                Path(tmp),
+                address=address,
+                task_queue=queue,
+                store_url=url,
+                model_url=scripted.openai_base_url,
+            )
+            store = await asyncio.to_thread(Store.open, url)  # migrated before workers race
+            workers = [WorkerProcess(config), WorkerProcess(config)]
+            try:
+                await asyncio.gather(*(w.start() for w in workers))
+                await _drill(report, client, store, workers, queue, threads)
+            finally:
+                for worker in workers:
+                    await worker.stop()
+                store.close()
+
+
+async def _drill(
+    report: Report,
+    client: Client,
+    store: Store,
+    workers: list[WorkerProcess],
+    queue: str,
+    threads: int,
+) -> None:
+    note(f"{threads} threads x {STEPS} steps on 2 workers (PostgreSQL store)")
+    began = time.perf_counter()
+    handles = await asyncio.gather(
+        *(
+            start_thread(
+                client,
+                queue,
+                agent="drill_agent",
+                options={"heartbeatTimeoutSeconds": 5, "maxTotalSteps": STEPS + 2},
+                messages=[{"role": "user", "content": f"sigkill drill thread {i}"}],
+            )
+            for i in range(threads)
+        )
+    )
+    ids = [h.id for h in handles]
+    # Kill once half the threads are past their first model call: work is in flight everywhere.
+    await wait_for_events(store, ids, "tool.started", threads=threads // 2, timeout=300)
+    completed_before = len(await asyncio.to_thread(event_counts, store, "turn.completed"))
+    killed_at = time.perf_counter()
+    await workers[0].kill()
+    note(f"SIGKILLed worker 1 after {killed_at - began:.1f} s ({completed_before} threads done)")
+    try:
+        await wait_for_events(store, ids, "turn.completed", timeout=900, interval=0.5)
+        all_done = True
+    except TimeoutError as error:
+        all_done = report.check("every thread completes", False, str(error))
+    finished = time.perf_counter()
+    if all_done:
+        report.check("every thread completes", True, f"{threads}/{threads}")
+    report.figure("completion time", f"{finished - began:.1f} s from start")
+    report.figure(
+        "recovery after the kill", f"{finished - killed_at:.1f} s from SIGKILL to last thread idle"
+    )
+
+    states = await asyncio.gather(*(read(h) for h in handles))
+    wrong = [
+        f"{h.id}: {s.status} {s.last_outcome!r}"
+        for h, s in zip(handles, states, strict=True)
+        if s.status != "waiting_input" or s.last_outcome != FINAL_TEXT
+    ]
+    report.check("every thread answers the final text", not wrong, first(wrong))
+
+    roles = slow_roles(STEPS)
+    problems = await asyncio.to_thread(
+        lambda: [
+            p
+            for t in ids
+            for p in transcript_problems(store, t, roles, {len(roles) - 1: FINAL_TEXT})
+        ]
+    )
+    report.check(
+        "no message lost or duplicated (ids, positions, roles)", not problems, first(problems)
+    )
+    gaps = await asyncio.to_thread(lambda: [p for t in ids for p in sequence_problems(store, t)])
+    report.check("event sequences are gapless per thread", not gaps, first(gaps))
+
+    retried = await history_retries(client, ids)
+    model_resets = await asyncio.to_thread(attempts_after_first, store, ids, "model.requested")
+    tool_retries = await asyncio.to_thread(attempts_after_first, store, ids, "tool.started")
+    detail = ", ".join(f"{name} {count}" for name, count in sorted(retried.items())) or "none"
+    report.figure("activities retried (history, attempt > 1)", f"{sum(retried.values())}: {detail}")
+    report.figure(
+        "retry facts in the store",
+        f"model.requested reset {model_resets}, tool.started attempt>1 {tool_retries}",
+    )
+    report.check("the kill hit in-flight work (some activity retried)", sum(retried.values()) > 0)
+    runs = await asyncio.to_thread(lambda: sum(store.get_value(t, "runs") or 0 for t in ids))
+    expected = threads * (STEPS - 1)
+    report.figure(
+        "tool bodies run",
+        f"{runs} for {expected} tool calls ({runs - expected} re-run after the kill: at-least-once)",
+    )
