@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any, TypeVar
 
 from sqlalchemy import (
@@ -33,6 +34,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 
 from activities.crypto import Keyring
 from activities.store import kv as kv_rules
+from activities.store.files import FileStore
 from activities.store.migrate import upgrade
 from activities.store.rows import (
     ThreadRow,
@@ -90,6 +92,11 @@ class Store:
     def keyring(self) -> Keyring | None:
         """The keys that seal env at rest, or None (stored as given)."""
         return self._keyring
+
+    @cached_property
+    def files(self) -> FileStore:
+        """The thread filesystems and blobs kept in this store (`activities/store/files.py`)."""
+        return FileStore(self)
 
     def close(self) -> None:
         """Close every pooled connection."""
