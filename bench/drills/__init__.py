@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Awaitable, Callable
 
-from drills import sigkill
+from drills import restart, sigkill
 from drills.common import Report
 
 Drill = Callable[[Report, argparse.Namespace], Awaitable[None]]
 
 DRILLS: dict[str, Drill] = {
     "sigkill": sigkill.run,
+    "restart": restart.run,
 }

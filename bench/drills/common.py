@@ -16,8 +16,9 @@ from typing import Any
 
 import yaml
 from sqlalchemy import func, select
+from support import read
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 
 from activities.store import Store
 from activities.store.tables import events as events_table
@@ -215,6 +216,47 @@ def slow_script(steps: int, *, tool_seconds: float, chunk_delay_ms: int) -> dict
 def slow_roles(steps: int) -> list[str]:
     """The stored roles of a thread that ran slow_script(steps) once."""
     return ["user", *["assistant", "tool"] * (steps - 1), "assistant"]
+
+
+async def check_all_complete(
+    report: Report, store: Store, thread_ids: list[str], *, turns: int = 1, timeout: float = 900
+) -> None:
+    """Wait until every thread has completed `turns` turns (turn.completed in the store)."""
+    try:
+        await wait_for_events(
+            store, thread_ids, "turn.completed", count=turns, timeout=timeout, interval=0.5
+        )
+        report.check("every thread completes", True, f"{len(thread_ids)}/{len(thread_ids)}")
+    except TimeoutError as error:
+        report.check("every thread completes", False, str(error))
+
+
+async def check_slow_threads(
+    report: Report, store: Store, handles: list[WorkflowHandle[Any, Any]], steps: int
+) -> None:
+    """The invariants of threads that ran slow_script(steps): each is idle with the final
+    answer, its messages are all there once in order, and its event sequence has no gap."""
+    states = await asyncio.gather(*(read(h) for h in handles))
+    wrong = [
+        f"{h.id}: {s.status} {s.last_outcome!r}"
+        for h, s in zip(handles, states, strict=True)
+        if s.status != "waiting_input" or s.last_outcome != FINAL_TEXT
+    ]
+    report.check("every thread answers the final text", not wrong, first(wrong))
+    ids = [h.id for h in handles]
+    roles = slow_roles(steps)
+    problems = await asyncio.to_thread(
+        lambda: [
+            p
+            for t in ids
+            for p in transcript_problems(store, t, roles, {len(roles) - 1: FINAL_TEXT})
+        ]
+    )
+    report.check(
+        "no message lost or duplicated (ids, positions, roles)", not problems, first(problems)
+    )
+    gaps = await asyncio.to_thread(lambda: [p for t in ids for p in sequence_problems(store, t)])
+    report.check("event sequences are gapless per thread", not gaps, first(gaps))
 
 
 def summary(values: list[float], unit: str = "ms", scale: float = 1000) -> str:

@@ -9,25 +9,22 @@ import tempfile
 import time
 from pathlib import Path
 
-from support import local_stack, read, start_thread
+from support import local_stack, start_thread
 from temporalio.client import Client
 from worker_process import WorkerProcess
 
 from activities.store import Store
 from drills.common import (
-    FINAL_TEXT,
     Report,
     attempts_after_first,
+    check_all_complete,
+    check_slow_threads,
     event_counts,
-    first,
     history_retries,
     note,
     postgres_database,
-    sequence_problems,
-    slow_roles,
     slow_script,
     task_queue,
-    transcript_problems,
     wait_for_events,
     write_worker_config,
 )
@@ -93,40 +90,14 @@ async def _drill(
     killed_at = time.perf_counter()
     await workers[0].kill()
     note(f"SIGKILLed worker 1 after {killed_at - began:.1f} s ({completed_before} threads done)")
-    try:
-        await wait_for_events(store, ids, "turn.completed", timeout=900, interval=0.5)
-        all_done = True
-    except TimeoutError as error:
-        all_done = report.check("every thread completes", False, str(error))
+    await check_all_complete(report, store, ids, timeout=900)
     finished = time.perf_counter()
-    if all_done:
-        report.check("every thread completes", True, f"{threads}/{threads}")
     report.figure("completion time", f"{finished - began:.1f} s from start")
     report.figure(
         "recovery after the kill", f"{finished - killed_at:.1f} s from SIGKILL to last thread idle"
     )
 
-    states = await asyncio.gather(*(read(h) for h in handles))
-    wrong = [
-        f"{h.id}: {s.status} {s.last_outcome!r}"
-        for h, s in zip(handles, states, strict=True)
-        if s.status != "waiting_input" or s.last_outcome != FINAL_TEXT
-    ]
-    report.check("every thread answers the final text", not wrong, first(wrong))
-
-    roles = slow_roles(STEPS)
-    problems = await asyncio.to_thread(
-        lambda: [
-            p
-            for t in ids
-            for p in transcript_problems(store, t, roles, {len(roles) - 1: FINAL_TEXT})
-        ]
-    )
-    report.check(
-        "no message lost or duplicated (ids, positions, roles)", not problems, first(problems)
-    )
-    gaps = await asyncio.to_thread(lambda: [p for t in ids for p in sequence_problems(store, t)])
-    report.check("event sequences are gapless per thread", not gaps, first(gaps))
+    await check_slow_threads(report, store, handles, STEPS)
 
     retried = await history_retries(client, ids)
     model_resets = await asyncio.to_thread(attempts_after_first, store, ids, "model.requested")
