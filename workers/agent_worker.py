@@ -13,6 +13,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from activities.code_run import CodeRunActivities
 from activities.definitions import Definitions, load_directory
+from activities.files_copy import FileCopyActivities
 from activities.model_call import ModelActivities
 from activities.sandbox import SandboxPool
 from activities.snapshots import SnapshotCache
@@ -108,6 +109,7 @@ class AgentWorker:
         models = ModelActivities(store, providers, snapshots)
         tools = ToolActivities(store, self.definitions, snapshots, sandbox=pool)
         code = CodeRunActivities(pool)
+        copies = FileCopyActivities(store)
         self.worker = Worker(
             client,
             task_queue=self.task_queue,
@@ -118,6 +120,7 @@ class AgentWorker:
                 models.call_model,
                 tools.call_tool,
                 code.run,
+                copies.copy_files,
             ],
             workflow_runner=workflow_runner(),
             max_cached_workflows=self._max_cached,

@@ -30,9 +30,9 @@ def test_binary_and_text_round_trip(store: Store) -> None:
     assert stat.size == len(data) and stat.digest == hashlib.sha256(data).hexdigest()
     store.files.write_file(thread, "notes/today.md", "snow \u2603 and NUL \x00")
     assert store.files.read_file(thread, "/notes/today.md").decode() == "snow \u2603 and NUL \x00"
-    stat = store.files.stat_file(thread, "/notes/today.md")
-    assert stat is not None and stat.kind == "file" and stat.mime_type == "text/markdown"
-    assert store.files.get_blob(stat.digest or "") == "snow \u2603 and NUL \x00".encode()
+    note = store.files.stat_file(thread, "/notes/today.md")
+    assert note is not None and note.kind == "file" and note.mime_type == "text/markdown"
+    assert store.files.get_blob(note.digest or "") == "snow \u2603 and NUL \x00".encode()
 
 
 def test_overwrite_replaces_content_and_keeps_created_at(store: Store) -> None:
