@@ -128,6 +128,7 @@ class RegistryEntry(CamelModel):
     last_result: str | None = None
     stop_reason: str | None = None
     usage: dict[str, Any] = Field(default_factory=dict, description="the child's totals")
+    closed: bool = Field(default=False, description="the child thread has ended")
     updated_at: str | None = None
 
 

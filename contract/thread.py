@@ -223,9 +223,6 @@ class ThreadCarryOver(CamelModel):
     resolved_actions: list[ActionResolution] = Field(default_factory=list)
     session_allowed_tools: list[str] = Field(default_factory=list)
     children: list[RegistryEntry] = Field(default_factory=list)
-    children_usage: UsageTotals = Field(
-        default_factory=UsageTotals, description="rolled up from children's reports"
-    )
     active_agent: str | None = Field(default=None, description="set by a handoff")
     immediate_done: list[str] = Field(
         default_factory=list, description="prompts whose immediate subagents were started"

@@ -132,6 +132,7 @@ class AgentThreadWorkflow(ControlPlane):
                 user_id=start.user_id,
                 parent_thread_id=self._parent_id(),
                 env=start.env,
+                scoped_env_request=start.scoped_env_request,
                 outbox=outbox,
             ),
             result_type=ThreadInitResult,
@@ -145,6 +146,10 @@ class AgentThreadWorkflow(ControlPlane):
     async def _close(self) -> ThreadResult:
         mem = self._require_mem()
         self._set_status("cancelled")
+        await self.propagate_terminate()
+        await self.finish_background()
+        if self._is_child():
+            await self._report("closed", status="terminated", content=self._terminate_reason)
         self._emit_snapshot()
         await flush(mem, thread_row=self.thread_row())
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -155,21 +160,22 @@ class AgentThreadWorkflow(ControlPlane):
             terminated_at=self._terminated_at,
             reason=self._terminate_reason,
             counters=mem.counters,
-            usage=mem.usage,
+            usage=self.total_usage(),
         )
 
     # ---- the session and its steps ---------------------------------------------------
 
     async def _run_session(self, resume: TurnCursor | None = None) -> None:
         """Run turns until the session stops; `resume` continues a turn of an earlier run."""
-        mem, snapshot = self._require_mem(), self._require_snapshot()
+        mem = self._require_mem()
         side: Side = "a"
+        stop: Stop | None = None
         if resume is not None:
             side, turn_id, resumed_steps = resume.side, resume.turn_id, resume.side_steps
         else:
             head = mem.queue[0]
             if (
-                snapshot.agent.type == "dual_ai"
+                self._agent().type == "dual_ai"
                 and head.message
                 and head.message.role == "assistant"
             ):
@@ -182,10 +188,10 @@ class AgentThreadWorkflow(ControlPlane):
         while not self._terminated_at:
             stop = await self._run_turn(side, turn_id, resumed_steps)
             resumed_steps = None
-            if stop is None or stop.scope == "session" or snapshot.agent.type == "ai_human":
+            if stop is None or stop.scope == "session" or self._agent().type == "ai_human":
                 break
             if session_turns_exhausted(
-                snapshot.agent, mem.counters.side_a_turns, mem.counters.side_b_turns
+                self._agent(), mem.counters.side_a_turns, mem.counters.side_b_turns
             ):
                 self._stop_reason = "max_session_turns"
                 break
@@ -193,6 +199,7 @@ class AgentThreadWorkflow(ControlPlane):
             turn_id = mem.new_id("turn")
         mem.emit("thread.updated", {"status": "idle", "stopReason": self._stop_reason})
         self._active_turn = self._active_side = None
+        await self.report_session_end(stop)
         if not self._terminated_at:
             self._set_status("waiting_input")
             self._emit_snapshot()
@@ -258,9 +265,10 @@ class AgentThreadWorkflow(ControlPlane):
 
     async def _step(self, side: Side, turn_id: str, side_steps: int) -> Stop | None:
         """Runtime §3 steps 1-7 for one model call; a Stop, or None to continue."""
-        mem, snapshot = self._require_mem(), self._require_snapshot()
+        mem = self._require_mem()
         step_id = mem.new_id("step")
         new_messages = await self._drain_queue(side, turn_id, step_id)  # 1
+        new_messages = await self.start_immediate(side, turn_id, new_messages)
         if self._terminated_at:
             return Stop("session", "aborted_by_user")
         if self._oversized:
@@ -278,7 +286,7 @@ class AgentThreadWorkflow(ControlPlane):
         )
         if self._terminated_at:
             return Stop("session", "aborted_by_user")
-        side_cfg = snapshot.agent.side(side)
+        side_cfg = self._agent().side(side)
         return evaluate_step(
             StepFacts(  # 7
                 side=side_cfg,
@@ -339,7 +347,7 @@ class AgentThreadWorkflow(ControlPlane):
     ) -> ModelCallResult | Literal["interrupted"] | None:
         """Call the side's model, then its fallbacks in order; None when all failed."""
         mem, snapshot, start = self._require_mem(), self._require_snapshot(), self._require_start()
-        prompt = snapshot.prompts[snapshot.agent.side(side).prompt]
+        prompt = self._active_prompt(side)
         candidates = [prompt.model, *snapshot.models[prompt.model].fallbacks]
         message_id, position = mem.new_id("msg"), mem.reserve_position()
         new_messages = [*mem.take_outbox_messages(), *new_messages]
@@ -352,6 +360,7 @@ class AgentThreadWorkflow(ControlPlane):
                 snapshot_id=snapshot.snapshot_id,
                 side=side,
                 model=model_name,
+                agent=self._active_agent,
                 turn_id=turn_id,
                 step_id=step_id,
                 step=mem.counters.steps,
@@ -441,7 +450,7 @@ class AgentThreadWorkflow(ControlPlane):
     async def _continue_as_new_if_due(self, turn: TurnCursor | None) -> None:
         """Continue as new when this run's history is long; called at safe points only."""
         start, mem = self._require_start(), self._require_mem()
-        if self._terminated_at or mem.pending_actions:
+        if self._terminated_at or mem.pending_actions or self._background:
             return
         if not continuation.history_is_long(start.options):
             return
@@ -484,7 +493,11 @@ class AgentThreadWorkflow(ControlPlane):
     @property
     def _tools(self) -> ToolRunner:
         return ToolRunner(
-            self._require_mem(), self._require_snapshot(), self._require_start().options, self
+            self._require_mem(),
+            self._require_snapshot(),
+            self._require_start().options,
+            self,
+            agent=self._active_agent,
         )
 
 

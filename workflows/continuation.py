@@ -70,6 +70,10 @@ def carry_over(thread: ThreadBase, turn: TurnCursor | None) -> ThreadCarryOver:
         pending_actions=list(mem.pending_actions.values()),
         resolved_actions=resolved,
         session_allowed_tools=sorted(mem.session_allowed_tools),
+        children=list(thread._children.values()),
+        active_agent=thread._active_agent,
+        immediate_done=sorted(thread._immediate_done),
+        variable_requests=[{"requestId": k, **v} for k, v in thread._variable_requests.items()],
         stop_reason=thread._stop_reason,
         last_outcome=thread._last_outcome,
         terminated_at=thread._terminated_at,
@@ -96,6 +100,13 @@ def restore(thread: ThreadBase, carried: ThreadCarryOver) -> None:
     mem.resolved_actions = {r.action_id: r for r in carried.resolved_actions}
     mem.session_allowed_tools = set(carried.session_allowed_tools)
     thread._snapshot = carried.snapshot
+    thread._children = {e.reference: e for e in carried.children}
+    thread._active_agent = carried.active_agent
+    thread._immediate_done = set(carried.immediate_done)
+    thread._variable_requests = {
+        str(r["requestId"]): {k: v for k, v in r.items() if k != "requestId"}
+        for r in carried.variable_requests
+    }
     thread._status = carried.status
     thread._stop_reason = carried.stop_reason
     thread._last_outcome = carried.last_outcome

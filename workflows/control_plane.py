@@ -29,6 +29,7 @@ from contract.messages import (
     TerminateRequest,
 )
 from contract.read_models import session_snapshot
+from contract.subagents import SIGNAL_SUBAGENT_REPORT, SIGNAL_VARIABLES_PROVIDED
 from contract.thread import (
     QUERY_MESSAGES,
     QUERY_SESSION_SNAPSHOT,
@@ -43,8 +44,8 @@ from contract.thread import (
 )
 from workflows import queue_control, read_models
 from workflows.actions import apply_response, check_response
+from workflows.child_reports import ChildReports
 from workflows.control import parse_single
-from workflows.thread_base import ThreadBase
 from workflows.thread_state import QueueEntry
 
 MAX_MESSAGES_PAGE = 500
@@ -56,11 +57,13 @@ _SIGNALS = ", ".join(
         SIGNAL_RESPOND_ACTION,
         SIGNAL_REMOVE_QUEUED_TURN,
         SIGNAL_PROMOTE_QUEUED_TURN,
+        SIGNAL_SUBAGENT_REPORT,
+        SIGNAL_VARIABLES_PROVIDED,
     )
 )
 
 
-class ControlPlane(ThreadBase):
+class ControlPlane(ChildReports):
     """Signals, updates and queries of an AgentThread (a base of the workflow class)."""
 
     @workflow.signal(dynamic=True)
@@ -80,6 +83,10 @@ class ControlPlane(ThreadBase):
             self._on_respond_action(values)
         elif name in (SIGNAL_REMOVE_QUEUED_TURN, SIGNAL_PROMOTE_QUEUED_TURN):
             self._on_queue_edit(name, values)
+        elif name == SIGNAL_SUBAGENT_REPORT:
+            self._on_subagent_report(values)
+        elif name == SIGNAL_VARIABLES_PROVIDED:
+            self._on_variables_provided(values)
         else:
             self._warn("unknown_signal", name, f"no signal named {name!r}; known: {_SIGNALS}")
 
@@ -197,7 +204,9 @@ class ControlPlane(ThreadBase):
         mem = self._require_mem()
         return read_models.thread_read(
             mem,
-            agent=self._start.agent if self._start else "",
+            agent=self._agent().name
+            if self._snapshot
+            else (self._start.agent if self._start else ""),
             status=self._status,
             active_turn_id=self._active_turn,
             active_side=self._active_side,
@@ -206,6 +215,8 @@ class ControlPlane(ThreadBase):
             terminated_at=self._terminated_at,
             parent_thread_id=self._parent_id(),
             policy=self._permission_state(),
+            children=[e.model_dump(mode="json", by_alias=True) for e in self._children.values()],
+            usage=self.total_usage(),
         )
 
     @workflow.query(name=QUERY_SESSION_SNAPSHOT)

@@ -9,7 +9,7 @@ from typing import Any
 
 from contract.actions import PermissionPolicy
 from contract.messages import Side
-from contract.thread import StopReason, ThreadRead, ThreadStatus
+from contract.thread import StopReason, ThreadRead, ThreadStatus, UsageTotals
 from workflows.thread_state import ThreadMemory
 
 
@@ -25,6 +25,8 @@ def thread_read(
     terminated_at: str | None,
     parent_thread_id: str | None,
     policy: dict[str, Any],
+    children: list[dict[str, Any]],
+    usage: UsageTotals,
 ) -> ThreadRead:
     """Everything `thread_read` shows, from the workflow's own state."""
     unknown = []
@@ -41,9 +43,9 @@ def thread_read(
         pending_actions=[
             a.model_dump(mode="json", by_alias=True) for a in mem.pending_actions.values()
         ],
-        children=[],  # this runtime version starts no subagents
+        children=children,
         counters=mem.counters,
-        usage=mem.usage,
+        usage=usage,
         last_outcome=last_outcome,
         stop_reason=stop_reason,
         terminated_at=terminated_at,

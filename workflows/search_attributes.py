@@ -39,3 +39,8 @@ def upsert_awaiting(kind: str | None) -> None:
         workflow.upsert_search_attributes([AWAITING_ACTION.value_unset()])
     else:
         workflow.upsert_search_attributes([AWAITING_ACTION.value_set(kind)])
+
+
+def upsert_agent(agent: str) -> None:
+    """Record the agent that runs the thread now (a handoff changes it)."""
+    workflow.upsert_search_attributes([AGENT.value_set(agent)])

@@ -15,17 +15,19 @@ from contract.actions import (
 from contract.activities import (
     Intent,
 )
-from contract.definitions import DefinitionSnapshot
+from contract.definitions import AgentDef, DefinitionSnapshot, PromptDef
 from contract.messages import (
     QueuedMessage,
     QueuedTool,
     Side,
 )
+from contract.subagents import RegistryEntry, SubagentReport
 from contract.thread import (
     SIGNAL_TERMINATE,
     StopReason,
     ThreadStartInput,
     ThreadStatus,
+    UsageTotals,
 )
 from workflows import read_models, search_attributes
 from workflows.control import parse_single
@@ -52,6 +54,20 @@ class ThreadBase:
         self._interrupted = False
         # Queued messages the last drain refused as too large to schedule.
         self._oversized: list[str] = []
+        # Subagents (workflows/subagents.py): the registry, by child thread id.
+        self._children: dict[str, RegistryEntry] = {}
+        # Blocking calls waiting for a child's terminal payload, by child thread id.
+        self._awaiting: dict[str, SubagentReport | None] = {}
+        # Deferred subagent_create calls waiting on scoped variables, by request id.
+        self._variable_requests: dict[str, dict[str, Any]] = {}
+        # Set by a handoff; None is the thread's own agent.
+        self._active_agent: str | None = None
+        # Prompts whose immediate subagents have been started (Runtime §7.3).
+        self._immediate_done: set[str] = set()
+        # Child watchers (dropped at continue-as-new: reports arrive by signal anyway) and
+        # work that must finish before the run ends (reports to a parent, deferred boots).
+        self._watchers: list[asyncio.Task[Any]] = []
+        self._background: list[asyncio.Task[Any]] = []
 
     def terminate(self, reason: str | None) -> None:
         """Soft shutdown (Runtime §10): stamp, abort in-flight work, refuse new work."""
@@ -82,6 +98,26 @@ class ThreadBase:
             self._set_status("waiting_input" if kind == "ask_human" else "waiting_permission")
         search_attributes.upsert_awaiting(kind)
 
+    def _agent(self) -> AgentDef:
+        """The agent that runs the thread now (its own, or a handoff target)."""
+        return self._require_snapshot().agent_def(self._active_agent)
+
+    def _active_prompt(self, side: Side) -> PromptDef:
+        return self._require_snapshot().prompts[self._agent().side(side).prompt]
+
+    def total_usage(self) -> UsageTotals:
+        """This thread's usage plus what its children reported (theirs include their own)."""
+        mem = self._require_mem()
+        total = mem.usage.model_copy()
+        for entry in self._children.values():
+            child = UsageTotals.model_validate(entry.usage) if entry.usage else UsageTotals()
+            total.input_tokens += child.input_tokens
+            total.output_tokens += child.output_tokens
+            total.cached_tokens += child.cached_tokens
+            if child.cost_usd is not None:
+                total.cost_usd = (total.cost_usd or 0.0) + child.cost_usd
+        return total
+
     def _is_idle(self) -> bool:
         return self._status == "waiting_input" and self._active_turn is None
 
@@ -107,7 +143,9 @@ class ThreadBase:
                 self.terminate(str(intent.data.get("reason") or "terminated by a tool"))
                 continue
             else:
-                mem.emit("thread.updated", {"statusNote": intent.data.get("status")})
+                text = intent.data.get("status") or intent.data.get("content")
+                if not self._relay_to_parent(intent.kind, None if text is None else str(text)):
+                    mem.emit("thread.updated", {"statusNote": text})
                 continue
             if isinstance(parsed, str):
                 self._warn("malformed_intent", intent.kind, parsed)
@@ -119,6 +157,10 @@ class ThreadBase:
                 self._enqueue(
                     QueueEntry(mem.new_id("q"), mem.new_id("turn"), mem.timestamp(), tool=parsed)
                 )
+
+    def _relay_to_parent(self, kind: str, text: str | None) -> bool:
+        """Send a set_status/notify_parent intent to the parent; False for a root thread."""
+        return False
 
     def _queue_message(self, message: QueuedMessage) -> QueueEntry:
         mem = self._require_mem()
@@ -187,7 +229,7 @@ class ThreadBase:
             "parent_thread_id": self._parent_id(),
             "stop_reason": self._stop_reason,
             "last_outcome": self._last_outcome,
-            "usage": mem.usage.model_dump(by_alias=True),
+            "usage": self.total_usage().model_dump(by_alias=True),
         }
 
     def _parent_id(self) -> str | None:

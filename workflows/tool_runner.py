@@ -22,7 +22,7 @@ from contract.activities import (
     ToolCallResult,
     ToolResult,
 )
-from contract.definitions import DefinitionSnapshot
+from contract.definitions import DefinitionSnapshot, ToolSpec
 from contract.messages import Message, QueuedTool, Side, ToolCall, ToolCallFunction
 from contract.thread import ThreadOptions
 from workflows.actions import GateHost, HumanGate
@@ -37,10 +37,18 @@ OUTCOME_UNKNOWN = (
 )
 
 
+# Tools the workflow runs itself: they start, signal or await other threads.
+AGENT_TOOL_KINDS = ("subagent", "handoff", "subagent_create", "subagent_message")
+
+
 class ToolHost(GateHost, Protocol):
     """What the tool runner needs from the workflow that owns it."""
 
     def track(self, task: Any) -> None: ...
+
+    async def run_agent_tool(
+        self, call: ToolCall, spec: ToolSpec, *, side: Side, turn_id: str, step_id: str
+    ) -> ToolResult: ...
 
     def apply_intents(self, intents: list[Intent]) -> None: ...
 
@@ -54,7 +62,10 @@ class ToolRunner:
         snapshot: DefinitionSnapshot,
         options: ThreadOptions,
         host: ToolHost,
+        *,
+        agent: str | None = None,
     ) -> None:
+        self._agent = agent
         self._mem = mem
         self._snapshot = snapshot
         self._options = options
@@ -111,8 +122,22 @@ class ToolRunner:
             local = await gate.ask_human(call, side=side, turn_id=turn_id, step_id=step_id)
         else:
             local = await gate.permit(call, side=side, turn_id=turn_id, step_id=step_id)
+        if local is None and spec is not None and spec.kind in AGENT_TOOL_KINDS:
+            self._mem.outbox_messages.extend(prior)
+            prior = []
+            self._mem.emit(
+                "tool.started",
+                {"name": call.function.name, "arguments": call.function.arguments},
+                turn_id=turn_id,
+                step_id=step_id,
+                tool_call_id=call.id,
+            )
+            local = await self._host.run_agent_tool(
+                call, spec, side=side, turn_id=turn_id, step_id=step_id
+            )
         if local is not None:
-            # Answered by the workflow itself (a human's answer, or a permission denial).
+            # Answered by the workflow itself (a human's answer, a permission denial, or
+            # an agent tool).
             self._mem.outbox_messages.extend(prior)
             self._record_result(call, side, turn_id, step_id, local)
             return ToolOutcome(call, succeeded=local.status == "success")
@@ -141,6 +166,7 @@ class ToolRunner:
             session_id=mem.session_id,
             snapshot_id=self._snapshot.snapshot_id,
             side=side,
+            agent=self._agent,
             turn_id=turn_id,
             step_id=step_id,
             tool_call=call,
@@ -205,6 +231,7 @@ class ToolRunner:
                 step_id,
                 result.error or "error",
                 code=result.error_code or "error",
+                data=result.error_data,
             )
             return
         self._store_message(
@@ -229,8 +256,9 @@ class ToolRunner:
         text: str,
         *,
         code: str,
+        data: Any = None,
     ) -> None:
-        result = ToolResult(status="error", error=text, error_code=code)
+        result = ToolResult(status="error", error=text, error_code=code, error_data=data)
         self._store_message(call, message_id, position, side, turn_id, result)
         if code != "permission_denied":
             self._mem.incident(f"tool_{code}", text, turn_id=turn_id, tool_call_id=call.id)
