@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Awaitable, Callable
 
-from drills import restart, sigkill
+from drills import eviction, restart, sigkill
 from drills.common import Report
 
 Drill = Callable[[Report, argparse.Namespace], Awaitable[None]]
@@ -13,4 +13,5 @@ Drill = Callable[[Report, argparse.Namespace], Awaitable[None]]
 DRILLS: dict[str, Drill] = {
     "sigkill": sigkill.run,
     "restart": restart.run,
+    "eviction": eviction.run,
 }
