@@ -19,7 +19,7 @@ from activities.clock import now_iso, now_micros
 from activities.context import project_messages, render_prompt
 from activities.providers import ChatProvider, ChatReply, ChatRequest
 from activities.snapshots import SnapshotCache
-from activities.spill import spill_if_large
+from activities.spill import resolve_content_refs, spill_if_large
 from activities.store import Store
 from activities.streaming import DeltaBatcher, Heartbeater
 from contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult, Usage
@@ -123,7 +123,7 @@ class ModelActivities:
     ) -> ChatRequest:
         # One commit for what the step brings (queued messages, the workflow's events,
         # model.requested), then the context is read back in the same thread hop.
-        self._store.record(call.new_messages, events)
+        self._store.record(*resolve_content_refs(self._store, call.new_messages, events))
         return self._request(call, snapshot, model)
 
     def _request(

@@ -1,5 +1,6 @@
 """Large outputs stay out of Temporal payloads: the store keeps the full text, history a
-preview and a ref (`output.spilled`).
+preview and a ref (`output.spilled`). Large queued messages travel the other way: the
+client stores the text as a blob and signals a preview with `metadata.contentRef`.
 
 Temporal rejects payloads over 2 MB, and large ones bloat every replay. The activity that
 produced an output has already written it whole to the store, so the copy it returns into
@@ -8,11 +9,15 @@ history can be short; the model still reads the full text from the store.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from activities.clock import now_iso
 from contract.events import Event
 from contract.messages import Message
+
+if TYPE_CHECKING:
+    from activities.store import Store
 
 SPILL_THRESHOLD_BYTES = 64 * 1024
 PREVIEW_CHARS = 2048
@@ -54,3 +59,91 @@ def spill_if_large(
         **ids,
     )
     return short, event
+
+
+# -- queued messages over the threshold (their content travels as a blob) ---------------
+
+BLOB_REF_PREFIX = "blob:"
+
+
+def spill_queued_content(store: Store, content: str) -> tuple[str, dict[str, Any]]:
+    """For a message about to be queued: (content, metadata) to send instead.
+
+    Content over the threshold is stored as a blob; the message carries a preview and
+    `metadata.contentRef` (`blob:<sha256>`), which `resolve_content_refs` turns back into
+    the full text when the message is written to the store.
+    """
+    data = content.encode("utf-8")
+    if len(data) <= SPILL_THRESHOLD_BYTES:
+        return content, {}
+    ref = BLOB_REF_PREFIX + store.files.put_blob(data)
+    preview = content[:PREVIEW_CHARS]
+    note = f"\n…[{len(data)} bytes in total; the full content is stored as {ref}]"
+    return preview + note, {"contentRef": ref, "contentBytes": len(data)}
+
+
+def resolve_content_refs(
+    store: Store, messages: Sequence[Message], events: Sequence[Event]
+) -> tuple[list[Message], list[Event]]:
+    """Messages with `metadata.contentRef` get their full content back from the store.
+
+    Returns the messages to write and the events with one `output.spilled` per resolved
+    message, or a `runtime.warning` when the blob is missing or not UTF-8 text: then the
+    content says so in place of the text, and the thread goes on.
+    """
+    resolved: list[Message] = []
+    extra: list[Event] = []
+    for message in messages:
+        ref = message.metadata.get("contentRef")
+        if not isinstance(ref, str):
+            resolved.append(message)
+            continue
+        content, event = _resolve(store, message, ref)
+        resolved.append(message.model_copy(update={"content": content}))
+        extra.append(event)
+    return resolved, [*events, *extra]
+
+
+def _resolve(store: Store, message: Message, ref: str) -> tuple[str, Event]:
+    ids = {"thread_id": message.thread_id, "turn_id": message.turn_id}
+    data = store.files.get_blob(ref[len(BLOB_REF_PREFIX) :]) if _is_blob(ref) else None
+    try:
+        text = None if data is None else data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is None:
+        problem = f"the content of message {message.id} could not be loaded: {ref} " + (
+            "is not UTF-8 text" if data is not None else "is not in the store"
+        )
+        warning = Event(
+            type="runtime.warning",
+            event_id=f"{message.id}:content_ref",
+            timestamp=now_iso(),
+            payload={"code": "content_ref_unavailable", "message": problem, "ref": ref},
+            **ids,
+        )
+        return f"[weft: {problem}; only a preview was kept]\n{message.content or ''}", warning
+    spilled = Event(
+        type="output.spilled",
+        event_id=f"{message.id}:spilled",
+        timestamp=now_iso(),
+        output_ref=message_ref(message),
+        payload={
+            "messageId": message.id,
+            "bytes": len(data or b""),
+            "previewChars": len(message.content or ""),
+            "role": message.role,
+            "contentRef": ref,
+        },
+        **ids,
+    )
+    return text, spilled
+
+
+def _is_blob(ref: str) -> bool:
+    digest = ref[len(BLOB_REF_PREFIX) :]
+    return (
+        ref.startswith(BLOB_REF_PREFIX)
+        and len(digest) == 64
+        and all(c in "0123456789abcdef" for c in digest)
+    )
