@@ -1,0 +1,68 @@
+"""Definitions for subagent tests: a parent agent and a dual_ai child on scripted models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from activities.definitions import Definitions, define_agent, define_model, define_prompt
+from support import CityArgs, weather
+from activities.definitions import define_tool
+
+
+def family(
+    parent_script: str,
+    child_script: str,
+    critic_script: str | None = None,
+    *,
+    subagent: dict[str, Any] | None = None,
+    child: dict[str, Any] | None = None,
+    parent_tools: list[Any] | None = None,
+    extra: list[Any] | None = None,
+) -> Definitions:
+    """`boss` (ai_human) whose prompt lists the `researcher` subagent (dual_ai).
+
+    The researcher's side A ends its session with `report` (summary, files); side B is a
+    critic on its own model. `subagent` is the tool entry's config; `child` overrides
+    fields of the researcher agent.
+    """
+    entry = {"name": "researcher", **(subagent or {})}
+    return Definitions().add(
+        define_model(name="boss_model", provider="scripted", model=parent_script, inputPrice=1.0, outputPrice=2.0),
+        define_model(name="child_model", provider="scripted", model=child_script, inputPrice=1.0, outputPrice=2.0),
+        define_model(name="critic_model", provider="scripted", model=critic_script or child_script),
+        define_prompt(
+            name="boss_prompt",
+            toolDescription="leads",
+            model="boss_model",
+            prompt="You lead a team.",
+            tools=parent_tools if parent_tools is not None else [entry],
+        ),
+        define_prompt(
+            name="researcher_prompt",
+            toolDescription="researches",
+            model="child_model",
+            prompt="You research.",
+            tools=["weather"],
+        ),
+        define_prompt(
+            name="critic_prompt", toolDescription="critiques", model="critic_model", prompt="You critique."
+        ),
+        define_agent(name="boss", sideA={"prompt": "boss_prompt"}),
+        define_agent(
+            name="researcher",
+            type="dual_ai",
+            exposeAsTool=True,
+            toolDescription="Researches a question and reports back.",
+            maxSessionTurns=3,
+            sideA={
+                "prompt": "researcher_prompt",
+                "sessionStop": {"name": "report", "messageProperty": "summary", "attachmentsProperty": "files"},
+                "sessionFail": {"name": "give_up", "messageProperty": "why"},
+                "sessionStatus": {"name": "progress", "messageProperty": "note"},
+            },
+            sideB={"prompt": "critic_prompt"},
+            **(child or {}),
+        ),
+        define_tool(name="weather", description="Weather for a city", args=CityArgs, execute=weather),
+        *(extra or []),
+    )
