@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -15,6 +16,7 @@ from temporalio.exceptions import ApplicationError
 from activities.definitions import DefinitionError, Definitions
 from activities.snapshots import SnapshotCache
 from activities.store import Store, ThreadRow
+from activities.store.bootstrap import BootstrapError, take_values
 from contract.activities import (
     ACTIVITY_STORE_FLUSH,
     ACTIVITY_THREAD_INIT,
@@ -57,11 +59,23 @@ class ThreadRecordActivities:
                     user_id=start.user_id,
                     parent_thread_id=start.parent_thread_id,
                     created_at=datetime.now(UTC),
-                    env=start.env,
+                    env={**start.env, **self._scoped_env(start)},
                 )
             )
         if start.outbox:
             self._store.append_events(start.outbox)
+
+    def _scoped_env(self, start: ThreadInitInput) -> dict[str, Any]:
+        """The §7.5 request's values as secret env: runtime-only, never model-visible."""
+        if start.scoped_env_request is None:
+            return {}
+        try:
+            values = take_values(self._store, start.scoped_env_request)
+        except BootstrapError as err:
+            raise ApplicationError(
+                f"thread {start.thread_id}: {err}", type="ScopedEnvUnavailable", non_retryable=True
+            ) from None
+        return {name: {"value": value, "type": "secret"} for name, value in values.items()}
 
     @activity.defn(name=ACTIVITY_STORE_FLUSH)
     async def flush(self, batch: FlushInput) -> None:

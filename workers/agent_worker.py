@@ -11,6 +11,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from activities.bootstrap import BootstrapActivities
 from activities.code_run import CodeRunActivities
 from activities.definitions import Definitions, load_directory
 from activities.files_copy import FileCopyActivities
@@ -110,6 +111,7 @@ class AgentWorker:
         tools = ToolActivities(store, self.definitions, snapshots, sandbox=pool)
         code = CodeRunActivities(pool)
         copies = FileCopyActivities(store)
+        bootstrap = BootstrapActivities(store)
         self.worker = Worker(
             client,
             task_queue=self.task_queue,
@@ -121,6 +123,7 @@ class AgentWorker:
                 tools.call_tool,
                 code.run,
                 copies.copy_files,
+                bootstrap.request_variables,
             ],
             workflow_runner=workflow_runner(),
             max_cached_workflows=self._max_cached,
