@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from activities.definitions import DefinitionError
-from client import code_command, codec_command
+from client import code_command, codec_command, serve_command
 from client.connection import connect
 from client.render import TranscriptPrinter
 from client.threads import Threads, tail_events
@@ -108,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
 
     code_command.register(commands)
     codec_command.register(commands)
+    serve_command.register(commands)
     return parser
 
 

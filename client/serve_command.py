@@ -1,0 +1,72 @@
+"""`weft serve`: the HTTP gateway (scoped-variable requests, Runtime §7.5) on the configured stack."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import signal
+from typing import Any
+
+from client.connection import connect
+from workers.config import WeftConfig
+from workers.secrets import load_keyring
+
+TOKEN_ENV = "WEFT_GATEWAY_TOKEN"
+
+
+def register(subparsers: Any) -> None:
+    """Add `serve` to the main `weft` CLI's subparsers."""
+    parser = subparsers.add_parser(
+        "serve", help="serve the HTTP gateway (scoped-variable requests of subagents)"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="listen address (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8088, help="listen port (default: 8088)")
+    parser.add_argument(
+        "--token",
+        help=f"the bearer token every call needs (default: ${TOKEN_ENV}, or made and shown)",
+    )
+    parser.set_defaults(handler=serve)
+
+
+async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
+    """Serve until SIGINT/SIGTERM (a graceful stop, status 0), over the configured store,
+    Temporal and codec keys."""
+    from activities.store import Store
+    from workers.gateway import GatewayServer, create_app
+
+    token = args.token or os.environ.get(TOKEN_ENV)
+    if not token:
+        token = secrets.token_urlsafe(32)
+        print(f"weft serve: no {TOKEN_ENV} set; this run's token: {token}", flush=True)
+    keyring = load_keyring(config)
+    temporal = config.temporal
+    client = await connect(
+        temporal.address,
+        namespace=temporal.namespace,
+        api_key=temporal.api_key,
+        tls=temporal.tls,
+        keyring=keyring,
+        encrypt=config.codec.encrypt,
+    )
+    store = await asyncio.to_thread(Store.open, config.store_url(), keyring=keyring)
+    try:
+        server = GatewayServer(create_app(store, client, token), host=args.host, port=args.port)
+        sealing = f"keys {', '.join(keyring.key_ids)}" if keyring else "NO keys: values unsealed"
+        async with server:
+            print(
+                f"weft serve: {server.url} (Temporal {temporal.address}, "
+                f"namespace {temporal.namespace}; {sealing})",
+                flush=True,
+            )
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, server.stop)
+            await server.wait()
+    finally:
+        store.close()
+    return 0
+
+
+__all__ = ["TOKEN_ENV", "register", "serve"]
