@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Awaitable, Callable
 
-from drills import eviction, restart, sigkill
+from drills import eviction, model_faults, restart, sigkill
 from drills.common import Report
 
 Drill = Callable[[Report, argparse.Namespace], Awaitable[None]]
@@ -14,4 +14,5 @@ DRILLS: dict[str, Drill] = {
     "sigkill": sigkill.run,
     "restart": restart.run,
     "eviction": eviction.run,
+    "faults": model_faults.run,
 }
