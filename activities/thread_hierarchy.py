@@ -1,7 +1,65 @@
-"""ThreadState's hierarchy: the subagent registry, parent lookups and reports to the parent."""
+"""ThreadState's hierarchy: the subagent registry, parent lookups and reports to the parent.
+
+Reads go to the store (the registry rows are projected from the parent's `subagent.*`
+events). Changes are intents: the workflow relays them to the parent as `subagent_report`
+signals once the tool's result is stored (an activity never signals a workflow).
+"""
 
 from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from activities.store import registry
+from contract.activities import Intent
+
+if TYPE_CHECKING:
+    from activities.store import Store
 
 
 class ThreadHierarchy:
     """Parent/child methods of ThreadState (Runtime §7.1, §8.2)."""
+
+    _store: Store
+    thread_id: str
+    intents: list[Intent]
+
+    async def children(self) -> list[dict[str, Any]]:
+        """This thread's subagent registry: reference, name, status, … per child."""
+        return await asyncio.to_thread(registry.children, self._store.engine, self.thread_id)
+
+    async def get_child_thread(self, reference: str) -> dict[str, Any] | None:
+        """A child by reference or name: its registry entry and its thread row, or None."""
+        entry = await asyncio.to_thread(
+            registry.child, self._store.engine, self.thread_id, reference
+        )
+        if entry is None:
+            return None
+        row = await asyncio.to_thread(self._store.get_thread, str(entry["reference"]))
+        return {**entry, "thread": _summary(row)}
+
+    async def get_parent_thread(self) -> dict[str, Any] | None:
+        """The parent thread's summary (id, agent, status), or None for a root thread."""
+        own = await asyncio.to_thread(self._store.get_thread, self.thread_id)
+        if own is None or not own.parent_thread_id:
+            return None
+        parent = await asyncio.to_thread(self._store.get_thread, own.parent_thread_id)
+        return _summary(parent) or {"threadId": own.parent_thread_id}
+
+    def notify_parent(self, content: str) -> None:
+        """Send `content` to the parent thread as a queued message (works with explicit
+        parentCommunication too); in a root thread it is recorded as a status note."""
+        self.intents.append(Intent(kind="notify_parent", data={"content": str(content)}))
+
+
+def _summary(row: Any) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    return {
+        "threadId": row.thread_id,
+        "agent": row.agent,
+        "status": row.status,
+        "parentThreadId": row.parent_thread_id,
+        "lastOutcome": row.last_outcome,
+        "stopReason": row.stop_reason,
+    }

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.definitions import Definitions, define_agent, define_model, define_prompt
+from pydantic import BaseModel
 from support import CityArgs, weather
-from activities.definitions import define_tool
+
+from activities.definitions import (
+    Definitions,
+    define_agent,
+    define_model,
+    define_prompt,
+    define_tool,
+)
 
 
 def family(
@@ -27,8 +34,20 @@ def family(
     """
     entry = {"name": "researcher", **(subagent or {})}
     return Definitions().add(
-        define_model(name="boss_model", provider="scripted", model=parent_script, inputPrice=1.0, outputPrice=2.0),
-        define_model(name="child_model", provider="scripted", model=child_script, inputPrice=1.0, outputPrice=2.0),
+        define_model(
+            name="boss_model",
+            provider="scripted",
+            model=parent_script,
+            inputPrice=1.0,
+            outputPrice=2.0,
+        ),
+        define_model(
+            name="child_model",
+            provider="scripted",
+            model=child_script,
+            inputPrice=1.0,
+            outputPrice=2.0,
+        ),
         define_model(name="critic_model", provider="scripted", model=critic_script or child_script),
         define_prompt(
             name="boss_prompt",
@@ -42,10 +61,13 @@ def family(
             toolDescription="researches",
             model="child_model",
             prompt="You research.",
-            tools=["weather"],
+            tools=["weather", "escalate"],
         ),
         define_prompt(
-            name="critic_prompt", toolDescription="critiques", model="critic_model", prompt="You critique."
+            name="critic_prompt",
+            toolDescription="critiques",
+            model="critic_model",
+            prompt="You critique.",
         ),
         define_agent(name="boss", sideA={"prompt": "boss_prompt"}),
         define_agent(
@@ -56,13 +78,35 @@ def family(
             maxSessionTurns=3,
             sideA={
                 "prompt": "researcher_prompt",
-                "sessionStop": {"name": "report", "messageProperty": "summary", "attachmentsProperty": "files"},
+                "sessionStop": {
+                    "name": "report",
+                    "messageProperty": "summary",
+                    "attachmentsProperty": "files",
+                },
                 "sessionFail": {"name": "give_up", "messageProperty": "why"},
                 "sessionStatus": {"name": "progress", "messageProperty": "note"},
             },
             sideB={"prompt": "critic_prompt"},
             **(child or {}),
         ),
-        define_tool(name="weather", description="Weather for a city", args=CityArgs, execute=weather),
+        define_tool(
+            name="weather", description="Weather for a city", args=CityArgs, execute=weather
+        ),
+        define_tool(
+            name="escalate", description="Tell the parent", args=TextArgs, execute=escalate
+        ),
         *(extra or []),
     )
+
+
+class TextArgs(BaseModel):
+    """Arguments of the escalate tool."""
+
+    text: str
+
+
+def escalate(state: Any, args: TextArgs) -> str:
+    """A child's tool that reaches its parent explicitly (Runtime §8.2)."""
+    state.notify_parent(args.text)
+    state.set_status("escalated")
+    return "parent notified"

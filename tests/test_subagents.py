@@ -20,7 +20,11 @@ async def test_blocking_subagent_answers_its_parent(start_worker, temporal_clien
         scripted_server,
         {
             "replies": [
-                {"tool_calls": [{"name": "researcher", "arguments": {"message": "How warm is Rome?"}}]},
+                {
+                    "tool_calls": [
+                        {"name": "researcher", "arguments": {"message": "How warm is Rome?"}}
+                    ]
+                },
                 {"text": "Rome is warm."},
             ]
         },
@@ -31,7 +35,10 @@ async def test_blocking_subagent_answers_its_parent(start_worker, temporal_clien
     )
     worker = await start_worker(family(parent, child))
     handle = await start_thread(
-        temporal_client, worker.task_queue, agent="boss", messages=[{"role": "user", "content": "go"}]
+        temporal_client,
+        worker.task_queue,
+        agent="boss",
+        messages=[{"role": "user", "content": "go"}],
     )
     state = await wait_until(handle, idle_after(1))
     result = _tool_result(worker.store, handle.id, "researcher")
@@ -47,3 +54,191 @@ async def test_blocking_subagent_answers_its_parent(start_worker, temporal_clien
     # The child's usage rolled up into the parent's totals.
     assert state.usage.input_tokens > entry["usage"]["inputTokens"] > 0
     assert worker.store.list_messages(handle.id)[-1].content == "Rome is warm."
+
+
+async def test_non_blocking_subagent_reports_later_as_a_queued_message(
+    start_worker, temporal_client, scripted_server
+):
+    """blocking: false returns the reference at once; the result is queued to the parent."""
+    parent = add_script(
+        scripted_server,
+        {
+            "turns": [
+                {
+                    "match": "go",
+                    "replies": [
+                        {"tool_calls": [{"name": "researcher", "arguments": {"message": "Rome?"}}]},
+                        {"text": "started"},
+                    ],
+                },
+                {"match": "completed:", "replies": [{"text": "thanks for the report"}]},
+            ]
+        },
+    )
+    child = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {
+                    "delay_ms": 300,
+                    "tool_calls": [{"name": "report", "arguments": {"summary": "Rome: 21 C"}}],
+                }
+            ]
+        },
+    )
+    worker = await start_worker(family(parent, child, subagent={"blocking": False}))
+    handle = await start_thread(
+        temporal_client,
+        worker.task_queue,
+        agent="boss",
+        messages=[{"role": "user", "content": "go"}],
+    )
+    state = await wait_until(handle, idle_after(2))
+    started = _tool_result(worker.store, handle.id, "researcher")
+    assert started["status"] == "success" and started["result"]["status"] == "running"
+    messages = worker.store.list_messages(handle.id)
+    [queued] = [m for m in messages if m.metadata.get("subagent", {}).get("kind") == "completed"]
+    assert queued.role == "user" and "Rome: 21 C" in queued.content
+    assert started["result"]["reference"] in queued.content
+    assert messages[-1].content == "thanks for the report"
+    assert state.children[0]["status"] == "completed"
+
+
+async def test_resumable_subagents_and_max_instances(
+    start_worker, temporal_client, scripted_server
+):
+    """subagent_create needs a name, honours maxInstances, and subagent_message resumes."""
+    parent = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "subagent_create",
+                            "arguments": {"agent": "researcher", "name": " "},
+                        },
+                        {
+                            "name": "subagent_create",
+                            "arguments": {"agent": "researcher", "name": "ann", "message": "q1"},
+                        },
+                        {
+                            "name": "subagent_create",
+                            "arguments": {"agent": "researcher", "name": "bob"},
+                        },
+                        {
+                            "name": "subagent_message",
+                            "arguments": {"reference": "ann", "message": "q2"},
+                        },
+                    ]
+                },
+                {"text": "done"},
+            ]
+        },
+    )
+    child = add_script(
+        scripted_server,
+        {
+            "turns": [
+                {
+                    "match": "q1",
+                    "replies": [
+                        {"tool_calls": [{"name": "report", "arguments": {"summary": "r1"}}]}
+                    ],
+                },
+                {
+                    "match": "q2",
+                    "replies": [
+                        {"tool_calls": [{"name": "report", "arguments": {"summary": "r2"}}]}
+                    ],
+                },
+            ]
+        },
+    )
+    worker = await start_worker(family(parent, child, subagent={"resumable": {"maxInstances": 1}}))
+    handle = await start_thread(
+        temporal_client,
+        worker.task_queue,
+        agent="boss",
+        messages=[{"role": "user", "content": "go"}],
+    )
+    state = await wait_until(handle, idle_after(1))
+    results = [
+        json.loads(m.content) for m in worker.store.list_messages(handle.id) if m.role == "tool"
+    ]
+    assert [r["status"] for r in results] == ["error", "success", "error", "success"]
+    assert "non-empty `name`" in results[0]["error"]
+    assert results[1]["result"]["response"] == "r1"
+    assert results[2]["error_code"] == "max_instances_reached"
+    assert "maxInstances is 1" in results[2]["error"] and "subagent_message" in results[2]["error"]
+    assert results[3]["result"]["response"] == "r2"
+    [entry] = state.children
+    assert entry["name"] == "ann" and entry["resumable"] is True and entry["status"] == "idle"
+    # The resumable child stays open, idle between messages.
+    child_state = await read(temporal_client.get_workflow_handle(entry["reference"]))
+    assert child_state.status == "waiting_input" and child_state.counters.turns >= 2
+    assert child_state.parent_thread_id == handle.id
+
+
+async def test_explicit_communication_only_notify_parent_reaches_the_parent(
+    start_worker, temporal_client, scripted_server
+):
+    """parentCommunication: explicit stops the automatic completion message (§7.2, §8.2)."""
+    parent = add_script(
+        scripted_server,
+        {
+            "turns": [
+                {
+                    "match": "go",
+                    "replies": [
+                        {
+                            "tool_calls": [
+                                {
+                                    "name": "subagent_create",
+                                    "arguments": {
+                                        "agent": "researcher",
+                                        "name": "ann",
+                                        "message": "dig",
+                                    },
+                                }
+                            ]
+                        },
+                        {"text": "waiting"},
+                    ],
+                },
+                {"match": "need a map", "replies": [{"text": "noted"}]},
+            ]
+        },
+    )
+    child = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {"tool_calls": [{"name": "escalate", "arguments": {"text": "need a map"}}]},
+                {"tool_calls": [{"name": "report", "arguments": {"summary": "secret result"}}]},
+            ]
+        },
+    )
+    worker = await start_worker(
+        family(
+            parent,
+            child,
+            subagent={"blocking": False, "resumable": {"parentCommunication": "explicit"}},
+        )
+    )
+    handle = await start_thread(
+        temporal_client,
+        worker.task_queue,
+        agent="boss",
+        messages=[{"role": "user", "content": "go"}],
+    )
+    await wait_until(handle, lambda s: bool(s.children) and s.children[0]["status"] == "idle")
+    state = await wait_until(handle, idle_after(2))
+    from_child = [m for m in worker.store.list_messages(handle.id) if "subagent" in m.metadata]
+    assert [m.metadata["subagent"]["kind"] for m in from_child] == ["notify"]
+    assert "need a map" in from_child[0].content
+    assert all(
+        "secret result" not in (m.content or "") for m in worker.store.list_messages(handle.id)
+    )
+    entry = state.children[0]
+    assert entry["statusNote"] == "escalated" and entry["lastResult"] == "secret result"

@@ -397,7 +397,8 @@ class SubagentHost(ThreadBase):
         except Exception as err:  # any start failure becomes a tool error
             del self._children[reference]
             return _error(ERROR_SUBAGENT_FAILED, f"subagent {name!r} could not start: {err}")
-        self._set_child_status(entry, "running", quiet=True)
+        # A resumable child started without a task waits for subagent_message.
+        self._set_child_status(entry, "running" if message else "idle", quiet=True)
         self._watchers.append(asyncio.create_task(self._watch(entry, handle)))
         self._emit_child("subagent.spawned", entry, turn_id=turn_id)
         return entry

@@ -34,6 +34,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 
 from activities.crypto import Keyring
 from activities.store import kv as kv_rules
+from activities.store import registry
 from activities.store.files import FileStore
 from activities.store.migrate import upgrade
 from activities.store.rows import (
@@ -236,6 +237,7 @@ class Store:
                     e.model_copy(update={"sequence": last + i}) for i, e in enumerate(fresh, 1)
                 ]
                 connection.execute(events.insert(), [event_to_row(e) for e in numbered])
+                registry.project(connection, numbered)
                 stored.extend(numbered)
         return stored
 
