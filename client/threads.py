@@ -13,9 +13,15 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
+from activities.spill import SPILL_THRESHOLD_BYTES, spill_queued_content
 from activities.store import Store
 from contract.events import Event
-from contract.messages import MessagePage, QueuedMessage, SubmitTurnResult
+from contract.messages import (
+    MAX_QUEUED_CONTENT_CHARS,
+    MessagePage,
+    QueuedMessage,
+    SubmitTurnResult,
+)
 from contract.thread import (
     QUERY_MESSAGES,
     QUERY_THREAD_READ,
@@ -31,11 +37,20 @@ from contract.thread import (
 
 
 class Threads:
-    """Operations on AgentThread workflows through a Temporal client."""
+    """Operations on AgentThread workflows through a Temporal client.
 
-    def __init__(self, client: Client, *, task_queue: str = "agents") -> None:
+    With a `store`, a message over `SPILL_THRESHOLD_BYTES` (64 KiB of UTF-8) is uploaded
+    as a blob and queued as a preview carrying `metadata.contentRef`; the model activity
+    stores the full text and the model reads it. Temporal history then holds only the
+    preview. Without a store, content is limited to `MAX_QUEUED_CONTENT_CHARS`.
+    """
+
+    def __init__(
+        self, client: Client, *, task_queue: str = "agents", store: Store | None = None
+    ) -> None:
         self._client = client
         self._task_queue = task_queue
+        self._store = store
 
     async def start(
         self,
@@ -62,14 +77,14 @@ class Threads:
 
     async def send(self, thread_id: str, content: str, *, role: str = "user") -> None:
         """Queue a message with the `queue_message` signal."""
-        message = QueuedMessage.model_validate({"role": role, "content": content})
+        message = await self._queued(role, content)
         await self.handle(thread_id).signal(SIGNAL_QUEUE_MESSAGE, message)
 
     async def submit_turn(
         self, thread_id: str, content: str, *, role: str = "user"
     ) -> SubmitTurnResult:
         """Queue a message with the `submit_turn` update; rejected when terminated."""
-        message = QueuedMessage.model_validate({"role": role, "content": content})
+        message = await self._queued(role, content)
         return await self.handle(thread_id).execute_update(
             UPDATE_SUBMIT_TURN, message, result_type=SubmitTurnResult
         )
@@ -95,6 +110,21 @@ class Threads:
     async def result(self, thread_id: str) -> ThreadResult:
         """Wait for the thread to close and return its result."""
         return await self.handle(thread_id).result(result_type=ThreadResult)
+
+    async def _queued(self, role: str, content: str) -> QueuedMessage:
+        """The message to signal: large content goes to the store first when there is one."""
+        metadata: dict[str, Any] = {}
+        if self._store is not None:
+            content, metadata = await asyncio.to_thread(spill_queued_content, self._store, content)
+        elif len(content) > MAX_QUEUED_CONTENT_CHARS:
+            raise ValueError(
+                f"message content is {len(content)} characters; without a store the limit is "
+                f"{MAX_QUEUED_CONTENT_CHARS}. Give Threads a store to send content over "
+                f"{SPILL_THRESHOLD_BYTES} bytes as a blob"
+            )
+        return QueuedMessage.model_validate(
+            {"role": role, "content": content, "metadata": metadata}
+        )
 
 
 async def tail_events(
