@@ -110,3 +110,35 @@ def escalate(state: Any, args: TextArgs) -> str:
     state.notify_parent(args.text)
     state.set_status("escalated")
     return "parent notified"
+
+
+BRIEF = bytes(range(256)) * 40  # binary, every byte value
+RESULT = b"\x00result\xffbytes" * 100
+
+
+class PathArgs(BaseModel):
+    """A path in the thread's filesystem."""
+
+    path: str
+
+
+async def write_brief(state: Any, args: PathArgs) -> str:
+    """The parent writes the file it hands to its subagent."""
+    await state.write_file(args.path, BRIEF)
+    return args.path
+
+
+async def inspect_brief(state: Any, args: PathArgs) -> dict[str, Any]:
+    """The child checks the copied bytes and writes a file for its parent."""
+    data = await state.read_file(args.path)
+    await state.write_file("/attachments/result.bin", RESULT)
+    return {"same": data == BRIEF, "size": len(data)}
+
+
+def file_tools() -> list[Any]:
+    return [
+        define_tool(name="write_brief", description="Write", args=PathArgs, execute=write_brief),
+        define_tool(
+            name="inspect_brief", description="Check", args=PathArgs, execute=inspect_brief
+        ),
+    ]

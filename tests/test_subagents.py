@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from subagent_support import family
+from subagent_support import BRIEF, RESULT, family, file_tools
 from support import add_script, idle_after, read, start_thread, wait_until
 
 
@@ -242,3 +242,119 @@ async def test_explicit_communication_only_notify_parent_reaches_the_parent(
     )
     entry = state.children[0]
     assert entry["statusNote"] == "escalated" and entry["lastResult"] == "secret result"
+
+
+async def test_attachments_are_copied_both_ways(start_worker, temporal_client, scripted_server):
+    """Parent → child and child → parent copies (Runtime §8.1, §8.2); bytes are checked."""
+    parent = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {
+                    "tool_calls": [
+                        {"name": "write_brief", "arguments": {"path": "/attachments/brief.bin"}}
+                    ]
+                },
+                {
+                    "tool_calls": [
+                        {
+                            "name": "researcher",
+                            "arguments": {
+                                "message": "check it",
+                                "files": ["/attachments/brief.bin"],
+                            },
+                        }
+                    ]
+                },
+                {"text": "got the file"},
+            ]
+        },
+    )
+    child = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {
+                    "tool_calls": [
+                        {"name": "inspect_brief", "arguments": {"path": "/attachments/brief.bin"}}
+                    ]
+                },
+                {
+                    "tool_calls": [
+                        {
+                            "name": "report",
+                            "arguments": {
+                                "summary": "checked",
+                                "files": ["/attachments/result.bin"],
+                            },
+                        }
+                    ]
+                },
+            ]
+        },
+    )
+    definitions = family(
+        parent,
+        child,
+        subagent={"initAttachmentsProperty": "files"},
+        parent_tools=[{"name": "researcher", "initAttachmentsProperty": "files"}, "write_brief"],
+        extra=file_tools(),
+    )
+    definitions.prompts["researcher_prompt"].tools.append("inspect_brief")
+    worker = await start_worker(definitions)
+    handle = await start_thread(
+        temporal_client,
+        worker.task_queue,
+        agent="boss",
+        messages=[{"role": "user", "content": "go"}],
+    )
+    state = await wait_until(handle, idle_after(1))
+    reference = state.children[0]["reference"]
+    # Parent → child: the child's own copy, read by the child's tool.
+    inspected = _tool_result(worker.store, reference, "inspect_brief")
+    assert inspected["result"] == {"same": True, "size": len(BRIEF)}
+    assert worker.store.files.read_file(reference, "/attachments/brief.bin") == BRIEF
+    [first] = [m for m in worker.store.list_messages(reference) if m.role == "user"]
+    assert first.attachments == ["/attachments/brief.bin"]
+    # Child → parent: a parent-local path in the tool result, holding the child's bytes.
+    result = _tool_result(worker.store, handle.id, "researcher")
+    [path] = result["result"]["attachments"]
+    assert worker.store.files.read_file(handle.id, path) == RESULT
+    # Each side holds its own copy under its own path.
+    assert worker.store.files.read_file(reference, "/attachments/result.bin") == RESULT
+    assert worker.store.files.read_file(handle.id, "/attachments/brief.bin") == BRIEF
+
+
+async def test_a_missing_attachment_is_a_tool_error_not_a_stuck_thread(
+    start_worker, temporal_client, scripted_server
+):
+    parent = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "researcher",
+                            "arguments": {"message": "x", "files": ["/attachments/nope.txt"]},
+                        }
+                    ]
+                },
+                {"text": "ok"},
+            ]
+        },
+    )
+    child = add_script(scripted_server, {"replies": [{"text": "unused"}]})
+    worker = await start_worker(
+        family(parent, child, subagent={"initAttachmentsProperty": "files"}, extra=file_tools())
+    )
+    handle = await start_thread(
+        temporal_client,
+        worker.task_queue,
+        agent="boss",
+        messages=[{"role": "user", "content": "go"}],
+    )
+    state = await wait_until(handle, idle_after(1))
+    result = _tool_result(worker.store, handle.id, "researcher")
+    assert result["error_code"] == "attachment_not_found" and "nope.txt" in result["error"]
+    assert state.children == []

@@ -127,6 +127,25 @@ class DevServer:
                     f"temporal dev server did not listen on {self.address} within {timeout:.0f} s"
                 )
             await asyncio.sleep(0.1)
+        await self._wait_healthy(deadline)
+
+    async def _wait_healthy(self, deadline: float) -> None:
+        # Listening is not serving: on a busy machine the frontend answers "not healthy
+        # yet" for a while after it binds its port.
+        from temporalio.client import Client
+
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                await Client.connect(self.address)
+                return
+            except RuntimeError as err:
+                if loop.time() > deadline:
+                    await self.stop()
+                    raise DevServerError(
+                        f"temporal dev server at {self.address} not healthy: {err}"
+                    ) from err
+                await asyncio.sleep(0.2)
 
     async def stop(self) -> None:
         """Stop the server if this object started it."""
