@@ -61,9 +61,8 @@ class Threads:
         **fields: Any,
     ) -> WorkflowHandle[Any, Any]:
         """Start a thread of `agent`; string messages are user messages."""
-        start = ThreadStartInput.model_validate(
-            {"agent": agent, "messages": [_as_message(m) for m in messages], **fields}
-        )
+        queued = [await self._spilled(_as_message(m)) for m in messages]
+        start = ThreadStartInput.model_validate({"agent": agent, "messages": queued, **fields})
         return await self._client.start_workflow(
             WORKFLOW_TYPE,
             start,
@@ -113,18 +112,21 @@ class Threads:
 
     async def _queued(self, role: str, content: str) -> QueuedMessage:
         """The message to signal: large content goes to the store first when there is one."""
-        metadata: dict[str, Any] = {}
-        if self._store is not None:
-            content, metadata = await asyncio.to_thread(spill_queued_content, self._store, content)
-        elif len(content) > MAX_QUEUED_CONTENT_CHARS:
+        if self._store is None and len(content) > MAX_QUEUED_CONTENT_CHARS:
             raise ValueError(
                 f"message content is {len(content)} characters; without a store the limit is "
                 f"{MAX_QUEUED_CONTENT_CHARS}. Give Threads a store to send content over "
                 f"{SPILL_THRESHOLD_BYTES} bytes as a blob"
             )
-        return QueuedMessage.model_validate(
-            {"role": role, "content": content, "metadata": metadata}
-        )
+        return QueuedMessage.model_validate(await self._spilled({"role": role, "content": content}))
+
+    async def _spilled(self, message: dict[str, Any]) -> dict[str, Any]:
+        """`message` with content over the threshold replaced by a preview and a ref."""
+        content = message.get("content")
+        if self._store is None or not isinstance(content, str):
+            return message
+        content, ref = await asyncio.to_thread(spill_queued_content, self._store, content)
+        return {**message, "content": content, "metadata": {**message.get("metadata", {}), **ref}}
 
 
 async def tail_events(

@@ -71,6 +71,19 @@ async def test_three_megabyte_message_reaches_the_model(
     assert largest < HISTORY_PAYLOAD_LIMIT, f"a history event is {largest} bytes"
 
 
+async def test_large_start_message_is_spilled(start_worker, temporal_client, scripted_server):
+    """Threads.start with a 1 MB first message: the start input holds a preview only."""
+    script = add_script(scripted_server, {"replies": [{"text": "started"}]})
+    worker = await start_worker(agent_definitions(script))
+    content = big_text(1024 * 1024)
+    threads = Threads(temporal_client, task_queue=worker.task_queue, store=worker.store)
+    handle = await threads.start("helper", messages=[content])
+    await wait_until(handle, idle_after(1), timeout=60)
+    assert user_contents(scripted_server.requests, script)[-1] == content
+    largest = await largest_history_event(temporal_client, handle.id)
+    assert largest < HISTORY_PAYLOAD_LIMIT, f"a history event is {largest} bytes"
+
+
 async def test_small_message_is_sent_as_is(start_worker, temporal_client, scripted_server):
     """Content under the threshold is signalled whole, with no contentRef."""
     script = add_script(scripted_server, {"replies": [{"text": "ok"}]})
