@@ -113,7 +113,7 @@ def create_app(store: Store, temporal_client: Client, token: str) -> FastAPI:
         VARIABLES_PATH,
         status_code=202,
         response_model=ValuesAccepted,
-        responses=_errors(400, 404, 409, 410, 413, 422, 502, 503),
+        responses=_errors(400, 404, 409, 410, 413, 415, 422, 502, 503),
         summary="Provide the missing values; the parent thread boots the subagent at once",
     )
     async def provide(
@@ -191,7 +191,8 @@ class _RequireToken:
 
 
 def _install_error_handlers(app: FastAPI) -> None:
-    """Every error is `ErrorBody` JSON; a body that is not JSON is 400, a wrong shape 422."""
+    """Every error is `ErrorBody` JSON: a body sent as another type is 415, broken JSON 400,
+    JSON of the wrong shape 422."""
 
     @app.exception_handler(GatewayError)
     async def gateway_error(_request: Request, err: GatewayError) -> JSONResponse:
@@ -203,14 +204,23 @@ def _install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(body.model_dump(), status_code=err.status_code, headers=err.headers)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid_request(_request: Request, err: RequestValidationError) -> JSONResponse:
-        problems = [(_field(error["loc"]), str(error["msg"])) for error in err.errors()]
-        malformed = any(error["type"] == "json_invalid" for error in err.errors())
+    async def invalid_request(request: Request, err: RequestValidationError) -> JSONResponse:
+        errors = err.errors()
+        content_type = request.headers.get("content-type", "")
+        if request.method == "POST" and "json" not in content_type.lower():
+            body = ErrorBody(error="send the body as JSON (Content-Type: application/json)")
+            return JSONResponse(body.model_dump(), status_code=415)
+        broken = [error for error in errors if error["type"] == "json_invalid"]
+        if broken:
+            detail = broken[0].get("ctx", {}).get("error", "")
+            body = ErrorBody(error=f"body: not valid JSON ({detail})", fields=["body"])
+            return JSONResponse(body.model_dump(), status_code=400)
+        problems = [(_field(error["loc"]), str(error["msg"])) for error in errors]
         body = ErrorBody(
             error="; ".join(f"{field}: {message}" for field, message in problems),
             fields=[field for field, _ in problems],
         )
-        return JSONResponse(body.model_dump(), status_code=400 if malformed else 422)
+        return JSONResponse(body.model_dump(), status_code=422)
 
 
 def _field(loc: Any) -> str:
