@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Awaitable, Callable
 
-from drills import eviction, model_faults, restart, sigkill
+from drills import drain, eviction, model_faults, restart, sigkill
 from drills.common import Report
 
 Drill = Callable[[Report, argparse.Namespace], Awaitable[None]]
@@ -15,4 +15,5 @@ DRILLS: dict[str, Drill] = {
     "restart": restart.run,
     "eviction": eviction.run,
     "faults": model_faults.run,
+    "drain": drain.run,
 }
