@@ -470,6 +470,18 @@ async def test_healthz_and_tcp_nodelay(http: httpx.AsyncClient, gateway: Gateway
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
 
 
+async def test_a_taken_port_is_a_clear_error(store: Store, temporal_client: Client) -> None:
+    """A port already in use fails `async with GatewayServer` with the address, not an exit."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        server = GatewayServer(create_app(store, temporal_client, TOKEN), port=port)
+        with pytest.raises(RuntimeError, match=f"127.0.0.1:{port}"):
+            async with server:
+                pass
+
+
 async def test_weft_serve_command(tmp_path: Path, dev_server: DevServer, keyring: Keyring) -> None:
     """`weft serve` reads the config, serves with the token, and stops on SIGTERM."""
     port = free_port()

@@ -68,6 +68,16 @@ class GatewayServer:
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{port}"
 
+    async def _serve(self) -> None:
+        try:
+            await self.server.serve()
+        except SystemExit:
+            # uvicorn exits the process when it cannot bind; here that is an error to report.
+            config = self.server.config
+            raise RuntimeError(
+                f"the gateway could not listen on {config.host}:{config.port}"
+            ) from None
+
     def stop(self) -> None:
         """Ask the server to finish open requests and stop."""
         self.server.should_exit = True
@@ -78,7 +88,7 @@ class GatewayServer:
             await asyncio.shield(self._task)
 
     async def __aenter__(self) -> GatewayServer:
-        self._task = asyncio.create_task(self.server.serve())
+        self._task = asyncio.create_task(self._serve())
         while not self.server.started:
             if self._task.done():
                 self._task.result()  # the bind failed: raise why
