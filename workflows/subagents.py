@@ -51,6 +51,8 @@ from workflows.control import parse_single
 from workflows.thread_base import ThreadBase
 
 _LIVE = ("starting", "running", "idle")
+# How long a terminated parent waits for its children to confirm they closed.
+CHILD_CLOSE_TIMEOUT = timedelta(seconds=60)
 
 
 class SubagentHost(ThreadBase):
@@ -671,7 +673,8 @@ class SubagentHost(ThreadBase):
     # ---- termination (Runtime §10) ---------------------------------------------------
 
     async def propagate_terminate(self) -> None:
-        """Soft-terminate every live child; each reports `closed` back."""
+        """Soft-terminate every live child and wait (bounded) for each to report `closed`,
+        so the parent's final registry shows how its children ended (§10)."""
         live = [e for e in self._children.values() if not e.closed]
         reason = f"parent thread {self._require_mem().thread_id} was terminated"
         for entry in live:
@@ -681,6 +684,17 @@ class SubagentHost(ThreadBase):
                 )
             except Exception as err:  # a child already gone needs nothing
                 workflow.logger.info("terminate of child %s: %s", entry.reference, err)
+        if not live:
+            return
+        try:
+            await workflow.wait_condition(
+                lambda: all(e.closed for e in live), timeout=CHILD_CLOSE_TIMEOUT
+            )
+        except TimeoutError:
+            open_ = ", ".join(e.reference for e in live if not e.closed)
+            self._require_mem().incident(
+                "children_not_closed", f"no closed report within the timeout from: {open_}"
+            )
 
     # ---- helpers ---------------------------------------------------------------------
 
