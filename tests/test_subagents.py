@@ -83,10 +83,11 @@ async def test_non_blocking_subagent_reports_later_as_a_queued_message(
         scripted_server,
         {
             "replies": [
+                {"tool_calls": [{"name": "progress", "arguments": {"note": "halfway"}}]},
                 {
                     "delay_ms": 300,
                     "tool_calls": [{"name": "report", "arguments": {"summary": "Rome: 21 C"}}],
-                }
+                },
             ]
         },
     )
@@ -106,6 +107,13 @@ async def test_non_blocking_subagent_reports_later_as_a_queued_message(
     assert started["result"]["reference"] in queued.content
     assert messages[-1].content == "thanks for the report"
     assert state.children[0]["status"] == "completed"
+    # sessionStatus updated the registry without ending the child's session (§8.3).
+    assert state.children[0]["statusNote"] == "halfway"
+    notes = [
+        e.payload.get("note")
+        for e in worker.store.read_events(handle.id, types=["subagent.status"])
+    ]
+    assert "halfway" in notes
 
 
 async def test_resumable_subagents_and_max_instances(

@@ -41,7 +41,13 @@ from workflows import continuation, search_attributes
 from workflows.control_plane import ControlPlane
 from workflows.outbox import flush, persist_first
 from workflows.payload_budget import encoded_size, megabytes
-from workflows.stop_rules import StepFacts, Stop, evaluate_step, session_turns_exhausted
+from workflows.stop_rules import (
+    StepFacts,
+    Stop,
+    evaluate_step,
+    session_status,
+    session_turns_exhausted,
+)
 from workflows.thread_state import QueueEntry, ThreadMemory
 from workflows.tool_runner import ToolRunner
 
@@ -287,6 +293,9 @@ class AgentThreadWorkflow(ControlPlane):
         if self._terminated_at:
             return Stop("session", "aborted_by_user")
         side_cfg = self._agent().side(side)
+        status = session_status(side_cfg, outcomes)
+        if status is not None and not self._relay_to_parent("set_status", status):
+            mem.emit("thread.updated", {"statusNote": status}, turn_id=turn_id, step_id=step_id)
         return evaluate_step(
             StepFacts(  # 7
                 side=side_cfg,

@@ -82,6 +82,15 @@ def session_turns_exhausted(agent: AgentDef, side_a_turns: int, side_b_turns: in
     return min(side_a_turns, side_b_turns) >= agent.max_session_turns
 
 
+def session_status(side: SideConfig, outcomes: list[ToolOutcome]) -> str | None:
+    """The text of a succeeded `sessionStatus` call of this step (it ends nothing, §8.3)."""
+    hit = _succeeded_call(outcomes, side.session_status)
+    if hit is None or side.session_status is None:
+        return None
+    text, _ = _mapped_payload(hit, side.session_status)
+    return text if text is not None else hit.call.function.arguments
+
+
 def _succeeded_call(outcomes: list[ToolOutcome], tool: SessionTool | None) -> ToolOutcome | None:
     if tool is None:
         return None
