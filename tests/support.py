@@ -6,6 +6,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -232,3 +233,27 @@ async def run_histories(client: Client, workflow_id: str, first_run_id: str) -> 
             else None
         )
     return histories
+
+
+EVENT_SCHEMA = (
+    Path(__file__).resolve().parents[1].parent
+    / "shared"
+    / "specs"
+    / "agentruntime"
+    / "agentruntime-event.schema.json"
+)
+
+
+def event_schema_validator() -> Any:
+    """A validator for agentruntime-event.schema.json (from ../shared), checking formats too."""
+    import json
+
+    import jsonschema
+    import pytest
+
+    if not EVENT_SCHEMA.exists():
+        pytest.fail(f"the event schema is missing at {EVENT_SCHEMA}")
+    return jsonschema.Draft202012Validator(
+        json.loads(EVENT_SCHEMA.read_text()),
+        format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER,
+    )

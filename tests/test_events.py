@@ -2,33 +2,24 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import jsonschema
 import pytest
-from support import add_script, agent_definitions, idle_after, start_thread, wait_until
+from support import (
+    add_script,
+    agent_definitions,
+    event_schema_validator,
+    idle_after,
+    start_thread,
+    wait_until,
+)
 
 from contract.thread import ThreadResult
-
-SCHEMA_FILE = (
-    Path(__file__).resolve().parents[1].parent
-    / "shared"
-    / "specs"
-    / "agentruntime"
-    / "agentruntime-event.schema.json"
-)
 
 
 @pytest.fixture(scope="module")
 def event_validator() -> jsonschema.Draft202012Validator:
     """A validator for agentruntime-event.schema.json, checking formats too."""
-    if not SCHEMA_FILE.exists():
-        pytest.fail(f"the event schema is missing at {SCHEMA_FILE}")
-    schema = json.loads(SCHEMA_FILE.read_text())
-    return jsonschema.Draft202012Validator(
-        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
-    )
+    return event_schema_validator()
 
 
 async def test_scenario_events_validate(

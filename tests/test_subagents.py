@@ -6,7 +6,7 @@ import json
 
 import pytest
 from subagent_support import BRIEF, RESULT, family, file_tools
-from support import add_script, idle_after, read, start_thread, wait_until
+from support import add_script, event_schema_validator, idle_after, read, start_thread, wait_until
 
 from activities.definitions import define_agent, define_model, define_prompt
 from workflows.search_attributes import AGENT
@@ -569,3 +569,147 @@ async def test_terminating_the_parent_terminates_running_children(
     ]
     assert sorted(e["reference"] for e in closed) == sorted(c.id for c in children)
     assert {e["status"] for e in closed} == {"terminated"}
+
+
+async def test_a_failing_child_is_a_failure_the_parent_can_act_on(
+    start_worker, temporal_client, scripted_server
+):
+    """A child whose model fails past retries reports `failed`; the parent's tool result is a
+    `subagent_failed` error and the parent carries on."""
+    parent = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {"tool_calls": [{"name": "researcher", "arguments": {"message": "try"}}]},
+                {"text": "the researcher failed, I will answer myself"},
+            ]
+        },
+    )
+    child = add_script(
+        scripted_server, {"replies": [{"error": {"status": 400, "body": "bad request from test"}}]}
+    )
+    worker = await start_worker(family(parent, child))
+    handle = await start_thread(
+        temporal_client,
+        worker.task_queue,
+        agent="boss",
+        messages=[{"role": "user", "content": "go"}],
+    )
+    state = await wait_until(handle, idle_after(1))
+    result = _tool_result(worker.store, handle.id, "researcher")
+    assert result["status"] == "error" and result["error_code"] == "subagent_failed"
+    assert "step_error" in result["error"] and "bad request from test" in result["error"]
+    assert state.children[0]["status"] == "failed"
+    assert worker.store.list_messages(handle.id)[-1].content.startswith("the researcher failed")
+    assert worker.store.read_events(handle.id, types=["subagent.failed"])
+
+
+async def test_subagent_events_validate_against_the_schema(
+    start_worker, temporal_client, scripted_server
+):
+    """subagent.* events carry parent and child ids and validate (seed 001 schema)."""
+    parent = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {"tool_calls": [{"name": "researcher", "arguments": {"message": "q"}}]},
+                {"text": "done"},
+            ]
+        },
+    )
+    child = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {"tool_calls": [{"name": "progress", "arguments": {"note": "busy"}}]},
+                {"tool_calls": [{"name": "report", "arguments": {"summary": "fine"}}]},
+            ]
+        },
+    )
+    worker = await start_worker(family(parent, child))
+    handle = await start_thread(
+        temporal_client,
+        worker.task_queue,
+        agent="boss",
+        messages=[{"role": "user", "content": "go"}],
+    )
+    state = await wait_until(handle, idle_after(1))
+    reference = state.children[0]["reference"]
+    child_handle = temporal_client.get_workflow_handle(reference)
+    await child_handle.result()
+    await wait_until(handle, lambda s: s.children[0]["closed"])
+    await handle.signal("terminate", {})
+    await handle.result()
+    validator = event_schema_validator()
+    events = worker.store.read_events(handle.id, limit=10_000)
+    events += worker.store.read_events(reference, limit=10_000)
+    for event in events:
+        errors = [
+            e.message
+            for e in validator.iter_errors(
+                event.model_dump(mode="json", by_alias=True, exclude_none=True)
+            )
+        ]
+        assert not errors, (event.type, errors)
+    kinds = [e.type for e in events if e.type.startswith("subagent.")]
+    assert {"subagent.spawned", "subagent.status", "subagent.completed", "subagent.closed"} <= set(
+        kinds
+    )
+    for event in events:
+        if event.type.startswith("subagent."):
+            assert event.payload["parentThreadId"] == handle.id
+            assert event.payload["childThreadId"] == reference
+    # The registry row in the store follows the events.
+    [row] = await _children_of(worker.store, handle.id)
+    assert row["reference"] == reference and row["status"] == "completed" and row["closed"]
+
+
+async def _children_of(store, thread_id: str) -> list[dict]:
+    from activities.store import registry
+
+    return registry.children(store.engine, thread_id)
+
+
+async def test_children_registry_survives_continue_as_new(
+    start_worker, temporal_client, scripted_server
+):
+    """A child's result reaches the parent's next run; the registry was carried over."""
+    parent = add_script(
+        scripted_server,
+        {
+            "turns": [
+                {
+                    "match": "go",
+                    "replies": [
+                        {"tool_calls": [{"name": "researcher", "arguments": {"message": "slow"}}]},
+                        {"text": "started"},
+                    ],
+                },
+                {"match": "completed:", "replies": [{"text": "received"}]},
+            ]
+        },
+    )
+    child = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {
+                    "delay_ms": 1500,
+                    "tool_calls": [{"name": "report", "arguments": {"summary": "late"}}],
+                }
+            ]
+        },
+    )
+    worker = await start_worker(family(parent, child, subagent={"blocking": False}))
+    handle = await start_thread(
+        temporal_client,
+        worker.task_queue,
+        agent="boss",
+        messages=[{"role": "user", "content": "go"}],
+        options={"continueAsNewEvents": 20},
+    )
+    state = await wait_until(handle, idle_after(2), timeout=60)
+    assert state.counters.runs >= 2
+    [entry] = state.children
+    assert entry["status"] == "completed" and entry["lastResult"] == "late"
+    assert worker.store.list_messages(handle.id)[-1].content == "received"
