@@ -76,3 +76,42 @@ async def test_sigkill_during_tool_call(tmp_path, dev_server, temporal_client):
     finally:
         store.close()
         await handle.signal("terminate", {})
+
+
+async def test_sigkill_while_a_subagent_works(tmp_path, dev_server, temporal_client):
+    """The worker dies while a child thread runs a tool; a fresh worker finishes the tree."""
+    config_file = worker_config(tmp_path, dev_server.address)
+    task_queue = yaml.safe_load(config_file.read_text())["temporal"]["taskQueue"]
+    first, second = WorkerProcess(config_file), WorkerProcess(config_file)
+    await first.start()
+    store = Store.open(f"sqlite:///{tmp_path / 'weft.db'}")
+    try:
+        handle = await start_thread(
+            temporal_client,
+            task_queue,
+            agent="crash_boss",
+            options={"heartbeatTimeoutSeconds": 2},
+            messages=[{"role": "user", "content": "delegate"}],
+        )
+        state = await wait_until(handle, lambda s: bool(s.children), timeout=60)
+        reference = state.children[0]["reference"]
+        await until_event(store, reference, "tool.started")
+        await first.kill()
+        await second.start()
+        state = await wait_until(handle, idle_after(1), timeout=90)
+        assert state.children[0]["status"] == "completed"
+        assert state.children[0]["lastResult"] == "child done"
+        messages = store.list_messages(handle.id)
+        _assert_no_duplicates(messages)
+        assert messages[-1].content == "The child finished."
+        child_messages = store.list_messages(reference)
+        _assert_no_duplicates(child_messages)
+        # The killed attempt never finished the child's tool body: its effect happened once.
+        assert store.get_value(reference, "runs") == 1
+        child = await temporal_client.get_workflow_handle(reference).result()
+        assert child["status"] == "cancelled"
+    finally:
+        store.close()
+        await first.stop()
+        await second.stop()
+        await handle.signal("terminate", {})
