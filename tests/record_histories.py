@@ -26,6 +26,7 @@ from support import (  # noqa: E402
     wait_until,
 )
 
+from contract.definitions import ToolRef  # noqa: E402
 from workers.agent_worker import AgentWorker  # noqa: E402
 from workers.scripted_model import ScriptedModelServer  # noqa: E402
 
@@ -118,6 +119,8 @@ async def record(out: Path, only: set[str]) -> None:
         for name, (script, extra) in HITL.items():
             if not only or name in only:
                 await _scenario(client, scripted, address, name, script, out, extra)
+        if not only or SUBAGENTS in only:
+            await _subagents(client, scripted, address, out)
 
 
 async def _scenario(
@@ -205,6 +208,61 @@ async def _long_thread(client: Any, scripted: ScriptedModelServer, address: str,
         for i, history in enumerate(runs, start=1):
             (out / f"{LONG_THREAD}_run{i}.json").write_text(history.to_json())
             print(f"recorded {LONG_THREAD} run {i}: {len(history.events)} events")
+
+
+SUBAGENTS = "subagents"
+
+
+async def _subagents(client: Any, scripted: ScriptedModelServer, address: str, out: Path) -> None:
+    """A parent with a blocking subagent (status, report) and a live resumable one that the
+    parent's terminate reaches; records the parent's and the first child's histories."""
+    from subagent_support import family
+
+    tmp = Path(f"/tmp/weft-record-{uuid.uuid4().hex[:8]}")
+    config = scratch_config(tmp)
+    config.temporal.address = address
+    parent = add_script(
+        scripted,
+        {
+            "replies": [
+                {"tool_calls": [{"name": "researcher", "arguments": {"message": "q"}}]},
+                {
+                    "tool_calls": [
+                        {"name": "subagent_create", "arguments": {"agent": "keeper", "name": "k"}}
+                    ]
+                },
+                {"text": "done"},
+            ]
+        },
+    )
+    child = add_script(
+        scripted,
+        {
+            "replies": [
+                {"tool_calls": [{"name": "progress", "arguments": {"note": "busy"}}]},
+                {"tool_calls": [{"name": "report", "arguments": {"summary": "fine"}}]},
+            ]
+        },
+    )
+    definitions = family(parent, child, parent_tools=["researcher", "keeper"])
+    keeper = definitions.agents["researcher"].model_copy(update={"name": "keeper"})
+    definitions.add(keeper)
+    definitions.prompts["boss_prompt"].tools[1] = ToolRef(name="keeper", resumable=True)
+    async with AgentWorker(
+        client, config, definitions=definitions, task_queue=f"record-{SUBAGENTS}", scripted=scripted
+    ) as worker:
+        handle = await start_thread(
+            client, worker.task_queue, agent="boss", messages=[{"role": "user", "content": "go"}]
+        )
+        state = await wait_until(handle, idle_after(1), timeout=60)
+        await handle.signal("terminate", {"reason": "recorded"})
+        await handle.result()
+        first_child = client.get_workflow_handle(state.children[0]["reference"])
+        await first_child.result()
+        for name, recorded in (("parent", handle), ("child", first_child)):
+            history = await recorded.fetch_history()
+            (out / f"{SUBAGENTS}_{name}.json").write_text(history.to_json())
+            print(f"recorded {SUBAGENTS} {name}: {len(history.events)} events")
 
 
 async def _drive_hitl(name: str, handle: Any) -> None:
