@@ -142,3 +142,15 @@ def file_tools() -> list[Any]:
             name="inspect_brief", description="Check", args=PathArgs, execute=inspect_brief
         ),
     ]
+
+
+class NoArgs(BaseModel):
+    """No arguments."""
+
+
+def check_token(state: Any, args: NoArgs) -> dict[str, Any]:
+    """A child's tool that uses a scoped secret without ever showing it."""
+    return {"matches": state.env("API_TOKEN") == SCOPED_SECRET, "type": state.env_type("API_TOKEN")}
+
+
+SCOPED_SECRET = "s3cret-scoped-value-7781"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -257,3 +258,21 @@ def event_schema_validator() -> Any:
         json.loads(EVENT_SCHEMA.read_text()),
         format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER,
     )
+
+
+def json_texts(node: Any) -> list[str]:
+    """Every string in a JSON document, plus the base64-decoded form of each one."""
+    found: list[str] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found += [str(key), *json_texts(value)]
+    elif isinstance(node, list):
+        for value in node:
+            found += json_texts(value)
+    elif isinstance(node, str):
+        found.append(node)
+        try:
+            found.append(base64.b64decode(node, validate=True).decode("utf-8", "replace"))
+        except ValueError:
+            pass
+    return found

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 from sqlalchemy import text
-from support import add_script, idle_after, start_thread, temporal_cli, wait_until
+from support import add_script, idle_after, json_texts, start_thread, temporal_cli, wait_until
 
 from activities.crypto import new_key, parse_keys
 from activities.definitions import (
@@ -61,24 +59,6 @@ def _definitions(script: str) -> Definitions:
         ),
         define_tool(name="call_api", description="Call the API", args=CallArgs, execute=call_api),
     )
-
-
-def _texts(node: Any) -> list[str]:
-    """Every string in a JSON document, plus the base64-decoded form of each one."""
-    found: list[str] = []
-    if isinstance(node, dict):
-        for key, value in node.items():
-            found += [str(key), *_texts(value)]
-    elif isinstance(node, list):
-        for value in node:
-            found += _texts(value)
-    elif isinstance(node, str):
-        found.append(node)
-        try:
-            found.append(base64.b64decode(node, validate=True).decode("utf-8", "replace"))
-        except (binascii.Error, ValueError):
-            pass
-    return found
 
 
 async def _cli_start(
@@ -145,7 +125,7 @@ async def test_history_holds_no_plaintext_secret(
         dev_server.address, "workflow", "show", "--workflow-id", handle.id, "--output", "json"
     )
     assert code == 0, err
-    raw_texts = _texts(json.loads(raw))
+    raw_texts = json_texts(json.loads(raw))
     assert not any(SECRET in t or AGENT_SECRET in t for t in raw_texts)
     assert not any(TEXT_VALUE in t for t in raw_texts)  # the whole start input is sealed
     assert any("binary/encrypted" in t for t in raw_texts)
@@ -168,7 +148,7 @@ async def test_history_holds_no_plaintext_secret(
             "Bearer t0ken",
         )
     assert code == 0, err
-    decoded_texts = _texts(json.loads(decoded))
+    decoded_texts = json_texts(json.loads(decoded))
     assert any(TEXT_VALUE in t for t in decoded_texts)
     assert any(AGENT_SECRET in t for t in decoded_texts)  # thread.init's result, decoded
     assert not any("binary/encrypted" in t for t in decoded_texts)
@@ -234,8 +214,8 @@ async def test_plain_json_start_and_query_still_work(
     events = json.loads(raw)["events"]
     scheduled = [e for e in events if e.get("eventType") == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"]
     init = next(e for e in scheduled if "thread.init" in json.dumps(e))
-    assert SECRET not in "".join(_texts(init))
-    assert "binary/encrypted" in "".join(_texts(init))
+    assert SECRET not in "".join(json_texts(init))
+    assert "binary/encrypted" in "".join(json_texts(init))
 
 
 async def test_cli_start_through_the_codec_server_is_encrypted(
@@ -265,7 +245,7 @@ async def test_cli_start_through_the_codec_server_is_encrypted(
         dev_server.address, "workflow", "show", "--workflow-id", thread_id, "--output", "json"
     )
     assert code == 0, err
-    texts = _texts(json.loads(raw))
+    texts = json_texts(json.loads(raw))
     assert not any(SECRET in t for t in texts)
     assert worker.store.get_thread(thread_id).env == {"API_TOKEN": SECRET}  # type: ignore[union-attr]
 
