@@ -13,7 +13,8 @@ from temporalio import workflow
 
 from contract.subagents import SIGNAL_SUBAGENT_REPORT, SubagentReport
 from workflows.stop_rules import Stop
-from workflows.subagents import SubagentHost, _MissingFile
+from workflows.subagent_registry import MissingFile
+from workflows.subagents import SubagentHost
 
 # Session ends a parent is told about as failures it can act on.
 _FAILED = ("session_fail", "step_error", "max_total_steps", "repeated_tool_error")
@@ -75,7 +76,7 @@ class ChildReports(SubagentHost):
         if attachments:
             try:
                 paths = await self._copy_files(parent.thread_id, attachments, report_id)
-            except _MissingFile as err:
+            except MissingFile as err:
                 content = f"{content or ''}\n[attachments not delivered: {err}]".strip()
         report = SubagentReport(
             reference=mem.thread_id,
