@@ -11,13 +11,14 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 from sqlalchemy import func, select
 from support import read
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import Client, WorkflowHandle
 
 from activities.store import Store
@@ -141,10 +142,14 @@ async def wait_for_events(
         await asyncio.sleep(interval)
 
 
-async def history_retries(client: Client, thread_ids: Iterable[str]) -> Counter[str]:
-    """Activities that needed more than one attempt, by activity type, from Temporal history
-    (ActivityTaskStarted carries the attempt that finally ran)."""
+async def history_facts(
+    client: Client, thread_ids: Iterable[str]
+) -> tuple[Counter[str], Counter[str]]:
+    """From Temporal history: activities that needed more than one attempt, by activity type
+    (ActivityTaskStarted carries the attempt that finally ran), and workflow tasks that timed
+    out, by timeout type (a sticky queue nobody polls times out SCHEDULE_TO_START)."""
     retried: Counter[str] = Counter()
+    timeouts: Counter[str] = Counter()
     for thread_id in thread_ids:
         history = await client.get_workflow_handle(thread_id).fetch_history()
         types: dict[int, str] = {}
@@ -153,10 +158,39 @@ async def history_retries(client: Client, thread_ids: Iterable[str]) -> Counter[
                 attributes = event.activity_task_scheduled_event_attributes
                 types[event.event_id] = attributes.activity_type.name
             elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-                attributes = event.activity_task_started_event_attributes
-                if attributes.attempt > 1:
-                    retried[types.get(attributes.scheduled_event_id, "?")] += 1
-    return retried
+                started = event.activity_task_started_event_attributes
+                if started.attempt > 1:
+                    retried[types.get(started.scheduled_event_id, "?")] += 1
+            elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+                kind = event.workflow_task_timed_out_event_attributes.timeout_type
+                timeouts[TimeoutType.Name(kind).removeprefix("TIMEOUT_TYPE_")] += 1
+    return retried, timeouts
+
+
+def render_counts(counts: Counter[str]) -> str:
+    """`total: a 1, b 2` for a Counter."""
+    detail = ", ".join(f"{name} {count}" for name, count in sorted(counts.items()))
+    return f"{sum(counts.values())}" + (f": {detail}" if detail else "")
+
+
+async def report_history(report: Report, client: Client, thread_ids: Iterable[str]) -> int:
+    """Print the retry and workflow-task timeout facts of history; returns the retries."""
+    retried, timeouts = await history_facts(client, thread_ids)
+    report.figure("activities retried (history, attempt > 1)", render_counts(retried))
+    report.figure("workflow tasks timed out (history)", render_counts(timeouts))
+    return sum(retried.values())
+
+
+def longest_pauses(store: Store, thread_ids: Iterable[str]) -> list[float]:
+    """Per thread, the longest gap in seconds between two consecutive events."""
+    pauses = []
+    for thread_id in thread_ids:
+        stamps = [
+            datetime.fromisoformat(e.timestamp) for e in store.read_events(thread_id, limit=100_000)
+        ]
+        gaps = [(b - a).total_seconds() for a, b in zip(stamps, stamps[1:], strict=False)]
+        pauses.append(max(gaps, default=0.0))
+    return pauses
 
 
 def attempts_after_first(store: Store, thread_ids: Iterable[str], event_type: str) -> int:
@@ -264,10 +298,15 @@ def summary(values: list[float], unit: str = "ms", scale: float = 1000) -> str:
     if not values:
         return "no samples"
     ordered = sorted(values)
-    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    digits = 0 if scale >= 1000 else 1
+
+    def show(value: float) -> str:
+        return f"{value * scale:.{digits}f} {unit}"
+
     return (
-        f"p50 {statistics.median(ordered) * scale:.0f} {unit}, p95 {p95 * scale:.0f} {unit}, "
-        f"max {ordered[-1] * scale:.0f} {unit} (n={len(ordered)})"
+        f"p50 {show(statistics.median(ordered))}, p95 {show(p95)}, "
+        f"max {show(ordered[-1])} (n={len(ordered)})"
     )
 
 

@@ -22,8 +22,8 @@ from drills.common import (
     check_slow_threads,
     event_counts,
     first,
-    history_retries,
     note,
+    report_history,
     task_queue,
     wait_for_events,
     write_worker_config,
@@ -156,6 +156,4 @@ async def _check_hand_back(
     runs = await asyncio.to_thread(lambda: {t: store.get_value(t, "runs") for t in ids})
     twice = [f"{t}: {n}" for t, n in runs.items() if n != 1]
     report.check("every tool's effect happened exactly once", not twice, first(twice))
-    retried = await history_retries(client, ids)
-    detail = ", ".join(f"{name} {count}" for name, count in sorted(retried.items())) or "none"
-    report.figure("activities retried (history, attempt > 1)", f"{sum(retried.values())}: {detail}")
+    await report_history(report, client, ids)

@@ -23,8 +23,9 @@ from drills.common import (
     attempts_after_first,
     check_all_complete,
     first,
-    history_retries,
+    history_facts,
     note,
+    render_counts,
     sequence_problems,
     transcript_problems,
 )
@@ -123,12 +124,13 @@ async def _drill(report: Report, client: Client, store: Store, queue: str, threa
         f"each thread records {FAULTS_PER_THREAD} retryable model.failed", not uneven, first(uneven)
     )
     resets = await asyncio.to_thread(attempts_after_first, store, ids, "model.requested")
-    retried = await history_retries(client, ids)
+    retried, timeouts = await history_facts(client, ids)
     report.figure(
         "retry facts",
         f"model.requested with reset {resets}; model.call retried in history "
         f"{retried['model.call']}; other activities retried {sum(retried.values()) - retried['model.call']}",
     )
+    report.figure("workflow tasks timed out (history)", render_counts(timeouts))
     expected = threads * FAULTS_PER_THREAD
     report.check(
         "every fault was retried once, in the store and in history",

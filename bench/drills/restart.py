@@ -19,8 +19,8 @@ from drills.common import (
     check_all_complete,
     check_slow_threads,
     event_counts,
-    history_retries,
     note,
+    report_history,
     slow_script,
     task_queue,
     wait_for_events,
@@ -137,6 +137,4 @@ async def _drill(
         f"{finished - began:.1f} s from start, {finished - back:.1f} s after the restart",
     )
     await check_slow_threads(report, store, handles, STEPS)
-    retried = await history_retries(client, ids)
-    detail = ", ".join(f"{name} {count}" for name, count in sorted(retried.items())) or "none"
-    report.figure("activities retried (history, attempt > 1)", f"{sum(retried.values())}: {detail}")
+    await report_history(report, client, ids)

@@ -20,10 +20,12 @@ from drills.common import (
     check_all_complete,
     check_slow_threads,
     event_counts,
-    history_retries,
+    longest_pauses,
     note,
     postgres_database,
+    report_history,
     slow_script,
+    summary,
     task_queue,
     wait_for_events,
     write_worker_config,
@@ -98,17 +100,17 @@ async def _drill(
     )
 
     await check_slow_threads(report, store, handles, STEPS)
+    pauses = await asyncio.to_thread(longest_pauses, store, ids)
+    report.figure("longest pause per thread (between two events)", summary(pauses, "s", 1))
 
-    retried = await history_retries(client, ids)
+    retried = await report_history(report, client, ids)
     model_resets = await asyncio.to_thread(attempts_after_first, store, ids, "model.requested")
     tool_retries = await asyncio.to_thread(attempts_after_first, store, ids, "tool.started")
-    detail = ", ".join(f"{name} {count}" for name, count in sorted(retried.items())) or "none"
-    report.figure("activities retried (history, attempt > 1)", f"{sum(retried.values())}: {detail}")
     report.figure(
         "retry facts in the store",
         f"model.requested reset {model_resets}, tool.started attempt>1 {tool_retries}",
     )
-    report.check("the kill hit in-flight work (some activity retried)", sum(retried.values()) > 0)
+    report.check("the kill hit in-flight work (some activity retried)", retried > 0)
     runs = await asyncio.to_thread(lambda: sum(store.get_value(t, "runs") or 0 for t in ids))
     expected = threads * (STEPS - 1)
     report.figure(
