@@ -154,3 +154,16 @@ def check_token(state: Any, args: NoArgs) -> dict[str, Any]:
 
 
 SCOPED_SECRET = "s3cret-scoped-value-7781"
+
+
+async def start_boss(client: Any, worker: Any, text: str = "go", **fields: Any) -> Any:
+    """Start a `boss` thread on `worker` with one user message."""
+    from support import start_thread
+
+    return await start_thread(
+        client,
+        worker.task_queue,
+        agent="boss",
+        messages=[{"role": "user", "content": text}],
+        **fields,
+    )

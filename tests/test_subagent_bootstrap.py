@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import httpx
-from subagent_support import SCOPED_SECRET, NoArgs, check_token, family
-from support import add_script, idle_after, json_texts, start_thread, wait_until
+from subagent_support import SCOPED_SECRET, NoArgs, check_token, family, start_boss
+from support import add_script, idle_after, json_texts, wait_until
 
 from activities.crypto import new_key
 from activities.definitions import define_tool
@@ -66,12 +66,7 @@ async def test_missing_scoped_variables_boot_the_child_after_post(
     definitions.prompts["researcher_prompt"].tools.append("check_token")
     weft_config.codec.keys = f"k1:{new_key()}"
     worker = await start_worker(definitions)
-    handle = await start_thread(
-        temporal_client,
-        worker.task_queue,
-        agent="boss",
-        messages=[{"role": "user", "content": "go"}],
-    )
+    handle = await start_boss(temporal_client, worker)
     await wait_until(handle, idle_after(1))
     [deferred] = [
         json.loads(m.content) for m in worker.store.list_messages(handle.id) if m.role == "tool"

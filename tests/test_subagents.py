@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from subagent_support import BRIEF, RESULT, family, file_tools
+from subagent_support import BRIEF, RESULT, family, file_tools, start_boss
 from support import add_script, event_schema_validator, idle_after, read, start_thread, wait_until
 
 from activities.definitions import define_agent, define_model, define_prompt
@@ -38,12 +38,7 @@ async def test_blocking_subagent_answers_its_parent(start_worker, temporal_clien
         {"replies": [{"tool_calls": [{"name": "report", "arguments": {"summary": "Rome: 21 C"}}]}]},
     )
     worker = await start_worker(family(parent, child))
-    handle = await start_thread(
-        temporal_client,
-        worker.task_queue,
-        agent="boss",
-        messages=[{"role": "user", "content": "go"}],
-    )
+    handle = await start_boss(temporal_client, worker)
     state = await wait_until(handle, idle_after(1))
     result = _tool_result(worker.store, handle.id, "researcher")
     assert result["status"] == "success", result
@@ -92,12 +87,7 @@ async def test_non_blocking_subagent_reports_later_as_a_queued_message(
         },
     )
     worker = await start_worker(family(parent, child, subagent={"blocking": False}))
-    handle = await start_thread(
-        temporal_client,
-        worker.task_queue,
-        agent="boss",
-        messages=[{"role": "user", "content": "go"}],
-    )
+    handle = await start_boss(temporal_client, worker)
     state = await wait_until(handle, idle_after(2))
     started = _tool_result(worker.store, handle.id, "researcher")
     assert started["status"] == "success" and started["result"]["status"] == "running"
@@ -168,12 +158,7 @@ async def test_resumable_subagents_and_max_instances(
         },
     )
     worker = await start_worker(family(parent, child, subagent={"resumable": {"maxInstances": 1}}))
-    handle = await start_thread(
-        temporal_client,
-        worker.task_queue,
-        agent="boss",
-        messages=[{"role": "user", "content": "go"}],
-    )
+    handle = await start_boss(temporal_client, worker)
     state = await wait_until(handle, idle_after(1))
     results = [
         json.loads(m.content) for m in worker.store.list_messages(handle.id) if m.role == "tool"
@@ -238,12 +223,7 @@ async def test_explicit_communication_only_notify_parent_reaches_the_parent(
             subagent={"blocking": False, "resumable": {"parentCommunication": "explicit"}},
         )
     )
-    handle = await start_thread(
-        temporal_client,
-        worker.task_queue,
-        agent="boss",
-        messages=[{"role": "user", "content": "go"}],
-    )
+    handle = await start_boss(temporal_client, worker)
     await wait_until(handle, lambda s: bool(s.children) and s.children[0]["status"] == "idle")
     state = await wait_until(handle, idle_after(2))
     from_child = [m for m in worker.store.list_messages(handle.id) if "subagent" in m.metadata]
@@ -314,12 +294,7 @@ async def test_attachments_are_copied_both_ways(start_worker, temporal_client, s
     )
     definitions.prompts["researcher_prompt"].tools.append("inspect_brief")
     worker = await start_worker(definitions)
-    handle = await start_thread(
-        temporal_client,
-        worker.task_queue,
-        agent="boss",
-        messages=[{"role": "user", "content": "go"}],
-    )
+    handle = await start_boss(temporal_client, worker)
     state = await wait_until(handle, idle_after(1))
     reference = state.children[0]["reference"]
     # Parent → child: the child's own copy, read by the child's tool.
@@ -360,12 +335,7 @@ async def test_a_missing_attachment_is_a_tool_error_not_a_stuck_thread(
     worker = await start_worker(
         family(parent, child, subagent={"initAttachmentsProperty": "files"}, extra=file_tools())
     )
-    handle = await start_thread(
-        temporal_client,
-        worker.task_queue,
-        agent="boss",
-        messages=[{"role": "user", "content": "go"}],
-    )
+    handle = await start_boss(temporal_client, worker)
     state = await wait_until(handle, idle_after(1))
     result = _tool_result(worker.store, handle.id, "researcher")
     assert result["error_code"] == "attachment_not_found" and "nope.txt" in result["error"]
@@ -402,12 +372,7 @@ async def test_handoff_changes_the_agent_of_the_same_thread(
         ),
     ]
     worker = await start_worker(family(parent, child, parent_tools=["specialist"], extra=extra))
-    handle = await start_thread(
-        temporal_client,
-        worker.task_queue,
-        agent="boss",
-        messages=[{"role": "user", "content": "go"}],
-    )
+    handle = await start_boss(temporal_client, worker)
     state = await wait_until(handle, idle_after(1))
     assert state.agent == "specialist" and state.children == []
     assert worker.store.list_messages(handle.id)[-1].content == "specialist here"
@@ -547,12 +512,7 @@ async def test_terminating_the_parent_terminates_running_children(
     )
     child = add_script(scripted_server, {"replies": [{"delay_ms": 60_000, "text": "never"}]})
     worker = await start_worker(family(parent, child, subagent={"blocking": False}))
-    handle = await start_thread(
-        temporal_client,
-        worker.task_queue,
-        agent="boss",
-        messages=[{"role": "user", "content": "go"}],
-    )
+    handle = await start_boss(temporal_client, worker)
     state = await wait_until(handle, lambda s: len(s.children) == 2 and idle_after(1)(s))
     children = [temporal_client.get_workflow_handle(e["reference"]) for e in state.children]
     for child_handle in children:
@@ -589,12 +549,7 @@ async def test_a_failing_child_is_a_failure_the_parent_can_act_on(
         scripted_server, {"replies": [{"error": {"status": 400, "body": "bad request from test"}}]}
     )
     worker = await start_worker(family(parent, child))
-    handle = await start_thread(
-        temporal_client,
-        worker.task_queue,
-        agent="boss",
-        messages=[{"role": "user", "content": "go"}],
-    )
+    handle = await start_boss(temporal_client, worker)
     state = await wait_until(handle, idle_after(1))
     result = _tool_result(worker.store, handle.id, "researcher")
     assert result["status"] == "error" and result["error_code"] == "subagent_failed"
@@ -627,12 +582,7 @@ async def test_subagent_events_validate_against_the_schema(
         },
     )
     worker = await start_worker(family(parent, child))
-    handle = await start_thread(
-        temporal_client,
-        worker.task_queue,
-        agent="boss",
-        messages=[{"role": "user", "content": "go"}],
-    )
+    handle = await start_boss(temporal_client, worker)
     state = await wait_until(handle, idle_after(1))
     reference = state.children[0]["reference"]
     child_handle = temporal_client.get_workflow_handle(reference)
