@@ -167,3 +167,15 @@ async def start_boss(client: Any, worker: Any, text: str = "go", **fields: Any) 
         messages=[{"role": "user", "content": text}],
         **fields,
     )
+
+
+async def look_around(state: Any, args: NoArgs) -> dict[str, Any]:
+    """Reads the registry and the parent through ThreadState (Runtime §7.1)."""
+    children = await state.children()
+    first = await state.get_child_thread(children[0]["name"]) if children else None
+    parent = await state.get_parent_thread()
+    return {
+        "children": [{"name": c["name"], "status": c["status"]} for c in children],
+        "child_thread_agent": first["thread"]["agent"] if first and first.get("thread") else None,
+        "parent": parent["threadId"] if parent else None,
+    }

@@ -107,3 +107,5 @@ async def test_missing_scoped_variables_boot_the_child_after_post(
         SCOPED_SECRET not in (m.content or "")
         for m in worker.store.list_messages(entry["reference"])
     )
+    # Nor does it reach any model request (prompts show secrets as "[env … is secret]").
+    assert not [r for r in scripted_server.requests if SCOPED_SECRET in str(r)]

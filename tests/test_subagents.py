@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from subagent_support import BRIEF, RESULT, family, file_tools, start_boss
+from subagent_support import BRIEF, RESULT, NoArgs, family, file_tools, look_around, start_boss
 from support import add_script, event_schema_validator, idle_after, read, start_thread, wait_until
 
-from activities.definitions import define_agent, define_model, define_prompt
+from activities.definitions import define_agent, define_model, define_prompt, define_tool
 from workflows.search_attributes import AGENT
 
 
@@ -26,7 +26,10 @@ async def test_blocking_subagent_answers_its_parent(start_worker, temporal_clien
             "replies": [
                 {
                     "tool_calls": [
-                        {"name": "researcher", "arguments": {"message": "How warm is Rome?"}}
+                        {
+                            "name": "researcher",
+                            "arguments": {"message": "How warm is Rome?", "label": "Rome desk"},
+                        }
                     ]
                 },
                 {"text": "Rome is warm."},
@@ -37,14 +40,14 @@ async def test_blocking_subagent_answers_its_parent(start_worker, temporal_clien
         scripted_server,
         {"replies": [{"tool_calls": [{"name": "report", "arguments": {"summary": "Rome: 21 C"}}]}]},
     )
-    worker = await start_worker(family(parent, child))
+    worker = await start_worker(family(parent, child, subagent={"initAgentNameProperty": "label"}))
     handle = await start_boss(temporal_client, worker)
     state = await wait_until(handle, idle_after(1))
     result = _tool_result(worker.store, handle.id, "researcher")
     assert result["status"] == "success", result
     assert result["result"]["response"] == "Rome: 21 C"
     [entry] = state.children
-    assert entry["name"] == "researcher" and entry["status"] == "completed"
+    assert entry["name"] == "Rome desk" and entry["status"] == "completed"
     assert entry["blocking"] is True and entry["resumable"] is False
     assert entry["lastResult"] == "Rome: 21 C"
     child_handle = temporal_client.get_workflow_handle(entry["reference"])
@@ -663,3 +666,68 @@ async def test_children_registry_survives_continue_as_new(
     [entry] = state.children
     assert entry["status"] == "completed" and entry["lastResult"] == "late"
     assert worker.store.list_messages(handle.id)[-1].content == "received"
+
+
+async def test_thread_state_lookups_and_receiving_side(
+    start_worker, temporal_client, scripted_server
+):
+    """ThreadState reads the registry and the parent; receives_messages: side_b makes the
+    child's first message an assistant one, so side B speaks first (§7.1, §7.2)."""
+    parent = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "subagent_create",
+                            "arguments": {
+                                "agent": "researcher",
+                                "name": "sim",
+                                "message": "opening line",
+                            },
+                        },
+                        {"name": "look_around", "arguments": {}},
+                    ]
+                },
+                {"text": "ok"},
+            ]
+        },
+    )
+    side_a = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {"tool_calls": [{"name": "look_around", "arguments": {}}]},
+                {"tool_calls": [{"name": "report", "arguments": {"summary": "a done"}}]},
+            ]
+        },
+    )
+    side_b = add_script(scripted_server, {"replies": [{"text": "the simulated user answers"}]})
+    definitions = family(
+        parent,
+        side_a,
+        side_b,
+        parent_tools=[
+            {"name": "researcher", "resumable": {"receives_messages": "side_b"}},
+            "look_around",
+        ],
+        extra=[
+            define_tool(name="look_around", description="Look", args=NoArgs, execute=look_around)
+        ],
+    )
+    definitions.prompts["researcher_prompt"].tools.append("look_around")
+    worker = await start_worker(definitions)
+    handle = await start_boss(temporal_client, worker)
+    state = await wait_until(handle, idle_after(1))
+    [entry] = state.children
+    parent_view = _tool_result(worker.store, handle.id, "look_around")["result"]
+    assert parent_view["children"] == [{"name": "sim", "status": entry["status"]}]
+    assert parent_view["child_thread_agent"] == "researcher" and parent_view["parent"] is None
+    child_view = _tool_result(worker.store, entry["reference"], "look_around")["result"]
+    assert child_view["parent"] == handle.id and child_view["children"] == []
+    child_messages = worker.store.list_messages(entry["reference"])
+    assert child_messages[0].role == "assistant" and child_messages[0].content == "opening line"
+    first_b = next(r for r in scripted_server.requests if r["model"] == side_b)
+    assert first_b["messages"][1:] == [{"role": "user", "content": "opening line"}]
+    assert entry["lastResult"] == "a done"

@@ -8,6 +8,7 @@ import yaml
 from support import idle_after, start_thread, wait_until
 
 from activities.definitions import load_directory
+from workflows.search_attributes import PARENT_THREAD
 
 DEMO = Path(__file__).resolve().parents[1] / "workers" / "demo"
 
@@ -30,3 +31,4 @@ async def test_lead_delegates_to_the_researcher(start_worker, temporal_client, s
     assert last.content == "Yes: the researcher reports Lisbon is clear and warm in May."
     described = await temporal_client.get_workflow_handle(child["reference"]).describe()
     assert described.parent_id == handle.id
+    assert described.typed_search_attributes.get(PARENT_THREAD) == handle.id
