@@ -89,7 +89,13 @@ def postgres_database() -> Iterator[str]:
     from sqlalchemy import make_url
 
     name = f"weft_drill_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5) as admin:
+    try:
+        admin = psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as error:
+        raise RuntimeError(
+            f"PostgreSQL is unreachable at {ADMIN_URL} (WEFT_TEST_POSTGRES_URL overrides): {error}"
+        ) from None
+    with admin:
         admin.execute(f'CREATE DATABASE "{name}"')
         try:
             yield make_url(ADMIN_URL).set(database=name).render_as_string(hide_password=False)
