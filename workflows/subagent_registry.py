@@ -204,7 +204,8 @@ class SubagentRegistry(ThreadBase):
 
 
 class MissingFile(Exception):
-    """An attachment path that does not exist in the source thread."""
+    """Attachments that could not be copied: a path missing in the source thread, or a
+    copy that failed past its retries."""
 
 
 def tool_error(code: str, message: str) -> ToolResult:

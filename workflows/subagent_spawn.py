@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 from contract.activities import ACTIVITY_FILES_COPY, CopyFilesInput, CopyFilesResult, ToolResult
@@ -34,6 +35,9 @@ from contract.thread import WORKFLOW_TYPE, ThreadStartInput
 from contract.tool_catalog import enabled_subagents
 from workflows.control import parse_single
 from workflows.subagent_registry import MissingFile, SubagentRegistry, failure_text, tool_error
+
+# A store that is down for longer than these attempts fails the copy, not the thread.
+COPY_ATTEMPTS = 10
 
 
 class SubagentSpawner(SubagentRegistry):
@@ -174,12 +178,14 @@ class SubagentSpawner(SubagentRegistry):
                 ),
                 result_type=CopyFilesResult,
                 start_to_close_timeout=timedelta(seconds=60),
+                retry_policy=RetryPolicy(maximum_attempts=COPY_ATTEMPTS),
             )
         except ActivityError as err:
+            # Never fail the workflow over a copy: the caller turns this into a tool error.
             cause = err.cause
             if isinstance(cause, ApplicationError) and cause.type == "FileNotFound":
                 raise MissingFile(cause.message) from None
-            raise
+            raise MissingFile(f"attachments could not be copied: {failure_text(err)}") from None
         return result.paths
 
     # ---- scoped variable bootstrap (Runtime §7.5) ------------------------------------
