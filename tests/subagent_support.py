@@ -71,23 +71,25 @@ def family(
         ),
         define_agent(name="boss", sideA={"prompt": "boss_prompt"}),
         define_agent(
-            name="researcher",
-            type="dual_ai",
-            exposeAsTool=True,
-            toolDescription="Researches a question and reports back.",
-            maxSessionTurns=3,
-            sideA={
-                "prompt": "researcher_prompt",
-                "sessionStop": {
-                    "name": "report",
-                    "messageProperty": "summary",
-                    "attachmentsProperty": "files",
+            **{
+                "name": "researcher",
+                "type": "dual_ai",
+                "exposeAsTool": True,
+                "toolDescription": "Researches a question and reports back.",
+                "maxSessionTurns": 3,
+                "sideA": {
+                    "prompt": "researcher_prompt",
+                    "sessionStop": {
+                        "name": "report",
+                        "messageProperty": "summary",
+                        "attachmentsProperty": "files",
+                    },
+                    "sessionFail": {"name": "give_up", "messageProperty": "why"},
+                    "sessionStatus": {"name": "progress", "messageProperty": "note"},
                 },
-                "sessionFail": {"name": "give_up", "messageProperty": "why"},
-                "sessionStatus": {"name": "progress", "messageProperty": "note"},
-            },
-            sideB={"prompt": "critic_prompt"},
-            **(child or {}),
+                "sideB": {"prompt": "critic_prompt"},
+                **(child or {}),
+            }
         ),
         define_tool(
             name="weather", description="Weather for a city", args=CityArgs, execute=weather

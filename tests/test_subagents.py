@@ -731,3 +731,43 @@ async def test_thread_state_lookups_and_receiving_side(
     first_b = next(r for r in scripted_server.requests if r["model"] == side_b)
     assert first_b["messages"][1:] == [{"role": "user", "content": "opening line"}]
     assert entry["lastResult"] == "a done"
+
+
+async def test_malformed_subagent_signals_become_warnings(
+    start_worker, temporal_client, scripted_server
+):
+    """Reports and bootstrap signals from nowhere never fail a task: each is a warning."""
+    parent = add_script(scripted_server, {"replies": [{"text": "hi"}]})
+    worker = await start_worker(family(parent, parent))
+    handle = await start_boss(temporal_client, worker)
+    await wait_until(handle, idle_after(1))
+    await handle.signal("subagent_report", {"reference": "thread_x", "kind": "explode"})
+    await handle.signal(
+        "subagent_report", {"reference": "thread_x", "kind": "completed", "reportId": "r1"}
+    )
+    await handle.signal("variables_provided", {"requestId": "varreq_unknown"})
+    await handle.signal("variables_provided", ["not", "an", "object"])
+    state = await wait_until(handle, lambda s: s.warnings >= 4)
+    codes = [i["code"] for i in state.incidents]
+    assert codes[-4:] == [
+        "malformed_signal",
+        "unknown_subagent",
+        "unknown_variable_request",
+        "malformed_signal",
+    ]
+    assert state.status == "waiting_input" and state.children == []
+
+
+def test_definition_errors_name_the_file_and_field():
+    """A subagent that is not exposed, or a misspelt config field, fails at start-up."""
+    from activities.definitions import DefinitionError
+
+    hidden = family("p", "c", child={"exposeAsTool": False})
+    with pytest.raises(DefinitionError, match=r"tools\[0\].*set exposeAsTool: true"):
+        hidden.validate()
+    misspelt = family("p", "c", subagent={"blockin": False})
+    with pytest.raises(DefinitionError, match=r"tools\[0\].*blockin"):
+        misspelt.validate()
+    reserved = family("p", "c", parent_tools=["subagent_create"])
+    with pytest.raises(DefinitionError, match="added by the runtime"):
+        reserved.validate()
