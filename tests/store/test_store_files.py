@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from sqlalchemy import func, select
@@ -301,3 +302,46 @@ def test_copy_into_a_file_path_fails(store: Store) -> None:
     store.files.write_file(child, "/attachments", b"a file")
     with pytest.raises(NotADirectoryError, match="/attachments"):
         store.files.copy_files(parent, child, ["/r.txt"], copy_id="c")
+
+
+def test_racing_copies_with_one_copy_id_write_once(store_url: str) -> None:
+    """Eight stores racing the same copy (as retried attempts might) agree on the paths,
+    and the target holds one copy."""
+    parent, child = new_thread_id(), new_thread_id()
+    stores = [Store.open(store_url) for _ in range(8)]
+    try:
+        stores[0].files.write_file(parent, "/r.txt", b"r")
+
+        def copy(store: Store) -> list[str]:
+            return store.files.copy_files(parent, child, ["/r.txt"], copy_id="race")
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            results = list(pool.map(copy, stores))
+        assert results == [["/attachments/r.txt"]] * 8
+        assert stores[0].files.find(child, "*.txt") == ["/attachments/r.txt"]
+        assert len(stores[0].read_events(child, types=["artifact.changed"])) == 1
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_racing_writes_share_parent_directories(store_url: str) -> None:
+    """Concurrent writes into one new directory tree all land, with each directory once."""
+    thread = new_thread_id()
+    stores = [Store.open(store_url) for _ in range(6)]
+    try:
+
+        def write(i: int) -> None:
+            stores[i].files.write_file(thread, f"/deep/tree/f{i}.txt", f"file {i}")
+
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            list(pool.map(write, range(6)))
+        assert stores[0].files.find(thread, "**") == [
+            "/deep",
+            "/deep/tree",
+            *[f"/deep/tree/f{i}.txt" for i in range(6)],
+        ]
+        assert stores[0].files.read_file(thread, "/deep/tree/f3.txt") == b"file 3"
+    finally:
+        for store in stores:
+            store.close()
