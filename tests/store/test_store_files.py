@@ -345,3 +345,12 @@ def test_racing_writes_share_parent_directories(store_url: str) -> None:
     finally:
         for store in stores:
             store.close()
+
+
+def test_overlong_copy_id_is_refused(store: Store) -> None:
+    """A copy_id too long for an event id fails by name before anything is written."""
+    parent, child = new_thread_id(), new_thread_id()
+    store.files.write_file(parent, "/r.txt", b"r")
+    with pytest.raises(StoreLimitError, match="copy_id"):
+        store.files.copy_files(parent, child, ["/r.txt"], copy_id="c" * 300)
+    assert store.files.find(child, "**") == []
