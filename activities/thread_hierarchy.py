@@ -38,6 +38,16 @@ class ThreadHierarchy:
         row = await asyncio.to_thread(self._store.get_thread, str(entry["reference"]))
         return {**entry, "thread": _summary(row)}
 
+    async def arguments(self) -> dict[str, Any]:
+        """The arguments this thread was created with as a subagent ({} for a root thread)."""
+        own = await asyncio.to_thread(self._store.get_thread, self.thread_id)
+        if own is None or not own.parent_thread_id:
+            return {}
+        entry = await asyncio.to_thread(
+            registry.child, self._store.engine, own.parent_thread_id, self.thread_id
+        )
+        return dict(entry.get("arguments") or {}) if entry else {}
+
     async def get_parent_thread(self) -> dict[str, Any] | None:
         """The parent thread's summary (id, agent, status), or None for a root thread."""
         own = await asyncio.to_thread(self._store.get_thread, self.thread_id)

@@ -124,6 +124,9 @@ class RegistryEntry(CamelModel):
     tool: str = Field(description="the parent's tool that created it")
     tool_call_id: str | None = None
     receives_messages: Literal["side_a", "side_b"] = "side_a"
+    arguments: dict[str, Any] = Field(
+        default_factory=dict, description="the creating call's arguments (the child's `arguments`)"
+    )
     status_note: str | None = Field(default=None, description="the last sessionStatus text")
     last_result: str | None = None
     stop_reason: str | None = None

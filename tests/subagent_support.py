@@ -180,4 +180,5 @@ async def look_around(state: Any, args: NoArgs) -> dict[str, Any]:
         "children": [{"name": c["name"], "status": c["status"]} for c in children],
         "child_thread_agent": first["thread"]["agent"] if first and first.get("thread") else None,
         "parent": parent["threadId"] if parent else None,
+        "arguments": await state.arguments(),
     }

@@ -726,6 +726,12 @@ async def test_thread_state_lookups_and_receiving_side(
     assert parent_view["child_thread_agent"] == "researcher" and parent_view["parent"] is None
     child_view = _tool_result(worker.store, entry["reference"], "look_around")["result"]
     assert child_view["parent"] == handle.id and child_view["children"] == []
+    assert child_view["arguments"] == {
+        "agent": "researcher",
+        "name": "sim",
+        "message": "opening line",
+    }
+    assert parent_view["arguments"] == {}
     child_messages = worker.store.list_messages(entry["reference"])
     assert child_messages[0].role == "assistant" and child_messages[0].content == "opening line"
     first_b = next(r for r in scripted_server.requests if r["model"] == side_b)

@@ -23,6 +23,7 @@ from contract.subagents import (
 from contract.thread import SIGNAL_TERMINATE
 from contract.thread_env import EnvEntry, merge_env
 from workflows.control import parse_single
+from workflows.outbox import flush
 from workflows.thread_base import ThreadBase
 
 LIVE = ("starting", "running", "idle")
@@ -174,6 +175,11 @@ class SubagentRegistry(ThreadBase):
         live = [e for e in named if not e.closed]
         candidates = live or named
         return candidates[-1] if candidates else None
+
+    async def _publish(self) -> None:
+        """Write the outbox now, so a spawn or message to a child is in the store (and seen
+        by clients and by the child's ThreadState) before the parent waits on it."""
+        await flush(self._require_mem())
 
     def _set_child_status(self, entry: RegistryEntry, status: Any, *, quiet: bool = False) -> None:
         entry.status = status

@@ -126,6 +126,7 @@ class SubagentSpawner(SubagentRegistry):
             tool=tool,
             tool_call_id=tool_call_id,
             receives_messages=receives,
+            arguments=arguments,
         )
         self._children[reference] = entry
         try:
@@ -143,6 +144,7 @@ class SubagentSpawner(SubagentRegistry):
         self._set_child_status(entry, "running" if message else "idle", quiet=True)
         self._watchers.append(asyncio.create_task(self._watch(entry, handle)))
         self._emit_child("subagent.spawned", entry, turn_id=turn_id)
+        await self._publish()
         return entry
 
     async def _watch(self, entry: RegistryEntry, handle: Any) -> None:

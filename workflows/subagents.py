@@ -201,6 +201,7 @@ class SubagentHost(SubagentSpawner):
         )
         self._set_child_status(entry, "running")
         self._emit_child("subagent.input", entry, turn_id=turn_id, messageChars=len(message))
+        await self._publish()
         if not entry.blocking:
             return _started(entry)
         return self._result_of(entry, await self._await_report(entry.reference))
