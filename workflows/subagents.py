@@ -307,6 +307,10 @@ def _started(entry: RegistryEntry) -> ToolResult:
             "reference": entry.reference,
             "name": entry.name,
             "status": entry.status,
-            "note": "the subagent runs on its own; its result arrives as a message",
+            "note": (
+                "the subagent runs on its own; its result arrives as a message"
+                if entry.parent_communication == "implicit"
+                else "the subagent runs on its own and reports only when it chooses to"
+            ),
         },
     )
