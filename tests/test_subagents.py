@@ -18,6 +18,26 @@ def _tool_result(store, thread_id: str, name: str) -> dict:
     return json.loads(found[-1].content)
 
 
+def _delegate_then_acknowledge(scripted_server, task: str, acknowledgement: str) -> str:
+    """A parent script: call the researcher with `task`, say "started", and answer the
+    child's queued completion with `acknowledgement`."""
+    return add_script(
+        scripted_server,
+        {
+            "turns": [
+                {
+                    "match": "go",
+                    "replies": [
+                        {"tool_calls": [{"name": "researcher", "arguments": {"message": task}}]},
+                        {"text": "started"},
+                    ],
+                },
+                {"match": "completed:", "replies": [{"text": acknowledgement}]},
+            ]
+        },
+    )
+
+
 async def test_blocking_subagent_answers_its_parent(start_worker, temporal_client, scripted_server):
     """The child's sessionStop payload becomes the parent's tool result; the child ends."""
     parent = add_script(
@@ -62,21 +82,7 @@ async def test_non_blocking_subagent_reports_later_as_a_queued_message(
     start_worker, temporal_client, scripted_server
 ):
     """blocking: false returns the reference at once; the result is queued to the parent."""
-    parent = add_script(
-        scripted_server,
-        {
-            "turns": [
-                {
-                    "match": "go",
-                    "replies": [
-                        {"tool_calls": [{"name": "researcher", "arguments": {"message": "Rome?"}}]},
-                        {"text": "started"},
-                    ],
-                },
-                {"match": "completed:", "replies": [{"text": "thanks for the report"}]},
-            ]
-        },
-    )
+    parent = _delegate_then_acknowledge(scripted_server, "Rome?", "thanks for the report")
     child = add_script(
         scripted_server,
         {
@@ -627,21 +633,7 @@ async def test_children_registry_survives_continue_as_new(
     start_worker, temporal_client, scripted_server
 ):
     """A child's result reaches the parent's next run; the registry was carried over."""
-    parent = add_script(
-        scripted_server,
-        {
-            "turns": [
-                {
-                    "match": "go",
-                    "replies": [
-                        {"tool_calls": [{"name": "researcher", "arguments": {"message": "slow"}}]},
-                        {"text": "started"},
-                    ],
-                },
-                {"match": "completed:", "replies": [{"text": "received"}]},
-            ]
-        },
-    )
+    parent = _delegate_then_acknowledge(scripted_server, "slow", "received")
     child = add_script(
         scripted_server,
         {
