@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.definitions import DefinitionError, Definitions
 from activities.snapshots import SnapshotCache
+from activities.spill import resolve_content_refs
 from activities.store import Store, ThreadRow
 from activities.store.bootstrap import BootstrapError, take_values
 from contract.activities import (
@@ -83,7 +84,8 @@ class ThreadRecordActivities:
         await asyncio.to_thread(self._flush, batch)
 
     def _flush(self, batch: FlushInput) -> None:
-        self._store.record(batch.messages, batch.events)
+        # Queued messages written ahead of a step may be previews of spilled content.
+        self._store.record(*resolve_content_refs(self._store, batch.messages, batch.events))
         if batch.thread_row is not None:
             current = self._store.get_thread(batch.thread_id)
             if current is not None:

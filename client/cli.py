@@ -8,10 +8,12 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from activities.definitions import DefinitionError
+from activities.store import Store
 from client import code_command, codec_command, serve_command
 from client.connection import connect
 from client.render import TranscriptPrinter
@@ -162,17 +164,30 @@ async def _demo(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 async def _thread_start(args: argparse.Namespace, config: WeftConfig) -> int:
-    threads = await _threads(config)
-    handle = await threads.start(
-        args.agent, messages=args.message, thread_id=args.id, session_id=args.session
-    )
+    with _blob_store(config) as store:
+        threads = Threads(await _client(config), task_queue=config.temporal.task_queue, store=store)
+        handle = await threads.start(
+            args.agent, messages=args.message, thread_id=args.id, session_id=args.session
+        )
     print(handle.id)
     return 0
 
 
 async def _thread_send(args: argparse.Namespace, config: WeftConfig) -> int:
-    await (await _threads(config)).send(args.thread_id, args.content, role=args.role)
+    with _blob_store(config) as store:
+        threads = Threads(await _client(config), task_queue=config.temporal.task_queue, store=store)
+        await threads.send(args.thread_id, args.content, role=args.role)
     return 0
+
+
+@contextmanager
+def _blob_store(config: WeftConfig) -> Iterator[Store]:
+    """The configured store, where content over 64 KiB is uploaded before it is queued."""
+    store = Store.open(config.store_url())
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 async def _thread_show(args: argparse.Namespace, config: WeftConfig) -> int:

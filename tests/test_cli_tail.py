@@ -123,3 +123,24 @@ async def test_send_and_show(start_worker, temporal_client, scripted_server, wef
     await _weft(config, "thread", "terminate", thread_id, "--reason", "done")
     result = await temporal_client.get_workflow_handle(thread_id).result()
     assert result["status"] == "cancelled"
+
+
+async def test_send_spills_large_content_through_the_store(
+    start_worker, temporal_client, scripted_server, weft_config, tmp_path
+):
+    """`weft thread send` with content over 64 KiB uploads it as a blob; the model gets it all
+    and the signal carries only a preview."""
+    script = add_script(scripted_server, {"replies": [{"text": "read it"}]})
+    worker = await start_worker(agent_definitions(script))
+    config = _cli_config(tmp_path, weft_config, worker.task_queue)
+    thread_id = (await _weft(config, "thread", "start", "helper")).strip()
+    content = "".join(f"line {i:06d} of a long paste\n" for i in range(4000))  # ~104 KB
+    await _weft(config, "thread", "send", thread_id, content)
+    handle = temporal_client.get_workflow_handle(thread_id)
+    await wait_until(handle, idle_after(1))
+    [stored] = [m for m in worker.store.list_messages(thread_id) if m.role == "user"]
+    assert stored.content == content and stored.metadata["contentRef"].startswith("blob:")
+    [request] = [r for r in scripted_server.requests if r["model"] == script]
+    assert request["messages"][-1]["content"] == content
+    history = await handle.fetch_history()
+    assert max(len(e.SerializeToString()) for e in history.events) < 16 * 1024

@@ -132,3 +132,22 @@ async def test_missing_blob_becomes_a_warning(start_worker, temporal_client, scr
     await Threads(temporal_client, task_queue=worker.task_queue).send(handle.id, "again")
     state = await wait_until(handle, idle_after(2))
     assert state.last_outcome == "fine now"
+
+
+async def test_spilled_message_kept_whole_when_the_model_fails(
+    start_worker, temporal_client, scripted_server, weft_config
+):
+    """When every model attempt fails, the drained message is kept whole in the store (it
+    goes back to the outbox, and whichever write stores it restores the content)."""
+    script = add_script(scripted_server, {"replies": [{"error": {"status": 400, "body": "no"}}]})
+    worker = await start_worker(agent_definitions(script))
+    handle = await start_thread(temporal_client, worker.task_queue)
+    content = big_text(200 * 1024)
+    with Store.open(weft_config.store_url(), migrate=False) as client_store:
+        threads = Threads(temporal_client, task_queue=worker.task_queue, store=client_store)
+        await threads.send(handle.id, content)
+    await wait_until(
+        handle, lambda s: s.stop_reason == "step_error" and s.status == "waiting_input", timeout=60
+    )
+    stored = next(m for m in worker.store.list_messages(handle.id) if m.role == "user")
+    assert stored.content == content
