@@ -321,3 +321,25 @@ def first(problems: list[str], limit: int = 3) -> str:
     return "; ".join(problems[:limit]) + (
         f" (+{len(problems) - limit} more)" if len(problems) > limit else ""
     )
+
+
+async def start_slow_threads(
+    client: Any, queue: str, threads: int, steps: int, label: str
+) -> list[Any]:
+    """Start `threads` drill threads of `steps` slow steps each, all at once."""
+    from support import start_thread
+
+    return list(
+        await asyncio.gather(
+            *(
+                start_thread(
+                    client,
+                    queue,
+                    agent="drill_agent",
+                    options={"heartbeatTimeoutSeconds": 5, "maxTotalSteps": steps + 2},
+                    messages=[{"role": "user", "content": f"{label} drill thread {i}"}],
+                )
+                for i in range(threads)
+            )
+        )
+    )

@@ -9,7 +9,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from support import start_thread
 from worker_process import WorkerProcess
 
 from activities.store import Store
@@ -22,6 +21,7 @@ from drills.common import (
     note,
     report_history,
     slow_script,
+    start_slow_threads,
     task_queue,
     wait_for_events,
     write_worker_config,
@@ -93,18 +93,7 @@ async def _drill(
     await worker.start()
     note(f"{threads} threads x {STEPS} steps on one worker; the server keeps a db file")
     began = time.perf_counter()
-    handles = await asyncio.gather(
-        *(
-            start_thread(
-                client,
-                queue,
-                agent="drill_agent",
-                options={"heartbeatTimeoutSeconds": 5, "maxTotalSteps": STEPS + 2},
-                messages=[{"role": "user", "content": f"restart drill thread {i}"}],
-            )
-            for i in range(threads)
-        )
-    )
+    handles = await start_slow_threads(client, queue, threads, STEPS, "restart")
     ids = [h.id for h in handles]
     await wait_for_events(store, ids, "tool.started", timeout=300)
     done_before = len(await asyncio.to_thread(event_counts, store, "turn.completed"))

@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from support import local_stack, start_thread
+from support import local_stack
 from temporalio.client import Client
 from worker_process import WorkerProcess
 
@@ -25,6 +25,7 @@ from drills.common import (
     postgres_database,
     report_history,
     slow_script,
+    start_slow_threads,
     summary,
     task_queue,
     wait_for_events,
@@ -73,18 +74,7 @@ async def _drill(
 ) -> None:
     note(f"{threads} threads x {STEPS} steps on 2 workers (PostgreSQL store)")
     began = time.perf_counter()
-    handles = await asyncio.gather(
-        *(
-            start_thread(
-                client,
-                queue,
-                agent="drill_agent",
-                options={"heartbeatTimeoutSeconds": 5, "maxTotalSteps": STEPS + 2},
-                messages=[{"role": "user", "content": f"sigkill drill thread {i}"}],
-            )
-            for i in range(threads)
-        )
-    )
+    handles = await start_slow_threads(client, queue, threads, STEPS, "sigkill")
     ids = [h.id for h in handles]
     # Kill once half the threads are past their first model call: work is in flight everywhere.
     await wait_for_events(store, ids, "tool.started", threads=threads // 2, timeout=300)
