@@ -5,6 +5,8 @@ Workers run as real `weft worker` subprocesses; the test kills one and starts a 
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+
 import yaml
 from support import idle_after, start_thread, wait_until
 from worker_process import WorkerProcess, until_event, worker_config
@@ -12,13 +14,24 @@ from worker_process import WorkerProcess, until_event, worker_config
 from activities.store import Store
 
 
-async def _kill_and_recover(tmp_path, dev_server, temporal_client, message: str, kill_on: str):
+@asynccontextmanager
+async def _two_workers(tmp_path, dev_server):
+    """A running `weft worker` subprocess, a second one ready to start, the task queue and
+    the store they share; both are stopped on the way out (the caller closes the store)."""
     config_file = worker_config(tmp_path, dev_server.address)
     task_queue = yaml.safe_load(config_file.read_text())["temporal"]["taskQueue"]
     first, second = WorkerProcess(config_file), WorkerProcess(config_file)
     await first.start()
     store = Store.open(f"sqlite:///{tmp_path / 'weft.db'}")
     try:
+        yield task_queue, first, second, store
+    finally:
+        await first.stop()
+        await second.stop()
+
+
+async def _kill_and_recover(tmp_path, dev_server, temporal_client, message: str, kill_on: str):
+    async with _two_workers(tmp_path, dev_server) as (task_queue, first, second, store):
         handle = await start_thread(
             temporal_client,
             task_queue,
@@ -33,9 +46,6 @@ async def _kill_and_recover(tmp_path, dev_server, temporal_client, message: str,
         messages = store.list_messages(handle.id)
         events = store.read_events(handle.id, limit=10_000)
         return handle, messages, events, store
-    finally:
-        await first.stop()
-        await second.stop()
 
 
 def _assert_no_duplicates(messages):
@@ -80,12 +90,7 @@ async def test_sigkill_during_tool_call(tmp_path, dev_server, temporal_client):
 
 async def test_sigkill_while_a_subagent_works(tmp_path, dev_server, temporal_client):
     """The worker dies while a child thread runs a tool; a fresh worker finishes the tree."""
-    config_file = worker_config(tmp_path, dev_server.address)
-    task_queue = yaml.safe_load(config_file.read_text())["temporal"]["taskQueue"]
-    first, second = WorkerProcess(config_file), WorkerProcess(config_file)
-    await first.start()
-    store = Store.open(f"sqlite:///{tmp_path / 'weft.db'}")
-    try:
+    async with _two_workers(tmp_path, dev_server) as (task_queue, first, second, store):
         handle = await start_thread(
             temporal_client,
             task_queue,
@@ -110,8 +115,5 @@ async def test_sigkill_while_a_subagent_works(tmp_path, dev_server, temporal_cli
         assert store.get_value(reference, "runs") == 1
         child = await temporal_client.get_workflow_handle(reference).result()
         assert child["status"] == "cancelled"
-    finally:
-        store.close()
-        await first.stop()
-        await second.stop()
         await handle.signal("terminate", {})
+    store.close()
