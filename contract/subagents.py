@@ -109,6 +109,21 @@ class HandoffToolConfig(CamelModel):
     options: dict[str, Any] | None = None
 
 
+class SpawnRequest(CamelModel):
+    """What a subagent is started with. A deferred one (§7.5) waits in this form, in the
+    parent's state, until its scoped variables are stored under `scoped_env_request`."""
+
+    config: SubagentToolConfig
+    name: str
+    tool: str = Field(description="the parent's tool that creates it")
+    message: str | None = None
+    attachments: list[str] = Field(default_factory=list)
+    description: str | None = None
+    tool_call_id: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    scoped_env_request: str | None = None
+
+
 class RegistryEntry(CamelModel):
     """One child in the parent's subagent registry (§7.1 fields first, then weft's)."""
 

@@ -9,7 +9,7 @@ from pydantic import Field
 from contract.actions import ActionResolution, PendingAction
 from contract.definitions import DefinitionSnapshot
 from contract.messages import MessageMeta, QueuedMessage, QueuedTool, Side
-from contract.subagents import ParentLink, RegistryEntry
+from contract.subagents import ParentLink, RegistryEntry, SpawnRequest
 from contract.wire import CamelModel
 
 WORKFLOW_TYPE = "AgentThread"
@@ -227,7 +227,9 @@ class ThreadCarryOver(CamelModel):
     immediate_done: list[str] = Field(
         default_factory=list, description="prompts whose immediate subagents were started"
     )
-    variable_requests: list[dict[str, Any]] = Field(default_factory=list)
+    deferred_spawns: list[SpawnRequest] = Field(
+        default_factory=list, description="subagents waiting on scoped variables (§7.5)"
+    )
     stop_reason: StopReason | None = None
     last_outcome: str | None = None
     terminated_at: str | None = None

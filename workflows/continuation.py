@@ -73,7 +73,7 @@ def carry_over(thread: ThreadBase, turn: TurnCursor | None) -> ThreadCarryOver:
         children=list(thread._children.values()),
         active_agent=thread._active_agent,
         immediate_done=sorted(thread._immediate_done),
-        variable_requests=[{"requestId": k, **v} for k, v in thread._variable_requests.items()],
+        deferred_spawns=list(thread._deferred.values()),
         stop_reason=thread._stop_reason,
         last_outcome=thread._last_outcome,
         terminated_at=thread._terminated_at,
@@ -103,9 +103,8 @@ def restore(thread: ThreadBase, carried: ThreadCarryOver) -> None:
     thread._children = {e.reference: e for e in carried.children}
     thread._active_agent = carried.active_agent
     thread._immediate_done = set(carried.immediate_done)
-    thread._variable_requests = {
-        str(r["requestId"]): {k: v for k, v in r.items() if k != "requestId"}
-        for r in carried.variable_requests
+    thread._deferred = {
+        str(d.scoped_env_request): d for d in carried.deferred_spawns if d.scoped_env_request
     }
     thread._status = carried.status
     thread._stop_reason = carried.stop_reason

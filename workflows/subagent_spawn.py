@@ -21,18 +21,16 @@ from contract.messages import QueuedMessage
 from contract.subagents import (
     ACTIVITY_VARIABLES_REQUEST,
     ERROR_SUBAGENT_FAILED,
-    ERROR_UNKNOWN_SUBAGENT,
     ERROR_VARIABLES_REQUIRED,
     SIGNAL_VARIABLES_PROVIDED,
     ParentLink,
     RegistryEntry,
+    SpawnRequest,
     SubagentReport,
-    SubagentToolConfig,
     VariableRequest,
     VariablesProvided,
 )
 from contract.thread import WORKFLOW_TYPE, ThreadStartInput
-from contract.tool_catalog import enabled_subagents
 from workflows.control import parse_single
 from workflows.subagent_registry import MissingFile, SubagentRegistry, failure_text, tool_error
 
@@ -46,21 +44,11 @@ class SubagentSpawner(SubagentRegistry):
     # ---- spawning --------------------------------------------------------------------
 
     async def _spawn(
-        self,
-        config: SubagentToolConfig,
-        *,
-        message: str | None,
-        attachments: list[str],
-        name: str,
-        description: str | None,
-        tool: str,
-        tool_call_id: str | None,
-        arguments: dict[str, Any],
-        turn_id: str | None,
-        scoped_env_request: str | None = None,
+        self, request: SpawnRequest, *, turn_id: str | None
     ) -> RegistryEntry | ToolResult:
-        """Start a child thread for `config`; a ToolResult when it cannot start."""
+        """Start a child thread for `request`; a ToolResult when it cannot start (yet)."""
         mem, snapshot = self._require_mem(), self._require_snapshot()
+        config, message = request.config, request.message
         env = self._env(self._active_side or "a")
         scoped = {
             n: {"value": env[n].value, "type": "secret"}
@@ -68,21 +56,11 @@ class SubagentSpawner(SubagentRegistry):
             if n in env
         }
         missing = [n for n in config.required_scoped_env() if n not in env]
-        if missing and scoped_env_request is None:
-            return await self._defer(
-                config,
-                missing,
-                message,
-                attachments,
-                name,
-                description,
-                tool,
-                tool_call_id,
-                arguments,
-            )
+        if missing and request.scoped_env_request is None:
+            return await self._defer(request, missing)
         reference = mem.new_id("thread")
         try:
-            copied = await self._copy_files(reference, attachments, f"{reference}:in")
+            copied = await self._copy_files(reference, request.attachments, f"{reference}:in")
         except MissingFile as err:
             return tool_error("attachment_not_found", str(err))
         resumable = config.resumable
@@ -98,35 +76,35 @@ class SubagentSpawner(SubagentRegistry):
             user_id=start.user_id,
             parent=ParentLink(
                 thread_id=mem.thread_id,
-                tool_call_id=tool_call_id,
-                name=name,
-                description=description,
-                tool=tool,
+                tool_call_id=request.tool_call_id,
+                name=request.name,
+                description=request.description,
+                tool=request.tool,
                 resumable=resumable is not False,
                 blocking=config.blocking,
                 parent_communication=(
                     resumable.parent_communication if resumable is not False else "implicit"
                 ),
             ),
-            arguments=arguments,
-            scoped_env_request=scoped_env_request,
+            arguments=request.arguments,
+            scoped_env_request=request.scoped_env_request,
             options=start.options,
         )
         agent = snapshot.agents.get(config.name)
         entry = RegistryEntry(
             reference=reference,
-            name=name,
-            description=description or (agent.description if agent else None),
+            name=request.name,
+            description=request.description or (agent.description if agent else None),
             resumable=resumable is not False,
             blocking=config.blocking,
             status="starting",
             parent_communication=child.parent.parent_communication if child.parent else "implicit",
             created_at=mem.timestamp(),
             agent=config.name,
-            tool=tool,
-            tool_call_id=tool_call_id,
+            tool=request.tool,
+            tool_call_id=request.tool_call_id,
             receives_messages=receives,
-            arguments=arguments,
+            arguments=request.arguments,
         )
         self._children[reference] = entry
         try:
@@ -139,7 +117,9 @@ class SubagentSpawner(SubagentRegistry):
             )
         except Exception as err:  # any start failure becomes a tool error
             del self._children[reference]
-            return tool_error(ERROR_SUBAGENT_FAILED, f"subagent {name!r} could not start: {err}")
+            return tool_error(
+                ERROR_SUBAGENT_FAILED, f"subagent {request.name!r} could not start: {err}"
+            )
         # A resumable child started without a task waits for subagent_message.
         self._set_child_status(entry, "running" if message else "idle", quiet=True)
         self._watchers.append(asyncio.create_task(self._watch(entry, handle)))
@@ -192,41 +172,24 @@ class SubagentSpawner(SubagentRegistry):
 
     # ---- scoped variable bootstrap (Runtime §7.5) ------------------------------------
 
-    async def _defer(
-        self,
-        config: SubagentToolConfig,
-        missing: list[str],
-        message: str | None,
-        attachments: list[str],
-        name: str,
-        description: str | None,
-        tool: str,
-        tool_call_id: str | None,
-        arguments: dict[str, Any],
-    ) -> ToolResult:
+    async def _defer(self, spawn: SpawnRequest, missing: list[str]) -> ToolResult:
         mem = self._require_mem()
+        config, tool_call_id = spawn.config, spawn.tool_call_id
         request = VariableRequest(
             request_id=mem.new_id("varreq"),
             parent_thread_id=mem.thread_id,
             tool_call_id=tool_call_id,
             subagent=config.name,
-            name=name,
+            name=spawn.name,
             missing=missing,
             created_at=mem.timestamp(),
         )
         await workflow.execute_local_activity(
             ACTIVITY_VARIABLES_REQUEST, request, start_to_close_timeout=timedelta(seconds=30)
         )
-        self._variable_requests[request.request_id] = {
-            "config": config.name,
-            "message": message,
-            "attachments": attachments,
-            "name": name,
-            "description": description,
-            "tool": tool,
-            "toolCallId": tool_call_id,
-            "arguments": arguments,
-        }
+        self._deferred[request.request_id] = spawn.model_copy(
+            update={"scoped_env_request": request.request_id}
+        )
         path = f"/threads/{mem.thread_id}/variables/{request.request_id}"
         mem.emit(
             "action.required",
@@ -253,7 +216,7 @@ class SubagentSpawner(SubagentRegistry):
         if isinstance(parsed, str):
             self._warn("malformed_signal", SIGNAL_VARIABLES_PROVIDED, parsed)
             return
-        deferred = self._variable_requests.pop(parsed.request_id, None)
+        deferred = self._deferred.pop(parsed.request_id, None)
         if deferred is None:
             self._warn(
                 "unknown_variable_request",
@@ -263,39 +226,15 @@ class SubagentSpawner(SubagentRegistry):
             return
         if self._refuse_when_terminated(SIGNAL_VARIABLES_PROVIDED):
             return
-        self._background.append(asyncio.create_task(self._boot(parsed.request_id, deferred)))
+        self._background.append(asyncio.create_task(self._boot(deferred)))
 
-    async def _boot(self, request_id: str, deferred: dict[str, Any]) -> None:
+    async def _boot(self, deferred: SpawnRequest) -> None:
         """Start a deferred subagent now that its values are stored; tell the parent."""
-        mem, snapshot = self._require_mem(), self._require_snapshot()
-        config = next(
-            (
-                c
-                for prompt in snapshot.prompts.values()
-                for n, c in enabled_subagents(snapshot, prompt, self._env("a")).items()
-                if n == deferred["config"]
-            ),
-            None,
-        )
-        spawned: RegistryEntry | ToolResult
-        if config is None:
-            spawned = tool_error(ERROR_UNKNOWN_SUBAGENT, f"subagent {deferred['config']!r} is gone")
-        else:
-            spawned = await self._spawn(
-                config,
-                message=deferred["message"],
-                attachments=deferred["attachments"],
-                name=deferred["name"],
-                description=deferred["description"],
-                tool=deferred["tool"],
-                tool_call_id=deferred["toolCallId"],
-                arguments=deferred["arguments"],
-                turn_id=None,
-                scoped_env_request=request_id,
-            )
+        mem, request_id = self._require_mem(), deferred.scoped_env_request
+        spawned = await self._spawn(deferred, turn_id=None)
         mem.emit("action.resolved", {"actionId": request_id, "kind": "scoped_variables"})
         if isinstance(spawned, ToolResult):
-            text = f"The deferred subagent {deferred['name']!r} could not start: {spawned.error}"
+            text = f"The deferred subagent {deferred.name!r} could not start: {spawned.error}"
         else:
             text = (
                 f"Subagent {spawned.name!r} (reference {spawned.reference}) started after its "

@@ -21,7 +21,9 @@ from contract.messages import Message, QueuedMessage, Side, ToolCall
 from contract.subagents import (
     ERROR_MAX_INSTANCES,
     ERROR_UNKNOWN_SUBAGENT,
+    SUBAGENT_CREATE_TOOL,
     RegistryEntry,
+    SpawnRequest,
     SubagentToolConfig,
 )
 from contract.thread import SIGNAL_QUEUE_MESSAGE
@@ -80,14 +82,15 @@ class SubagentHost(SubagentSpawner):
             return tool_error("invalid_arguments", attachments)
         label = args.get(config.init_agent_name_property or "") or config.name
         spawned = await self._spawn(
-            config,
-            message=message,
-            attachments=attachments,
-            name=str(label),
-            description=None,
-            tool=config.name,
-            tool_call_id=call.id,
-            arguments=args,
+            SpawnRequest(
+                config=config,
+                name=str(label),
+                tool=config.name,
+                message=message,
+                attachments=attachments,
+                tool_call_id=call.id,
+                arguments=args,
+            ),
             turn_id=turn_id,
         )
         if isinstance(spawned, ToolResult):
@@ -149,17 +152,18 @@ class SubagentHost(SubagentSpawner):
         attachments = _paths(args, "attachments")
         if isinstance(attachments, str):
             return tool_error("invalid_arguments", attachments)
+        description = args.get("description")
         spawned = await self._spawn(
-            config,
-            message=message or None,
-            attachments=attachments,
-            name=name,
-            description=args.get("description")
-            if isinstance(args.get("description"), str)
-            else None,
-            tool="subagent_create",
-            tool_call_id=call.id,
-            arguments=args,
+            SpawnRequest(
+                config=config,
+                name=name,
+                tool=SUBAGENT_CREATE_TOOL,
+                message=message or None,
+                attachments=attachments,
+                description=description if isinstance(description, str) else None,
+                tool_call_id=call.id,
+                arguments=args,
+            ),
             turn_id=turn_id,
         )
         if isinstance(spawned, ToolResult):
@@ -254,14 +258,13 @@ class SubagentHost(SubagentSpawner):
                 continue
             name = _env_text(env, immediate.name_env) or config.name
             spawned = await self._spawn(
-                config,
-                message=trigger,
-                attachments=[],
-                name=name,
-                description=_env_text(env, immediate.description_env),
-                tool=config.name,
-                tool_call_id=None,
-                arguments={},
+                SpawnRequest(
+                    config=config,
+                    name=name,
+                    tool=config.name,
+                    message=trigger,
+                    description=_env_text(env, immediate.description_env),
+                ),
                 turn_id=turn_id,
             )
             if isinstance(spawned, ToolResult):

@@ -21,7 +21,7 @@ from contract.messages import (
     QueuedTool,
     Side,
 )
-from contract.subagents import RegistryEntry, SubagentReport
+from contract.subagents import RegistryEntry, SpawnRequest, SubagentReport
 from contract.thread import (
     SIGNAL_TERMINATE,
     StopReason,
@@ -58,8 +58,8 @@ class ThreadBase:
         self._children: dict[str, RegistryEntry] = {}
         # Blocking calls waiting for a child's terminal payload, by child thread id.
         self._awaiting: dict[str, SubagentReport | None] = {}
-        # Deferred subagent_create calls waiting on scoped variables, by request id.
-        self._variable_requests: dict[str, dict[str, Any]] = {}
+        # Subagents waiting on scoped variables (Runtime §7.5), by variable request id.
+        self._deferred: dict[str, SpawnRequest] = {}
         # Set by a handoff; None is the thread's own agent.
         self._active_agent: str | None = None
         # Prompts whose immediate subagents have been started (Runtime §7.3).
