@@ -769,3 +769,56 @@ def test_definition_errors_name_the_file_and_field():
     reserved = family("p", "c", parent_tools=["subagent_create"])
     with pytest.raises(DefinitionError, match="added by the runtime"):
         reserved.validate()
+
+
+async def test_a_child_that_reported_still_continues_as_new(
+    start_worker, temporal_client, scripted_server
+):
+    """Reports sent in the background must not block the child's continue-as-new forever."""
+    parent = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "subagent_create",
+                            "arguments": {"agent": "researcher", "name": "ann", "message": "q1"},
+                        },
+                        {
+                            "name": "subagent_message",
+                            "arguments": {"reference": "ann", "message": "q2"},
+                        },
+                    ]
+                },
+                {"text": "done"},
+            ]
+        },
+    )
+    child = add_script(
+        scripted_server,
+        {
+            "turns": [
+                {
+                    "match": "q1",
+                    "replies": [
+                        {"tool_calls": [{"name": "progress", "arguments": {"note": "working"}}]},
+                        {"tool_calls": [{"name": "report", "arguments": {"summary": "r1"}}]},
+                    ],
+                },
+                {
+                    "match": "q2",
+                    "replies": [
+                        {"tool_calls": [{"name": "report", "arguments": {"summary": "r2"}}]}
+                    ],
+                },
+            ]
+        },
+    )
+    worker = await start_worker(family(parent, child, subagent={"resumable": True}))
+    handle = await start_boss(temporal_client, worker, options={"continueAsNewEvents": 20})
+    state = await wait_until(handle, idle_after(1), timeout=60)
+    [entry] = state.children
+    assert entry["lastResult"] == "r2" and entry["statusNote"] == "working"
+    child_state = await read(temporal_client.get_workflow_handle(entry["reference"]))
+    assert child_state.counters.runs >= 2

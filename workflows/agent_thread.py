@@ -459,7 +459,7 @@ class AgentThreadWorkflow(ControlPlane):
     async def _continue_as_new_if_due(self, turn: TurnCursor | None) -> None:
         """Continue as new when this run's history is long; called at safe points only."""
         start, mem = self._require_start(), self._require_mem()
-        if self._terminated_at or mem.pending_actions or self._background:
+        if self._terminated_at or mem.pending_actions or self._background_busy():
             return
         if not continuation.history_is_long(start.options):
             return

@@ -56,7 +56,7 @@ class ChildReports(SubagentHost):
 
     def report_later(self, kind: ReportKind, **fields: Any) -> None:
         """Send a report from synchronous code (a tool's intent); awaited before the run ends."""
-        self._background.append(asyncio.create_task(self._report(kind, **fields)))
+        self._in_background(asyncio.create_task(self._report(kind, **fields)))
 
     async def _report(
         self,

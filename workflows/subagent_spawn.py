@@ -122,7 +122,7 @@ class SubagentSpawner(SubagentRegistry):
             )
         # A resumable child started without a task waits for subagent_message.
         self._set_child_status(entry, "running" if message else "idle", quiet=True)
-        self._watchers.append(asyncio.create_task(self._watch(entry, handle)))
+        self._in_background(asyncio.create_task(self._watch(entry, handle)), watcher=True)
         self._emit_child("subagent.spawned", entry, turn_id=turn_id)
         await self._publish()
         return entry
@@ -226,7 +226,7 @@ class SubagentSpawner(SubagentRegistry):
             return
         if self._refuse_when_terminated(SIGNAL_VARIABLES_PROVIDED):
             return
-        self._background.append(asyncio.create_task(self._boot(deferred)))
+        self._in_background(asyncio.create_task(self._boot(deferred)))
 
     async def _boot(self, deferred: SpawnRequest) -> None:
         """Start a deferred subagent now that its values are stored; tell the parent."""

@@ -118,6 +118,16 @@ class ThreadBase:
                 total.cost_usd = (total.cost_usd or 0.0) + child.cost_usd
         return total
 
+    def _in_background(self, task: asyncio.Task[Any], *, watcher: bool = False) -> None:
+        """Keep a reference to a workflow task (asyncio holds tasks weakly), dropping done ones."""
+        tasks = self._watchers if watcher else self._background
+        tasks[:] = [t for t in tasks if not t.done()]
+        tasks.append(task)
+
+    def _background_busy(self) -> bool:
+        """Whether a report or deferred boot is still in flight (not a safe point)."""
+        return any(not t.done() for t in self._background)
+
     def _is_idle(self) -> bool:
         return self._status == "waiting_input" and self._active_turn is None
 
