@@ -63,8 +63,18 @@ def children(engine: Engine, parent_thread_id: str) -> list[dict[str, Any]]:
 
 
 def child(engine: Engine, parent_thread_id: str, reference: str) -> dict[str, Any] | None:
-    """One registry entry of `parent_thread_id`, by the child's reference or name."""
-    for entry in reversed(children(engine, parent_thread_id)):
-        if reference in (entry.get("reference"), entry.get("name")):
-            return entry
-    return None
+    """One registry entry of `parent_thread_id`, by the child's reference, else by name (the
+    newest child of that name)."""
+    by = subagents.c.parent_thread_id == parent_thread_id
+    with engine.connect() as connection:
+        data = connection.scalar(
+            select(subagents.c.data).where(by, subagents.c.reference == reference)
+        )
+        if data is None:
+            data = connection.scalar(
+                select(subagents.c.data)
+                .where(by, subagents.c.name == reference)
+                .order_by(subagents.c.created_at.desc(), subagents.c.reference.desc())
+                .limit(1)
+            )
+    return dict(data) if data is not None else None
