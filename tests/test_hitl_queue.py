@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 
 import jsonschema
-from support import add_script, agent_definitions, idle_after, read, start_thread, wait_until
-from temporalio.api.enums.v1 import EventType
-
-EVENT_SCHEMA = (
-    Path(__file__).resolve().parents[1].parent
-    / "shared"
-    / "specs"
-    / "agentruntime"
-    / "agentruntime-event.schema.json"
+from support import (
+    EVENT_SCHEMA,
+    add_script,
+    agent_definitions,
+    idle_after,
+    read,
+    start_thread,
+    wait_until,
 )
+from temporalio.api.enums.v1 import EventType
 
 SLOW_THEN_QUICK = {
     "turns": [

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
-from support import CityArgs, add_script, idle_after, read, start_thread, wait_until, weather
+from support import (
+    SPECS,
+    CityArgs,
+    add_script,
+    idle_after,
+    read,
+    start_thread,
+    wait_until,
+    weather,
+)
 
 from activities.definitions import (
     Definitions,
@@ -19,8 +27,6 @@ from activities.definitions import (
 )
 from client import resume
 from contract.thread import ThreadResult
-
-SPECS = Path(__file__).resolve().parents[1].parent / "shared" / "specs" / "agentruntime"
 
 SCRIPT = {
     "turns": [
