@@ -155,6 +155,24 @@
     throw serializationError(`unknown value tag ${stringify(t[0])}`);
   }
 
+  /* §13.2: an imported value is a frozen copy all the way down, so a write to it throws
+     (module code is strict). Typed arrays and ArrayBuffers cannot be frozen, and Map, Set
+     and Date keep their internal slots writable (JS has no way to freeze those); the
+     entries of a Map or Set are frozen all the same. */
+  function deepFreeze(v) {
+    if (v === null || (typeof v !== "object" && typeof v !== "function")) { return v; }
+    const proto = getProto(v);
+    if (proto === BufferProto || typedNames.has(proto)) { return v; }
+    if (proto === MapProto) {
+      for (const [k, x] of v) { deepFreeze(k); deepFreeze(x); }
+    } else if (proto === SetProto) {
+      for (const x of v) { deepFreeze(x); }
+    } else {
+      for (const k of keys(v)) { deepFreeze(v[k]); }
+    }
+    return freeze(v);
+  }
+
   /* Built up front: once the heap is exhausted, even a small object literal cannot be made. */
   const OOM = { kind: "memory", name: "MemoryError", message: "out of memory" };
   const OOM_JSON = stringify(OOM);
@@ -270,7 +288,7 @@
         for (const spec of keys(table)) {
           const value = dec(table[spec]);
           const ns = create(null);
-          for (const k of keys(value)) { defineProperty(ns, k, { value: value[k], enumerable: true }); }
+          for (const k of keys(value)) { defineProperty(ns, k, { value: deepFreeze(value[k]), enumerable: true }); }
           defineProperty(ns, Symbol.toStringTag, { value: "Module" });
           modules.set(`s:${spec}`, { deps: [], fn: null, ns: freeze(ns), promise: null });
         }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from activities.sandbox import CodeExecution, CodeExecutionResult, SandboxPool, run_code
+from activities.sandbox import CodeExecution, CodeExecutionResult, JSMap, SandboxPool, run_code
 
 
 async def test_run_code_returns_an_awaitable_handle(pool: SandboxPool) -> None:
@@ -179,9 +179,10 @@ async def test_terminate_is_idempotent(pool: SandboxPool) -> None:
 async def test_values_cross_by_copy_with_no_shared_references(pool: SandboxPool) -> None:
     """Item 9: host objects are deep-copied in, and sandbox mutations never reach the host."""
     config = {"items": [1, 2], "nested": {"k": "v"}}
+    # Globals, not imports: imports are frozen (see the next tests), globals are writable.
     result = await run_code(
-        "import cfg from 'cfg'; cfg.items.push(3); cfg.nested.k = 'changed'; export default cfg;",
-        {"imports": {"cfg": {"default": config}}},
+        "cfg.items.push(3); cfg.nested.k = 'changed'; export default cfg;",
+        {"globals": {"cfg": config}},
         pool=pool,
     )
     assert result.result == {"items": [1, 2, 3], "nested": {"k": "changed"}}
@@ -196,6 +197,73 @@ async def test_import_namespace_is_frozen(pool: SandboxPool) -> None:
         pool=pool,
     )
     assert result.result == [True, 1]
+
+
+async def test_a_write_to_an_imported_object_throws(pool: SandboxPool) -> None:
+    """§13.2: an imported object is a frozen copy, so assigning to it throws a TypeError."""
+    result = await run_code(
+        "import cfg from 'cfg'; cfg.a = 9; export default cfg;",
+        {"imports": {"cfg": {"default": {"a": 1}}}},
+        pool=pool,
+    )
+    assert (result.status, result.error.name) == ("error", "TypeError")
+
+
+async def test_imported_values_are_frozen_all_the_way_down(pool: SandboxPool) -> None:
+    """§13.2: nested objects, arrays and Map entries of an import are frozen too."""
+    source = """
+        import cfg, { more } from 'cfg';
+        const attempt = (write: () => unknown): string => {
+            try { write(); return "written"; } catch (e) { return (e as Error).name; }
+        };
+        export default [
+            attempt(() => { (cfg as any).a = 9; }),
+            attempt(() => { (cfg as any).fresh = 1; }),
+            attempt(() => { cfg.nested.x = 1; }),
+            attempt(() => { cfg.nested.deeper.y = 2; }),
+            attempt(() => cfg.list.push(1)),
+            attempt(() => { cfg.list[0].z = 3; }),
+            attempt(() => { more.byKey.get("k").v = 4; }),
+            cfg.blob[1],
+            cfg,
+        ];
+    """
+    config = {
+        "a": 1,
+        "nested": {"x": 0, "deeper": {"y": 0}},
+        "list": [{"z": 0}],
+        "blob": b"\x01\x02",
+    }
+    result = await run_code(
+        source,
+        {"imports": {"cfg": {"default": config, "more": {"byKey": JSMap(k={"v": 0})}}}},
+        pool=pool,
+    )
+    assert result.status == "success", result.error
+    assert result.result[:8] == ["TypeError"] * 7 + [2]
+    assert result.result[8] == config
+
+
+async def test_the_programs_own_objects_stay_writable(pool: SandboxPool) -> None:
+    """Only imports are frozen: the program's objects, and its copies of imports, are writable."""
+    source = """
+        import cfg from 'cfg';
+        const own = { n: 1, list: [1] };
+        own.n = 2;
+        own.list.push(2);
+        const copy = { ...cfg, a: 2, list: [...cfg.list, 3] };
+        copy.extra = true;
+        export default [own, copy, Object.isFrozen(cfg), Object.isFrozen(own)];
+    """
+    result = await run_code(
+        source, {"imports": {"cfg": {"default": {"a": 1, "list": [1]}}}}, pool=pool
+    )
+    assert result.result == [
+        {"n": 2, "list": [1, 2]},
+        {"a": 2, "list": [1, 3], "extra": True},
+        True,
+        False,
+    ]
 
 
 async def test_result_statuses_are_exactly_the_spec_codes(pool: SandboxPool) -> None:
