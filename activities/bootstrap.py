@@ -1,34 +1,5 @@
-"""`variables.request`: record a deferred subagent's scoped-variable request (Runtime §7.5).
+"""TEMPORARY shim: `activities.variables_request`, until workers/ is migrated."""
 
-The parent workflow runs it when `subagent_create` lacks scoped env, so the gateway can
-show the request and accept its values.
-"""
+from activities.variables_request import VariableRequestActivities as BootstrapActivities
 
-from __future__ import annotations
-
-import asyncio
-
-from temporalio import activity
-from temporalio.exceptions import ApplicationError
-
-from activities.store import Store
-from activities.store.bootstrap import create_request
-from contract.subagents import ACTIVITY_VARIABLES_REQUEST, VariableRequest
-
-
-class BootstrapActivities:
-    """Writes variable requests to the store."""
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-
-    @activity.defn(name=ACTIVITY_VARIABLES_REQUEST)
-    async def request_variables(self, request: VariableRequest) -> None:
-        """Record `request` as pending; a retry or a repeat of its id changes nothing."""
-        if not request.missing:
-            raise ApplicationError(
-                f"variable request {request.request_id!r} asks for no variables",
-                type="InvalidVariableRequest",
-                non_retryable=True,
-            )
-        await asyncio.to_thread(create_request, self._store, request)
+__all__ = ["BootstrapActivities"]

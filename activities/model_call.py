@@ -108,7 +108,7 @@ class ModelActivities:
                     "retryable": not err.non_retryable,
                 },
             )
-            await asyncio.to_thread(self._store.append_events, [failed])
+            await asyncio.to_thread(self._store.events.append, [failed])
             raise
         return await asyncio.to_thread(
             self._finish, call, model, reply, ids, int((time.monotonic() - began) * 1000)
@@ -123,7 +123,7 @@ class ModelActivities:
     ) -> ChatRequest:
         # One commit for what the step brings (queued messages, the workflow's events,
         # model.requested), then the context is read back in the same thread hop.
-        self._store.record(*resolve_content_refs(self._store, call.new_messages, events))
+        self._store.events.record(*resolve_content_refs(self._store, call.new_messages, events))
         return self._request(call, snapshot, model)
 
     def _request(
@@ -132,9 +132,9 @@ class ModelActivities:
         agent = snapshot.agent_def(call.agent)
         side = agent.side(call.side)
         prompt = snapshot.prompts[side.prompt]
-        row = self._store.get_thread(call.thread_id)
+        row = self._store.threads.get(call.thread_id)
         env = merge_env(prompt.env, agent.env, row.env if row else {})
-        history = self._store.list_messages(call.thread_id)
+        history = self._store.messages.list(call.thread_id)
         messages = [{"role": "system", "content": render_prompt(prompt, snapshot, env)}]
         messages += project_messages(history, side=call.side, dual=agent.type == "dual_ai")
         tools = [
@@ -184,7 +184,7 @@ class ModelActivities:
             message,
             ids={"session_id": call.session_id, "turn_id": call.turn_id, "step_id": call.step_id},
         )
-        self._store.record(
+        self._store.events.record(
             [message],
             [
                 *filter(None, [spilled]),

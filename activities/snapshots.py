@@ -29,7 +29,7 @@ class SnapshotCache:
         found = self._cache.get(snapshot_id)
         if found is not None:
             return found
-        data = await asyncio.to_thread(self._store.get_snapshot, snapshot_id)
+        data = await asyncio.to_thread(self._store.snapshots.get, snapshot_id)
         if data is None:
             raise ApplicationError(
                 f"definition snapshot {snapshot_id} is not in the store",

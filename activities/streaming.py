@@ -48,7 +48,7 @@ class DeltaBatcher:
             self._count += 1
             events.append(self._make_event(self._count, "".join(parts), kind))
         self._pending = {}
-        await asyncio.to_thread(self._store.append_events, events)
+        await asyncio.to_thread(self._store.events.append, events)
         activity.heartbeat(self._count)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from activities.store import registry
 from contract.activities import Intent
 
 if TYPE_CHECKING:
@@ -26,34 +25,32 @@ class ThreadHierarchy:
 
     async def children(self) -> list[dict[str, Any]]:
         """This thread's subagent registry: reference, name, status, … per child."""
-        return await asyncio.to_thread(registry.children, self._store.engine, self.thread_id)
+        return await asyncio.to_thread(self._store.subagents.list, self.thread_id)
 
     async def get_child_thread(self, reference: str) -> dict[str, Any] | None:
         """A child by reference or name: its registry entry and its thread row, or None."""
-        entry = await asyncio.to_thread(
-            registry.child, self._store.engine, self.thread_id, reference
-        )
+        entry = await asyncio.to_thread(self._store.subagents.find, self.thread_id, reference)
         if entry is None:
             return None
-        row = await asyncio.to_thread(self._store.get_thread, str(entry["reference"]))
+        row = await asyncio.to_thread(self._store.threads.get, str(entry["reference"]))
         return {**entry, "thread": _summary(row)}
 
     async def arguments(self) -> dict[str, Any]:
         """The arguments this thread was created with as a subagent ({} for a root thread)."""
-        own = await asyncio.to_thread(self._store.get_thread, self.thread_id)
+        own = await asyncio.to_thread(self._store.threads.get, self.thread_id)
         if own is None or not own.parent_thread_id:
             return {}
         entry = await asyncio.to_thread(
-            registry.child, self._store.engine, own.parent_thread_id, self.thread_id
+            self._store.subagents.find, own.parent_thread_id, self.thread_id
         )
         return dict(entry.get("arguments") or {}) if entry else {}
 
     async def get_parent_thread(self) -> dict[str, Any] | None:
         """The parent thread's summary (id, agent, status), or None for a root thread."""
-        own = await asyncio.to_thread(self._store.get_thread, self.thread_id)
+        own = await asyncio.to_thread(self._store.threads.get, self.thread_id)
         if own is None or not own.parent_thread_id:
             return None
-        parent = await asyncio.to_thread(self._store.get_thread, own.parent_thread_id)
+        parent = await asyncio.to_thread(self._store.threads.get, own.parent_thread_id)
         return _summary(parent) or {"threadId": own.parent_thread_id}
 
     def notify_parent(self, content: str) -> None:

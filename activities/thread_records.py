@@ -17,7 +17,7 @@ from activities.definitions import DefinitionError, Definitions
 from activities.snapshots import SnapshotCache
 from activities.spill import resolve_content_refs
 from activities.store import Store, ThreadRow
-from activities.store.bootstrap import BootstrapError, take_values
+from activities.store.variable_requests import BootstrapError
 from contract.activities import (
     ACTIVITY_STORE_FLUSH,
     ACTIVITY_THREAD_INIT,
@@ -49,9 +49,9 @@ class ThreadRecordActivities:
         return ThreadInitResult(snapshot=snapshot)
 
     def _init(self, start: ThreadInitInput, snapshot_id: str, data: dict[str, object]) -> None:
-        self._store.put_snapshot(snapshot_id, data)
-        if self._store.get_thread(start.thread_id) is None:
-            self._store.upsert_thread(
+        self._store.snapshots.put(snapshot_id, data)
+        if self._store.threads.get(start.thread_id) is None:
+            self._store.threads.upsert(
                 ThreadRow(
                     thread_id=start.thread_id,
                     agent=start.agent,
@@ -64,14 +64,14 @@ class ThreadRecordActivities:
                 )
             )
         if start.outbox:
-            self._store.append_events(start.outbox)
+            self._store.events.append(start.outbox)
 
     def _scoped_env(self, start: ThreadInitInput) -> dict[str, Any]:
         """The §7.5 request's values as secret env: runtime-only, never model-visible."""
         if start.scoped_env_request is None:
             return {}
         try:
-            values = take_values(self._store, start.scoped_env_request)
+            values = self._store.variable_requests.provided_values(start.scoped_env_request)
         except BootstrapError as err:
             raise ApplicationError(
                 f"thread {start.thread_id}: {err}", type="ScopedEnvUnavailable", non_retryable=True
@@ -85,10 +85,10 @@ class ThreadRecordActivities:
 
     def _flush(self, batch: FlushInput) -> None:
         # Queued messages written ahead of a step may be previews of spilled content.
-        self._store.record(*resolve_content_refs(self._store, batch.messages, batch.events))
+        self._store.events.record(*resolve_content_refs(self._store, batch.messages, batch.events))
         if batch.thread_row is not None:
-            current = self._store.get_thread(batch.thread_id)
+            current = self._store.threads.get(batch.thread_id)
             if current is not None:
                 changes = {k: v for k, v in batch.thread_row.items() if k in ThreadRow.model_fields}
                 changes["updated_at"] = datetime.now(UTC)
-                self._store.upsert_thread(current.model_copy(update=changes))
+                self._store.threads.upsert(current.model_copy(update=changes))

@@ -102,7 +102,9 @@ class ToolActivities:
                 "tool_call_id": call.tool_call.id,
             },
         )
-        await asyncio.to_thread(self._store.record, [message], [done, *filter(None, [spilled])])
+        await asyncio.to_thread(
+            self._store.events.record, [message], [done, *filter(None, [spilled])]
+        )
         return ToolCallResult(message=returned, intents=state.intents)
 
     async def _run(
@@ -135,7 +137,7 @@ class ToolActivities:
         return await _execute(tool, raw_args, state)
 
     def _state(self, call: ToolCallInput, snapshot: DefinitionSnapshot) -> ThreadState:
-        row = self._store.get_thread(call.thread_id)
+        row = self._store.threads.get(call.thread_id)
         agent = snapshot.agent_def(call.agent)
         prompt = snapshot.prompts[agent.side(call.side).prompt]
         env = merge_env(prompt.env, agent.env, row.env if row else {})
@@ -156,7 +158,7 @@ class ToolActivities:
         self, call: ToolCallInput, snapshot: DefinitionSnapshot, events: list[Event]
     ) -> ThreadState:
         # One commit for what precedes the call, and the ThreadState in the same hop.
-        self._store.record(call.prior_messages, events)
+        self._store.events.record(call.prior_messages, events)
         return self._state(call, snapshot)
 
     @staticmethod

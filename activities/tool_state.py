@@ -53,12 +53,12 @@ class ThreadState(ThreadFiles, ThreadHierarchy):
     # -- messages ---------------------------------------------------------------------
     async def get_messages(self, *, limit: int = 100, offset: int = 0) -> list[Message]:
         """A page of the thread's messages, oldest first."""
-        messages = await asyncio.to_thread(self._store.list_messages, self.thread_id)
+        messages = await asyncio.to_thread(self._store.messages.list, self.thread_id)
         return messages[offset : offset + limit]
 
     async def get_message(self, message_id: str) -> Message | None:
         """One message by id, or None."""
-        return await asyncio.to_thread(self._store.get_message, self.thread_id, message_id)
+        return await asyncio.to_thread(self._store.messages.get, self.thread_id, message_id)
 
     def queue_message(
         self,
@@ -110,11 +110,11 @@ class ThreadState(ThreadFiles, ThreadHierarchy):
     # -- key-value store (Runtime §14) -------------------------------------------------
     async def get_value(self, key: str) -> Any | None:
         """The value stored under `key` for this thread, or None."""
-        return await asyncio.to_thread(self._store.get_value, self.thread_id, key)
+        return await asyncio.to_thread(self._store.values.get, self.thread_id, key)
 
     async def set_value(self, key: str, value: Any) -> None:
         """Store `value` durably under `key`; None deletes it."""
-        await asyncio.to_thread(self._store.set_value, self.thread_id, key, value)
+        await asyncio.to_thread(self._store.values.set, self.thread_id, key, value)
 
     # -- events -----------------------------------------------------------------------
     async def emit(self, event: str, data: Any = None) -> None:
@@ -130,7 +130,7 @@ class ThreadState(ThreadFiles, ThreadHierarchy):
             tool_call_id=self.tool_call_id,
             payload={"event": event, "data": data},
         )
-        await asyncio.to_thread(self._store.append_events, [record])
+        await asyncio.to_thread(self._store.events.append, [record])
 
     # -- code --------------------------------------------------------------------------
     def run_code(self, source: str, options: dict[str, Any] | None = None) -> CodeExecution:

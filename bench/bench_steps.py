@@ -64,10 +64,10 @@ async def plain_loop(scripted: ScriptedModelServer, model: str, steps: int, db: 
 
     class State:  # the note tool only needs the key-value store
         async def get_value(self, key: str) -> object:
-            return await asyncio.to_thread(store.get_value, thread_id, key)
+            return await asyncio.to_thread(store.values.get, thread_id, key)
 
         async def set_value(self, key: str, value: object) -> None:
-            await asyncio.to_thread(store.set_value, thread_id, key, value)
+            await asyncio.to_thread(store.values.set, thread_id, key, value)
 
     history = [{"role": "user", "content": "take notes"}]
     position = 0
@@ -75,7 +75,7 @@ async def plain_loop(scripted: ScriptedModelServer, model: str, steps: int, db: 
         provider = OpenAIChatProvider(http, base_url=scripted.openai_base_url, api_key=None)
         began = time.perf_counter()
         for _ in range(steps + 1):
-            messages = await asyncio.to_thread(store.list_messages, thread_id)
+            messages = await asyncio.to_thread(store.messages.list, thread_id)
             reply = await provider.complete(ChatRequest(model=model, messages=history))
             position += 1
             assistant = Message(
@@ -87,7 +87,7 @@ async def plain_loop(scripted: ScriptedModelServer, model: str, steps: int, db: 
                 tool_calls=reply.tool_calls or None,
                 created_at=0,
             )
-            await asyncio.to_thread(store.append_messages, [assistant])
+            await asyncio.to_thread(store.messages.append, [assistant])
             history.append(
                 {
                     "role": "assistant",
@@ -107,7 +107,7 @@ async def plain_loop(scripted: ScriptedModelServer, model: str, steps: int, db: 
                     tool_call_id=call.id,
                     created_at=0,
                 )
-                await asyncio.to_thread(store.append_messages, [tool_message])
+                await asyncio.to_thread(store.messages.append, [tool_message])
                 history.append(
                     {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}
                 )

@@ -35,7 +35,7 @@ class HandwrittenActivities:
     async def model(self, args: dict[str, Any]) -> dict[str, Any]:
         """Call the model with the thread's history and store the reply."""
         thread_id = args["thread_id"]
-        rows = await asyncio.to_thread(self._store.list_messages, thread_id)
+        rows = await asyncio.to_thread(self._store.messages.list, thread_id)
         history = [{"role": "user", "content": "take notes"}] + [
             {
                 "role": m.role,
@@ -55,7 +55,7 @@ class HandwrittenActivities:
             tool_calls=reply.tool_calls or None,
             created_at=0,
         )
-        await asyncio.to_thread(self._store.append_messages, [message])
+        await asyncio.to_thread(self._store.messages.append, [message])
         return {"tool_calls": [c.model_dump() for c in reply.tool_calls]}
 
     @activity.defn(name="hand.tool")
@@ -63,8 +63,8 @@ class HandwrittenActivities:
         """Run the note tool and store its result."""
         thread_id, call = args["thread_id"], args["call"]
         text = json.loads(call["function"]["arguments"])["text"]
-        notes = await asyncio.to_thread(self._store.get_value, thread_id, "notes") or []
-        await asyncio.to_thread(self._store.set_value, thread_id, "notes", [*notes, text])
+        notes = await asyncio.to_thread(self._store.values.get, thread_id, "notes") or []
+        await asyncio.to_thread(self._store.values.set, thread_id, "notes", [*notes, text])
         result = f"noted ({len(notes) + 1})"
         message = Message(
             id=uuid.uuid4().hex,
@@ -75,7 +75,7 @@ class HandwrittenActivities:
             tool_call_id=call["id"],
             created_at=0,
         )
-        await asyncio.to_thread(self._store.append_messages, [message])
+        await asyncio.to_thread(self._store.messages.append, [message])
         return result
 
 

@@ -77,7 +77,7 @@ async def test_tail_streams_deltas_live(
             arrivals.append(event)
             if event["type"] == "model.delta" and completed_when_first_delta_shown is None:
                 # Live means: the tail printed text while the reply was still streaming.
-                completed_when_first_delta_shown = worker.store.read_events(
+                completed_when_first_delta_shown = worker.store.events.read(
                     thread_id, types=["model.completed"]
                 )
             if event["type"] == "model.completed":
@@ -138,7 +138,7 @@ async def test_send_spills_large_content_through_the_store(
     await _weft(config, "thread", "send", thread_id, content)
     handle = temporal_client.get_workflow_handle(thread_id)
     await wait_until(handle, idle_after(1))
-    [stored] = [m for m in worker.store.list_messages(thread_id) if m.role == "user"]
+    [stored] = [m for m in worker.store.messages.list(thread_id) if m.role == "user"]
     assert stored.content == content and stored.metadata["contentRef"].startswith("blob:")
     [request] = [r for r in scripted_server.requests if r["model"] == script]
     assert request["messages"][-1]["content"] == content

@@ -68,7 +68,7 @@ async def test_malformed_signals_never_break_a_thread(
     assert state.last_outcome == "still here" and not state.queue
     await handle.signal("terminate", {})
     await handle.result()  # flushes the outbox
-    warnings = [e.payload for e in worker.store.read_events(handle.id, types=["runtime.warning"])]
+    warnings = [e.payload for e in worker.store.events.read(handle.id, types=["runtime.warning"])]
     assert len(warnings) == expected
     for (_, _, fragment), warning in zip(MALFORMED_SIGNALS, warnings, strict=False):
         assert fragment in warning["message"], warning
@@ -144,9 +144,9 @@ async def test_terminate_cancels_in_flight_and_closes(
         e for e in history.events if e.HasField("activity_task_cancel_requested_event_attributes")
     ]
     assert cancelled, "the in-flight model activity was not cancelled"
-    messages = worker.store.list_messages(handle.id)
+    messages = worker.store.messages.list(handle.id)
     assert [m.role for m in messages] == ["user"]
-    row = worker.store.get_thread(handle.id)
+    row = worker.store.threads.get(handle.id)
     assert row is not None and row.status == "cancelled"
 
 
@@ -166,7 +166,7 @@ async def test_submit_turn_rejected_after_terminate(start_worker, temporal_clien
     # its warning event can miss the store when it races the final flush.
     state = await handle.query("thread_read")
     assert state["warnings"] == 1 and state["queue"] == []
-    assert [m.content for m in worker.store.list_messages(handle.id)] == ["wait"]
+    assert [m.content for m in worker.store.messages.list(handle.id)] == ["wait"]
     with pytest.raises(Exception, match="(terminated|completed)"):
         await handle.execute_update("submit_turn", {"role": "user", "content": "again"})
 

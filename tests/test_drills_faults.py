@@ -33,11 +33,11 @@ async def test_threads_recover_from_provider_faults(start_worker, temporal_clien
         )
         state = await wait_until(handle, idle_after(1))
         assert state.last_outcome == f"survived {kind} with a long enough reply", kind
-        failed = worker.store.read_events(handle.id, types=["model.failed"])
+        failed = worker.store.events.read(handle.id, types=["model.failed"])
         assert [e.payload["retryable"] for e in failed] == [True], kind
-        requested = worker.store.read_events(handle.id, types=["model.requested"])
+        requested = worker.store.events.read(handle.id, types=["model.requested"])
         assert [e.payload["attempt"] for e in requested] == [1, 2], kind
-        assert [m.role for m in worker.store.list_messages(handle.id)] == ["user", "assistant"]
+        assert [m.role for m in worker.store.messages.list(handle.id)] == ["user", "assistant"]
 
 
 async def test_evicted_idle_threads_wake_correctly(start_worker, temporal_client, scripted_server):
@@ -69,7 +69,7 @@ async def test_evicted_idle_threads_wake_correctly(start_worker, temporal_client
         assert state.last_outcome == "woken" and state.counters.messages == 4
     print(f"wake latency after eviction: {[round(x * 1000) for x in latencies]} ms")
     for handle in handles:
-        roles = [m.role for m in worker.store.list_messages(handle.id)]
+        roles = [m.role for m in worker.store.messages.list(handle.id)]
         assert roles == ["user", "assistant", "user", "assistant"]
 
 
@@ -96,4 +96,4 @@ async def test_concurrent_threads_on_one_worker(start_worker, temporal_client, s
     states = await asyncio.gather(*(wait_until(h, idle_after(1), timeout=120) for h in handles))
     assert all(s.last_outcome == "all noted" and s.counters.steps == 4 for s in states)
     for handle in handles:
-        assert worker.store.get_value(handle.id, "notes") == ["n", "n", "n"]
+        assert worker.store.values.get(handle.id, "notes") == ["n", "n", "n"]

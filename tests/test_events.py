@@ -62,7 +62,7 @@ async def test_scenario_events_validate(
     await handle.signal("terminate", {"reason": "end of test"})
     ThreadResult.model_validate(await handle.result())
 
-    events = worker.store.read_events(handle.id, limit=10_000)
+    events = worker.store.events.read(handle.id, limit=10_000)
     wire = [e.to_wire() for e in events]
     for event in wire:
         errors = sorted(event_validator.iter_errors(event), key=lambda e: e.path)
@@ -90,7 +90,7 @@ async def test_scenario_events_validate(
     assert retried, "the retried model call did not announce an attempt reset"
     final = next(
         m
-        for m in worker.store.list_messages(handle.id)
+        for m in worker.store.messages.list(handle.id)
         if m.content == "All done, with one failure."
     )
     step = final.metadata["stepId"]

@@ -60,7 +60,7 @@ async def test_ask_human_answer_becomes_the_tool_result(
     assert handle.id in await actions.waiting_threads(temporal_client, agent="helper")
     assert handle.id not in await actions.waiting_threads(temporal_client, "tool_permission")
     (required,) = [
-        e for e in worker.store.read_events(handle.id, limit=1000) if e.type == "action.required"
+        e for e in worker.store.events.read(handle.id, limit=1000) if e.type == "action.required"
     ]
     assert required.action_id == action["actionId"]
     assert required.payload["actionType"] == "ask_human"
@@ -73,10 +73,10 @@ async def test_ask_human_answer_becomes_the_tool_result(
             break
         await asyncio.sleep(0.1)
     assert handle.id not in await actions.waiting_threads(temporal_client)
-    tool = next(m for m in worker.store.list_messages(handle.id) if m.role == "tool")
+    tool = next(m for m in worker.store.messages.list(handle.id) if m.role == "tool")
     assert tool.tool_status == "success" and '"result":"Lisbon"' in tool.content
     resolved = [
-        e for e in worker.store.read_events(handle.id, limit=1000) if e.type == "action.resolved"
+        e for e in worker.store.events.read(handle.id, limit=1000) if e.type == "action.resolved"
     ]
     assert [(e.payload["decidedBy"], e.payload["answer"]) for e in resolved] == [
         ("human", "Lisbon")
@@ -94,10 +94,10 @@ async def test_ask_human_times_out_with_its_default(start_worker, temporal_clien
         temporal_client, worker.task_queue, messages=[{"role": "user", "content": "go"}]
     )
     await wait_until(handle, idle_after(1))
-    tool = next(m for m in worker.store.list_messages(handle.id) if m.role == "tool")
+    tool = next(m for m in worker.store.messages.list(handle.id) if m.role == "tool")
     assert '"result":"nobody knows"' in tool.content
     (resolved,) = [
-        e for e in worker.store.read_events(handle.id, limit=1000) if e.type == "action.resolved"
+        e for e in worker.store.events.read(handle.id, limit=1000) if e.type == "action.resolved"
     ]
     assert resolved.payload["decidedBy"] == "timeout" and resolved.payload["decision"] == "answer"
     await handle.signal("terminate", {})
@@ -154,7 +154,7 @@ async def test_malformed_respond_action_payloads_change_nothing(
             await handle.execute_update("respond_action_checked", args=list(args))
     assert (await read(handle)).pending_actions == before.pending_actions
     resolved = [
-        e for e in worker.store.read_events(handle.id, limit=1000) if e.type == "action.resolved"
+        e for e in worker.store.events.read(handle.id, limit=1000) if e.type == "action.resolved"
     ]
     assert resolved == []
     await handle.signal("respond_action", {"actionId": action["actionId"], "decision": "approve"})
@@ -187,7 +187,7 @@ async def test_checked_update_names_what_is_wrong(start_worker, temporal_client,
         {"actionId": action["actionId"], "decision": "deny", "reason": "private"},
     )
     await wait_until(handle, idle_after(1))
-    tool = next(m for m in worker.store.list_messages(handle.id) if m.role == "tool")
+    tool = next(m for m in worker.store.messages.list(handle.id) if m.role == "tool")
     assert "the human declined to answer: private" in tool.content
     await handle.signal("terminate", {})
 
@@ -203,9 +203,9 @@ async def test_terminate_while_waiting_resolves_the_action(
     action = await _pending(handle)
     await handle.signal("terminate", {"reason": "nobody is around"})
     await handle.result()
-    tool = next(m for m in worker.store.list_messages(handle.id) if m.role == "tool")
+    tool = next(m for m in worker.store.messages.list(handle.id) if m.role == "tool")
     assert '"error_code":"aborted"' in tool.content
-    events = worker.store.read_events(handle.id, limit=1000)
+    events = worker.store.events.read(handle.id, limit=1000)
     (resolved,) = [e for e in events if e.type == "action.resolved"]
     assert resolved.action_id == action["actionId"]
     assert resolved.payload["decidedBy"] == "terminate"

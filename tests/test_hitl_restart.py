@@ -81,12 +81,12 @@ async def test_cli_approval_after_worker_restart(tmp_path, dev_server, temporal_
         assert code == 0, err
         state = await wait_until(handle, idle_after(1), timeout=90)
         assert state.pending_actions == [] and state.stop_reason == "stop_on_response"
-        assert store.get_value(handle.id, "runs") == 1
-        messages = store.list_messages(handle.id)
+        assert store.values.get(handle.id, "runs") == 1
+        messages = store.messages.list(handle.id)
         # The queued message was injected before the next model call, after the tool ran.
         assert [m.role for m in messages] == ["user", "assistant", "tool", "user", "assistant"]
         assert messages[-1].content == "Noted, and the extra request too."
-        events = store.read_events(handle.id, limit=10_000)
+        events = store.events.read(handle.id, limit=10_000)
         resolved = [e.payload for e in events if e.type == "permission.resolved"]
         assert resolved == [
             {"toolName": "careful_note", "decision": "allow", "decidedBy": "human", "scope": "once"}

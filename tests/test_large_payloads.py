@@ -46,9 +46,9 @@ async def test_five_megabyte_tool_output_is_spilled(start_worker, temporal_clien
     )
     state = await wait_until(handle, idle_after(1), timeout=60)
     assert state.last_outcome == "that was big"
-    tool = next(m for m in worker.store.list_messages(handle.id) if m.role == "tool")
+    tool = next(m for m in worker.store.messages.list(handle.id) if m.role == "tool")
     assert len(tool.content) > FIVE_MB
-    spilled = worker.store.read_events(handle.id, types=["output.spilled"])
+    spilled = worker.store.events.read(handle.id, types=["output.spilled"])
     assert len(spilled) == 1 and spilled[0].payload["bytes"] > FIVE_MB
     assert spilled[0].to_wire()["outputRef"].endswith(f"/messages/{tool.id}")
     history = await handle.fetch_history()

@@ -60,10 +60,10 @@ async def test_three_megabyte_message_reaches_the_model(
 
     assert state.last_outcome == "read it all"
     assert user_contents(scripted_server.requests, script)[-1] == content
-    stored = next(m for m in worker.store.list_messages(handle.id) if m.role == "user")
+    stored = next(m for m in worker.store.messages.list(handle.id) if m.role == "user")
     assert stored.content == content
     assert stored.metadata["contentBytes"] == len(content.encode())
-    (spilled,) = worker.store.read_events(handle.id, types=["output.spilled"])
+    (spilled,) = worker.store.events.read(handle.id, types=["output.spilled"])
     assert spilled.payload["messageId"] == stored.id
     assert spilled.payload["bytes"] == len(content.encode())
     assert spilled.payload["contentRef"] == stored.metadata["contentRef"]
@@ -93,9 +93,9 @@ async def test_small_message_is_sent_as_is(start_worker, temporal_client, script
     threads = Threads(temporal_client, task_queue=worker.task_queue, store=worker.store)
     await threads.submit_turn(handle.id, content)
     await wait_until(handle, idle_after(1))
-    stored = next(m for m in worker.store.list_messages(handle.id) if m.role == "user")
+    stored = next(m for m in worker.store.messages.list(handle.id) if m.role == "user")
     assert stored.content == content and "contentRef" not in stored.metadata
-    assert worker.store.read_events(handle.id, types=["output.spilled"]) == []
+    assert worker.store.events.read(handle.id, types=["output.spilled"]) == []
 
 
 async def test_oversized_message_without_store_is_refused(temporal_client):
@@ -127,7 +127,7 @@ async def test_missing_blob_becomes_a_warning(start_worker, temporal_client, scr
     await wait_until(handle, idle_after(1))
     seen = user_contents(scripted_server.requests, script)[-1]
     assert ref in seen and "is not in the store" in seen and seen.endswith("the preview")
-    (warning,) = worker.store.read_events(handle.id, types=["runtime.warning"])
+    (warning,) = worker.store.events.read(handle.id, types=["runtime.warning"])
     assert warning.payload["code"] == "content_ref_unavailable" and warning.payload["ref"] == ref
     await Threads(temporal_client, task_queue=worker.task_queue).send(handle.id, "again")
     state = await wait_until(handle, idle_after(2))
@@ -149,5 +149,5 @@ async def test_spilled_message_kept_whole_when_the_model_fails(
     await wait_until(
         handle, lambda s: s.stop_reason == "step_error" and s.status == "waiting_input", timeout=60
     )
-    stored = next(m for m in worker.store.list_messages(handle.id) if m.role == "user")
+    stored = next(m for m in worker.store.messages.list(handle.id) if m.role == "user")
     assert stored.content == content

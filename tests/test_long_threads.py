@@ -66,16 +66,16 @@ async def test_three_hundred_steps_across_runs_lose_nothing(
     assert state.counters.runs >= 5, state.counters
     assert state.warnings == 0, state.incidents
 
-    messages = worker.store.list_messages(started.id)
+    messages = worker.store.messages.list(started.id)
     assert [m.position for m in messages] == list(range(len(messages)))
     assert len({m.id for m in messages}) == len(messages)
     users = [m.content for m in messages if m.role == "user"]
     assert users == ["take notes", *sent]
     tools = [m for m in messages if m.role == "tool"]
     assert len(tools) == STEPS and all(m.tool_status == "success" for m in tools)
-    assert len(worker.store.get_value(started.id, "notes")) == STEPS
-    assert len(worker.store.read_events(started.id, types=["thread.started"])) == 1
-    assert len(worker.store.read_events(started.id, types=["turn.started"])) == 1
+    assert len(worker.store.values.get(started.id, "notes")) == STEPS
+    assert len(worker.store.events.read(started.id, types=["thread.started"])) == 1
+    assert len(worker.store.events.read(started.id, types=["turn.started"])) == 1
 
     runs = await run_histories(temporal_client, started.id, started.first_execution_run_id)
     assert len(runs) == state.counters.runs
@@ -98,7 +98,7 @@ async def test_three_hundred_steps_across_runs_lose_nothing(
     await handle.signal("queue_message", {"role": "user", "content": "are you there?"})
     after = await wait_until(handle, idle_after(state.counters.turns + 1), timeout=30)
     assert after.last_outcome == "still here"
-    stored = worker.store.list_messages(started.id)
+    stored = worker.store.messages.list(started.id)
     cursor = stored[-10].position
     page = await handle.query("messages", {"cursor": cursor, "limit": 50}, result_type=MessagePage)
     assert [m.id for m in page.messages] == [m.id for m in stored[-10:]]

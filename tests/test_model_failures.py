@@ -29,9 +29,9 @@ async def test_fallback_answers_after_primary_fails(start_worker, temporal_clien
     )
     state = await wait_until(handle, idle_after(1))
     assert state.last_outcome == "backup here" and state.stop_reason == "stop_on_response"
-    reply = worker.store.list_messages(handle.id)[-1]
+    reply = worker.store.messages.list(handle.id)[-1]
     assert reply.metadata["model"] == "backup"
-    failed = worker.store.read_events(handle.id, types=["model.failed"])
+    failed = worker.store.events.read(handle.id, types=["model.failed"])
     assert [e.payload["retryable"] for e in failed] == [False]
     assert "HTTP 400" in failed[0].payload["error"]
 
@@ -58,7 +58,7 @@ async def test_retry_after_is_honoured_then_succeeds(
     )
     state = await wait_until(handle, idle_after(1))
     assert state.last_outcome == "after the wait"
-    requested = worker.store.read_events(handle.id, types=["model.requested"])
+    requested = worker.store.events.read(handle.id, types=["model.requested"])
     assert [e.payload["attempt"] for e in requested] == [1, 2]
     gap = _seconds_between(requested[0].timestamp, requested[1].timestamp)
     assert gap >= 0.9, f"the retry came {gap:.2f} s after a Retry-After of 1 s"
@@ -86,7 +86,7 @@ async def test_all_models_failing_ends_the_turn_not_the_thread(
         handle, lambda s: s.status == "waiting_input" and s.stop_reason == "step_error"
     )
     assert "HTTP 401" in (state.last_outcome or "")
-    assert [m.role for m in worker.store.list_messages(handle.id)] == ["user"]
+    assert [m.role for m in worker.store.messages.list(handle.id)] == ["user"]
     await handle.signal("queue_message", {"role": "user", "content": "again"})
     state = await wait_until(handle, idle_after(1))
     assert state.last_outcome == "recovered"

@@ -46,11 +46,11 @@ async def test_tool_call_with_giant_arguments_gets_an_error_result(
     )
     state = await wait_until(handle, idle_after(1), timeout=60)
     assert state.last_outcome == "understood"
-    failed = worker.store.read_events(handle.id, types=["tool.failed"])
+    failed = worker.store.events.read(handle.id, types=["tool.failed"])
     assert [e.payload["errorCode"] for e in failed] == ["payload_too_large"]
     assert "tool 'note' was not run" in failed[0].payload["message"]
-    assert worker.store.get_value(handle.id, "notes") is None, "the tool ran"
-    tool = next(m for m in worker.store.list_messages(handle.id) if m.role == "tool")
+    assert worker.store.values.get(handle.id, "notes") is None, "the tool ran"
+    tool = next(m for m in worker.store.messages.list(handle.id) if m.role == "tool")
     assert tool.tool_status == "error" and "payload budget" in (tool.content or "")
     assert _largest_scheduled_input(await handle.fetch_history()) < BUDGET
 
@@ -79,7 +79,7 @@ async def test_many_large_queued_messages_reach_the_model_in_order(
         await handle.signal("queue_message", {"role": "user", "content": content})
     state = await wait_until(handle, idle_after(2), timeout=60)
     assert state.last_outcome == "read them all" and state.warnings == 0
-    stored = worker.store.list_messages(handle.id)
+    stored = worker.store.messages.list(handle.id)
     assert [m.position for m in stored] == list(range(len(stored)))
     assert [m.content for m in stored if m.role == "user"] == ["hello", *contents]
     seen = [m["content"] for m in scripted_server.requests[-1]["messages"] if m["role"] == "user"]
@@ -109,7 +109,7 @@ async def test_oversized_queued_messages_are_refused_naming_the_signal(
     await handle.signal("queue_message", {"role": "user", "content": "small"})
     state = await wait_until(handle, idle_after(1))
     assert state.last_outcome == "fine" and not state.queue
-    users = [m.content for m in worker.store.list_messages(handle.id) if m.role == "user"]
+    users = [m.content for m in worker.store.messages.list(handle.id) if m.role == "user"]
     assert users == ["small"]
 
 

@@ -18,12 +18,12 @@ WEATHER_TWICE = {
 
 
 def _events(worker: Any, thread_id: str, *types: str) -> list[dict[str, Any]]:
-    events = worker.store.read_events(thread_id, limit=10_000)
+    events = worker.store.events.read(thread_id, limit=10_000)
     return [e.to_wire() for e in events if not types or e.type in types]
 
 
 def _tool_results(worker: Any, thread_id: str) -> list[str]:
-    return [m.content for m in worker.store.list_messages(thread_id) if m.role == "tool"]
+    return [m.content for m in worker.store.messages.list(thread_id) if m.role == "tool"]
 
 
 async def test_deny_rule_overrides_auto_allow(start_worker, temporal_client, scripted_server):
@@ -174,7 +174,7 @@ async def test_plan_mode_denies_without_an_allow_rule(
     weather, note = _tool_results(worker, handle.id)
     assert '"status":"success"' in weather
     assert "mode 'plan' runs no tool without an allow rule" in note
-    assert worker.store.get_value(handle.id, "notes") is None
+    assert worker.store.values.get(handle.id, "notes") is None
     await handle.signal("terminate", {})
 
 

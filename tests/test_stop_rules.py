@@ -42,7 +42,7 @@ async def test_session_fail_wins_over_session_stop(start_worker, temporal_client
     )
     state = await wait_until(handle, idle_after(1))
     assert state.stop_reason == "session_fail" and state.last_outcome == "no data"
-    final = worker.store.list_messages(handle.id)[-1]
+    final = worker.store.messages.list(handle.id)[-1]
     assert final.role == "assistant" and final.content == "no data"
     assert final.attachments == ["/a.txt"] and final.metadata["status_kind"] == "session_fail"
 
@@ -114,7 +114,7 @@ async def test_dual_ai_max_session_turns_and_projection(
     assert state.stop_reason == "max_session_turns"
     assert state.counters.side_a_turns == 2 and state.counters.side_b_turns == 2
     texts = [
-        (m.side, m.content) for m in worker.store.list_messages(handle.id) if m.role == "assistant"
+        (m.side, m.content) for m in worker.store.messages.list(handle.id) if m.role == "assistant"
     ]
     assert texts == [("a", "A says yes"), ("b", "B says no")] * 2
     seen_by_b = [r for r in scripted_server.requests if r["model"] == side_b][-1]["messages"]
@@ -134,7 +134,7 @@ async def test_queue_tool_runs_through_tool_flow(start_worker, temporal_client, 
     await wait_until(handle, lambda s: s.status == "waiting_input")
     await handle.signal("queue_tool", {"name": "weather", "args": {"city": "Kyiv"}})
     await wait_until(handle, idle_after(1))
-    messages = worker.store.list_messages(handle.id)
+    messages = worker.store.messages.list(handle.id)
     assert [m.role for m in messages] == ["assistant", "tool", "assistant"]
     assert messages[0].metadata == {"queued_tool": True}
     assert json.loads(messages[1].content)["result"]["city"] == "Kyiv"

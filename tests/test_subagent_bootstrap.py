@@ -69,7 +69,7 @@ async def test_missing_scoped_variables_boot_the_child_after_post(
     handle = await start_boss(temporal_client, worker)
     await wait_until(handle, idle_after(1))
     [deferred] = [
-        json.loads(m.content) for m in worker.store.list_messages(handle.id) if m.role == "tool"
+        json.loads(m.content) for m in worker.store.messages.list(handle.id) if m.role == "tool"
     ]
     assert deferred["error_code"] == "scoped_variables_required"
     assert deferred["error_data"]["missing"] == ["API_TOKEN"]
@@ -95,7 +95,7 @@ async def test_missing_scoped_variables_boot_the_child_after_post(
     assert entry["name"] == "r" and entry["lastResult"] == "token ok"
     checked = [
         json.loads(m.content)
-        for m in worker.store.list_messages(entry["reference"])
+        for m in worker.store.messages.list(entry["reference"])
         if m.role == "tool" and m.name == "check_token"
     ]
     assert checked == [{"status": "success", "result": {"matches": True, "type": "secret"}}]
@@ -105,7 +105,7 @@ async def test_missing_scoped_variables_boot_the_child_after_post(
         assert not [t for t in json_texts(json.loads(history.to_json())) if SCOPED_SECRET in t]
     assert all(
         SCOPED_SECRET not in (m.content or "")
-        for m in worker.store.list_messages(entry["reference"])
+        for m in worker.store.messages.list(entry["reference"])
     )
     # Nor does it reach any model request (prompts show secrets as "[env … is secret]").
     assert not [r for r in scripted_server.requests if SCOPED_SECRET in str(r)]

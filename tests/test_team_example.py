@@ -27,7 +27,7 @@ async def test_lead_delegates_to_the_researcher(start_worker, temporal_client, s
     [child] = state.children
     assert child["name"] == "researcher" and child["status"] == "completed"
     assert child["lastResult"] == "Lisbon in May: clear and warm."
-    last = worker.store.list_messages(handle.id)[-1]
+    last = worker.store.messages.list(handle.id)[-1]
     assert last.content == "Yes: the researcher reports Lisbon is clear and warm in May."
     described = await temporal_client.get_workflow_handle(child["reference"]).describe()
     assert described.parent_id == handle.id

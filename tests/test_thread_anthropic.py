@@ -37,7 +37,7 @@ async def test_thread_with_anthropic_provider(
     )
     state = await wait_until(handle, idle_after(1))
     assert state.last_outcome == "Lisbon is sunny."
-    messages = worker.store.list_messages(handle.id)
+    messages = worker.store.messages.list(handle.id)
     assert json.loads(messages[2].content)["result"]["city"] == "Lisbon"
     second = [r for r in scripted_server.requests if r["model"] == script][-1]
     assert second["path"].endswith("/v1/messages")

@@ -30,7 +30,7 @@ async def test_tool_call_then_answer(start_worker, temporal_client, scripted_ser
     assert state.stop_reason == "stop_on_response"
     assert state.counters.steps == 2
     assert state.usage.input_tokens > 0 and state.usage.cost_usd is not None
-    messages = worker.store.list_messages(handle.id)
+    messages = worker.store.messages.list(handle.id)
     assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
     tool_result = json.loads(messages[2].content)
     assert tool_result == {
@@ -62,7 +62,7 @@ async def test_tool_errors_become_results(start_worker, temporal_client, scripte
         temporal_client, worker.task_queue, messages=[{"role": "user", "content": "go"}]
     )
     await wait_until(handle, idle_after(1))
-    tools = [m for m in worker.store.list_messages(handle.id) if m.role == "tool"]
+    tools = [m for m in worker.store.messages.list(handle.id) if m.role == "tool"]
     results = [json.loads(m.content) for m in tools]
     assert [r["error_code"] for r in results] == [
         "unknown_tool",
@@ -102,7 +102,7 @@ async def test_queued_message_while_busy_is_injected(
     await wait_until(handle, lambda s: s.status == "running")
     await handle.signal("queue_message", {"role": "user", "content": "first, again"})
     await wait_until(handle, idle_after(1))
-    roles = [(m.role, m.content) for m in worker.store.list_messages(handle.id)]
+    roles = [(m.role, m.content) for m in worker.store.messages.list(handle.id)]
     assert roles[0] == ("user", "first")
     assert ("user", "first, again") in roles
     # Injected before the second model call: it follows the tool result.
@@ -164,6 +164,6 @@ async def test_store_holds_thread_row(start_worker, temporal_client, scripted_se
     )
     await wait_until(handle, idle_after(1))
     store: Store = worker.store
-    row = store.get_thread(handle.id)
+    row = store.threads.get(handle.id)
     assert row is not None and row.agent == "helper" and row.status == "waiting_input"
     assert (await read(handle)).last_outcome == "hi"

@@ -50,7 +50,7 @@ async def test_tool_runs_code_in_the_sandbox(start_worker, temporal_client, scri
         temporal_client, worker.task_queue, messages=[{"role": "user", "content": "compute"}]
     )
     await wait_until(handle, idle_after(1))
-    tool = next(m for m in worker.store.list_messages(handle.id) if m.role == "tool")
+    tool = next(m for m in worker.store.messages.list(handle.id) if m.role == "tool")
     result = json.loads(tool.content)["result"]
     assert result["status"] == "success" and result["result"] == [42, "undefined"]
 
@@ -73,7 +73,7 @@ async def test_terminate_aborts_running_code(start_worker, temporal_client, scri
         messages=[{"role": "user", "content": "loop"}],
     )
     for _ in range(400):
-        if worker.store.read_events(handle.id, types=["tool.started"]):
+        if worker.store.events.read(handle.id, types=["tool.started"]):
             break
         import asyncio
 
@@ -81,5 +81,5 @@ async def test_terminate_aborts_running_code(start_worker, temporal_client, scri
     await handle.signal("terminate", {"reason": "stop the loop"})
     result = ThreadResult.model_validate(await handle.result())
     assert result.status == "cancelled"
-    tool = next(m for m in worker.store.list_messages(handle.id) if m.role == "tool")
+    tool = next(m for m in worker.store.messages.list(handle.id) if m.role == "tool")
     assert tool.tool_status == "error" and "terminated" in tool.content

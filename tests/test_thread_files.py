@@ -93,7 +93,7 @@ async def test_tools_write_and_read_thread_files(start_worker, temporal_client, 
     )
     await wait_until(handle, idle_after(1))
     tools = [
-        json.loads(m.content) for m in worker.store.list_messages(handle.id) if m.role == "tool"
+        json.loads(m.content) for m in worker.store.messages.list(handle.id) if m.role == "tool"
     ]
     assert tools[0] == {
         "status": "success",

@@ -27,9 +27,9 @@ async def test_thread_on_postgres(
         temporal_client, worker.task_queue, messages=[{"role": "user", "content": "note it"}]
     )
     await wait_until(handle, idle_after(1))
-    messages = worker.store.list_messages(handle.id)
+    messages = worker.store.messages.list(handle.id)
     assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
     assert json.loads(messages[2].content)["result"] == "noted (1)"
-    assert worker.store.get_value(handle.id, "notes") == ["in postgres"]
-    sequences = [e.sequence for e in worker.store.read_events(handle.id)]
+    assert worker.store.values.get(handle.id, "notes") == ["in postgres"]
+    sequences = [e.sequence for e in worker.store.events.read(handle.id)]
     assert sequences == list(range(1, len(sequences) + 1))

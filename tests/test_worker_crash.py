@@ -43,8 +43,8 @@ async def _kill_and_recover(tmp_path, dev_server, temporal_client, message: str,
         await first.kill()
         await second.start()
         await wait_until(handle, idle_after(1), timeout=90)
-        messages = store.list_messages(handle.id)
-        events = store.read_events(handle.id, limit=10_000)
+        messages = store.messages.list(handle.id)
+        events = store.events.read(handle.id, limit=10_000)
         return handle, messages, events, store
 
 
@@ -82,7 +82,7 @@ async def test_sigkill_during_tool_call(tmp_path, dev_server, temporal_client):
         started = [e for e in events if e.type == "tool.started"]
         assert [e.payload["attempt"] for e in started] == [1, 2]
         # The killed attempt never finished the tool body, so the effect happened once.
-        assert store.get_value(handle.id, "runs") == 1
+        assert store.values.get(handle.id, "runs") == 1
     finally:
         store.close()
         await handle.signal("terminate", {})
@@ -106,13 +106,13 @@ async def test_sigkill_while_a_subagent_works(tmp_path, dev_server, temporal_cli
         state = await wait_until(handle, idle_after(1), timeout=90)
         assert state.children[0]["status"] == "completed"
         assert state.children[0]["lastResult"] == "child done"
-        messages = store.list_messages(handle.id)
+        messages = store.messages.list(handle.id)
         _assert_no_duplicates(messages)
         assert messages[-1].content == "The child finished."
-        child_messages = store.list_messages(reference)
+        child_messages = store.messages.list(reference)
         _assert_no_duplicates(child_messages)
         # The killed attempt never finished the child's tool body: its effect happened once.
-        assert store.get_value(reference, "runs") == 1
+        assert store.values.get(reference, "runs") == 1
         child = await temporal_client.get_workflow_handle(reference).result()
         assert child["status"] == "cancelled"
         await handle.signal("terminate", {})

@@ -77,7 +77,7 @@ def worker_config(tmp_path: Path, address: str, *, store_url: str | None = None)
 async def until_event(store: Store, thread_id: str, event_type: str) -> None:
     """Wait until the store holds an event of `event_type` for the thread."""
     for _ in range(600):
-        if store.read_events(thread_id, types=[event_type]):
+        if store.events.read(thread_id, types=[event_type]):
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"no {event_type} event for {thread_id}")

@@ -1,7 +1,8 @@
-"""The persistent store: messages, events, key-value data, snapshots and thread rows.
+"""The persistent store: messages, events, key-value data, snapshots, threads and files.
 
 Build one in a worker with `Store.open(url)` and inject it into class-based activities,
-which call its synchronous methods through `asyncio.to_thread`.
+which call its aggregates' synchronous methods (`store.messages.list(...)`,
+`store.events.record(...)`, …) through `asyncio.to_thread`.
 """
 
 from activities.store.kv import (

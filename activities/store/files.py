@@ -21,11 +21,12 @@ from __future__ import annotations
 import mimetypes
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, delete, func, select
 
 from activities.clock import now_iso
+from activities.store.database import Database
+from activities.store.events import last_sequence
 from activities.store.file_paths import (
     MAX_PATH_CHARS,
     ROOT,
@@ -57,9 +58,6 @@ from activities.store.rows import event_to_row
 from activities.store.tables import ID_LENGTH, blobs, events, files
 from contract.events import Event
 
-if TYPE_CHECKING:
-    from activities.store.store import Store
-
 __all__ = [
     "MAX_FILE_BYTES",
     "MAX_PATH_CHARS",
@@ -75,26 +73,25 @@ _MAX_SUFFIX = 10_000
 
 
 class FileStore:
-    """Files and blobs over a `Store`'s engine; synchronous, one transaction per call."""
+    """Files and blobs over the store's database; synchronous, one transaction per call."""
 
-    def __init__(self, store: Store) -> None:
-        # The store's write plumbing (BEGIN IMMEDIATE on SQLite, per-thread advisory locks
-        # on PostgreSQL, retries of lost races) is shared, not re-implemented.
-        self._store = store
-        self._engine = store.engine
+    def __init__(self, database: Database) -> None:
+        # The store's write rules (BEGIN IMMEDIATE on SQLite, per-thread advisory locks on
+        # PostgreSQL, retries of lost races) are shared, not re-implemented.
+        self._db = database
 
     # -- blobs ----------------------------------------------------------------------------
 
     def put_blob(self, data: bytes) -> str:
         """Store `data` once under its sha256 (hex) and return the digest."""
         digest = digest_of(data, "blob")
-        with self._store._write() as connection:
+        with self._db.write() as connection:
             self._put_blob(connection, digest, data)
         return digest
 
     def get_blob(self, digest: str) -> bytes | None:
         """The bytes stored under `digest`, or None."""
-        with self._engine.connect() as connection:
+        with self._db.read() as connection:
             data: bytes | None = connection.scalar(
                 select(blobs.c.data).where(blobs.c.digest == digest)
             )
@@ -115,8 +112,8 @@ class FileStore:
 
         def write() -> FileStat:
             now = datetime.now(UTC)
-            with self._store._write() as connection:
-                self._store._lock_thread(connection, thread_id)
+            with self._db.write() as connection:
+                self._db.lock_thread(connection, thread_id)
                 make_parents(connection, thread_id, path, now)
                 current = get_row(connection, thread_id, path)
                 if current is not None and current["kind"] == "dir":
@@ -144,12 +141,12 @@ class FileStore:
             assert row is not None
             return to_stat(row)
 
-        return self._store._retrying(write)
+        return self._db.retrying(write)
 
     def read_file(self, thread_id: str, path: str) -> bytes:
         """The bytes of a file; FileNotFoundError or IsADirectoryError name the path."""
         path = normalize_path(path)
-        with self._engine.connect() as connection:
+        with self._db.read() as connection:
             row = require_file(connection, thread_id, path)
             data: bytes | None = connection.scalar(
                 select(blobs.c.data).where(blobs.c.digest == row["blob_digest"])
@@ -166,7 +163,7 @@ class FileStore:
         path = normalize_path(path)
         if path == ROOT:
             return ROOT_STAT
-        with self._engine.connect() as connection:
+        with self._db.read() as connection:
             row = get_row(connection, thread_id, path)
         return None if row is None else to_stat(row)
 
@@ -174,7 +171,7 @@ class FileStore:
         """The entries directly inside a directory, sorted by name."""
         path = normalize_path(path)
         prefix = child_prefix(path)
-        with self._engine.connect() as connection:
+        with self._db.read() as connection:
             require_dir(connection, thread_id, path)
             rows = connection.execute(
                 select(files).where(files.c.thread_id == thread_id, below(prefix))
@@ -185,7 +182,7 @@ class FileStore:
     def unlink(self, thread_id: str, path: str) -> None:
         """Remove a file (not a directory); its blob stays for any other holder."""
         path = normalize_path(path)
-        with self._store._write() as connection:
+        with self._db.write() as connection:
             require_file(connection, thread_id, path)
             connection.execute(
                 delete(files).where(files.c.thread_id == thread_id, files.c.path == path)
@@ -202,8 +199,8 @@ class FileStore:
 
         def write() -> FileStat:
             now = datetime.now(UTC)
-            with self._store._write() as connection:
-                self._store._lock_thread(connection, thread_id)
+            with self._db.write() as connection:
+                self._db.lock_thread(connection, thread_id)
                 current = get_row(connection, thread_id, path)
                 if current is not None and (current["kind"] == "file" or not parents):
                     raise FileExistsError(f"{path} already exists in thread {thread_id!r}")
@@ -217,15 +214,15 @@ class FileStore:
             assert row is not None
             return to_stat(row)
 
-        return self._store._retrying(write)
+        return self._db.retrying(write)
 
     def rmdir(self, thread_id: str, path: str, *, recursive: bool = False) -> None:
         """Remove an empty directory; with `recursive`, everything below it too."""
         path = normalize_path(path)
         if path == ROOT:
             raise InvalidPathError(path, "the root directory cannot be removed")
-        with self._store._write() as connection:
-            self._store._lock_thread(connection, thread_id)
+        with self._db.write() as connection:
+            self._db.lock_thread(connection, thread_id)
             require_dir(connection, thread_id, path)
             inside = (files.c.thread_id == thread_id) & below(child_prefix(path))
             if not recursive:
@@ -241,7 +238,7 @@ class FileStore:
 
     def find(self, thread_id: str, pattern: str) -> list[str]:
         """Paths of files and directories matching a glob (see `glob_matcher`), sorted."""
-        with self._engine.connect() as connection:
+        with self._db.read() as connection:
             return find_paths(connection, thread_id, pattern)
 
     def grep(
@@ -253,7 +250,7 @@ class FileStore:
         max_matches: int = 1000,
     ) -> list[GrepMatch]:
         """Lines of the thread's text files matching a regex, by path then line number."""
-        with self._engine.connect() as connection:
+        with self._db.read() as connection:
             return grep_lines(connection, thread_id, pattern, path_glob, max_matches)
 
     # -- copies between threads (Runtime §8) ---------------------------------------------
@@ -289,8 +286,8 @@ class FileStore:
 
         def copy() -> list[str]:
             now = datetime.now(UTC)
-            with self._store._write() as connection:
-                self._store._lock_thread(connection, target_thread_id)
+            with self._db.write() as connection:
+                self._db.lock_thread(connection, target_thread_id)
                 done = connection.scalar(
                     select(events.c.data).where(
                         events.c.thread_id == target_thread_id, events.c.event_id == marker_id
@@ -332,16 +329,12 @@ class FileStore:
                         "paths": targets,
                     },
                 )
-                last = connection.scalar(
-                    select(func.max(events.c.sequence)).where(
-                        events.c.thread_id == target_thread_id
-                    )
-                )
-                stored = marker.model_copy(update={"sequence": int(last or 0) + 1})
+                last = last_sequence(connection, target_thread_id)
+                stored = marker.model_copy(update={"sequence": last + 1})
                 connection.execute(events.insert().values(event_to_row(stored)))
             return targets
 
-        return self._store._retrying(copy)
+        return self._db.retrying(copy)
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -349,10 +342,10 @@ class FileStore:
         # Ask first: re-sending megabytes only for ON CONFLICT to drop them is wasteful.
         if connection.scalar(select(blobs.c.digest).where(blobs.c.digest == digest)):
             return
-        statement = self._store._insert(blobs).values(
+        statement = self._db.insert_ignoring_duplicates(blobs, ["digest"]).values(
             digest=digest, size=len(data), data=data, created_at=datetime.now(UTC)
         )
-        connection.execute(statement.on_conflict_do_nothing(index_elements=["digest"]))
+        connection.execute(statement)
 
 
 def _free_name(

@@ -192,7 +192,7 @@ def longest_pauses(store: Store, thread_ids: Iterable[str]) -> list[float]:
     pauses = []
     for thread_id in thread_ids:
         stamps = [
-            datetime.fromisoformat(e.timestamp) for e in store.read_events(thread_id, limit=100_000)
+            datetime.fromisoformat(e.timestamp) for e in store.events.read(thread_id, limit=100_000)
         ]
         gaps = [(b - a).total_seconds() for a, b in zip(stamps, stamps[1:], strict=False)]
         pauses.append(max(gaps, default=0.0))
@@ -204,7 +204,7 @@ def attempts_after_first(store: Store, thread_ids: Iterable[str], event_type: st
     return sum(
         1
         for thread_id in thread_ids
-        for event in store.read_events(thread_id, types=[event_type], limit=10_000)
+        for event in store.events.read(thread_id, types=[event_type], limit=10_000)
         if event.payload.get("attempt", 1) > 1
     )
 
@@ -214,7 +214,7 @@ def transcript_problems(
 ) -> list[str]:
     """What is wrong with a thread's stored messages: lost or duplicated messages (ids,
     positions), roles out of order, or a message at index i not reading `contents[i]`."""
-    stored = store.list_messages(thread_id)
+    stored = store.messages.list(thread_id)
     problems = []
     if len({m.id for m in stored}) != len(stored):
         problems.append("duplicate message ids")

@@ -144,7 +144,7 @@ async def _check_hand_back(
 ) -> None:
     def attempts() -> dict[str, list[int]]:
         return {
-            t: [e.payload["attempt"] for e in store.read_events(t, types=["tool.started"])]
+            t: [e.payload["attempt"] for e in store.events.read(t, types=["tool.started"])]
             for t in ids
         }
 
@@ -153,7 +153,7 @@ async def _check_hand_back(
     retried_short = [t for t in handed_back if t in short_ids]
     report.figure("handed back", f"{len(handed_back)} tool calls retried on the second worker")
     report.check("no finished tool was run again", not retried_short, first(retried_short))
-    runs = await asyncio.to_thread(lambda: {t: store.get_value(t, "runs") for t in ids})
+    runs = await asyncio.to_thread(lambda: {t: store.values.get(t, "runs") for t in ids})
     twice = [f"{t}: {n}" for t, n in runs.items() if n != 1]
     report.check("every tool's effect happened exactly once", not twice, first(twice))
     await report_history(report, client, ids)

@@ -38,7 +38,7 @@ def _script(threads: int) -> dict[str, object]:
 
 
 def _turns(store: Store, thread_id: str) -> int:
-    return len(store.read_events(thread_id, types=["turn.completed"]))
+    return len(store.events.read(thread_id, types=["turn.completed"]))
 
 
 async def _wake(store: Store, handle: WorkflowHandle[Any, Any], text: str, turns: int) -> float:
@@ -54,7 +54,7 @@ async def _wake(store: Store, handle: WorkflowHandle[Any, Any], text: str, turns
 
 def _completion_order(store: Store, ids: list[str]) -> list[str]:
     """Thread ids by when their first turn completed: the last ones may still be cached."""
-    stamps = {t: store.read_events(t, types=["turn.completed"])[0].timestamp for t in ids}
+    stamps = {t: store.events.read(t, types=["turn.completed"])[0].timestamp for t in ids}
     return sorted(ids, key=lambda t: stamps[t])
 
 

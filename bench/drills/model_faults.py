@@ -107,7 +107,7 @@ async def _drill(report: Report, client: Client, store: Store, queue: str, threa
     report.check("every thread answers the final text", not wrong, first(wrong))
 
     failed = await asyncio.to_thread(
-        lambda: {t: store.read_events(t, types=["model.failed"]) for t in ids}
+        lambda: {t: store.events.read(t, types=["model.failed"]) for t in ids}
     )
     kinds = Counter(str(e.payload.get("errorType")) for events in failed.values() for e in events)
     total = sum(kinds.values())
@@ -138,7 +138,7 @@ async def _drill(report: Report, client: Client, store: Store, queue: str, threa
         f"expected {expected}",
     )
     warnings = await asyncio.to_thread(
-        lambda: sum(len(store.read_events(t, types=["runtime.warning"])) for t in ids)
+        lambda: sum(len(store.events.read(t, types=["runtime.warning"])) for t in ids)
     )
     report.figure("runtime.warning (a model call that ran out of attempts)", str(warnings))
 
@@ -146,7 +146,7 @@ async def _drill(report: Report, client: Client, store: Store, queue: str, threa
         problems = [p for t in ids for p in transcript_problems(store, t, ROLES, {5: FINAL_TEXT})]
         problems += [p for t in ids for p in sequence_problems(store, t)]
         notes = ["after a dropped connection", "after a truncated stream"]
-        problems += [f"{t}: notes" for t in ids if store.get_value(t, "notes") != notes]
+        problems += [f"{t}: notes" for t in ids if store.values.get(t, "notes") != notes]
         return problems
 
     problems = await asyncio.to_thread(transcripts)

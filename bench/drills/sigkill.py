@@ -101,7 +101,7 @@ async def _drill(
         f"model.requested reset {model_resets}, tool.started attempt>1 {tool_retries}",
     )
     report.check("the kill hit in-flight work (some activity retried)", retried > 0)
-    runs = await asyncio.to_thread(lambda: sum(store.get_value(t, "runs") or 0 for t in ids))
+    runs = await asyncio.to_thread(lambda: sum(store.values.get(t, "runs") or 0 for t in ids))
     expected = threads * (STEPS - 1)
     report.figure(
         "tool bodies run",

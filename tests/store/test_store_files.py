@@ -273,7 +273,7 @@ def test_copy_is_idempotent_by_copy_id(store: Store) -> None:
     again = store.files.copy_files(parent, child, ["/r.txt"], target_dir="/in", copy_id="c1")
     assert first == again == ["/in/r.txt"]
     assert store.files.find(child, "**") == ["/in", "/in/r.txt"]
-    marker = store.read_events(child, types=["artifact.changed"])
+    marker = store.events.read(child, types=["artifact.changed"])
     assert len(marker) == 1 and marker[0].payload["paths"] == ["/in/r.txt"]
     assert marker[0].payload["sourceThreadId"] == parent
     second = store.files.copy_files(parent, child, ["/r.txt"], target_dir="/in", copy_id="c2")
@@ -287,7 +287,7 @@ def test_copy_of_missing_file_writes_nothing(store: Store) -> None:
     with pytest.raises(FileNotFoundError, match=f"{parent}.*/gone.txt"):
         store.files.copy_files(parent, child, ["/ok.txt", "/gone.txt"], copy_id="c")
     assert store.files.find(child, "**") == []
-    assert store.read_events(child) == []
+    assert store.events.read(child) == []
     store.files.write_file(parent, "/gone.txt", b"back")
     assert store.files.copy_files(parent, child, ["/ok.txt", "/gone.txt"], copy_id="c") == [
         "/attachments/ok.txt",
@@ -319,7 +319,7 @@ def test_racing_copies_with_one_copy_id_write_once(store_url: str) -> None:
             results = list(pool.map(copy, stores))
         assert results == [["/attachments/r.txt"]] * 8
         assert stores[0].files.find(child, "*.txt") == ["/attachments/r.txt"]
-        assert len(stores[0].read_events(child, types=["artifact.changed"])) == 1
+        assert len(stores[0].events.read(child, types=["artifact.changed"])) == 1
     finally:
         for store in stores:
             store.close()

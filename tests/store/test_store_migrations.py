@@ -35,10 +35,10 @@ def test_open_creates_schema_at_head(store_url: str) -> None:
 def test_open_twice_is_idempotent(store_url: str) -> None:
     """Opening an already migrated database again keeps its schema and data."""
     with Store.open(store_url) as store:
-        store.set_value("t", "k", 1)
+        store.values.set("t", "k", 1)
     with Store.open(store_url) as store:
         assert _revision(store) == "0002"
-        assert store.get_value("t", "k") == 1
+        assert store.values.get("t", "k") == 1
 
 
 def test_concurrent_opens_migrate_once(store_url: str) -> None:

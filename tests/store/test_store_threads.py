@@ -26,16 +26,16 @@ def _row(thread_id: str, minutes: int = 0, **fields: object) -> ThreadRow:
 def test_snapshot_round_trip(store: Store) -> None:
     """A stored snapshot reads back equal; an unknown id reads None."""
     data = {"name": "helper", "tools": [{"name": "lookup", "schema": {"type": "object"}}]}
-    store.put_snapshot("sha256:abc", data)
-    assert store.get_snapshot("sha256:abc") == data
-    assert store.get_snapshot("sha256:missing") is None
+    store.snapshots.put("sha256:abc", data)
+    assert store.snapshots.get("sha256:abc") == data
+    assert store.snapshots.get("sha256:missing") is None
 
 
 def test_snapshot_put_is_idempotent(store: Store) -> None:
     """Putting an existing snapshot id again keeps the first content and does not fail."""
-    store.put_snapshot("sha256:same", {"v": 1})
-    store.put_snapshot("sha256:same", {"v": 1})
-    assert store.get_snapshot("sha256:same") == {"v": 1}
+    store.snapshots.put("sha256:same", {"v": 1})
+    store.snapshots.put("sha256:same", {"v": 1})
+    assert store.snapshots.get("sha256:same") == {"v": 1}
 
 
 def test_thread_row_round_trip(store: Store) -> None:
@@ -50,8 +50,8 @@ def test_thread_row_round_trip(store: Store) -> None:
         usage={"input_tokens": 10, "cost": 0.25},
         last_outcome="completed",
     )
-    store.upsert_thread(row)
-    got = store.get_thread(row.thread_id)
+    store.threads.upsert(row)
+    got = store.threads.get(row.thread_id)
     assert got == row
     assert got is not None and got.created_at.tzinfo is not None
     assert got.created_at.utcoffset() == timedelta(0)
@@ -61,8 +61,8 @@ def test_thread_row_converts_offsets_to_utc(store: Store) -> None:
     """A datetime with another offset is stored and returned as the same instant in UTC."""
     local = T0.astimezone(timezone(timedelta(hours=5)))
     row = _row(new_thread_id(), created_at=local)
-    store.upsert_thread(row)
-    got = store.get_thread(row.thread_id)
+    store.threads.upsert(row)
+    got = store.threads.get(row.thread_id)
     assert got is not None and got.created_at == T0 and got.created_at.utcoffset() == timedelta(0)
 
 
@@ -75,10 +75,10 @@ def test_thread_row_needs_aware_datetimes() -> None:
 def test_upsert_updates_but_keeps_created_at(store: Store) -> None:
     """Upserting an existing thread updates its fields and keeps its creation time."""
     thread = new_thread_id()
-    store.upsert_thread(_row(thread))
+    store.threads.upsert(_row(thread))
     later = T0 + timedelta(hours=1)
-    store.upsert_thread(_row(thread, 30, status="completed", updated_at=later, usage={"n": 1}))
-    got = store.get_thread(thread)
+    store.threads.upsert(_row(thread, 30, status="completed", updated_at=later, usage={"n": 1}))
+    got = store.threads.get(thread)
     assert got is not None
     assert (got.status, got.created_at, got.updated_at, got.usage) == (
         "completed",
@@ -90,21 +90,21 @@ def test_upsert_updates_but_keeps_created_at(store: Store) -> None:
 
 def test_get_missing_thread_is_none(store: Store) -> None:
     """An unknown thread id reads None."""
-    assert store.get_thread(new_thread_id()) is None
+    assert store.threads.get(new_thread_id()) is None
 
 
 def test_list_threads_newest_first_with_filters(store: Store) -> None:
     """Listing orders by creation time, newest first, and filters by agent and status."""
     ids = [new_thread_id() for _ in range(4)]
-    store.upsert_thread(_row(ids[0], 0))
-    store.upsert_thread(_row(ids[1], 1, agent="other"))
-    store.upsert_thread(_row(ids[2], 2, status="completed"))
-    store.upsert_thread(_row(ids[3], 3))
-    assert [r.thread_id for r in store.list_threads()] == ids[::-1]
-    assert [r.thread_id for r in store.list_threads(agent="helper")] == [ids[3], ids[2], ids[0]]
-    assert [r.thread_id for r in store.list_threads(status="completed")] == [ids[2]]
-    assert [r.thread_id for r in store.list_threads(agent="helper", status="running")] == [
+    store.threads.upsert(_row(ids[0], 0))
+    store.threads.upsert(_row(ids[1], 1, agent="other"))
+    store.threads.upsert(_row(ids[2], 2, status="completed"))
+    store.threads.upsert(_row(ids[3], 3))
+    assert [r.thread_id for r in store.threads.list()] == ids[::-1]
+    assert [r.thread_id for r in store.threads.list(agent="helper")] == [ids[3], ids[2], ids[0]]
+    assert [r.thread_id for r in store.threads.list(status="completed")] == [ids[2]]
+    assert [r.thread_id for r in store.threads.list(agent="helper", status="running")] == [
         ids[3],
         ids[0],
     ]
-    assert [r.thread_id for r in store.list_threads(limit=2)] == [ids[3], ids[2]]
+    assert [r.thread_id for r in store.threads.list(limit=2)] == [ids[3], ids[2]]

@@ -1,0 +1,99 @@
+"""Database access shared by every store aggregate: transactions, upserts, thread locks, retries.
+
+One `Database` wraps the engine; the aggregates (`messages`, `events`, files, …) use it
+instead of each re-implementing how a write is serialized and retried.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+from sqlalchemy import Connection, Engine, Table
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from activities.store.urls import WRITE_OPTION
+
+T = TypeVar("T")
+
+# An INSERT that supports ON CONFLICT; both dialects spell it the same way.
+Upsert = postgresql.Insert | sqlite.Insert
+
+# Advisory lock class id for per-thread writers on PostgreSQL ("wefu"; migrations use "weft").
+_THREAD_LOCK_CLASS = 0x77656675
+# A write that loses a race (unique violation, SQLite lock) is retried this many times.
+_WRITE_ATTEMPTS = 10
+
+
+class Database:
+    """The engine plus the write rules every aggregate follows (SQLite or PostgreSQL)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.postgres = engine.dialect.name == "postgresql"
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A connection for reads; each statement sees committed data."""
+        with self.engine.connect() as connection:
+            yield connection
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A connection in a write transaction (BEGIN IMMEDIATE on SQLite), committed on
+        success."""
+        with self.engine.connect() as connection:
+            connection.execution_options(**{WRITE_OPTION: True})
+            with connection.begin():
+                yield connection
+
+    def insert(self, table: Table) -> Upsert:
+        """An INSERT with the backend's ON CONFLICT support (upserts)."""
+        if self.postgres:
+            return postgresql.insert(table)
+        return sqlite.insert(table)
+
+    def insert_ignoring_duplicates(self, table: Table, unique: list[str]) -> Upsert:
+        """An INSERT that skips rows whose `unique` columns are already stored (idempotency)."""
+        return self.insert(table).on_conflict_do_nothing(index_elements=unique)
+
+    def lock_thread(self, connection: Connection, thread_id: str) -> None:
+        """Serialize this thread's writers until the transaction ends.
+
+        PostgreSQL takes an advisory lock; SQLite's BEGIN IMMEDIATE already serializes
+        every writer.
+        """
+        if self.postgres:
+            connection.exec_driver_sql(
+                "SELECT pg_advisory_xact_lock(%(classid)s, %(objid)s)",
+                {"classid": _THREAD_LOCK_CLASS, "objid": _hash32(thread_id)},
+            )
+
+    def retrying(self, write: Callable[[], T]) -> T:
+        """Run `write`, again when it lost a race (unique violation, lock, deadlock)."""
+        for attempt in range(1, _WRITE_ATTEMPTS + 1):
+            try:
+                return write()
+            except (IntegrityError, OperationalError) as error:
+                if attempt == _WRITE_ATTEMPTS or not _is_race(error):
+                    raise
+                # Jitter so racing writers do not collide again in lockstep.
+                time.sleep(random.uniform(0, 0.01 * attempt))
+        raise AssertionError("unreachable")
+
+
+def _hash32(value: str) -> int:
+    """A stable signed 32-bit hash (Python's hash() differs between processes)."""
+    digest = hashlib.blake2b(value.encode("utf-8"), digest_size=4).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _is_race(error: IntegrityError | OperationalError) -> bool:
+    if isinstance(error, IntegrityError):
+        return True
+    return "locked" in str(error.orig).lower() or "deadlock" in str(error.orig).lower()

@@ -1,0 +1,108 @@
+"""A thread's event log in the store: numbered appends, one-commit records, reads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+
+from activities.store.database import Database
+from activities.store.messages import insert_messages, message_rows
+from activities.store.rows import event_to_row, row_to_event
+from activities.store.subagents import project_subagents
+from activities.store.tables import events
+from contract.events import Event
+from contract.messages import Message
+
+
+class Events:
+    """Events numbered per thread from 1, idempotent by (thread_id, event_id)."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def append(self, events_: Sequence[Event]) -> list[Event]:
+        """Store new events with the next sequence numbers of their thread; skip known ids.
+
+        Returns only the events stored by this call, with `sequence` set. Writers of one
+        thread are serialized (advisory lock on PostgreSQL, BEGIN IMMEDIATE on SQLite), and
+        a transaction that still loses a race on a unique constraint is retried.
+        """
+        return self.record((), events_)
+
+    def record(self, messages_: Sequence[Message], events_: Sequence[Event]) -> list[Event]:
+        """Store messages and events in one transaction; both idempotent as above.
+
+        Activities record what one phase produced with a single commit, since each commit
+        is a disk flush. Returns the newly stored events.
+        """
+        rows = message_rows(messages_)
+        by_thread: dict[str, list[Event]] = {}
+        seen: set[tuple[str, str]] = set()
+        for event in events_:
+            if (event.thread_id, event.event_id) not in seen:
+                seen.add((event.thread_id, event.event_id))
+                by_thread.setdefault(event.thread_id, []).append(event)
+        if not rows and not by_thread:
+            return []
+        return self._db.retrying(lambda: self._record_once(rows, by_thread))
+
+    def read(
+        self,
+        thread_id: str,
+        *,
+        after: int = 0,
+        limit: int = 500,
+        types: Sequence[str] | None = None,
+    ) -> list[Event]:
+        """The thread's events with sequence > `after`, ascending, optionally of `types`."""
+        query = select(events.c.data).where(
+            events.c.thread_id == thread_id, events.c.sequence > after
+        )
+        if types is not None:
+            query = query.where(events.c.type.in_(list(types)))
+        query = query.order_by(events.c.sequence).limit(limit)
+        with self._db.read() as connection:
+            return [row_to_event(data) for data in connection.scalars(query)]
+
+    def last_sequence(self, thread_id: str) -> int:
+        """The thread's highest event sequence, or 0 when it has no events."""
+        with self._db.read() as connection:
+            return last_sequence(connection, thread_id)
+
+    def _record_once(
+        self, rows: list[dict[str, Any]], by_thread: dict[str, list[Event]]
+    ) -> list[Event]:
+        stored: list[Event] = []
+        with self._db.write() as connection:
+            if rows:
+                insert_messages(self._db, connection, rows)
+            for thread_id in sorted(by_thread):  # a fixed lock order cannot deadlock
+                self._db.lock_thread(connection, thread_id)
+                batch = by_thread[thread_id]
+                known = set(
+                    connection.scalars(
+                        select(events.c.event_id).where(
+                            events.c.thread_id == thread_id,
+                            events.c.event_id.in_([e.event_id for e in batch]),
+                        )
+                    )
+                )
+                fresh = [e for e in batch if e.event_id not in known]
+                if not fresh:
+                    continue
+                last = last_sequence(connection, thread_id)
+                numbered = [
+                    e.model_copy(update={"sequence": last + i}) for i, e in enumerate(fresh, 1)
+                ]
+                connection.execute(events.insert(), [event_to_row(e) for e in numbered])
+                project_subagents(self._db, connection, numbered)
+                stored.extend(numbered)
+        return stored
+
+
+def last_sequence(connection: Connection, thread_id: str) -> int:
+    """The thread's highest event sequence seen by `connection`'s transaction, or 0."""
+    query = select(func.max(events.c.sequence)).where(events.c.thread_id == thread_id)
+    return int(connection.scalar(query) or 0)

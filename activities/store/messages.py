@@ -1,0 +1,101 @@
+"""A thread's messages in the store: append (idempotent), list, get, update and delete."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, delete, select, update
+
+from activities.store.database import Database
+from activities.store.rows import message_to_row, row_to_message
+from activities.store.tables import messages
+from contract.messages import Message
+
+
+class Messages:
+    """Messages keyed by (thread_id, id), ordered by position; one transaction per call."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def append(self, messages_: Sequence[Message]) -> None:
+        """Store `messages_` in one transaction, skipping any (thread_id, id) already stored."""
+        rows = message_rows(messages_)
+        if not rows:
+            return
+        with self._db.write() as connection:
+            insert_messages(self._db, connection, rows)
+
+    def list(
+        self, thread_id: str, *, after_position: int = -1, limit: int | None = None
+    ) -> builtins.list[Message]:
+        """The thread's messages with position > `after_position`, in position order."""
+        query = (
+            select(messages)
+            .where(messages.c.thread_id == thread_id, messages.c.position > after_position)
+            .order_by(messages.c.position, messages.c.created_at, messages.c.id)
+            .limit(limit)
+        )
+        with self._db.read() as connection:
+            return [row_to_message(row) for row in connection.execute(query).mappings()]
+
+    def get(self, thread_id: str, message_id: str) -> Message | None:
+        """One message, or None when the thread has no message with that id."""
+        with self._db.read() as connection:
+            return _get(connection, thread_id, message_id)
+
+    def update(self, thread_id: str, message_id: str, **changes: Any) -> Message | None:
+        """Apply `changes` (validated as `Message` fields) and return the message, or None."""
+        if {"id", "thread_id"} & changes.keys():
+            raise ValueError("a message's id and thread_id cannot be changed")
+        with self._db.write() as connection:
+            current = _get(connection, thread_id, message_id)
+            if current is None:
+                return None
+            updated = Message.model_validate({**current.model_dump(), **changes})
+            connection.execute(
+                update(messages)
+                .where(messages.c.thread_id == thread_id, messages.c.id == message_id)
+                .values(message_to_row(updated))
+            )
+            return updated
+
+    def delete(self, thread_id: str, message_id: str) -> bool:
+        """Delete a message and the tool results answering its tool calls; False if absent."""
+        with self._db.write() as connection:
+            current = _get(connection, thread_id, message_id)
+            if current is None:
+                return False
+            call_ids = [call.id for call in current.tool_calls or []]
+            if call_ids:
+                connection.execute(
+                    delete(messages).where(
+                        messages.c.thread_id == thread_id,
+                        messages.c.role == "tool",
+                        messages.c.tool_call_id.in_(call_ids),
+                    )
+                )
+            connection.execute(
+                delete(messages).where(
+                    messages.c.thread_id == thread_id, messages.c.id == message_id
+                )
+            )
+            return True
+
+
+def message_rows(messages_: Sequence[Message]) -> list[dict[str, Any]]:
+    """The rows for `messages_`, one per (thread_id, id), the last duplicate winning."""
+    return list({(m.thread_id, m.id): message_to_row(m) for m in messages_}.values())
+
+
+def insert_messages(database: Database, connection: Connection, rows: list[dict[str, Any]]) -> None:
+    """Insert message rows in the caller's transaction, skipping those already stored."""
+    connection.execute(database.insert_ignoring_duplicates(messages, ["thread_id", "id"]), rows)
+
+
+def _get(connection: Connection, thread_id: str, message_id: str) -> Message | None:
+    query = select(messages).where(messages.c.thread_id == thread_id, messages.c.id == message_id)
+    row = connection.execute(query).mappings().first()
+    return None if row is None else row_to_message(row)

@@ -1,0 +1,64 @@
+"""Thread rows in the store: what is kept to list a thread, its env sealed at rest."""
+
+from __future__ import annotations
+
+import builtins
+
+from sqlalchemy import RowMapping, select
+
+from activities.crypto import Keyring
+from activities.store.database import Database
+from activities.store.rows import ThreadRow, row_to_thread, thread_to_row
+from activities.store.sealed import seal, unseal
+from activities.store.tables import threads
+
+
+class Threads:
+    """One row per thread, upserted as the thread changes; env sealed with the keyring."""
+
+    def __init__(self, database: Database, keyring: Keyring | None) -> None:
+        self._db = database
+        self._keyring = keyring
+
+    def upsert(self, row: ThreadRow) -> None:
+        """Insert the row, or update every column of it but `created_at`."""
+        values = thread_to_row(row)
+        values["env"] = seal(row.env, self._keyring, bound_to=_bound_to(row.thread_id))
+        changed = {k: v for k, v in values.items() if k not in ("thread_id", "created_at")}
+        statement = (
+            self._db.insert(threads)
+            .values(values)
+            .on_conflict_do_update(index_elements=["thread_id"], set_=changed)
+        )
+        with self._db.write() as connection:
+            connection.execute(statement)
+
+    def get(self, thread_id: str) -> ThreadRow | None:
+        """The thread's row, or None."""
+        query = select(threads).where(threads.c.thread_id == thread_id)
+        with self._db.read() as connection:
+            row = connection.execute(query).mappings().first()
+        return None if row is None else self._thread(row)
+
+    def list(
+        self, *, agent: str | None = None, status: str | None = None, limit: int = 100
+    ) -> builtins.list[ThreadRow]:
+        """Thread rows, newest first, optionally of one agent and/or status."""
+        query = select(threads)
+        if agent is not None:
+            query = query.where(threads.c.agent == agent)
+        if status is not None:
+            query = query.where(threads.c.status == status)
+        query = query.order_by(threads.c.created_at.desc(), threads.c.thread_id.desc())
+        with self._db.read() as connection:
+            rows = connection.execute(query.limit(limit)).mappings().all()
+        return [self._thread(row) for row in rows]
+
+    def _thread(self, row: RowMapping) -> ThreadRow:
+        thread = row_to_thread(row)
+        thread.env = unseal(thread.env, self._keyring, bound_to=_bound_to(thread.thread_id))
+        return thread
+
+
+def _bound_to(thread_id: str) -> str:
+    return f"thread {thread_id}"
