@@ -7,9 +7,9 @@ from activities.definitions.api import (
     define_prompt,
     define_tool,
 )
+from activities.definitions.definition_set import Definitions
 from activities.definitions.errors import DefinitionError
 from activities.definitions.loader import load_directory
-from activities.definitions.registry import Definitions
 
 __all__ = [
     "DefinitionError",

@@ -5,13 +5,15 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from activities.definitions.errors import DefinitionError
 from contract.definitions import AgentDef, ModelDef, PromptDef, ToolSpec
 from contract.validation import describe_validation_error
+
+Definition = TypeVar("Definition", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ def define_agent(**fields: Any) -> AgentDef:
     return _build(AgentDef, "agent", fields)
 
 
-def _build(model: type[Any], kind: str, fields: dict[str, Any]) -> Any:
+def _build(model: type[Definition], kind: str, fields: dict[str, Any]) -> Definition:
     try:
         return model.model_validate(fields)
     except ValidationError as err:

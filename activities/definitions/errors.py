@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 
 class DefinitionError(ValueError):
     """A definition is invalid; the message names where and which field."""
@@ -11,3 +13,8 @@ class DefinitionError(ValueError):
         self.field = field
         where = f"{source}: {field}" if field else source
         super().__init__(f"{where}: {message}")
+
+
+def known_names(table: Collection[str]) -> str:
+    """The names a problem could have meant, for error messages: sorted, or "(none)"."""
+    return ", ".join(sorted(table)) or "(none)"

@@ -9,18 +9,20 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
 from activities.definitions.api import FunctionTool
+from activities.definitions.definition_set import Definitions
 from activities.definitions.errors import DefinitionError
-from activities.definitions.registry import Definitions
 from contract.definitions import AgentDef, ModelDef, PromptDef
 from contract.validation import describe_validation_error
 
-YAML_KINDS: tuple[tuple[str, type[Any]], ...] = (
+# A definition written in YAML, one per file.
+YamlDefinition = ModelDef | PromptDef | AgentDef
+
+YAML_KINDS: tuple[tuple[str, type[YamlDefinition]], ...] = (
     ("models", ModelDef),
     ("prompts", PromptDef),
     ("agents", AgentDef),
@@ -42,7 +44,7 @@ def load_directory(root: str | Path, *, into: Definitions | None = None) -> Defi
     return definitions
 
 
-def _load_yaml(path: Path, model: type[Any], root: Path) -> Any:
+def _load_yaml(path: Path, model: type[YamlDefinition], root: Path) -> YamlDefinition:
     where = _rel(path, root)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -1,0 +1,77 @@
+"""The set of definitions a worker serves: cross-checked at start-up, snapshotted per thread.
+
+Checks live in `validation.py`, snapshots in `snapshot.py`; this module only keeps the
+definitions by name and remembers where each came from, for error messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+from activities.definitions.api import FunctionTool
+from activities.definitions.errors import DefinitionError
+from activities.definitions.snapshot import build_snapshot
+from activities.definitions.validation import check_definitions
+from contract.definitions import AgentDef, DefinitionSnapshot, ModelDef, PromptDef
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+Named = TypeVar("Named", bound=_Named)
+
+
+@dataclass
+class Definitions:
+    """Models, prompts, agents and function tools by name, with where each came from."""
+
+    models: dict[str, ModelDef] = field(default_factory=dict)
+    prompts: dict[str, PromptDef] = field(default_factory=dict)
+    agents: dict[str, AgentDef] = field(default_factory=dict)
+    tools: dict[str, FunctionTool] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def add(
+        self, *items: ModelDef | PromptDef | AgentDef | FunctionTool, source: str | None = None
+    ) -> Definitions:
+        """Add definitions made in Python; a second definition of a name is an error."""
+        for item in items:
+            if isinstance(item, ModelDef):
+                self._add("model", self.models, item, source)
+            elif isinstance(item, PromptDef):
+                self._add("prompt", self.prompts, item, source)
+            elif isinstance(item, AgentDef):
+                self._add("agent", self.agents, item, source)
+            elif isinstance(item, FunctionTool):
+                self._add("tool", self.tools, item, source)
+            else:
+                raise TypeError(f"cannot add {type(item).__name__} to definitions")
+        return self
+
+    def validate(self, *, providers: Iterable[str] | None = None) -> None:
+        """Check every cross-reference; raise DefinitionError naming the file and field."""
+        check_definitions(self, providers)
+
+    def snapshot(self, agent_name: str) -> DefinitionSnapshot:
+        """Freeze what `agent_name` needs: its prompts, models (with fallbacks) and tools."""
+        return build_snapshot(self, agent_name)
+
+    def where(self, kind: str, name: str) -> str:
+        """Where the `kind` definition `name` came from (its file), for error messages."""
+        return self.sources.get(f"{kind}:{name}", f"{kind} {name!r}")
+
+    def _add(self, kind: str, table: dict[str, Named], item: Named, source: str | None) -> None:
+        where = source or f"{kind} {item.name!r} (Python)"
+        if not item.name:
+            raise DefinitionError(where, "name", "is required")
+        if item.name in table:
+            first = self.sources.get(f"{kind}:{item.name}", "elsewhere")
+            raise DefinitionError(
+                where, "name", f"{kind} {item.name!r} is already defined in {first}"
+            )
+        table[item.name] = item
+        self.sources[f"{kind}:{item.name}"] = where

@@ -1,0 +1,170 @@
+"""Cross-checks of loaded definitions: every reference resolves, every tool entry is valid.
+
+Each problem raises a `DefinitionError` naming the file the definition came from (or its
+kind and name) and the field, e.g. `prompts/helper.yaml: tools[2]: unknown tool 'x'`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from activities.definitions.errors import DefinitionError, known_names
+from contract.actions import ASK_HUMAN_TOOL, AskHumanOptions
+from contract.definitions import AgentDef, ModelDef, PromptDef, SideConfig
+from contract.subagents import (
+    SUBAGENT_CREATE_TOOL,
+    SUBAGENT_MESSAGE_TOOL,
+    HandoffToolConfig,
+    SubagentToolConfig,
+)
+from contract.tool_catalog import tool_entry
+from contract.validation import describe_validation_error
+
+if TYPE_CHECKING:
+    from activities.definitions.definition_set import Definitions
+
+
+def check_definitions(definitions: Definitions, providers: Iterable[str] | None = None) -> None:
+    """Check every cross-reference; with `providers`, also that each model's is configured."""
+    known_providers = set(providers) if providers is not None else None
+    for model in definitions.models.values():
+        _check_model(definitions, model, known_providers)
+    for prompt in definitions.prompts.values():
+        _check_prompt(definitions, prompt)
+    for agent in definitions.agents.values():
+        for side_name, side in (("sideA", agent.side_a), ("sideB", agent.side_b)):
+            if side is not None:
+                _check_side(definitions, agent, side_name, side)
+
+
+def _check_model(definitions: Definitions, model: ModelDef, providers: set[str] | None) -> None:
+    where = definitions.where("model", model.name)
+    if providers is not None and model.provider not in providers:
+        raise DefinitionError(
+            where,
+            "provider",
+            f"unknown provider {model.provider!r}; "
+            f"configured providers: {', '.join(sorted(providers))}",
+        )
+    seen = {model.name}
+    for i, fallback in enumerate(model.fallbacks):
+        if fallback not in definitions.models:
+            raise DefinitionError(
+                where,
+                f"fallbacks[{i}]",
+                f"unknown model {fallback!r}; known models: {known_names(definitions.models)}",
+            )
+        if fallback in seen:
+            raise DefinitionError(
+                where,
+                f"fallbacks[{i}]",
+                f"model {fallback!r} appears twice in the fallback chain",
+            )
+        seen.add(fallback)
+
+
+def _check_prompt(definitions: Definitions, prompt: PromptDef) -> None:
+    where = definitions.where("prompt", prompt.name)
+    if prompt.model not in definitions.models:
+        raise DefinitionError(
+            where,
+            "model",
+            f"unknown model {prompt.model!r}; known models: {known_names(definitions.models)}",
+        )
+    for i, tool_name in enumerate(prompt.tool_names()):
+        _check_tool(definitions, where, i, prompt, tool_name)
+    if isinstance(prompt.prompt, list):
+        for i, part in enumerate(prompt.prompt):
+            if part.type == "include" and part.prompt not in definitions.prompts:
+                raise DefinitionError(
+                    where, f"prompt[{i}].prompt", f"unknown prompt {part.prompt!r} to include"
+                )
+
+
+def _check_tool(
+    definitions: Definitions, where: str, index: int, prompt: PromptDef, tool_name: str
+) -> None:
+    """One entry of a prompt's tools: a function tool, ask_human or an agent tool."""
+    if tool_name in definitions.tools:
+        return
+    if tool_name == ASK_HUMAN_TOOL:
+        _check_ask_human(where, index, prompt)
+        return
+    if tool_name in definitions.agents:
+        _check_agent_tool(where, index, prompt, definitions.agents[tool_name])
+        return
+    if tool_name in (SUBAGENT_CREATE_TOOL, SUBAGENT_MESSAGE_TOOL):
+        raise DefinitionError(
+            where,
+            f"tools[{index}]",
+            f"{tool_name!r} is added by the runtime when a prompt has resumable "
+            "subagents; list the subagent itself instead",
+        )
+    if tool_name in definitions.prompts:
+        raise DefinitionError(
+            where,
+            f"tools[{index}]",
+            f"{tool_name!r} is a prompt; sub-prompt tools are not supported by this "
+            "runtime version yet (use a dual_ai agent with exposeAsTool as a subagent)",
+        )
+    raise DefinitionError(
+        where,
+        f"tools[{index}]",
+        f"unknown tool {tool_name!r}; known tools: {known_names(definitions.tools)}",
+    )
+
+
+def _check_agent_tool(where: str, index: int, prompt: PromptDef, agent: AgentDef) -> None:
+    field_name = f"tools[{index}]"
+    if not agent.expose_as_tool:
+        raise DefinitionError(
+            where,
+            field_name,
+            f"agent {agent.name!r} is not exposed as a tool; set exposeAsTool: true on it",
+        )
+    entry = tool_entry(prompt, agent.name)
+    try:
+        if agent.type == "dual_ai":
+            config = SubagentToolConfig.model_validate(entry)
+        else:
+            HandoffToolConfig.model_validate(entry)
+            return
+    except ValidationError as err:
+        kind = "subagent" if agent.type == "dual_ai" else "handoff (ai_human agent)"
+        raise DefinitionError(
+            where, field_name, f"{kind} {agent.name!r}: {describe_validation_error(err)}"
+        ) from None
+    if config.resumable is not False and config.init_agent_name_property:
+        raise DefinitionError(
+            where,
+            f"{field_name}.initAgentNameProperty",
+            "a resumable subagent is named by subagent_create's `name` argument",
+        )
+
+
+def _check_ask_human(where: str, index: int, prompt: PromptDef) -> None:
+    try:
+        AskHumanOptions.model_validate(prompt.tool_options(ASK_HUMAN_TOOL))
+    except ValidationError as err:
+        raise DefinitionError(
+            where, f"tools[{index}].options", describe_validation_error(err)
+        ) from None
+
+
+def _check_side(
+    definitions: Definitions, agent: AgentDef, side_name: str, side: SideConfig
+) -> None:
+    where = definitions.where("agent", agent.name)
+    if side.prompt not in definitions.prompts:
+        raise DefinitionError(
+            where,
+            f"{side_name}.prompt",
+            f"unknown prompt {side.prompt!r}; known prompts: {known_names(definitions.prompts)}",
+        )
+    if side.stop_tool_response_property and not side.stop_tool:
+        raise DefinitionError(
+            where, f"{side_name}.stopToolResponseProperty", "is set but stopTool is not"
+        )
