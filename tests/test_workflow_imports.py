@@ -43,7 +43,7 @@ def _imports(path: Path) -> list[str]:
 def test_workflow_modules_import_only_deterministic_code():
     """Every import under workflows/ is stdlib-pure, pydantic, contract or temporal's workflow side."""
     offenders = []
-    for path in sorted(WORKFLOWS.glob("*.py")):
+    for path in sorted(WORKFLOWS.rglob("*.py")):
         for name in _imports(path):
             if name.startswith("temporalio"):
                 if name not in ALLOWED_TEMPORAL:

@@ -1,46 +1,59 @@
 """The AgentThread workflow: one agent thread, its lifecycle and its step cycle.
 
-Signals, updates and queries live in `control_plane.py`, shared state and helpers in
-`thread_base.py`; this module is the run loop.
-
-The workflow id is the thread id. The step cycle follows Runtime §3; content lives in
-the store and reaches Temporal history about once (a signal, an activity input or
+The workflow id is the thread id. This class holds the thread's one state object
+(`ThreadMemory`), its Temporal handlers and the session/turn/step loop of Runtime §3;
+each part of a step is a collaborator composed here (see ARCHITECTURE.md). Content lives
+in the store and reaches Temporal history about once (a signal, an activity input or
 result), so history grows linearly with the conversation.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+from temporalio.common import RawValue, RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
 
+from contract.actions import UPDATE_RESPOND_ACTION_CHECKED, ActionKind, RespondActionResult
 from contract.activities import (
-    ACTIVITY_MODEL_CALL,
     ACTIVITY_THREAD_INIT,
-    ModelCallInput,
-    ModelCallResult,
+    Intent,
     ThreadInitInput,
     ThreadInitResult,
+    ToolResult,
 )
-from contract.events import Event
-from contract.messages import (
-    Side,
-)
+from contract.definitions import ToolSpec
+from contract.messages import Message, MessagePage, Side, SubmitTurnResult, ToolCall
 from contract.thread import (
+    QUERY_MESSAGES,
+    QUERY_SESSION_SNAPSHOT,
+    QUERY_THREAD_READ,
+    SIGNAL_TERMINATE,
+    UPDATE_SUBMIT_TURN,
     WORKFLOW_TYPE,
+    ThreadRead,
     ThreadResult,
     ThreadStartInput,
+    ThreadStatus,
     TurnCursor,
 )
 from contract.validation import describe_validation_error
-from workflows import continuation, search_attributes
-from workflows.control_plane import ControlPlane
-from workflows.outbox import flush, persist_first
+from workflows import read_models, search_attributes
+from workflows.active_agent import ActiveAgent
+from workflows.background import BackgroundTasks
+from workflows.continuation import Continuation, restore
+from workflows.control_plane import ControlPlane, refused_after_terminate
+from workflows.failures import failure_text
+from workflows.human_gate import HumanGate
+from workflows.in_flight import InFlight
+from workflows.model_step import ModelCaller, ModelInterrupted
+from workflows.outbox import flush
 from workflows.payload_budget import encoded_size, megabytes
+from workflows.queue import ThreadQueue
 from workflows.stop_rules import (
     StepFacts,
     Stop,
@@ -48,24 +61,25 @@ from workflows.stop_rules import (
     session_status,
     session_turns_exhausted,
 )
-from workflows.thread_state import QueueEntry, ThreadMemory
+from workflows.subagents.agent_tools import AgentTools
+from workflows.subagents.parent_reporter import ParentReporter
+from workflows.subagents.registry import SubagentRegistry
+from workflows.subagents.spawner import SubagentSpawner
+from workflows.thread_state import ThreadMemory
 from workflows.tool_runner import ToolRunner
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
-class AgentThreadWorkflow(ControlPlane):
+class AgentThreadWorkflow:
     """One Standard Agents thread, driven by queued messages, tools and terminate."""
-
-    # ---- lifecycle -------------------------------------------------------------------
 
     @workflow.init
     def __init__(self, start: Any = None) -> None:
         # Everything handlers need is in place before any of them runs: signals that
         # arrived while the previous run continued as new come with this run's first task.
-        super().__init__()
         self._start_error: ApplicationError | None = None
         try:
-            self._start = ThreadStartInput.model_validate(start)
+            valid = ThreadStartInput.model_validate(start)
         except ValidationError as err:
             # The start input is validated here, not by the converter: a decode failure in
             # the converter would fail the workflow task forever instead of the thread.
@@ -74,114 +88,181 @@ class AgentThreadWorkflow(ControlPlane):
                 type="InvalidStartInput",
                 non_retryable=True,
             )
-            return
-        mem = self._mem = ThreadMemory(
-            thread_id=workflow.info().workflow_id, session_id=self._start.session_id
+            valid = ThreadStartInput(agent="(invalid start input)")
+        thread_id = workflow.info().workflow_id
+        carried = valid.carry_over
+        mem = self._mem = (
+            restore(thread_id, valid, carried)
+            if carried is not None
+            else ThreadMemory(thread_id=thread_id, start=valid)
         )
-        if self._start.carry_over is not None:
-            # A continued run: the same thread, so no new snapshot and no thread.started.
-            continuation.restore(self, self._start.carry_over)
-            return
-        for message in self._start.messages:
-            self._enqueue(
-                QueueEntry(mem.new_id("q"), mem.new_id("turn"), mem.timestamp(), message=message)
-            )
-        mem.emit(
-            "thread.started", {"agent": self._start.agent, "parentThreadId": self._parent_id()}
+        self._agents = ActiveAgent(mem)
+        self._in_flight = InFlight()
+        self._background = BackgroundTasks()
+        self._queue = ThreadQueue(mem)
+        self._registry = SubagentRegistry(mem, self._queue)
+        spawner = SubagentSpawner(mem, self._agents, self._registry, self._queue, self._background)
+        self._agent_tools = AgentTools(mem, self._agents, self._registry, spawner)
+        self._reporter = ParentReporter(mem, self._background, self)
+        self._control = ControlPlane(
+            mem, self._queue, self._in_flight, self._registry, spawner, self._reporter, self
         )
+        gate = HumanGate(mem, self._agents, self)
+        self._tools = ToolRunner(mem, self._agents, gate, self._in_flight, self)
+        self._model = ModelCaller(mem, self._agents, self._in_flight)
+        self._continuation = Continuation(mem, self._agents, self._background)
+        if carried is None and self._start_error is None:
+            for message in valid.messages:
+                self._queue.add_message(message)
+            mem.emit("thread.started", {"agent": valid.agent, "parentThreadId": mem.parent_id})
+
+    # ---- Temporal handlers: the control plane and the read models --------------------
+
+    @workflow.signal(dynamic=True)
+    async def on_signal(self, name: str, args: Sequence[RawValue]) -> None:
+        """Every signal lands here so a malformed payload can never fail a workflow task."""
+        if self._start_error is None:
+            self._control.signal(name, args)
+
+    @workflow.update(name=UPDATE_SUBMIT_TURN)
+    async def submit_turn(self, payload: Any = None) -> SubmitTurnResult:
+        """Queue a message and say whether it starts a turn now, waits, or is refused."""
+        return self._control.submit_turn(payload)
+
+    @submit_turn.validator
+    def _validate_submit_turn(self, payload: Any = None) -> None:
+        self._refuse_if_not_started()
+        self._control.validate_submit_turn(payload)
+
+    @workflow.update(name=UPDATE_RESPOND_ACTION_CHECKED)
+    async def respond_action_checked(self, payload: Any = None) -> RespondActionResult:
+        """Answer a pending action; the validator refuses what the signal would only warn."""
+        return self._control.respond_action(payload)
+
+    @respond_action_checked.validator
+    def _validate_respond_action(self, payload: Any = None) -> None:
+        self._refuse_if_not_started()
+        self._control.validate_respond_action(payload)
+
+    @workflow.query(name=QUERY_THREAD_READ)
+    def thread_read(self) -> ThreadRead:
+        """The thread read model: status, active turn, pending actions, queue, outcome."""
+        self._refuse_if_not_started()
+        return read_models.thread_read(
+            self._mem, agent=self._agents.name(), policy=self._permission_state()
+        )
+
+    @workflow.query(name=QUERY_SESSION_SNAPSHOT)
+    def session_snapshot(self, page: Any = None) -> dict[str, Any]:
+        """The Agent Runtime session snapshot: the shell and a recent window of messages."""
+        return read_models.snapshot_window(self._mem, self.thread_read(), page)
+
+    @workflow.query(name=QUERY_MESSAGES)
+    def messages(self, page: Any = None) -> MessagePage:
+        """Message metadata from `cursor` (a position), at most `limit` of them."""
+        self._refuse_if_not_started()
+        return read_models.message_page(self._mem, page)
+
+    # ---- lifecycle -------------------------------------------------------------------
 
     @workflow.run
     async def run(self, start: Any = None) -> ThreadResult:
         if self._start_error is not None:
             raise self._start_error
-        mem, carried = self._require_mem(), self._require_start().carry_over
+        mem, carried = self._mem, self._mem.start.carry_over
         if carried is None:
             await self._init()
-        elif carried.turn is not None and not self._terminated_at:
+        elif carried.turn is not None and not mem.is_terminated():
             await self._run_session(resume=carried.turn)
-        while not self._terminated_at:
-            await self._continue_as_new_if_due(None)  # a safe point: idle
-            await workflow.wait_condition(lambda: bool(mem.queue) or bool(self._terminated_at))
-            if self._terminated_at:
+        while not mem.is_terminated():
+            await self._continuation.continue_if_due(None)  # a safe point: idle
+            await workflow.wait_condition(lambda: bool(self._queue) or mem.is_terminated())
+            if mem.is_terminated():
                 break
             await self._run_session()
         return await self._close()
 
     async def _init(self) -> None:
-        assert self._start is not None and self._mem is not None
-        search_attributes.upsert_initial(
-            self._start.agent, self._parent_id(), self._start.session_id
-        )
-        outbox = self._mem.take_outbox()
+        mem = self._mem
+        search_attributes.upsert_initial(mem.start.agent, mem.parent_id, mem.session_id)
+        outbox = mem.take_outbox()
         try:
-            result = await self._init_activity(outbox)
+            result: ThreadInitResult = await workflow.execute_activity(
+                ACTIVITY_THREAD_INIT,
+                ThreadInitInput(
+                    thread_id=mem.thread_id,
+                    agent=mem.start.agent,
+                    session_id=mem.session_id,
+                    user_id=mem.start.user_id,
+                    parent_thread_id=mem.parent_id,
+                    env=mem.start.env,
+                    scoped_env_request=mem.start.scoped_env_request,
+                    outbox=outbox,
+                ),
+                result_type=ThreadInitResult,
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=RetryPolicy(
+                    maximum_attempts=10, non_retryable_error_types=["UnknownAgent"]
+                ),
+            )
         except ActivityError as err:
             # The thread cannot run (unknown agent, store down past retries): fail it with
             # the cause on top, rather than an opaque activity error.
             self._set_status("failed")
             raise ApplicationError(
-                f"thread {self._mem.thread_id} could not start: {_failure_text(err)}",
+                f"thread {mem.thread_id} could not start: {failure_text(err)}",
                 type="ThreadInitFailed",
                 non_retryable=True,
             ) from err
-        self._snapshot = result.snapshot
+        mem.snapshot = result.snapshot
         self._set_status("waiting_input")
 
-    async def _init_activity(self, outbox: list[Event]) -> ThreadInitResult:
-        start, mem = self._require_start(), self._require_mem()
-        result: ThreadInitResult = await workflow.execute_activity(
-            ACTIVITY_THREAD_INIT,
-            ThreadInitInput(
-                thread_id=mem.thread_id,
-                agent=start.agent,
-                session_id=start.session_id,
-                user_id=start.user_id,
-                parent_thread_id=self._parent_id(),
-                env=start.env,
-                scoped_env_request=start.scoped_env_request,
-                outbox=outbox,
-            ),
-            result_type=ThreadInitResult,
-            start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=RetryPolicy(
-                maximum_attempts=10, non_retryable_error_types=["UnknownAgent"]
-            ),
-        )
-        return result
-
     async def _close(self) -> ThreadResult:
-        mem = self._require_mem()
+        mem = self._mem
         self._set_status("cancelled")
-        await self.propagate_terminate()
-        await self.finish_background()
-        if self._is_child():
-            await self._report("closed", status="terminated", content=self._terminate_reason)
+        await self._registry.propagate_terminate()
+        await self._background.finish()
+        if self._reporter.is_child():
+            await self._reporter.report("closed", status="terminated", content=mem.terminate_reason)
         self._emit_snapshot()
-        await flush(mem, thread_row=self.thread_row())
+        await flush(mem, with_thread_row=True)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return ThreadResult(
             thread_id=mem.thread_id,
-            status=self._status,
-            stop_reason=self._stop_reason,
-            terminated_at=self._terminated_at,
-            reason=self._terminate_reason,
+            status=mem.status,
+            stop_reason=mem.stop_reason,
+            terminated_at=mem.terminated_at,
+            reason=mem.terminate_reason,
             counters=mem.counters,
-            usage=self.total_usage(),
+            usage=mem.total_usage(),
         )
 
-    # ---- the session and its steps ---------------------------------------------------
+    def terminate(self, reason: str | None) -> None:
+        """Soft shutdown (Runtime §10): stamp, abort in-flight work, refuse new work."""
+        mem = self._mem
+        if refused_after_terminate(mem, SIGNAL_TERMINATE):
+            return
+        mem.terminated_at = mem.timestamp()
+        mem.terminate_reason = reason
+        mem.emit(
+            "thread.updated",
+            {"status": "cancelled", "terminatedAt": mem.terminated_at, "reason": reason},
+        )
+        self._in_flight.cancel()
+
+    # ---- the session and its turns ---------------------------------------------------
 
     async def _run_session(self, resume: TurnCursor | None = None) -> None:
         """Run turns until the session stops; `resume` continues a turn of an earlier run."""
-        mem = self._require_mem()
+        mem = self._mem
         side: Side = "a"
         stop: Stop | None = None
         if resume is not None:
             side, turn_id, resumed_steps = resume.side, resume.turn_id, resume.side_steps
         else:
-            head = mem.queue[0]
+            head = self._queue.head()
             if (
-                self._agent().type == "dual_ai"
+                self._agents.agent().type == "dual_ai"
                 and head.message
                 and head.message.role == "assistant"
             ):
@@ -189,27 +270,26 @@ class AgentThreadWorkflow(ControlPlane):
             turn_id, resumed_steps = head.turn_id, None
             mem.counters.session_steps = mem.counters.side_a_turns = 0
             mem.counters.side_b_turns = 0
-            self._stop_reason = None
+            mem.stop_reason = None
         self._set_status("running")
-        while not self._terminated_at:
+        while not mem.is_terminated():
             stop = await self._run_turn(side, turn_id, resumed_steps)
             resumed_steps = None
-            if stop is None or stop.scope == "session" or self._agent().type == "ai_human":
+            agent = self._agents.agent()
+            if stop is None or stop.scope == "session" or agent.type == "ai_human":
                 break
-            if session_turns_exhausted(
-                self._agent(), mem.counters.side_a_turns, mem.counters.side_b_turns
-            ):
-                self._stop_reason = "max_session_turns"
+            if session_turns_exhausted(agent, mem.counters.side_a_turns, mem.counters.side_b_turns):
+                mem.stop_reason = "max_session_turns"
                 break
             side = "b" if side == "a" else "a"
             turn_id = mem.new_id("turn")
-        mem.emit("thread.updated", {"status": "idle", "stopReason": self._stop_reason})
-        self._active_turn = self._active_side = None
-        await self.report_session_end(stop)
-        if not self._terminated_at:
+        mem.emit("thread.updated", {"status": "idle", "stopReason": mem.stop_reason})
+        mem.active_turn = mem.active_side = None
+        await self._reporter.report_session_end(stop)
+        if not mem.is_terminated():
             self._set_status("waiting_input")
             self._emit_snapshot()
-            await flush(mem, thread_row=self.thread_row())
+            await flush(mem, with_thread_row=True)
 
     async def _run_turn(
         self, side: Side, turn_id: str, resumed_steps: int | None = None
@@ -218,28 +298,23 @@ class AgentThreadWorkflow(ControlPlane):
 
         `resumed_steps` continues a turn the previous run began (and announced).
         """
-        mem = self._require_mem()
-        self._active_turn, self._active_side = turn_id, side
+        mem = self._mem
+        mem.active_turn, mem.active_side = turn_id, side
         if resumed_steps is None:
             mem.emit("turn.started", {"side": side}, turn_id=turn_id)
         side_steps = resumed_steps or 0
-        while not self._terminated_at:
+        while not mem.is_terminated():
             side_steps += 1
-            mem.counters.steps += 1
-            mem.counters.session_steps += 1
-            if side == "a":
-                mem.counters.side_a_steps += 1
-            else:
-                mem.counters.side_b_steps += 1
+            _count_step(mem, side)
             stop = await self._step(side, turn_id, side_steps)
             if stop is None:
                 # A safe point: between two steps, nothing in flight.
-                await self._continue_as_new_if_due(
+                await self._continuation.continue_if_due(
                     TurnCursor(side=side, turn_id=turn_id, side_steps=side_steps)
                 )
                 continue
-            if stop.reason == "step_error" or self._terminated_at:
-                mem.emit("turn.failed", {"reason": self._stop_reason}, turn_id=turn_id)
+            if stop.reason == "step_error" or mem.is_terminated():
+                mem.emit("turn.failed", {"reason": mem.stop_reason}, turn_id=turn_id)
                 return None
             self._finish_turn(side, turn_id, stop)
             return stop
@@ -247,14 +322,14 @@ class AgentThreadWorkflow(ControlPlane):
         return None
 
     def _finish_turn(self, side: Side, turn_id: str, stop: Stop) -> None:
-        mem = self._require_mem()
+        mem = self._mem
         if side == "a":
             mem.counters.side_a_turns += 1
         else:
             mem.counters.side_b_turns += 1
         mem.counters.turns += 1
-        self._stop_reason = stop.reason
-        self._last_outcome = stop.response
+        mem.stop_reason = stop.reason
+        mem.last_outcome = stop.response
         if stop.response is not None and stop.reason != "stop_on_response":
             # The lifecycle tool's argument becomes the visible response of the turn.
             mem.outbox_messages.append(
@@ -269,33 +344,39 @@ class AgentThreadWorkflow(ControlPlane):
             )
         mem.emit("turn.completed", {"side": side, "stopReason": stop.reason}, turn_id=turn_id)
 
+    # ---- one step (Runtime §3) -------------------------------------------------------
+
     async def _step(self, side: Side, turn_id: str, side_steps: int) -> Stop | None:
         """Runtime §3 steps 1-7 for one model call; a Stop, or None to continue."""
-        mem = self._require_mem()
+        mem = self._mem
         step_id = mem.new_id("step")
-        new_messages = await self._drain_queue(side, turn_id, step_id)  # 1
-        new_messages = await self.start_immediate(side, turn_id, new_messages)
-        if self._terminated_at:
+        new_messages, oversized = await self._drain_queue(side, turn_id, step_id)  # 1
+        new_messages = await self._agent_tools.start_immediate(side, turn_id, new_messages)
+        if mem.is_terminated():
             return Stop("session", "aborted_by_user")
-        if self._oversized:
-            return self._refuse_oversized(new_messages, turn_id, step_id)
-        reply = await self._call_model(side, turn_id, step_id, new_messages)  # 2-4
-        while reply == "interrupted":
-            # submit_turn(policy=interrupt) cancelled the call: the drained messages went
-            # back to the outbox; restart the step with whatever is queued now.
-            more = await self._drain_queue(side, turn_id, step_id)
-            reply = await self._call_model(side, turn_id, step_id, more)
+        if oversized:
+            return self._refuse_oversized(new_messages, oversized, turn_id, step_id)
+        while True:
+            try:
+                reply = await self._model.call(side, turn_id, step_id, new_messages)  # 2-4
+                break
+            except ModelInterrupted:
+                # The drained messages went back to the outbox: restart the step with
+                # whatever is queued now.
+                new_messages, oversized = await self._drain_queue(side, turn_id, step_id)
+                if oversized:
+                    return self._refuse_oversized(new_messages, oversized, turn_id, step_id)
         if reply is None:
-            return Stop("session", self._stop_reason or "step_error")
+            return Stop("session", mem.stop_reason or "step_error")
         outcomes = await self._tools.run_calls(  # 5-6
             reply.message.tool_calls or [], side=side, turn_id=turn_id, step_id=step_id
         )
-        if self._terminated_at:
+        if mem.is_terminated():
             return Stop("session", "aborted_by_user")
-        side_cfg = self._agent().side(side)
+        side_cfg = self._agents.side(side)
         status = session_status(side_cfg, outcomes)
-        if status is not None and not self._relay_to_parent("set_status", status):
-            mem.emit("thread.updated", {"statusNote": status}, turn_id=turn_id, step_id=step_id)
+        if status is not None:
+            self._control.relay_status("set_status", status, turn_id=turn_id, step_id=step_id)
         return evaluate_step(
             StepFacts(  # 7
                 side=side_cfg,
@@ -303,23 +384,29 @@ class AgentThreadWorkflow(ControlPlane):
                 outcomes=outcomes,
                 side_steps_in_turn=side_steps,
                 session_steps=mem.counters.session_steps,
-                max_total_steps=self._require_start().options.max_total_steps,
+                max_total_steps=mem.start.options.max_total_steps,
             )
         )
 
-    async def _drain_queue(self, side: Side, turn_id: str, step_id: str) -> list[Any]:
-        """Take every queued entry, FIFO; queued tools run now through the tool flow."""
-        mem = self._require_mem()
-        if not mem.queue:
-            return []
-        pending: list[Any] = []
-        budget = self._require_start().options.payload_budget_bytes
-        while mem.queue:
-            entry = mem.queue.popleft()
+    async def _drain_queue(
+        self, side: Side, turn_id: str, step_id: str
+    ) -> tuple[list[Message], list[str]]:
+        """Take every queued entry, FIFO; queued tools run now through the tool flow.
+
+        Returns the new messages, and why any queued message was refused as too large.
+        """
+        mem, queue = self._mem, self._queue
+        if not queue:
+            return [], []
+        pending: list[Message] = []
+        oversized: list[str] = []
+        budget = mem.start.options.payload_budget_bytes
+        while queue:
+            entry = queue.pop()
             if entry.message is not None and encoded_size(entry.message) > budget:
                 # Only the start input or a tool's intent can bring one (signals are
                 # checked on arrival): refuse it rather than schedule it.
-                self._oversized.append(
+                oversized.append(
                     f"queued message {entry.queue_id} (turn {entry.turn_id}, role "
                     f"{entry.message.role}) is {megabytes(encoded_size(entry.message))} "
                     f"encoded, over the thread's payload budget of {megabytes(budget)}; "
@@ -343,108 +430,17 @@ class AgentThreadWorkflow(ControlPlane):
                     entry.tool, prior=pending, side=side, turn_id=turn_id, step_id=step_id
                 )
                 pending = []
-        mem.emit(
-            "queue.changed",
-            {"action": "drained", "queue": mem.queue_snapshot()},
-            turn_id=turn_id,
-            step_id=step_id,
-        )
-        return pending
+        queue.drained(turn_id=turn_id, step_id=step_id)
+        return pending, oversized
 
-    async def _call_model(
-        self, side: Side, turn_id: str, step_id: str, new_messages: list[Any]
-    ) -> ModelCallResult | Literal["interrupted"] | None:
-        """Call the side's model, then its fallbacks in order; None when all failed."""
-        mem, snapshot, start = self._require_mem(), self._require_snapshot(), self._require_start()
-        prompt = self._active_prompt(side)
-        candidates = [prompt.model, *snapshot.models[prompt.model].fallbacks]
-        message_id, position = mem.new_id("msg"), mem.reserve_position()
-        new_messages = [*mem.take_outbox_messages(), *new_messages]
-        last_error = "no model was tried"
-        for model_name in candidates:
-            outbox = mem.take_outbox()
-            call = ModelCallInput(
-                thread_id=mem.thread_id,
-                session_id=mem.session_id,
-                snapshot_id=snapshot.snapshot_id,
-                side=side,
-                model=model_name,
-                agent=self._active_agent,
-                turn_id=turn_id,
-                step_id=step_id,
-                step=mem.counters.steps,
-                assistant_message_id=message_id,
-                assistant_position=position,
-                new_messages=new_messages,
-                outbox=outbox,
-            )
-            if encoded_size(call) > start.options.payload_budget_bytes:
-                # Many large queued messages at once: write them with the local flush
-                # (whose input never reaches history), then call the model with ids only.
-                await persist_first(mem, outbox, new_messages)
-                new_messages, outbox = [], []
-                call = call.model_copy(update={"new_messages": [], "outbox": []})
-            self._in_flight = workflow.start_activity(
-                ACTIVITY_MODEL_CALL,
-                call,
-                result_type=ModelCallResult,
-                start_to_close_timeout=timedelta(seconds=start.options.model_timeout_seconds),
-                heartbeat_timeout=timedelta(seconds=start.options.heartbeat_timeout_seconds),
-                retry_policy=RetryPolicy(
-                    initial_interval=timedelta(seconds=1),
-                    maximum_interval=timedelta(seconds=30),
-                    maximum_attempts=start.options.model_max_attempts,
-                ),
-            )
-            self._model_in_flight = True
-            try:
-                result: ModelCallResult = await self._in_flight
-            except ActivityError as err:
-                mem.return_outbox(outbox)
-                if self._interrupted and not self._terminated_at:
-                    self._interrupted = False
-                    mem.outbox_messages[:0] = new_messages
-                    mem.emit(
-                        "model.failed",
-                        {"code": "interrupted", "model": model_name, "messageId": message_id},
-                        turn_id=turn_id,
-                        step_id=step_id,
-                    )
-                    return "interrupted"
-                if self._terminated_at or isinstance(err.cause, CancelledError):
-                    self._stop_reason = "aborted_by_user"
-                    break
-                last_error = _failure_text(err)
-                mem.incident("model_failed", last_error, turn_id=turn_id, step_id=step_id)
-                mem.emit(
-                    "runtime.warning",
-                    {"code": "model_failed", "model": model_name, "message": last_error},
-                    turn_id=turn_id,
-                    step_id=step_id,
-                )
-                continue
-            finally:
-                self._in_flight = None
-                self._model_in_flight = False
-            self._interrupted = False
-            mem.index_message(result.message)
-            _add_usage(mem, result)
-            return result
-        # Nothing answered: keep the drained messages (idempotent writes) and fail the turn.
-        mem.outbox_messages.extend(new_messages)
-        if self._stop_reason != "aborted_by_user":
-            self._stop_reason = "step_error"
-            self._last_outcome = last_error
-            mem.incident("step_error", last_error, turn_id=turn_id, step_id=step_id)
-        return None
-
-    def _refuse_oversized(self, drained: list[Any], turn_id: str, step_id: str) -> Stop:
+    def _refuse_oversized(
+        self, drained: list[Message], oversized: list[str], turn_id: str, step_id: str
+    ) -> Stop:
         """End the turn with step_error naming the queued messages too big to schedule."""
-        mem = self._require_mem()
+        mem = self._mem
         mem.outbox_messages.extend(drained)  # the others are kept, in order
-        text = "; ".join(self._oversized)
-        self._oversized = []
-        self._stop_reason, self._last_outcome = "step_error", text
+        text = "; ".join(oversized)
+        mem.stop_reason, mem.last_outcome = "step_error", text
         mem.incident("payload_too_large", text, turn_id=turn_id, step_id=step_id)
         mem.emit(
             "runtime.warning",
@@ -454,82 +450,63 @@ class AgentThreadWorkflow(ControlPlane):
         )
         return Stop("session", "step_error")
 
-    # ---- continue-as-new -------------------------------------------------------------
+    # ---- what collaborators ask of the thread (their host protocols) -----------------
 
-    async def _continue_as_new_if_due(self, turn: TurnCursor | None) -> None:
-        """Continue as new when this run's history is long; called at safe points only."""
-        start, mem = self._require_start(), self._require_mem()
-        if self._terminated_at or mem.pending_actions or self._background_busy():
-            return
-        if not continuation.history_is_long(start.options):
-            return
-        if not workflow.patched(continuation.PATCH_ID):
-            return  # a history from before continue-as-new existed
-        announced = False
-        while True:
-            await workflow.wait_condition(workflow.all_handlers_finished)
-            if self._terminated_at:
-                return
-            carried = continuation.carry_over(self, turn)
-            next_input = start.model_copy(update={"carry_over": carried, "messages": []})
-            size = encoded_size(next_input)
-            if size > start.options.payload_budget_bytes:
-                # Heavy queued messages: the next step drains them into the store first.
-                mem.incident("continue_as_new_postponed", f"carry-over is {size} bytes")
-                return
-            if announced and not mem.outbox and not mem.outbox_messages:
-                break
-            if not announced:
-                info = workflow.info()
-                mem.emit(
-                    "thread.updated",
-                    {
-                        "continuedAsNew": {
-                            "nextRun": carried.counters.runs,
-                            "historyEvents": info.get_current_history_length(),
-                            "historyBytes": info.get_current_history_size(),
-                            "carryOverBytes": size,
-                        }
-                    },
-                )
-                announced = True
-            # Every event and message reaches the store before this run ends.
-            await flush(mem, thread_row=self.thread_row())
-        workflow.continue_as_new(next_input)
+    async def run_agent_tool(
+        self, call: ToolCall, spec: ToolSpec, *, side: Side, turn_id: str, step_id: str
+    ) -> ToolResult:
+        return await self._agent_tools.run(call, spec, side=side, turn_id=turn_id, step_id=step_id)
+
+    def apply_intents(self, intents: list[Intent]) -> None:
+        self._control.apply_intents(intents)
+
+    def set_waiting(self, kind: ActionKind | None) -> None:
+        """Show that the thread waits on a human (status and search attribute), or not."""
+        if kind is None:
+            self._set_status("running")
+        else:
+            self._set_status("waiting_input" if kind == "ask_human" else "waiting_permission")
+        search_attributes.upsert_awaiting(kind)
 
     # ---- helpers ---------------------------------------------------------------------
 
-    @property
-    def _tools(self) -> ToolRunner:
-        return ToolRunner(
-            self._require_mem(),
-            self._require_snapshot(),
-            self._require_start().options,
-            self,
-            agent=self._active_agent,
+    def _set_status(self, status: ThreadStatus) -> None:
+        if status != self._mem.status:
+            self._mem.status = status
+            search_attributes.upsert_status(status)
+
+    def _permission_state(self) -> dict[str, Any]:
+        snapshot = self._mem.snapshot
+        if snapshot is None:
+            return {}
+        prompt = snapshot.prompts[snapshot.agent.side(self._mem.active_side or "a").prompt]
+        return read_models.permission_state(
+            self._mem, snapshot.agent.permissions, prompt.permissions
         )
+
+    def _emit_snapshot(self) -> None:
+        # The read model rides in the event stream, so the store can serve it once the
+        # thread has closed and no worker can answer queries.
+        read = self.thread_read().model_dump(mode="json", by_alias=True)
+        self._mem.emit("snapshot.updated", {"kind": "thread_read", "threadRead": read})
+
+    def _refuse_if_not_started(self) -> None:
+        if self._start_error is not None:
+            raise ApplicationError(
+                f"thread could not start: {self._start_error.message}", type="NotStarted"
+            )
+
+
+def _count_step(mem: ThreadMemory, side: Side) -> None:
+    mem.counters.steps += 1
+    mem.counters.session_steps += 1
+    if side == "a":
+        mem.counters.side_a_steps += 1
+    else:
+        mem.counters.side_b_steps += 1
 
 
 def _side_of(role: str) -> Side | None:
     # A queued assistant message speaks for side A (and so wakes side B); user and system
     # messages belong to no side, and every side sees them as what they are.
     return "a" if role == "assistant" else None
-
-
-def _add_usage(mem: ThreadMemory, result: ModelCallResult) -> None:
-    mem.usage.input_tokens += result.usage.input_tokens
-    mem.usage.output_tokens += result.usage.output_tokens
-    mem.usage.cached_tokens += result.usage.cached_tokens
-    if result.cost_usd is not None:
-        mem.usage.cost_usd = (mem.usage.cost_usd or 0.0) + result.cost_usd
-    else:
-        mem.cost_unknown = True
-
-
-def _failure_text(err: BaseException) -> str:
-    parts = []
-    current: BaseException | None = err
-    while current is not None:
-        parts.append(str(current) or type(current).__name__)
-        current = current.__cause__
-    return ": ".join(p for p in parts if p)[:2000]

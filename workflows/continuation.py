@@ -2,26 +2,29 @@
 
 A run continues as new only at a safe point (idle, or between two steps of a turn), after
 every handler has finished, with the event outbox flushed and nothing waiting on a human.
-Everything the thread remembers moves into `ThreadCarryOver`; content stays in the store.
+`ThreadMemory` moves whole (less the flushed outbox and the older message index) into
+`ThreadCarryOver`; content stays in the store.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
 
 from temporalio import workflow
 
+from contract.definitions import DefinitionSnapshot
 from contract.thread import (
     CarriedQueueEntry,
     ThreadCarryOver,
     ThreadOptions,
+    ThreadStartInput,
     TurnCursor,
 )
-from workflows.thread_state import QueueEntry
-
-if TYPE_CHECKING:
-    from workflows.thread_base import ThreadBase
+from workflows.active_agent import ActiveAgent
+from workflows.background import BackgroundTasks
+from workflows.outbox import flush
+from workflows.payload_budget import encoded_size
+from workflows.thread_state import Clock, QueueEntry, SubagentBook, ThreadMemory, WorkflowClock
 
 # The patch that introduced continue-as-new: histories recorded before it never continue.
 PATCH_ID = "continue-as-new-v1"
@@ -30,6 +33,57 @@ PATCH_ID = "continue-as-new-v1"
 CARRIED_INDEX = 500
 # Resolved actions remembered across runs, so a late answer is told it came too late.
 CARRIED_RESOLVED = 100
+
+
+class Continuation:
+    """Decides when a run continues as new, and hands the thread over to the next run."""
+
+    def __init__(self, mem: ThreadMemory, agents: ActiveAgent, background: BackgroundTasks) -> None:
+        self._mem = mem
+        self._agents = agents
+        self._background = background
+
+    async def continue_if_due(self, turn: TurnCursor | None) -> None:
+        """Continue as new when this run's history is long; called at safe points only."""
+        mem = self._mem
+        start = mem.start
+        if mem.is_terminated() or mem.pending_actions or self._background.busy():
+            return
+        if not history_is_long(start.options):
+            return
+        if not workflow.patched(PATCH_ID):
+            return  # a history from before continue-as-new existed
+        announced = False
+        while True:
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            if mem.is_terminated():
+                return
+            carried = carry_over(mem, self._agents.snapshot(), turn)
+            next_input = start.model_copy(update={"carry_over": carried, "messages": []})
+            size = encoded_size(next_input)
+            if size > start.options.payload_budget_bytes:
+                # Heavy queued messages: the next step drains them into the store first.
+                mem.incident("continue_as_new_postponed", f"carry-over is {size} bytes")
+                return
+            if announced and not mem.outbox and not mem.outbox_messages:
+                break
+            if not announced:
+                info = workflow.info()
+                mem.emit(
+                    "thread.updated",
+                    {
+                        "continuedAsNew": {
+                            "nextRun": carried.counters.runs,
+                            "historyEvents": info.get_current_history_length(),
+                            "historyBytes": info.get_current_history_size(),
+                            "carryOverBytes": size,
+                        }
+                    },
+                )
+                announced = True
+            # Every event and message reaches the store before this run ends.
+            await flush(mem, with_thread_row=True)
+        workflow.continue_as_new(next_input)
 
 
 def history_is_long(options: ThreadOptions) -> bool:
@@ -42,14 +96,15 @@ def history_is_long(options: ThreadOptions) -> bool:
     )
 
 
-def carry_over(thread: ThreadBase, turn: TurnCursor | None) -> ThreadCarryOver:
+def carry_over(
+    mem: ThreadMemory, snapshot: DefinitionSnapshot, turn: TurnCursor | None
+) -> ThreadCarryOver:
     """The thread's whole memory, as the next run's start input carries it."""
-    mem = thread._require_mem()
     index = mem.index[-CARRIED_INDEX:]
-    resolved = list(mem.resolved_actions.values())[-CARRIED_RESOLVED:]
+    book = mem.subagents
     return ThreadCarryOver(
-        snapshot=thread._require_snapshot(),
-        status=thread._status,
+        snapshot=snapshot,
+        status=mem.status,
         queue=[
             CarriedQueueEntry(
                 queue_id=e.queue_id,
@@ -68,48 +123,61 @@ def carry_over(thread: ThreadBase, turn: TurnCursor | None) -> ThreadCarryOver:
         warnings=mem.warnings,
         incidents=list(mem.incidents),
         pending_actions=list(mem.pending_actions.values()),
-        resolved_actions=resolved,
+        resolved_actions=list(mem.resolved_actions.values())[-CARRIED_RESOLVED:],
         session_allowed_tools=sorted(mem.session_allowed_tools),
-        children=list(thread._children.values()),
-        active_agent=thread._active_agent,
-        immediate_done=sorted(thread._immediate_done),
-        deferred_spawns=list(thread._deferred.values()),
-        stop_reason=thread._stop_reason,
-        last_outcome=thread._last_outcome,
-        terminated_at=thread._terminated_at,
-        terminate_reason=thread._terminate_reason,
+        children=list(book.children.values()),
+        active_agent=mem.active_agent,
+        immediate_done=sorted(book.immediate_done),
+        deferred_spawns=list(book.deferred.values()),
+        stop_reason=mem.stop_reason,
+        last_outcome=mem.last_outcome,
+        terminated_at=mem.terminated_at,
+        terminate_reason=mem.terminate_reason,
         turn=turn,
     )
 
 
-def restore(thread: ThreadBase, carried: ThreadCarryOver) -> None:
-    """Put a carried memory back in place (synchronously, before any handler runs)."""
-    mem = thread._require_mem()
-    mem.queue = deque(
-        QueueEntry(e.queue_id, e.turn_id, e.enqueued_at, message=e.message, tool=e.tool)
-        for e in carried.queue
+def restore(
+    thread_id: str,
+    start: ThreadStartInput,
+    carried: ThreadCarryOver,
+    clock: Clock | None = None,
+) -> ThreadMemory:
+    """The memory a continued run starts with (built before any handler runs)."""
+    return ThreadMemory(
+        thread_id=thread_id,
+        start=start,
+        clock=clock or WorkflowClock(),
+        snapshot=carried.snapshot,
+        status=carried.status,
+        active_turn=carried.turn.turn_id if carried.turn else None,
+        active_side=carried.turn.side if carried.turn else None,
+        active_agent=carried.active_agent,
+        stop_reason=carried.stop_reason,
+        last_outcome=carried.last_outcome,
+        terminated_at=carried.terminated_at,
+        terminate_reason=carried.terminate_reason,
+        queue=deque(
+            QueueEntry(e.queue_id, e.turn_id, e.enqueued_at, message=e.message, tool=e.tool)
+            for e in carried.queue
+        ),
+        index=list(carried.index),
+        index_base=carried.index_base,
+        counters=carried.counters.model_copy(),
+        usage=carried.usage.model_copy(),
+        warnings=carried.warnings,
+        pending_actions={a.action_id: a for a in carried.pending_actions},
+        resolved_actions={r.action_id: r for r in carried.resolved_actions},
+        session_allowed_tools=set(carried.session_allowed_tools),
+        incidents=list(carried.incidents),
+        cost_unknown=carried.cost_unknown,
+        subagents=SubagentBook(
+            children={e.reference: e for e in carried.children},
+            deferred={
+                str(d.scoped_env_request): d
+                for d in carried.deferred_spawns
+                if d.scoped_env_request
+            },
+            immediate_done=set(carried.immediate_done),
+        ),
     )
-    mem.index = list(carried.index)
-    mem.index_base = carried.index_base
-    mem.counters = carried.counters.model_copy()
-    mem.usage = carried.usage.model_copy()
-    mem.cost_unknown = carried.cost_unknown
-    mem.warnings = carried.warnings
-    mem.incidents = list(carried.incidents)
-    mem.pending_actions = {a.action_id: a for a in carried.pending_actions}
-    mem.resolved_actions = {r.action_id: r for r in carried.resolved_actions}
-    mem.session_allowed_tools = set(carried.session_allowed_tools)
-    thread._snapshot = carried.snapshot
-    thread._children = {e.reference: e for e in carried.children}
-    thread._active_agent = carried.active_agent
-    thread._immediate_done = set(carried.immediate_done)
-    thread._deferred = {
-        str(d.scoped_env_request): d for d in carried.deferred_spawns if d.scoped_env_request
-    }
-    thread._status = carried.status
-    thread._stop_reason = carried.stop_reason
-    thread._last_outcome = carried.last_outcome
-    thread._terminated_at = carried.terminated_at
-    thread._terminate_reason = carried.terminate_reason
-    if carried.turn is not None:
-        thread._active_turn, thread._active_side = carried.turn.turn_id, carried.turn.side

@@ -1,7 +1,7 @@
-"""Validation of control-plane payloads (signals and updates) into typed requests.
+"""Validation of control-plane payloads (signals, updates, intents) into typed requests.
 
-Nothing here raises into the workflow: a malformed payload becomes a readable error
-string naming the field, which the workflow records as a `runtime.warning`.
+A malformed payload raises `InvalidPayload` with a readable message naming the field;
+the control plane records it as a `runtime.warning` (signals) or refuses it (updates).
 """
 
 from __future__ import annotations
@@ -16,17 +16,21 @@ from contract.validation import describe_validation_error
 Model = TypeVar("Model", bound=BaseModel)
 
 
-def parse_single(kind: str, args: Sequence[Any], model: type[Model]) -> Model | str:
-    """Validate a handler's single JSON-object argument, or explain what is wrong."""
+class InvalidPayload(Exception):
+    """A control-plane payload that does not fit its model; the message says why."""
+
+
+def parse_single(kind: str, args: Sequence[Any], model: type[Model]) -> Model:
+    """Validate a handler's single JSON-object argument, or raise `InvalidPayload`."""
     if len(args) != 1:
-        return f"{kind} takes exactly one JSON object argument, got {len(args)}"
+        raise InvalidPayload(f"{kind} takes exactly one JSON object argument, got {len(args)}")
     value = args[0]
     if not isinstance(value, dict):
-        return f"{kind} takes a JSON object, got {_json_kind(value)}"
+        raise InvalidPayload(f"{kind} takes a JSON object, got {_json_kind(value)}")
     try:
         return model.model_validate(value)
     except ValidationError as err:
-        return f"{kind}: {describe_validation_error(err)}"
+        raise InvalidPayload(f"{kind}: {describe_validation_error(err)}") from None
 
 
 def _json_kind(value: Any) -> str:

@@ -15,9 +15,13 @@ from contract.messages import Message
 from workflows.thread_state import ThreadMemory
 
 
-async def flush(mem: ThreadMemory, *, thread_row: dict[str, Any] | None = None) -> None:
-    """Write what the workflow produced by itself (events, messages) with a local activity."""
+async def flush(mem: ThreadMemory, *, with_thread_row: bool = False) -> None:
+    """Write what the workflow produced by itself (events, messages) with a local activity.
+
+    `with_thread_row` also writes the thread's read-model row.
+    """
     events, messages = mem.take_outbox(), mem.take_outbox_messages()
+    thread_row = mem.thread_row() if with_thread_row else None
     if not events and not messages and thread_row is None:
         return
     try:
@@ -25,7 +29,7 @@ async def flush(mem: ThreadMemory, *, thread_row: dict[str, Any] | None = None) 
     except ActivityError:
         # Keep them for the next activity rather than lose them.
         mem.return_outbox(events)
-        mem.outbox_messages[:0] = messages
+        mem.return_messages(messages)
         raise
 
 

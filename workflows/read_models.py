@@ -1,4 +1,5 @@
-"""The thread read model (seed 001 `thread_read_model`) built from the workflow's memory.
+"""The thread's read models (seed 001 `thread_read_model`, the Agent Runtime session
+snapshot, message pages), built from `ThreadMemory` alone.
 
 Facts the thread cannot know are listed in `unknown` rather than guessed.
 """
@@ -8,26 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from contract.actions import PermissionPolicy
-from contract.messages import Side
-from contract.thread import StopReason, ThreadRead, ThreadStatus, UsageTotals
+from contract.messages import MessagePage
+from contract.read_models import session_snapshot
+from contract.thread import ThreadRead
 from workflows.thread_state import ThreadMemory
 
+MAX_MESSAGES_PAGE = 500
 
-def thread_read(
-    mem: ThreadMemory,
-    *,
-    agent: str,
-    status: ThreadStatus,
-    active_turn_id: str | None,
-    active_side: Side | None,
-    last_outcome: str | None,
-    stop_reason: StopReason | None,
-    terminated_at: str | None,
-    parent_thread_id: str | None,
-    policy: dict[str, Any],
-    children: list[dict[str, Any]],
-    usage: UsageTotals,
-) -> ThreadRead:
+
+def thread_read(mem: ThreadMemory, *, agent: str, policy: dict[str, Any]) -> ThreadRead:
     """Everything `thread_read` shows, from the workflow's own state."""
     unknown = []
     if mem.cost_unknown:
@@ -36,21 +26,23 @@ def thread_read(
         thread_id=mem.thread_id,
         agent=agent,
         session_id=mem.session_id,
-        status=status,
-        active_turn_id=active_turn_id,
-        active_side=active_side,
+        status=mem.status,
+        active_turn_id=mem.active_turn,
+        active_side=mem.active_side,
         queue=[e.to_item() for e in mem.queue],
         pending_actions=[
             a.model_dump(mode="json", by_alias=True) for a in mem.pending_actions.values()
         ],
-        children=children,
+        children=[
+            e.model_dump(mode="json", by_alias=True) for e in mem.subagents.children.values()
+        ],
         counters=mem.counters,
-        usage=usage,
-        last_outcome=last_outcome,
-        stop_reason=stop_reason,
-        terminated_at=terminated_at,
+        usage=mem.total_usage(),
+        last_outcome=mem.last_outcome,
+        stop_reason=mem.stop_reason,
+        terminated_at=mem.terminated_at,
         warnings=mem.warnings,
-        parent_thread_id=parent_thread_id,
+        parent_thread_id=mem.parent_id,
         incidents=list(mem.incidents),
         permission_state=policy,
         unknown=unknown,
@@ -77,3 +69,44 @@ def permission_state(
             1 for a in mem.pending_actions.values() if a.kind == "tool_permission"
         ),
     }
+
+
+def snapshot_window(mem: ThreadMemory, read: ThreadRead, page: Any) -> dict[str, Any]:
+    """The session snapshot with the window of messages before `page.before` (newest last).
+
+    `{before?, limit?}`: `before` is the `history.olderCursor` of the previous window.
+    """
+    page = page if isinstance(page, dict) else {}
+    index = mem.index
+    before = _int_or(page.get("before"), len(index) and index[-1].position + 1)
+    limit = min(max(_int_or(page.get("limit"), 50), 1), MAX_MESSAGES_PAGE)
+    window = [m for m in index if m.position < before][-limit:]
+    return session_snapshot(
+        read,
+        [m.model_dump(mode="json", by_alias=True) for m in window],
+        older_cursor=window[0].position if window and window[0].position > 0 else None,
+        total_messages=mem.index_base + len(index),
+    )
+
+
+def message_page(mem: ThreadMemory, page: Any) -> MessagePage:
+    """Message metadata from `cursor` (a position), at most `limit` (<= 500) of them.
+
+    After continue-as-new the thread indexes a recent window only: `oldestPosition` says
+    where it starts, and older metadata is read from the store.
+    """
+    page = page if isinstance(page, dict) else {}
+    cursor = _int_or(page.get("cursor"), 0)
+    limit = min(max(_int_or(page.get("limit"), 100), 1), MAX_MESSAGES_PAGE)
+    index = mem.index
+    chosen = [m for m in index if m.position >= cursor][:limit]
+    more = len(chosen) == limit and chosen and chosen[-1].position < index[-1].position
+    return MessagePage(
+        messages=chosen,
+        next_cursor=chosen[-1].position + 1 if more else None,
+        oldest_position=index[0].position if mem.index_base and index else None,
+    )
+
+
+def _int_or(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default

@@ -1,7 +1,9 @@
-"""The AgentThread's in-memory state: queue, message index, counters and event outbox.
+"""The AgentThread's one state object: lifecycle, queue, message index, counters, outbox.
 
-Kept apart from the workflow class so the step cycle reads as the spec's seven steps.
-Only ids, roles and counters live here; message content lives in the store.
+`ThreadMemory` is created once the start input is valid and is never optional after
+that. Everything in it except the outbox is carried across continue-as-new
+(`workflows/continuation.py`); the outbox is flushed before a run ends. Only ids, roles
+and counters live here; message content lives in the store.
 """
 
 from __future__ import annotations
@@ -9,16 +11,43 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from temporalio import workflow
 
 from contract.actions import ActionResolution, PendingAction
+from contract.definitions import DefinitionSnapshot
 from contract.events import Event
-from contract.messages import Message, MessageMeta, QueuedMessage, QueuedTool, Side
-from contract.thread import Counters, QueuedItem, UsageTotals
+from contract.messages import Message, MessageMeta, QueuedMessage, QueuedTool, Role, Side
+from contract.subagents import RegistryEntry, SpawnRequest
+from contract.thread import (
+    Counters,
+    QueuedItem,
+    StopReason,
+    ThreadStartInput,
+    ThreadStatus,
+    UsageTotals,
+)
 
 MAX_INCIDENTS = 20
+
+
+class Clock(Protocol):
+    """Where time and ids come from: the workflow's, or a test's."""
+
+    def now(self) -> datetime: ...
+
+    def new_hex(self) -> str: ...
+
+
+class WorkflowClock:
+    """Workflow time and replay-safe random ids."""
+
+    def now(self) -> datetime:
+        return workflow.now()
+
+    def new_hex(self) -> str:
+        return workflow.uuid4().hex
 
 
 @dataclass
@@ -33,30 +62,53 @@ class QueueEntry:
 
     def to_item(self) -> QueuedItem:
         """How `thread_read` shows this entry."""
-        if self.message is not None:
+        if self.tool is not None:
             return QueuedItem(
                 queue_id=self.queue_id,
-                kind="message",
+                kind="tool",
                 turn_id=self.turn_id,
-                role=self.message.role,
+                tool=self.tool.name,
                 enqueued_at=self.enqueued_at,
             )
-        assert self.tool is not None, "an entry holds a message or a tool"
         return QueuedItem(
             queue_id=self.queue_id,
-            kind="tool",
+            kind="message",
             turn_id=self.turn_id,
-            tool=self.tool.name,
+            role=self.message.role if self.message else None,
             enqueued_at=self.enqueued_at,
         )
 
 
 @dataclass
+class SubagentBook:
+    """The parent's record of its subagents (Runtime §7): carried across runs."""
+
+    # The registry, by child thread id.
+    children: dict[str, RegistryEntry] = field(default_factory=dict)
+    # Subagents waiting on scoped variables (Runtime §7.5), by variable request id.
+    deferred: dict[str, SpawnRequest] = field(default_factory=dict)
+    # Prompts whose immediate subagents have been started (Runtime §7.3).
+    immediate_done: set[str] = field(default_factory=set)
+
+
+@dataclass
 class ThreadMemory:
-    """Everything the workflow remembers between steps (small, content-free)."""
+    """Everything the thread remembers between steps (small, content-free)."""
 
     thread_id: str
-    session_id: str | None
+    start: ThreadStartInput
+    clock: Clock = field(default_factory=WorkflowClock)
+    # Taken by thread.init (or carried); None only while the thread is `preparing`.
+    snapshot: DefinitionSnapshot | None = None
+    status: ThreadStatus = "preparing"
+    active_turn: str | None = None
+    active_side: Side | None = None
+    # Set by a handoff; None is the thread's own agent.
+    active_agent: str | None = None
+    stop_reason: StopReason | None = None
+    last_outcome: str | None = None
+    terminated_at: str | None = None
+    terminate_reason: str | None = None
     queue: deque[QueueEntry] = field(default_factory=deque)
     outbox: list[Event] = field(default_factory=list)
     outbox_messages: list[Message] = field(default_factory=list)
@@ -72,6 +124,24 @@ class ThreadMemory:
     session_allowed_tools: set[str] = field(default_factory=set)
     incidents: list[dict[str, Any]] = field(default_factory=list)
     cost_unknown: bool = False
+    subagents: SubagentBook = field(default_factory=SubagentBook)
+
+    @property
+    def session_id(self) -> str | None:
+        return self.start.session_id
+
+    @property
+    def parent_id(self) -> str | None:
+        return self.start.parent.thread_id if self.start.parent else None
+
+    def is_terminated(self) -> bool:
+        return self.terminated_at is not None
+
+    def is_idle(self) -> bool:
+        """Waiting for input with no turn in progress."""
+        return self.status == "waiting_input" and self.active_turn is None
+
+    # ---- facts and ids ---------------------------------------------------------------
 
     def incident(self, code: str, message: str, **ids: Any) -> None:
         """Remember a warning or failure for `thread_read` (the most recent only)."""
@@ -80,9 +150,16 @@ class ThreadMemory:
         self.incidents.append(entry)
         del self.incidents[:-MAX_INCIDENTS]
 
+    def warn(self, code: str, signal: str, message: str) -> None:
+        """Record a refused input: a counter, an incident and a `runtime.warning` event."""
+        self.warnings += 1
+        self.incident(code, message, signal=signal)
+        workflow.logger.warning("%s (%s): %s", code, signal, message)
+        self.emit("runtime.warning", {"code": code, "signal": signal, "message": message})
+
     def now(self) -> datetime:
         """Workflow time: deterministic on replay."""
-        return workflow.now()
+        return self.clock.now()
 
     def timestamp(self) -> str:
         """ISO-8601 UTC workflow time, as events carry it."""
@@ -90,7 +167,9 @@ class ThreadMemory:
 
     def new_id(self, prefix: str) -> str:
         """A replay-safe unique id."""
-        return f"{prefix}_{workflow.uuid4().hex}"
+        return f"{prefix}_{self.clock.new_hex()}"
+
+    # ---- the outbox: what the workflow produced, written by the next activity ----------
 
     def emit(self, event_type: str, payload: Any = None, **ids: Any) -> Event:
         """Queue a workflow-produced event; it rides on the next activity to the store."""
@@ -120,10 +199,16 @@ class ThreadMemory:
         """Keep events whose activity failed, ahead of any produced meanwhile."""
         self.outbox = events + self.outbox
 
+    def return_messages(self, messages: list[Message]) -> None:
+        """Keep messages whose activity failed, ahead of any produced meanwhile."""
+        self.outbox_messages[:0] = messages
+
+    # ---- messages --------------------------------------------------------------------
+
     def new_message(
         self,
         *,
-        role: Any,
+        role: Role,
         content: str | None,
         side: Side | None,
         turn_id: str | None,
@@ -167,6 +252,30 @@ class ThreadMemory:
             )
         )
 
-    def queue_snapshot(self) -> list[dict[str, Any]]:
-        """The queue as `queue.changed` events describe it."""
-        return [entry.to_item().model_dump(by_alias=True) for entry in self.queue]
+    # ---- usage -----------------------------------------------------------------------
+
+    def total_usage(self) -> UsageTotals:
+        """This thread's usage plus what its children reported (theirs include their own)."""
+        total = self.usage.model_copy()
+        for entry in self.subagents.children.values():
+            child = UsageTotals.model_validate(entry.usage) if entry.usage else UsageTotals()
+            total.input_tokens += child.input_tokens
+            total.output_tokens += child.output_tokens
+            total.cached_tokens += child.cached_tokens
+            if child.cost_usd is not None:
+                total.cost_usd = (total.cost_usd or 0.0) + child.cost_usd
+        return total
+
+    def thread_row(self) -> dict[str, Any]:
+        """The store's row for this thread (its read-model summary)."""
+        return {
+            "thread_id": self.thread_id,
+            "agent": self.start.agent,
+            "status": self.status,
+            "session_id": self.session_id,
+            "user_id": self.start.user_id,
+            "parent_thread_id": self.parent_id,
+            "stop_reason": self.stop_reason,
+            "last_outcome": self.last_outcome,
+            "usage": self.total_usage().model_dump(by_alias=True),
+        }

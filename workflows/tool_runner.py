@@ -7,11 +7,8 @@ tool call id, so a retried attempt stores nothing twice.
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 from typing import Any, Protocol
 
-from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, CancelledError
 
 from contract.actions import ASK_HUMAN_TOOL
@@ -22,11 +19,12 @@ from contract.activities import (
     ToolCallResult,
     ToolResult,
 )
-from contract.definitions import DefinitionSnapshot, ToolSpec
+from contract.definitions import ToolSpec
 from contract.messages import Message, QueuedTool, Side, ToolCall, ToolCallFunction
-from contract.thread import ThreadOptions
-from workflows.actions import GateHost, HumanGate
-from workflows.outbox import persist_first
+from workflows.active_agent import ActiveAgent
+from workflows.activity_calls import Carried, Limits, start_within_budget
+from workflows.human_gate import HumanGate
+from workflows.in_flight import InFlight
 from workflows.payload_budget import encoded_size, megabytes
 from workflows.stop_rules import ToolOutcome
 from workflows.thread_state import ThreadMemory
@@ -41,10 +39,8 @@ OUTCOME_UNKNOWN = (
 AGENT_TOOL_KINDS = ("subagent", "handoff", "subagent_create", "subagent_message")
 
 
-class ToolHost(GateHost, Protocol):
+class ToolHost(Protocol):
     """What the tool runner needs from the workflow that owns it."""
-
-    def track(self, task: Any) -> None: ...
 
     async def run_agent_tool(
         self, call: ToolCall, spec: ToolSpec, *, side: Side, turn_id: str, step_id: str
@@ -59,25 +55,33 @@ class ToolRunner:
     def __init__(
         self,
         mem: ThreadMemory,
-        snapshot: DefinitionSnapshot,
-        options: ThreadOptions,
+        agents: ActiveAgent,
+        gate: HumanGate,
+        in_flight: InFlight,
         host: ToolHost,
-        *,
-        agent: str | None = None,
     ) -> None:
-        self._agent = agent
         self._mem = mem
-        self._snapshot = snapshot
-        self._options = options
+        self._agents = agents
+        self._gate = gate
+        self._in_flight = in_flight
         self._host = host
+        options = mem.start.options
+        self._budget = options.payload_budget_bytes
+        self._limits = Limits(
+            options.tool_timeout_seconds,
+            options.heartbeat_timeout_seconds,
+            options.tool_max_attempts,
+        )
 
     async def run_calls(
         self, calls: list[ToolCall], *, side: Side, turn_id: str, step_id: str
     ) -> list[ToolOutcome]:
         """Run the model's tool calls sequentially, in the order it returned them."""
+        # Calls after a handoff in the same step still run for the agent that asked.
+        agent = self._mem.active_agent
         outcomes: list[ToolOutcome] = []
         for call in calls:
-            if self._host.is_terminated():
+            if self._mem.is_terminated():
                 self._record_failure(
                     call,
                     self._mem.new_id("msg"),
@@ -89,7 +93,7 @@ class ToolRunner:
                     code="aborted",
                 )
                 continue
-            outcomes.append(await self._run_one(call, [], side, turn_id, step_id))
+            outcomes.append(await self._run_one(call, [], side, turn_id, step_id, agent))
         return outcomes
 
     async def run_queued(
@@ -110,13 +114,20 @@ class ToolRunner:
             tool_calls=[call],
             metadata={"queued_tool": True},
         )
-        return await self._run_one(call, [*prior, caller], side, turn_id, step_id)
+        agent = self._mem.active_agent
+        return await self._run_one(call, [*prior, caller], side, turn_id, step_id, agent)
 
     async def _run_one(
-        self, call: ToolCall, prior: list[Message], side: Side, turn_id: str, step_id: str
+        self,
+        call: ToolCall,
+        prior: list[Message],
+        side: Side,
+        turn_id: str,
+        step_id: str,
+        agent: str | None,
     ) -> ToolOutcome:
-        gate = HumanGate(self._mem, self._snapshot, self._host)
-        spec = self._snapshot.tools.get(call.function.name)
+        gate = self._gate
+        spec = self._agents.snapshot().tools.get(call.function.name)
         local: ToolResult | None
         if call.function.name == ASK_HUMAN_TOOL and spec is not None and spec.builtin:
             local = await gate.ask_human(call, side=side, turn_id=turn_id, step_id=step_id)
@@ -141,12 +152,18 @@ class ToolRunner:
             self._mem.outbox_messages.extend(prior)
             self._record_result(call, side, turn_id, step_id, local)
             return ToolOutcome(call, succeeded=local.status == "success")
-        return await self._run_activity(call, prior, side, turn_id, step_id)
+        return await self._run_activity(call, prior, side, turn_id, step_id, agent)
 
     async def _run_activity(
-        self, call: ToolCall, prior: list[Message], side: Side, turn_id: str, step_id: str
+        self,
+        call: ToolCall,
+        prior: list[Message],
+        side: Side,
+        turn_id: str,
+        step_id: str,
+        agent: str | None,
     ) -> ToolOutcome:
-        mem, budget = self._mem, self._options.payload_budget_bytes
+        mem, budget = self._mem, self._budget
         message_id, position = mem.new_id("msg"), mem.reserve_position()
         size = encoded_size(call)
         if size > budget:
@@ -160,45 +177,37 @@ class ToolRunner:
                 call, message_id, position, side, turn_id, step_id, text, code="payload_too_large"
             )
             return ToolOutcome(call, succeeded=False)
-        outbox, pending = mem.take_outbox(), mem.take_outbox_messages()
+        carried = Carried(mem.take_outbox(), [*mem.take_outbox_messages(), *prior])
         tool_input = ToolCallInput(
             thread_id=mem.thread_id,
             session_id=mem.session_id,
-            snapshot_id=self._snapshot.snapshot_id,
+            snapshot_id=self._agents.snapshot().snapshot_id,
             side=side,
-            agent=self._agent,
+            agent=agent,
             turn_id=turn_id,
             step_id=step_id,
             tool_call=call,
             result_message_id=message_id,
             result_position=position,
-            outbox=outbox,
-            prior_messages=[*pending, *prior],
+            outbox=carried.events,
+            prior_messages=carried.messages,
         )
-        if encoded_size(tool_input) > budget:
-            # Large messages waiting to be written: the local flush writes them first.
-            await persist_first(mem, outbox, [*pending, *prior])
-            outbox, pending, prior = [], [], []
-            tool_input = tool_input.model_copy(update={"outbox": [], "prior_messages": []})
-        handle = workflow.start_activity(
+        handle, carried = await start_within_budget(
+            mem,
             ACTIVITY_TOOL_CALL,
             tool_input,
+            carried,
+            without_carried={"outbox": [], "prior_messages": []},
             result_type=ToolCallResult,
-            start_to_close_timeout=timedelta(seconds=self._options.tool_timeout_seconds),
-            heartbeat_timeout=timedelta(seconds=self._options.heartbeat_timeout_seconds),
-            retry_policy=RetryPolicy(
-                initial_interval=timedelta(seconds=1),
-                maximum_interval=timedelta(seconds=30),
-                maximum_attempts=self._options.tool_max_attempts,
-            ),
+            budget=budget,
+            limits=self._limits,
         )
-        self._host.track(handle)
+        self._in_flight.track(handle)
         try:
-            result: ToolCallResult = await handle
+            result = await handle
         except ActivityError as err:
-            mem.return_outbox(outbox)
-            mem.outbox_messages[:0] = [*pending, *prior]
-            cancelled = isinstance(err.cause, CancelledError) or self._host.is_terminated()
+            carried.give_back(mem)
+            cancelled = isinstance(err.cause, CancelledError) or mem.is_terminated()
             text = "not finished: the thread was terminated" if cancelled else OUTCOME_UNKNOWN
             self._record_failure(
                 call,
@@ -212,7 +221,7 @@ class ToolRunner:
             )
             return ToolOutcome(call, succeeded=False)
         finally:
-            self._host.track(None)
+            self._in_flight.track(None)
         mem.index_message(result.message)
         self._host.apply_intents(result.intents)
         return ToolOutcome(call, succeeded=result.message.tool_status == "success")

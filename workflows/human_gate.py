@@ -24,8 +24,9 @@ from contract.actions import (
     PendingAction,
 )
 from contract.activities import ToolResult
-from contract.definitions import DefinitionSnapshot
+from contract.definitions import PromptDef
 from contract.messages import Side, ToolCall
+from workflows.active_agent import ActiveAgent
 from workflows.outbox import flush
 from workflows.permissions import EffectivePolicy, Verdict, effective_policy, evaluate
 from workflows.thread_state import ThreadMemory
@@ -34,32 +35,34 @@ from workflows.thread_state import ThreadMemory
 class GateHost(Protocol):
     """What a gate needs from the workflow."""
 
-    def is_terminated(self) -> bool: ...
-
-    def set_waiting(self, kind: ActionKind | None) -> None: ...
-
-    def thread_row(self) -> dict[str, Any]: ...
+    def set_waiting(self, kind: ActionKind | None) -> None:
+        """Show that the thread waits on a human (status and search attribute), or not."""
 
 
-def check_response(mem: ThreadMemory, response: ActionResponse) -> str | None:
-    """Why `response` cannot resolve anything now, or None when it can."""
+class UnanswerableAction(Exception):
+    """An answer that cannot resolve anything now; the message says why."""
+
+
+def check_response(mem: ThreadMemory, response: ActionResponse) -> None:
+    """Raise `UnanswerableAction` when `response` cannot resolve anything now."""
     resolved = mem.resolved_actions.get(response.action_id)
     if resolved is not None:
-        return (
+        raise UnanswerableAction(
             f"action {response.action_id!r} was already resolved at {resolved.resolved_at} "
             f"({resolved.decision} by {resolved.decided_by})"
         )
     action = mem.pending_actions.get(response.action_id)
     if action is None:
         pending = ", ".join(mem.pending_actions) or "none"
-        return f"no pending action {response.action_id!r}; pending actions: {pending}"
+        raise UnanswerableAction(
+            f"no pending action {response.action_id!r}; pending actions: {pending}"
+        )
     if response.decision not in action.decisions:
-        return (
+        raise UnanswerableAction(
             f"decision {response.decision!r} cannot answer {action.kind} action "
             f"{action.action_id!r}; "
             f"expected one of {', '.join(action.decisions)}"
         )
-    return None
 
 
 def apply_response(mem: ThreadMemory, response: ActionResponse) -> None:
@@ -78,12 +81,17 @@ def apply_response(mem: ThreadMemory, response: ActionResponse) -> None:
 
 
 class HumanGate:
-    """Asks humans on behalf of one step's tool calls."""
+    """Asks humans on behalf of a step's tool calls."""
 
-    def __init__(self, mem: ThreadMemory, snapshot: DefinitionSnapshot, host: GateHost) -> None:
+    def __init__(self, mem: ThreadMemory, agents: ActiveAgent, host: GateHost) -> None:
         self._mem = mem
-        self._snapshot = snapshot
+        self._agents = agents
         self._host = host
+
+    def _own_prompt(self, side: Side) -> PromptDef:
+        # The thread's own agent's prompt (not a handoff target's), as it always was.
+        snapshot = self._agents.snapshot()
+        return snapshot.prompts[snapshot.agent.side(side).prompt]
 
     # ---- ask_human -------------------------------------------------------------------
 
@@ -131,7 +139,7 @@ class HumanGate:
         )
 
     def _ask_options(self, side: Side) -> AskHumanOptions:
-        prompt = self._snapshot.prompts[self._snapshot.agent.side(side).prompt]
+        prompt = self._own_prompt(side)
         try:
             return AskHumanOptions.model_validate(prompt.tool_options("ask_human"))
         except ValidationError:
@@ -143,9 +151,9 @@ class HumanGate:
         self, call: ToolCall, *, side: Side, turn_id: str, step_id: str
     ) -> ToolResult | None:
         """None when the call may run; otherwise the error result that replaces it."""
-        prompt = self._snapshot.prompts[self._snapshot.agent.side(side).prompt]
-        policy = effective_policy(self._snapshot.agent, prompt)
-        spec = self._snapshot.tools.get(call.function.name)
+        snapshot = self._agents.snapshot()
+        policy = effective_policy(snapshot.agent, self._own_prompt(side))
+        spec = snapshot.tools.get(call.function.name)
         if policy is None or spec is None or spec.builtin:
             # No policy; an unknown tool (tool.call answers it with an error); or a runtime
             # tool (lifecycle tools, ask_human).
@@ -265,10 +273,10 @@ class HumanGate:
         mem.emit("action.required", _required_payload(action), **ids)
         host.set_waiting(action.kind)
         # Written now, so clients tailing events see the request while the thread waits.
-        await flush(mem, thread_row=host.thread_row())
+        await flush(mem, with_thread_row=True)
         try:
             await workflow.wait_condition(
-                lambda: action_id in mem.resolved_actions or host.is_terminated(),
+                lambda: action_id in mem.resolved_actions or mem.is_terminated(),
                 timeout=timedelta(seconds=action.timeout_seconds)
                 if action.timeout_seconds
                 else None,
@@ -277,7 +285,7 @@ class HumanGate:
             pass
         # An answer that arrived in the same activation as the timer or terminate wins.
         if action_id not in mem.resolved_actions:
-            if host.is_terminated():
+            if mem.is_terminated():
                 mem.resolved_actions[action_id] = self._resolution(action, "deny", "terminate")
             else:
                 mem.resolved_actions[action_id] = self._timed_out(action, default)

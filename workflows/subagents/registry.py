@@ -1,8 +1,8 @@
 """The parent's subagent registry (Runtime §7.1, §8.2, §8.3, §10): reports and closure.
 
-The registry lives in workflow state (carried across continue-as-new); every change is a
-`subagent.*` event carrying the whole entry, which the store projects into its table.
-Children reach the parent only through the `subagent_report` signal.
+The registry lives in `ThreadMemory.subagents` (carried across continue-as-new); every
+change is a `subagent.*` event carrying the whole entry, which the store projects into
+its table. Children reach the parent only through the `subagent_report` signal.
 """
 
 from __future__ import annotations
@@ -13,68 +13,82 @@ from typing import Any
 from temporalio import workflow
 
 from contract.activities import ToolResult
-from contract.messages import QueuedMessage, Side
+from contract.messages import QueuedMessage
 from contract.subagents import (
     ERROR_SUBAGENT_FAILED,
-    SIGNAL_SUBAGENT_REPORT,
     RegistryEntry,
     SubagentReport,
+    SubagentStatus,
 )
 from contract.thread import SIGNAL_TERMINATE
-from contract.thread_env import EnvEntry, merge_env
-from workflows.control import parse_single
 from workflows.outbox import flush
-from workflows.thread_base import ThreadBase
+from workflows.queue import ThreadQueue
+from workflows.subagents.common import LIVE, tool_error
+from workflows.thread_state import ThreadMemory
 
-LIVE = ("starting", "running", "idle")
 # How long a terminated parent waits for its children to confirm they closed.
 CHILD_CLOSE_TIMEOUT = timedelta(seconds=60)
 
 
-class SubagentRegistry(ThreadBase):
-    """The registry and what children report to it."""
+class UnknownChild(Exception):
+    """A report or message named a subagent that is not a child of this thread."""
+
+
+class SubagentRegistry:
+    """The registry of a parent thread and what its children report to it."""
+
+    def __init__(self, mem: ThreadMemory, queue: ThreadQueue) -> None:
+        self._mem = mem
+        self._queue = queue
+        # Blocking calls waiting for a child's terminal payload, by child thread id.
+        self._awaiting: dict[str, SubagentReport | None] = {}
+
+    def entries(self) -> list[RegistryEntry]:
+        return list(self._mem.subagents.children.values())
+
+    def add(self, entry: RegistryEntry) -> None:
+        self._mem.subagents.children[entry.reference] = entry
+
+    def drop(self, reference: str) -> None:
+        del self._mem.subagents.children[reference]
 
     # ---- reports from children (Runtime §8.2, §8.3) ----------------------------------
 
-    def _on_subagent_report(self, values: list[Any]) -> None:
-        parsed = parse_single(SIGNAL_SUBAGENT_REPORT, values, SubagentReport)
-        if isinstance(parsed, str):
-            self._warn("malformed_signal", SIGNAL_SUBAGENT_REPORT, parsed)
-        elif parsed.reference not in self._children:
-            self._warn(
-                "unknown_subagent",
-                SIGNAL_SUBAGENT_REPORT,
-                f"report from {parsed.reference!r}, which is not a child of this thread",
+    def receive(self, report: SubagentReport) -> None:
+        """Apply a child's report; `UnknownChild` when the sender is not a child."""
+        if report.reference not in self._mem.subagents.children:
+            raise UnknownChild(
+                f"report from {report.reference!r}, which is not a child of this thread"
             )
-        else:
-            self._apply_report(parsed)
+        self.apply(report)
 
-    def _apply_report(self, report: SubagentReport) -> None:
-        entry = self._children[report.reference]
+    def apply(self, report: SubagentReport) -> None:
+        entry = self._mem.subagents.children[report.reference]
         if report.usage:
             entry.usage = report.usage
         if report.kind == "status":
             entry.status_note = report.status
-            self._emit_child("subagent.status", entry, note=report.status)
+            self.emit(entry, "subagent.status", note=report.status)
             return
         if report.kind == "notify":
-            self._emit_child("subagent.status", entry, notified=True)
+            self.emit(entry, "subagent.status", notified=True)
             self._tell_parent(entry, report, "says")
             return
         if report.kind in ("completed", "failed"):
             entry.last_result = report.content
             entry.stop_reason = report.stop_reason
-            self._set_child_status(entry, "idle" if entry.resumable else report.kind, quiet=True)
+            done: SubagentStatus = "completed" if report.kind == "completed" else "failed"
+            self.set_status(entry, "idle" if entry.resumable else done, quiet=True)
             event = "subagent.completed" if report.kind == "completed" else "subagent.failed"
-            self._emit_child(event, entry, stopReason=report.stop_reason)
+            self.emit(entry, event, stopReason=report.stop_reason)
         else:  # closed
             entry.closed = True
             if entry.status in LIVE:
                 entry.status = "failed" if report.status == "failed" else "terminated"
             if report.content and not entry.last_result:
                 entry.last_result = report.content
-            self._emit_child("subagent.closed", entry)
-        entry.updated_at = self._require_mem().timestamp()
+            self.emit(entry, "subagent.closed")
+        entry.updated_at = self._mem.timestamp()
         if report.reference in self._awaiting and self._awaiting[report.reference] is None:
             # A blocking call waits for this: the payload becomes its tool result.
             self._awaiting[report.reference] = report
@@ -84,11 +98,11 @@ class SubagentRegistry(ThreadBase):
 
     def _tell_parent(self, entry: RegistryEntry, report: SubagentReport, verb: str) -> None:
         """Queue a child's payload to this (parent) thread as a message (§8.2)."""
-        if self._terminated_at:
+        if self._mem.is_terminated():
             return
         summary = report.content or "(no message)"
         text = f"Subagent {entry.name!r} (reference {entry.reference}) {verb}: {summary}"
-        self._queue_message(
+        self._queue.add_message(
             QueuedMessage(
                 role="user",
                 content=text[:200_000],
@@ -104,15 +118,19 @@ class SubagentRegistry(ThreadBase):
             )
         )
 
+    async def result_when_done(self, entry: RegistryEntry) -> ToolResult:
+        """Wait for the child's next terminal payload and turn it into a tool result."""
+        return self.result_of(entry, await self._await_report(entry.reference))
+
     async def _await_report(self, reference: str) -> SubagentReport | None:
         """Wait for the child's next terminal payload; None when this thread is terminated."""
         self._awaiting[reference] = None
         await workflow.wait_condition(
-            lambda: self._awaiting.get(reference) is not None or bool(self._terminated_at)
+            lambda: self._awaiting.get(reference) is not None or self._mem.is_terminated()
         )
         return self._awaiting.pop(reference, None)
 
-    def _result_of(self, entry: RegistryEntry, report: SubagentReport | None) -> ToolResult:
+    def result_of(self, entry: RegistryEntry, report: SubagentReport | None) -> ToolResult:
         if report is None:
             return tool_error("aborted", "not finished: the thread was terminated")
         data = {
@@ -143,8 +161,8 @@ class SubagentRegistry(ThreadBase):
     async def propagate_terminate(self) -> None:
         """Soft-terminate every live child and wait (bounded) for each to report `closed`,
         so the parent's final registry shows how its children ended (§10)."""
-        live = [e for e in self._children.values() if not e.closed]
-        reason = f"parent thread {self._require_mem().thread_id} was terminated"
+        live = [e for e in self._mem.subagents.children.values() if not e.closed]
+        reason = f"parent thread {self._mem.thread_id} was terminated"
         for entry in live:
             try:
                 await workflow.get_external_workflow_handle(entry.reference).signal(
@@ -160,40 +178,58 @@ class SubagentRegistry(ThreadBase):
             )
         except TimeoutError:
             open_ = ", ".join(e.reference for e in live if not e.closed)
-            self._require_mem().incident(
+            self._mem.incident(
                 "children_not_closed", f"no closed report within the timeout from: {open_}"
             )
 
-    # ---- helpers ---------------------------------------------------------------------
+    # ---- lookups and events ----------------------------------------------------------
 
-    def _find_child(self, wanted: Any) -> RegistryEntry | None:
+    def find(self, wanted: Any) -> RegistryEntry:
+        """A child by reference, or by name (the live one first); `UnknownChild` if none."""
+        entry = self._lookup(wanted)
+        if entry is None:
+            known = ", ".join(
+                f"{e.name!r} ({e.reference})" for e in self._mem.subagents.children.values()
+            )
+            raise UnknownChild(f"no subagent {wanted!r}; known: {known or '(none)'}")
+        return entry
+
+    def _lookup(self, wanted: Any) -> RegistryEntry | None:
         if not isinstance(wanted, str):
             return None
-        if wanted in self._children:
-            return self._children[wanted]
-        named = [e for e in self._children.values() if e.name == wanted]
+        if wanted in self._mem.subagents.children:
+            return self._mem.subagents.children[wanted]
+        named = [e for e in self._mem.subagents.children.values() if e.name == wanted]
         live = [e for e in named if not e.closed]
         candidates = live or named
         return candidates[-1] if candidates else None
 
-    async def _publish(self) -> None:
+    def live_of(self, agent: str) -> list[RegistryEntry]:
+        """The live instances of `agent`, oldest first."""
+        return [
+            e for e in self._mem.subagents.children.values() if e.agent == agent and not e.closed
+        ]
+
+    async def publish(self) -> None:
         """Write the outbox now, so a spawn or message to a child is in the store (and seen
         by clients and by the child's ThreadState) before the parent waits on it."""
-        await flush(self._require_mem())
+        await flush(self._mem)
 
-    def _set_child_status(self, entry: RegistryEntry, status: Any, *, quiet: bool = False) -> None:
-        entry.status = status
-        entry.updated_at = self._require_mem().timestamp()
-        if not quiet:
-            self._emit_child("subagent.status", entry)
-
-    def _emit_child(
-        self, event: str, entry: RegistryEntry, turn_id: str | None = None, **extra: Any
+    def set_status(
+        self, entry: RegistryEntry, status: SubagentStatus, *, quiet: bool = False
     ) -> None:
-        self._require_mem().emit(
+        entry.status = status
+        entry.updated_at = self._mem.timestamp()
+        if not quiet:
+            self.emit(entry, "subagent.status")
+
+    def emit(
+        self, entry: RegistryEntry, event: str, turn_id: str | None = None, **extra: Any
+    ) -> None:
+        self._mem.emit(
             event,
             {
-                "parentThreadId": self._require_mem().thread_id,
+                "parentThreadId": self._mem.thread_id,
                 "childThreadId": entry.reference,
                 "entry": entry.model_dump(mode="json", by_alias=True),
                 **extra,
@@ -201,26 +237,3 @@ class SubagentRegistry(ThreadBase):
             turn_id=turn_id,
             tool_call_id=entry.tool_call_id,
         )
-
-    def _env(self, side: Side) -> dict[str, EnvEntry]:
-        """This thread's env as the workflow knows it: prompt, agent, then thread values."""
-        agent = self._agent()
-        prompt = self._require_snapshot().prompts[agent.side(side).prompt]
-        return merge_env(prompt.env, agent.env, self._require_start().env)
-
-
-class MissingFile(Exception):
-    """Attachments that could not be copied: a path missing in the source thread, or a
-    copy that failed past its retries."""
-
-
-def tool_error(code: str, message: str) -> ToolResult:
-    return ToolResult(status="error", error=message, error_code=code)
-
-
-def failure_text(err: BaseException) -> str:
-    parts, current = [], err
-    while current is not None:
-        parts.append(str(current) or type(current).__name__)
-        current = current.__cause__  # type: ignore[assignment]
-    return ": ".join(p for p in parts if p)[:2000]

@@ -8,21 +8,18 @@ lacks defer the child until `weft serve` stores them (`variables_provided`).
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+from temporalio.exceptions import ChildWorkflowError
 
-from contract.activities import ACTIVITY_FILES_COPY, CopyFilesInput, CopyFilesResult, ToolResult
+from contract.activities import ToolResult
 from contract.messages import QueuedMessage
 from contract.subagents import (
     ACTIVITY_VARIABLES_REQUEST,
     ERROR_SUBAGENT_FAILED,
     ERROR_VARIABLES_REQUIRED,
-    SIGNAL_VARIABLES_PROVIDED,
     ParentLink,
     RegistryEntry,
     SpawnRequest,
@@ -31,25 +28,42 @@ from contract.subagents import (
     VariablesProvided,
 )
 from contract.thread import WORKFLOW_TYPE, ThreadStartInput
-from workflows.control import parse_single
-from workflows.subagent_registry import MissingFile, SubagentRegistry, failure_text, tool_error
+from workflows.active_agent import ActiveAgent
+from workflows.background import BackgroundTasks
+from workflows.failures import failure_text
+from workflows.queue import ThreadQueue
+from workflows.subagents.common import ToolRefused, refuse
+from workflows.subagents.files import MissingFile, copy_files
+from workflows.subagents.registry import SubagentRegistry
+from workflows.thread_state import ThreadMemory
 
-# A store that is down for longer than these attempts fails the copy, not the thread.
-COPY_ATTEMPTS = 10
+
+class UnknownVariableRequest(Exception):
+    """`variables_provided` named a request no deferred subagent waits on."""
 
 
-class SubagentSpawner(SubagentRegistry):
+class SubagentSpawner:
     """Starts child threads for the parent."""
 
-    # ---- spawning --------------------------------------------------------------------
+    def __init__(
+        self,
+        mem: ThreadMemory,
+        agents: ActiveAgent,
+        registry: SubagentRegistry,
+        queue: ThreadQueue,
+        background: BackgroundTasks,
+    ) -> None:
+        self._mem = mem
+        self._agents = agents
+        self._registry = registry
+        self._queue = queue
+        self._background = background
 
-    async def _spawn(
-        self, request: SpawnRequest, *, turn_id: str | None
-    ) -> RegistryEntry | ToolResult:
-        """Start a child thread for `request`; a ToolResult when it cannot start (yet)."""
-        mem, snapshot = self._require_mem(), self._require_snapshot()
+    async def spawn(self, request: SpawnRequest, *, turn_id: str | None) -> RegistryEntry:
+        """Start a child thread for `request`; `ToolRefused` when it cannot start (yet)."""
+        mem, snapshot = self._mem, self._agents.snapshot()
         config, message = request.config, request.message
-        env = self._env(self._active_side or "a")
+        env = self._agents.env(mem.active_side or "a")
         scoped = {
             n: {"value": env[n].value, "type": "secret"}
             for n in config.required_scoped_env()
@@ -57,16 +71,18 @@ class SubagentSpawner(SubagentRegistry):
         }
         missing = [n for n in config.required_scoped_env() if n not in env]
         if missing and request.scoped_env_request is None:
-            return await self._defer(request, missing)
+            raise ToolRefused(await self._defer(request, missing))
         reference = mem.new_id("thread")
         try:
-            copied = await self._copy_files(reference, request.attachments, f"{reference}:in")
+            copied = await copy_files(
+                mem.thread_id, reference, request.attachments, f"{reference}:in"
+            )
         except MissingFile as err:
-            return tool_error("attachment_not_found", str(err))
+            raise refuse("attachment_not_found", str(err)) from None
         resumable = config.resumable
         receives = resumable.receives_messages if resumable is not False else "side_a"
         role = "assistant" if receives == "side_b" else "user"
-        start = self._require_start()
+        start = mem.start
         child = ThreadStartInput(
             agent=config.name,
             messages=[QueuedMessage(role=role, content=message, attachments=copied)]
@@ -106,7 +122,7 @@ class SubagentSpawner(SubagentRegistry):
             receives_messages=receives,
             arguments=request.arguments,
         )
-        self._children[reference] = entry
+        self._registry.add(entry)
         try:
             handle = await workflow.start_child_workflow(
                 WORKFLOW_TYPE,
@@ -116,15 +132,15 @@ class SubagentSpawner(SubagentRegistry):
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
             )
         except Exception as err:  # any start failure becomes a tool error
-            del self._children[reference]
-            return tool_error(
+            self._registry.drop(reference)
+            raise refuse(
                 ERROR_SUBAGENT_FAILED, f"subagent {request.name!r} could not start: {err}"
-            )
+            ) from None
         # A resumable child started without a task waits for subagent_message.
-        self._set_child_status(entry, "running" if message else "idle", quiet=True)
-        self._in_background(asyncio.create_task(self._watch(entry, handle)), watcher=True)
-        self._emit_child("subagent.spawned", entry, turn_id=turn_id)
-        await self._publish()
+        self._registry.set_status(entry, "running" if message else "idle", quiet=True)
+        self._background.watch(self._watch(entry, handle))
+        self._registry.emit(entry, "subagent.spawned", turn_id=turn_id)
+        await self._registry.publish()
         return entry
 
     async def _watch(self, entry: RegistryEntry, handle: Any) -> None:
@@ -143,37 +159,12 @@ class SubagentSpawner(SubagentRegistry):
             status="failed" if failure else "terminated",
             content=failure,
         )
-        self._apply_report(report)
-
-    async def _copy_files(self, target: str, paths: list[str], copy_id: str) -> list[str]:
-        """Copy this thread's files into `target`'s filesystem (Runtime §8.1)."""
-        if not paths:
-            return []
-        try:
-            result: CopyFilesResult = await workflow.execute_activity(
-                ACTIVITY_FILES_COPY,
-                CopyFilesInput(
-                    source_thread_id=self._require_mem().thread_id,
-                    target_thread_id=target,
-                    paths=paths,
-                    copy_id=copy_id,
-                ),
-                result_type=CopyFilesResult,
-                start_to_close_timeout=timedelta(seconds=60),
-                retry_policy=RetryPolicy(maximum_attempts=COPY_ATTEMPTS),
-            )
-        except ActivityError as err:
-            # Never fail the workflow over a copy: the caller turns this into a tool error.
-            cause = err.cause
-            if isinstance(cause, ApplicationError) and cause.type == "FileNotFound":
-                raise MissingFile(cause.message) from None
-            raise MissingFile(f"attachments could not be copied: {failure_text(err)}") from None
-        return result.paths
+        self._registry.apply(report)
 
     # ---- scoped variable bootstrap (Runtime §7.5) ------------------------------------
 
     async def _defer(self, spawn: SpawnRequest, missing: list[str]) -> ToolResult:
-        mem = self._require_mem()
+        mem = self._mem
         config, tool_call_id = spawn.config, spawn.tool_call_id
         request = VariableRequest(
             request_id=mem.new_id("varreq"),
@@ -187,7 +178,7 @@ class SubagentSpawner(SubagentRegistry):
         await workflow.execute_local_activity(
             ACTIVITY_VARIABLES_REQUEST, request, start_to_close_timeout=timedelta(seconds=30)
         )
-        self._deferred[request.request_id] = spawn.model_copy(
+        mem.subagents.deferred[request.request_id] = spawn.model_copy(
             update={"scoped_env_request": request.request_id}
         )
         path = f"/threads/{mem.thread_id}/variables/{request.request_id}"
@@ -211,37 +202,36 @@ class SubagentSpawner(SubagentRegistry):
             error_data={"requestId": request.request_id, "missing": missing, "path": path},
         )
 
-    def _on_variables_provided(self, values: list[Any]) -> None:
-        parsed = parse_single(SIGNAL_VARIABLES_PROVIDED, values, VariablesProvided)
-        if isinstance(parsed, str):
-            self._warn("malformed_signal", SIGNAL_VARIABLES_PROVIDED, parsed)
-            return
-        deferred = self._deferred.pop(parsed.request_id, None)
+    def take_deferred(self, provided: VariablesProvided) -> SpawnRequest:
+        """The deferred spawn `provided` unblocks; `UnknownVariableRequest` if none waits."""
+        deferred = self._mem.subagents.deferred.pop(provided.request_id, None)
         if deferred is None:
-            self._warn(
-                "unknown_variable_request",
-                SIGNAL_VARIABLES_PROVIDED,
-                f"no deferred subagent waits on request {parsed.request_id!r}",
+            raise UnknownVariableRequest(
+                f"no deferred subagent waits on request {provided.request_id!r}"
             )
-            return
-        if self._refuse_when_terminated(SIGNAL_VARIABLES_PROVIDED):
-            return
-        self._in_background(asyncio.create_task(self._boot(deferred)))
+        return deferred
+
+    def boot_later(self, deferred: SpawnRequest) -> None:
+        """Start a deferred subagent in the background (from a signal handler)."""
+        self._background.run(self._boot(deferred))
 
     async def _boot(self, deferred: SpawnRequest) -> None:
         """Start a deferred subagent now that its values are stored; tell the parent."""
-        mem, request_id = self._require_mem(), deferred.scoped_env_request
-        spawned = await self._spawn(deferred, turn_id=None)
-        mem.emit("action.resolved", {"actionId": request_id, "kind": "scoped_variables"})
-        if isinstance(spawned, ToolResult):
-            text = f"The deferred subagent {deferred.name!r} could not start: {spawned.error}"
+        mem, request_id = self._mem, deferred.scoped_env_request
+        try:
+            spawned = await self.spawn(deferred, turn_id=None)
+        except ToolRefused as refused:
+            text = (
+                f"The deferred subagent {deferred.name!r} could not start: {refused.result.error}"
+            )
         else:
             text = (
                 f"Subagent {spawned.name!r} (reference {spawned.reference}) started after its "
                 "scoped variables were provided."
             )
-        if not self._terminated_at:
-            self._queue_message(
+        mem.emit("action.resolved", {"actionId": request_id, "kind": "scoped_variables"})
+        if not mem.is_terminated():
+            self._queue.add_message(
                 QueuedMessage(
                     role="user",
                     content=text,

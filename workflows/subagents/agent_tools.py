@@ -2,8 +2,8 @@
 `subagent_message` and `immediate` subagents.
 
 They run in the workflow, not in an activity: what they do is start, signal or await
-workflows. A subagent is a child `AgentThread` (`subagent_spawn.py`); its registry and
-reports are in `subagent_registry.py`; the child's side is `child_reports.py`.
+workflows. Each call either runs or raises `ToolRefused`, whose error result is what the
+model sees.
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ from typing import Any
 
 from temporalio import workflow
 
-from contract.activities import (
-    ToolResult,
-)
+from contract.activities import ToolResult
 from contract.definitions import ToolSpec
 from contract.messages import Message, QueuedMessage, Side, ToolCall
 from contract.subagents import (
@@ -30,58 +28,65 @@ from contract.thread import SIGNAL_QUEUE_MESSAGE
 from contract.thread_env import EnvEntry
 from contract.tool_catalog import enabled_subagents, handoff_config
 from workflows import search_attributes
-from workflows.subagent_registry import LIVE, MissingFile, tool_error
-from workflows.subagent_spawn import SubagentSpawner
+from workflows.active_agent import ActiveAgent
+from workflows.subagents.common import LIVE, ToolRefused, refuse
+from workflows.subagents.files import MissingFile, copy_files
+from workflows.subagents.registry import SubagentRegistry, UnknownChild
+from workflows.subagents.spawner import SubagentSpawner
+from workflows.thread_state import ThreadMemory
 
 
-class SubagentHost(SubagentSpawner):
-    """The parent's half of subagents: the tools the workflow runs itself (a base of the
-    workflow class)."""
+class AgentTools:
+    """The parent's half of subagents: the tools the workflow runs itself."""
 
-    # ---- the tools the workflow runs itself ------------------------------------------
+    def __init__(
+        self,
+        mem: ThreadMemory,
+        agents: ActiveAgent,
+        registry: SubagentRegistry,
+        spawner: SubagentSpawner,
+    ) -> None:
+        self._mem = mem
+        self._agents = agents
+        self._registry = registry
+        self._spawner = spawner
 
-    async def run_agent_tool(
+    async def run(
         self, call: ToolCall, spec: ToolSpec, *, side: Side, turn_id: str, step_id: str
     ) -> ToolResult:
         """Run a subagent, handoff, `subagent_create` or `subagent_message` call."""
-        name = call.function.name
         try:
-            args = json.loads(call.function.arguments or "{}")
-        except ValueError as err:
-            return tool_error(
-                "invalid_arguments", f"arguments of {name!r} are not valid JSON: {err}"
+            args = _arguments(call)
+            if spec.kind == "handoff":
+                return self._handoff(call, spec, args, turn_id=turn_id, step_id=step_id)
+            configs = enabled_subagents(
+                self._agents.snapshot(), self._agents.prompt(side), self._agents.env(side)
             )
-        if not isinstance(args, dict):
-            return tool_error("invalid_arguments", f"arguments of {name!r} must be a JSON object")
-        if spec.kind == "handoff":
-            return self._handoff(call, spec, args, turn_id=turn_id, step_id=step_id)
-        configs = enabled_subagents(
-            self._require_snapshot(), self._active_prompt(side), self._env(side)
-        )
-        if spec.kind == "subagent":
-            config = configs.get(spec.target or name)
-            if config is None or config.resumable is not False:
-                return tool_error(ERROR_UNKNOWN_SUBAGENT, f"subagent {name!r} is not enabled here")
-            return await self._call_subagent(config, args, call, turn_id=turn_id)
-        if spec.kind == "subagent_create":
-            return await self._subagent_create(configs, args, call, turn_id=turn_id)
-        return await self._subagent_message(args, call, turn_id=turn_id)
+            if spec.kind == "subagent":
+                name = call.function.name
+                config = configs.get(spec.target or name)
+                if config is None or config.resumable is not False:
+                    raise refuse(ERROR_UNKNOWN_SUBAGENT, f"subagent {name!r} is not enabled here")
+                return await self._call_subagent(config, args, call, turn_id=turn_id)
+            if spec.kind == "subagent_create":
+                return await self._subagent_create(configs, args, call, turn_id=turn_id)
+            return await self._subagent_message(args, call, turn_id=turn_id)
+        except ToolRefused as refused:
+            return refused.result
 
     async def _call_subagent(
         self, config: SubagentToolConfig, args: dict[str, Any], call: ToolCall, *, turn_id: str
     ) -> ToolResult:
         message = args.get(config.message_property())
         if not isinstance(message, str) or not message.strip():
-            return tool_error(
+            raise refuse(
                 "invalid_arguments",
                 f"{config.name!r} needs a non-empty string argument "
                 f"{config.message_property()!r}: the task for the subagent",
             )
         attachments = _paths(args, config.init_attachments_property)
-        if isinstance(attachments, str):
-            return tool_error("invalid_arguments", attachments)
         label = args.get(config.init_agent_name_property or "") or config.name
-        spawned = await self._spawn(
+        spawned = await self._spawner.spawn(
             SpawnRequest(
                 config=config,
                 name=str(label),
@@ -93,11 +98,9 @@ class SubagentHost(SubagentSpawner):
             ),
             turn_id=turn_id,
         )
-        if isinstance(spawned, ToolResult):
-            return spawned
         if not config.blocking:
             return _started(spawned)
-        return self._result_of(spawned, await self._await_report(spawned.reference))
+        return await self._registry.result_when_done(spawned)
 
     async def _subagent_create(
         self,
@@ -113,21 +116,21 @@ class SubagentHost(SubagentSpawner):
             agent = next(iter(resumable))
         config = resumable.get(str(agent))
         if config is None or config.resumable is False:
-            return tool_error(
+            raise refuse(
                 ERROR_UNKNOWN_SUBAGENT,
                 f"subagent_create: unknown agent {agent!r}; resumable subagents here: "
                 f"{', '.join(sorted(resumable)) or '(none)'}",
             )
         name = args.get("name")
         if not isinstance(name, str) or not name.strip():
-            return tool_error(
+            raise refuse(
                 "invalid_arguments", "subagent_create needs a non-empty `name` for the subagent"
             )
         name = name.strip()
-        live = [e for e in self._children.values() if e.agent == config.name and not e.closed]
+        live = self._registry.live_of(config.name)
         taken = next((e for e in live if e.name == name), None)
         if taken is not None:
-            return tool_error(
+            raise refuse(
                 "name_taken",
                 f"a {config.name} subagent named {name!r} already exists (reference "
                 f"{taken.reference}); send it work with subagent_message, or pick another name",
@@ -148,12 +151,10 @@ class SubagentHost(SubagentSpawner):
             )
         message = args.get("message")
         if message is not None and not isinstance(message, str):
-            return tool_error("invalid_arguments", "subagent_create: `message` must be a string")
+            raise refuse("invalid_arguments", "subagent_create: `message` must be a string")
         attachments = _paths(args, "attachments")
-        if isinstance(attachments, str):
-            return tool_error("invalid_arguments", attachments)
         description = args.get("description")
-        spawned = await self._spawn(
+        spawned = await self._spawner.spawn(
             SpawnRequest(
                 config=config,
                 name=name,
@@ -166,61 +167,56 @@ class SubagentHost(SubagentSpawner):
             ),
             turn_id=turn_id,
         )
-        if isinstance(spawned, ToolResult):
-            return spawned
         if not config.blocking or not message:
             return _started(spawned)
-        return self._result_of(spawned, await self._await_report(spawned.reference))
+        return await self._registry.result_when_done(spawned)
 
     async def _subagent_message(
         self, args: dict[str, Any], call: ToolCall, *, turn_id: str
     ) -> ToolResult:
         wanted, message = args.get("reference"), args.get("message")
-        entry = self._find_child(wanted)
-        if entry is None:
-            known = ", ".join(f"{e.name!r} ({e.reference})" for e in self._children.values())
-            return tool_error(
-                ERROR_UNKNOWN_SUBAGENT,
-                f"subagent_message: no subagent {wanted!r}; known: {known or '(none)'}",
-            )
+        try:
+            entry = self._registry.find(wanted)
+        except UnknownChild as err:
+            raise refuse(ERROR_UNKNOWN_SUBAGENT, f"subagent_message: {err}") from None
         if not isinstance(message, str) or not message.strip():
-            return tool_error("invalid_arguments", "subagent_message needs a non-empty `message`")
+            raise refuse("invalid_arguments", "subagent_message needs a non-empty `message`")
         if entry.closed or entry.status not in LIVE:
-            return tool_error(
+            raise refuse(
                 "subagent_closed",
                 f"subagent {entry.name!r} ({entry.reference}) is {entry.status} and takes no "
                 "more messages; create a new one with subagent_create",
             )
         attachments = _paths(args, "attachments")
-        if isinstance(attachments, str):
-            return tool_error("invalid_arguments", attachments)
         try:
-            copied = await self._copy_files(entry.reference, attachments, f"{call.id}:in")
+            copied = await copy_files(
+                self._mem.thread_id, entry.reference, attachments, f"{call.id}:in"
+            )
         except MissingFile as err:
-            return tool_error("attachment_not_found", str(err))
+            raise refuse("attachment_not_found", str(err)) from None
         role = "assistant" if entry.receives_messages == "side_b" else "user"
         outgoing = QueuedMessage(role=role, content=message, attachments=copied)
         await workflow.get_external_workflow_handle(entry.reference).signal(
             SIGNAL_QUEUE_MESSAGE, outgoing.model_dump(mode="json", by_alias=True)
         )
-        self._set_child_status(entry, "running")
-        self._emit_child("subagent.input", entry, turn_id=turn_id, messageChars=len(message))
-        await self._publish()
+        self._registry.set_status(entry, "running")
+        self._registry.emit(entry, "subagent.input", turn_id=turn_id, messageChars=len(message))
+        await self._registry.publish()
         if not entry.blocking:
             return _started(entry)
-        return self._result_of(entry, await self._await_report(entry.reference))
+        return await self._registry.result_when_done(entry)
 
     def _handoff(
         self, call: ToolCall, spec: ToolSpec, args: dict[str, Any], *, turn_id: str, step_id: str
     ) -> ToolResult:
         """Runtime §5.3: an ai_human agent called as a tool takes over this same thread."""
-        snapshot = self._require_snapshot()
+        snapshot = self._agents.snapshot()
         target = spec.target or call.function.name
-        previous = self._agent().name
-        config = handoff_config(self._active_prompt("a"), target)
+        previous = self._agents.agent().name
+        config = handoff_config(self._agents.prompt("a"), target)
         note = args.get(config.init_user_message_property or "message")
-        self._active_agent = None if target == snapshot.agent.name else target
-        self._require_mem().emit(
+        self._mem.active_agent = None if target == snapshot.agent.name else target
+        self._mem.emit(
             "thread.updated",
             {"handoff": {"from": previous, "to": target, "note": note}},
             turn_id=turn_id,
@@ -245,37 +241,37 @@ class SubagentHost(SubagentSpawner):
         later, like any subagent. Children run their own immediates the same way, which
         makes the activation recursive.
         """
-        prompt = self._active_prompt(side)
-        if prompt.name in self._immediate_done:
+        prompt = self._agents.prompt(side)
+        done = self._mem.subagents.immediate_done
+        if prompt.name in done:
             return new_messages
-        self._immediate_done.add(prompt.name)
-        mem, env = self._require_mem(), self._env(side)
+        done.add(prompt.name)
+        mem, env = self._mem, self._agents.env(side)
         trigger = next((m.content for m in reversed(new_messages) if m.content), None)
         added: list[Message] = []
-        for config in enabled_subagents(self._require_snapshot(), prompt, env).values():
+        for config in enabled_subagents(self._agents.snapshot(), prompt, env).values():
             immediate = config.immediate_config()
             if immediate is None:
                 continue
             name = _env_text(env, immediate.name_env) or config.name
-            spawned = await self._spawn(
-                SpawnRequest(
-                    config=config,
-                    name=name,
-                    tool=config.name,
-                    message=trigger,
-                    description=_env_text(env, immediate.description_env),
-                ),
-                turn_id=turn_id,
+            request = SpawnRequest(
+                config=config,
+                name=name,
+                tool=config.name,
+                message=trigger,
+                description=_env_text(env, immediate.description_env),
             )
-            if isinstance(spawned, ToolResult):
-                text = f"Immediate subagent {config.name!r} did not start: {spawned.error}"
-            elif config.blocking and trigger:
-                result = self._result_of(spawned, await self._await_report(spawned.reference))
+            try:
+                spawned = await self._spawner.spawn(request, turn_id=turn_id)
+            except ToolRefused as refused:
+                text = f"Immediate subagent {config.name!r} did not start: {refused.result.error}"
+            else:
+                if not (config.blocking and trigger):
+                    continue
+                result = await self._registry.result_when_done(spawned)
                 text = f"Immediate subagent {name!r} ({spawned.reference}) answered: " + (
                     json.dumps(result.result) if result.status == "success" else str(result.error)
                 )
-            else:
-                continue
             added.append(
                 mem.new_message(
                     role="user",
@@ -288,18 +284,31 @@ class SubagentHost(SubagentSpawner):
         return [*new_messages, *added]
 
 
+def _arguments(call: ToolCall) -> dict[str, Any]:
+    name = call.function.name
+    try:
+        args = json.loads(call.function.arguments or "{}")
+    except ValueError as err:
+        raise refuse(
+            "invalid_arguments", f"arguments of {name!r} are not valid JSON: {err}"
+        ) from None
+    if not isinstance(args, dict):
+        raise refuse("invalid_arguments", f"arguments of {name!r} must be a JSON object")
+    return args
+
+
 def _env_text(env: dict[str, EnvEntry], name: str | None) -> str | None:
     # nameEnv/descriptionEnv are model-visible hints by definition (§7.4).
     entry = env.get(name) if name else None
     return str(entry.value) if entry is not None and entry.value is not None else None
 
 
-def _paths(args: dict[str, Any], prop: str | None) -> list[str] | str:
+def _paths(args: dict[str, Any], prop: str | None) -> list[str]:
     if not prop or args.get(prop) is None:
         return []
     value = args[prop]
     if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
-        return f"{prop!r} must be a list of file paths"
+        raise refuse("invalid_arguments", f"{prop!r} must be a list of file paths")
     return list(value)
 
 

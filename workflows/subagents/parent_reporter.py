@@ -6,15 +6,15 @@ copied into the parent's filesystem first, so the paths in a report are the pare
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any, Literal
+from typing import Literal, Protocol
 
 from temporalio import workflow
 
 from contract.subagents import SIGNAL_SUBAGENT_REPORT, SubagentReport
+from workflows.background import BackgroundTasks
 from workflows.stop_rules import Stop
-from workflows.subagent_registry import MissingFile
-from workflows.subagents import SubagentHost
+from workflows.subagents.files import MissingFile, copy_files
+from workflows.thread_state import ThreadMemory
 
 # Session ends a parent is told about as failures it can act on.
 _FAILED = ("session_fail", "step_error", "max_total_steps", "repeated_tool_error")
@@ -22,43 +22,51 @@ _FAILED = ("session_fail", "step_error", "max_total_steps", "repeated_tool_error
 ReportKind = Literal["status", "notify", "completed", "failed", "closed"]
 
 
-class ChildReports(SubagentHost):
-    """What a thread started as a subagent tells its parent."""
+class ReporterHost(Protocol):
+    """What the parent reporter needs from the workflow."""
 
-    def _is_child(self) -> bool:
-        return self._require_start().parent is not None
+    def terminate(self, reason: str | None) -> None:
+        """Soft shutdown (Runtime §10)."""
+
+
+class ParentReporter:
+    """What a thread started as a subagent tells its parent; inert for a root thread."""
+
+    def __init__(self, mem: ThreadMemory, background: BackgroundTasks, host: ReporterHost) -> None:
+        self._mem = mem
+        self._background = background
+        self._host = host
+
+    def is_child(self) -> bool:
+        return self._mem.start.parent is not None
 
     async def report_session_end(self, stop: Stop | None) -> None:
         """Deliver the session's terminal payload; a non-resumable child then ends (§10)."""
-        parent = self._require_start().parent
-        if parent is None or self._terminated_at:
+        mem, parent = self._mem, self._mem.start.parent
+        if parent is None or mem.is_terminated():
             return
-        failed = self._stop_reason in _FAILED
-        content = (stop.response if stop else None) or self._last_outcome
-        await self._report(
+        failed = mem.stop_reason in _FAILED
+        content = (stop.response if stop else None) or mem.last_outcome
+        await self.report(
             "failed" if failed else "completed",
             content=content,
             attachments=list(stop.attachments) if stop else [],
-            stop_reason=self._stop_reason,
+            stop_reason=mem.stop_reason,
         )
         if not parent.resumable:
-            self.terminate("delivered its result to the parent thread")
+            self._host.terminate("delivered its result to the parent thread")
 
-    def _relay_to_parent(self, kind: str, text: str | None) -> bool:
-        # A child's set_status and notify_parent intents go to its parent (§8.2).
-        if not self._is_child():
+    def relay(self, kind: str, text: str | None) -> bool:
+        """Send a set_status/notify_parent intent to the parent (§8.2); False for a root."""
+        if not self.is_child():
             return False
         if kind == "notify_parent":
-            self.report_later("notify", content=text)
+            self._background.run(self.report("notify", content=text))
         else:
-            self.report_later("status", status=text)
+            self._background.run(self.report("status", status=text))
         return True
 
-    def report_later(self, kind: ReportKind, **fields: Any) -> None:
-        """Send a report from synchronous code (a tool's intent); awaited before the run ends."""
-        self._in_background(asyncio.create_task(self._report(kind, **fields)))
-
-    async def _report(
+    async def report(
         self,
         kind: ReportKind,
         *,
@@ -67,15 +75,14 @@ class ChildReports(SubagentHost):
         attachments: list[str] | None = None,
         stop_reason: str | None = None,
     ) -> None:
-        parent = self._require_start().parent
+        mem, parent = self._mem, self._mem.start.parent
         if parent is None:
             return
-        mem = self._require_mem()
         report_id = mem.new_id("report")
         paths: list[str] = []
         if attachments:
             try:
-                paths = await self._copy_files(parent.thread_id, attachments, report_id)
+                paths = await copy_files(mem.thread_id, parent.thread_id, attachments, report_id)
             except MissingFile as err:
                 content = f"{content or ''}\n[attachments not delivered: {err}]".strip()
         report = SubagentReport(
@@ -86,7 +93,7 @@ class ChildReports(SubagentHost):
             content=content[:200_000] if content else content,
             attachments=paths,
             stop_reason=stop_reason,
-            usage=self.total_usage().model_dump(mode="json", by_alias=True),
+            usage=mem.total_usage().model_dump(mode="json", by_alias=True),
         )
         try:
             await workflow.get_external_workflow_handle(parent.thread_id).signal(
@@ -94,9 +101,3 @@ class ChildReports(SubagentHost):
             )
         except Exception as err:  # a parent that is gone cannot be told
             mem.incident("parent_unreachable", f"{kind} report not delivered: {err}")
-
-    async def finish_background(self) -> None:
-        """Wait for reports and deferred boots still in flight."""
-        while self._background:
-            pending, self._background = self._background, []
-            await asyncio.gather(*pending, return_exceptions=True)

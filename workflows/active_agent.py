@@ -1,0 +1,47 @@
+"""The definitions a thread runs with now: its snapshot and the agent a handoff chose."""
+
+from __future__ import annotations
+
+from temporalio.exceptions import ApplicationError
+
+from contract.definitions import AgentDef, DefinitionSnapshot, PromptDef, SideConfig
+from contract.messages import Side
+from contract.thread_env import EnvEntry, merge_env
+from workflows.thread_state import ThreadMemory
+
+
+class ActiveAgent:
+    """Reads the snapshot in `ThreadMemory` for the agent that runs the thread now."""
+
+    def __init__(self, mem: ThreadMemory) -> None:
+        self._mem = mem
+
+    def snapshot(self) -> DefinitionSnapshot:
+        """The thread's definitions.
+
+        They are loaded by `thread.init` before the first step (or carried into a continued
+        run), so only code that runs before the thread is ready can find them missing.
+        """
+        if self._mem.snapshot is None:
+            raise ApplicationError("thread definitions are not loaded yet", type="NotStarted")
+        return self._mem.snapshot
+
+    def name(self) -> str:
+        """The active agent's name; the start input's agent while preparing."""
+        if self._mem.snapshot is None:
+            return self._mem.start.agent
+        return self.agent().name
+
+    def agent(self) -> AgentDef:
+        """The agent that runs the thread now (its own, or a handoff target)."""
+        return self.snapshot().agent_def(self._mem.active_agent)
+
+    def side(self, side: Side) -> SideConfig:
+        return self.agent().side(side)
+
+    def prompt(self, side: Side) -> PromptDef:
+        return self.snapshot().prompts[self.side(side).prompt]
+
+    def env(self, side: Side) -> dict[str, EnvEntry]:
+        """This thread's env as the workflow knows it: prompt, agent, then thread values."""
+        return merge_env(self.prompt(side).env, self.agent().env, self._mem.start.env)

@@ -1,0 +1,83 @@
+"""Starting a step's activity within the payload budget, with weft's retry policy.
+
+Temporal refuses a payload over 2 MB by failing the workflow task forever, so every
+activity input that carries messages is measured first; when it is too big, what it
+carries is written by the local `store.flush` (whose input never reaches history) and the
+activity is started with ids only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+from contract.events import Event
+from contract.messages import Message
+from workflows.outbox import persist_first
+from workflows.payload_budget import encoded_size
+from workflows.thread_state import ThreadMemory
+
+Input = TypeVar("Input", bound=BaseModel)
+Result = TypeVar("Result")
+
+
+@dataclass
+class Carried:
+    """Events and messages an activity input carries to the store."""
+
+    events: list[Event] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+
+    def give_back(self, mem: ThreadMemory) -> None:
+        """The activity failed: keep what it carried for the next one, in order."""
+        mem.return_outbox(self.events)
+        mem.return_messages(self.messages)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Timeouts and attempts of one kind of step activity."""
+
+    timeout_seconds: float
+    heartbeat_seconds: float
+    max_attempts: int
+
+
+async def start_within_budget(
+    mem: ThreadMemory,
+    activity: str,
+    payload: Input,
+    carried: Carried,
+    *,
+    without_carried: dict[str, Any],
+    result_type: type[Result],
+    budget: int,
+    limits: Limits,
+) -> tuple[workflow.ActivityHandle[Result], Carried]:
+    """Start `activity`; when `payload` is over `budget`, persist what it carries first.
+
+    `without_carried` is the update that empties the payload's carried fields. Returns the
+    handle and what the started input still carries (nothing, after persisting).
+    """
+    if encoded_size(payload) > budget:
+        await persist_first(mem, carried.events, carried.messages)
+        carried = Carried()
+        payload = payload.model_copy(update=without_carried)
+    handle = workflow.start_activity(
+        activity,
+        payload,
+        result_type=result_type,
+        start_to_close_timeout=timedelta(seconds=limits.timeout_seconds),
+        heartbeat_timeout=timedelta(seconds=limits.heartbeat_seconds),
+        retry_policy=RetryPolicy(
+            initial_interval=timedelta(seconds=1),
+            maximum_interval=timedelta(seconds=30),
+            maximum_attempts=limits.max_attempts,
+        ),
+    )
+    return handle, carried

@@ -1,0 +1,130 @@
+"""Runtime §3 steps 2-4: call the side's model, then its fallbacks in order.
+
+`model.call` writes the new messages and the outbox, reads the transcript from the store,
+streams from the provider and writes the assistant message; its result is the message.
+"""
+
+from __future__ import annotations
+
+from temporalio.exceptions import ActivityError, CancelledError
+
+from contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult
+from contract.messages import Message, Side
+from workflows.active_agent import ActiveAgent
+from workflows.activity_calls import Carried, Limits, start_within_budget
+from workflows.failures import failure_text
+from workflows.in_flight import InFlight
+from workflows.thread_state import ThreadMemory
+
+
+class ModelInterrupted(Exception):
+    """submit_turn(policy=interrupt) cancelled the call; the drained messages went back to
+    the outbox, and the step restarts with whatever is queued now."""
+
+
+class ModelCaller:
+    """Calls the model of one step, with fallbacks; failures end the turn, not the thread."""
+
+    def __init__(self, mem: ThreadMemory, agents: ActiveAgent, in_flight: InFlight) -> None:
+        self._mem = mem
+        self._agents = agents
+        self._in_flight = in_flight
+        options = mem.start.options
+        self._budget = options.payload_budget_bytes
+        self._limits = Limits(
+            options.model_timeout_seconds,
+            options.heartbeat_timeout_seconds,
+            options.model_max_attempts,
+        )
+
+    async def call(
+        self, side: Side, turn_id: str, step_id: str, new_messages: list[Message]
+    ) -> ModelCallResult | None:
+        """The assistant's reply; None when every model failed (the stop reason says why).
+
+        Raises `ModelInterrupted` when a newer message interrupted the call.
+        """
+        mem, snapshot = self._mem, self._agents.snapshot()
+        prompt = self._agents.prompt(side)
+        candidates = [prompt.model, *snapshot.models[prompt.model].fallbacks]
+        message_id, position = mem.new_id("msg"), mem.reserve_position()
+        messages = [*mem.take_outbox_messages(), *new_messages]
+        last_error = "no model was tried"
+        for model_name in candidates:
+            carried = Carried(mem.take_outbox(), messages)
+            call = ModelCallInput(
+                thread_id=mem.thread_id,
+                session_id=mem.session_id,
+                snapshot_id=snapshot.snapshot_id,
+                side=side,
+                model=model_name,
+                agent=mem.active_agent,
+                turn_id=turn_id,
+                step_id=step_id,
+                step=mem.counters.steps,
+                assistant_message_id=message_id,
+                assistant_position=position,
+                new_messages=carried.messages,
+                outbox=carried.events,
+            )
+            handle, carried = await start_within_budget(
+                mem,
+                ACTIVITY_MODEL_CALL,
+                call,
+                carried,
+                without_carried={"new_messages": [], "outbox": []},
+                result_type=ModelCallResult,
+                budget=self._budget,
+                limits=self._limits,
+            )
+            # Persisted messages are not carried again by a fallback.
+            messages = carried.messages
+            self._in_flight.track(handle, model=True)
+            try:
+                result = await handle
+            except ActivityError as err:
+                mem.return_outbox(carried.events)
+                if self._in_flight.take_interrupt() and not mem.is_terminated():
+                    mem.return_messages(messages)
+                    mem.emit(
+                        "model.failed",
+                        {"code": "interrupted", "model": model_name, "messageId": message_id},
+                        turn_id=turn_id,
+                        step_id=step_id,
+                    )
+                    raise ModelInterrupted() from None
+                if mem.is_terminated() or isinstance(err.cause, CancelledError):
+                    mem.stop_reason = "aborted_by_user"
+                    break
+                last_error = failure_text(err)
+                mem.incident("model_failed", last_error, turn_id=turn_id, step_id=step_id)
+                mem.emit(
+                    "runtime.warning",
+                    {"code": "model_failed", "model": model_name, "message": last_error},
+                    turn_id=turn_id,
+                    step_id=step_id,
+                )
+                continue
+            finally:
+                self._in_flight.track(None)
+            self._in_flight.clear_interrupt()
+            mem.index_message(result.message)
+            _add_usage(mem, result)
+            return result
+        # Nothing answered: keep the drained messages (idempotent writes) and fail the turn.
+        mem.outbox_messages.extend(messages)
+        if mem.stop_reason != "aborted_by_user":
+            mem.stop_reason = "step_error"
+            mem.last_outcome = last_error
+            mem.incident("step_error", last_error, turn_id=turn_id, step_id=step_id)
+        return None
+
+
+def _add_usage(mem: ThreadMemory, result: ModelCallResult) -> None:
+    mem.usage.input_tokens += result.usage.input_tokens
+    mem.usage.output_tokens += result.usage.output_tokens
+    mem.usage.cached_tokens += result.usage.cached_tokens
+    if result.cost_usd is not None:
+        mem.usage.cost_usd = (mem.usage.cost_usd or 0.0) + result.cost_usd
+    else:
+        mem.cost_unknown = True

@@ -1,0 +1,116 @@
+"""The thread's FIFO queue of messages and tools, and its edits: enqueue, remove, promote,
+reject and interrupt.
+
+Each change records `queue.changed` with the queue as it is afterwards, so a client can
+rebuild the queue from events alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contract.messages import QueuedMessage, QueuedTool, SubmitTurnResult
+from workflows.thread_state import QueueEntry, ThreadMemory
+
+
+class UnknownQueuedTurn(Exception):
+    """A remove or promote named a queue id that is not queued."""
+
+
+class ThreadQueue:
+    """Queued work of one thread; the entries live in `ThreadMemory.queue` (carried)."""
+
+    def __init__(self, mem: ThreadMemory) -> None:
+        self._mem = mem
+
+    def __bool__(self) -> bool:
+        return bool(self._mem.queue)
+
+    def __len__(self) -> int:
+        return len(self._mem.queue)
+
+    def add_message(self, message: QueuedMessage) -> QueueEntry:
+        """Queue a message as a turn of its own."""
+        mem = self._mem
+        entry = QueueEntry(mem.new_id("q"), mem.new_id("turn"), mem.timestamp(), message=message)
+        self._append(entry)
+        return entry
+
+    def add_tool(self, tool: QueuedTool) -> QueueEntry:
+        """Queue a tool call to run through the normal tool flow."""
+        mem = self._mem
+        entry = QueueEntry(mem.new_id("q"), mem.new_id("turn"), mem.timestamp(), tool=tool)
+        self._append(entry)
+        return entry
+
+    def pop(self) -> QueueEntry:
+        """The oldest entry, removed (no event: the drain records one for all it took)."""
+        return self._mem.queue.popleft()
+
+    def head(self) -> QueueEntry:
+        return self._mem.queue[0]
+
+    def remove(self, queue_id: str) -> None:
+        """Drop a queued turn; `UnknownQueuedTurn` when there is no such entry."""
+        entry = self._find(queue_id)
+        self._mem.queue.remove(entry)
+        self._changed("removed", entry)
+
+    def promote(self, queue_id: str) -> None:
+        """Move a queued turn to the front of the queue."""
+        entry = self._find(queue_id)
+        self._mem.queue.remove(entry)
+        self._mem.queue.appendleft(entry)
+        self._changed("promoted", entry)
+
+    def reject(self) -> SubmitTurnResult:
+        """Refuse a `submit_turn` with policy `reject` because the thread is busy."""
+        mem = self._mem
+        reason = (
+            f"policy 'reject': the thread is busy ({mem.status}"
+            + (f", turn {mem.active_turn}" if mem.active_turn else "")
+            + (f", {len(mem.queue)} queued" if mem.queue else "")
+            + ")"
+        )
+        turn_id = mem.new_id("turn")
+        mem.emit(
+            "queue.changed",
+            {"action": "rejected", "reason": reason, "queue": self.snapshot()},
+            turn_id=turn_id,
+        )
+        return SubmitTurnResult(turn_id=turn_id, status="rejected", reason=reason)
+
+    def interrupted(self, entry: QueueEntry) -> None:
+        """Record that `entry` cancelled the in-flight model call of the active turn."""
+        self._changed("interrupt", entry, interruptedTurnId=self._mem.active_turn)
+
+    def drained(self, *, turn_id: str, step_id: str) -> None:
+        """Record that a step took every queued entry."""
+        self._mem.emit(
+            "queue.changed",
+            {"action": "drained", "queue": self.snapshot()},
+            turn_id=turn_id,
+            step_id=step_id,
+        )
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """The queue as `queue.changed` events describe it."""
+        return [entry.to_item().model_dump(by_alias=True) for entry in self._mem.queue]
+
+    def _append(self, entry: QueueEntry) -> None:
+        self._mem.queue.append(entry)
+        self._changed("enqueued", entry)
+
+    def _changed(self, action: str, entry: QueueEntry, **extra: object) -> None:
+        self._mem.emit(
+            "queue.changed",
+            {"action": action, "queueId": entry.queue_id, "queue": self.snapshot(), **extra},
+            queue_id=entry.queue_id,
+        )
+
+    def _find(self, queue_id: str) -> QueueEntry:
+        entry = next((e for e in self._mem.queue if e.queue_id == queue_id), None)
+        if entry is None:
+            queued = ", ".join(e.queue_id for e in self._mem.queue) or "none"
+            raise UnknownQueuedTurn(f"no queued turn {queue_id!r}; queued: {queued}")
+        return entry
