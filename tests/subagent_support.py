@@ -1,11 +1,13 @@
-"""Definitions for subagent tests: a parent agent and a dual_ai child on scripted models."""
+"""Shared by the subagent tests: a parent agent and a dual_ai child on scripted models,
+their tools, and helpers to start the parent and read tool results."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel
-from support import CityArgs, weather
+from support import CityArgs, add_script, weather
 
 from activities.definitions import (
     Definitions,
@@ -14,6 +16,8 @@ from activities.definitions import (
     define_prompt,
     define_tool,
 )
+from activities.store import Store
+from workers.scripted_model import ScriptedModelServer
 
 
 def family(
@@ -182,3 +186,33 @@ async def look_around(state: Any, args: NoArgs) -> dict[str, Any]:
         "parent": parent["threadId"] if parent else None,
         "arguments": await state.arguments(),
     }
+
+
+def tool_result(store: Store, thread_id: str, name: str) -> dict[str, Any]:
+    """The last result of tool `name` in the thread, decoded from its tool message."""
+    found = [m for m in store.messages.list(thread_id) if m.role == "tool" and m.name == name]
+    assert found, f"no {name} tool result in {thread_id}"
+    result: dict[str, Any] = json.loads(found[-1].content or "")
+    return result
+
+
+def delegate_then_acknowledge(
+    scripted_server: ScriptedModelServer, task: str, acknowledgement: str
+) -> str:
+    """A parent script: call the researcher with `task`, say "started", and answer the
+    child's queued completion with `acknowledgement`."""
+    return add_script(
+        scripted_server,
+        {
+            "turns": [
+                {
+                    "match": "go",
+                    "replies": [
+                        {"tool_calls": [{"name": "researcher", "arguments": {"message": task}}]},
+                        {"text": "started"},
+                    ],
+                },
+                {"match": "completed:", "replies": [{"text": acknowledgement}]},
+            ]
+        },
+    )
