@@ -26,12 +26,6 @@ class ActiveAgent:
             raise ApplicationError("thread definitions are not loaded yet", type="NotStarted")
         return self._mem.snapshot
 
-    def name(self) -> str:
-        """The active agent's name; the start input's agent while preparing."""
-        if self._mem.snapshot is None:
-            return self._mem.start.agent
-        return self.agent().name
-
     def agent(self) -> AgentDef:
         """The agent that runs the thread now (its own, or a handoff target)."""
         return self.snapshot().agent_def(self._mem.active_agent)

@@ -10,24 +10,17 @@ result), so history grows linearly with the conversation.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
 from typing import Any
 
 from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.common import RawValue, RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.common import RawValue
+from temporalio.exceptions import ApplicationError
 
 from contract.actions import UPDATE_RESPOND_ACTION_CHECKED, ActionKind, RespondActionResult
-from contract.activities import (
-    ACTIVITY_THREAD_INIT,
-    Intent,
-    ThreadInitInput,
-    ThreadInitResult,
-    ToolResult,
-)
+from contract.activities import Intent, ToolResult
 from contract.definitions import ToolSpec
-from contract.messages import Message, MessagePage, Side, SubmitTurnResult, ToolCall
+from contract.messages import MessagePage, Side, SubmitTurnResult, ToolCall
 from contract.thread import (
     QUERY_MESSAGES,
     QUERY_SESSION_SNAPSHOT,
@@ -47,12 +40,11 @@ from workflows.active_agent import ActiveAgent
 from workflows.background import BackgroundTasks
 from workflows.continuation import Continuation, restore
 from workflows.control_plane import ControlPlane, refused_after_terminate
-from workflows.failures import failure_text
 from workflows.human_gate import HumanGate
 from workflows.in_flight import InFlight
+from workflows.intake import Intake
 from workflows.model_step import ModelCaller, ModelInterrupted
 from workflows.outbox import flush
-from workflows.payload_budget import encoded_size, megabytes
 from workflows.queue import ThreadQueue
 from workflows.stop_rules import (
     StepFacts,
@@ -65,6 +57,7 @@ from workflows.subagents.agent_tools import AgentTools
 from workflows.subagents.parent_reporter import ParentReporter
 from workflows.subagents.registry import SubagentRegistry
 from workflows.subagents.spawner import SubagentSpawner
+from workflows.thread_init import take_snapshot
 from workflows.thread_state import ThreadMemory
 from workflows.tool_runner import ToolRunner
 
@@ -88,6 +81,8 @@ class AgentThreadWorkflow:
                 type="InvalidStartInput",
                 non_retryable=True,
             )
+            # A placeholder keeps the state non-optional: `run` fails the thread at once,
+            # and handlers refuse or ignore what arrives meanwhile.
             valid = ThreadStartInput(agent="(invalid start input)")
         thread_id = workflow.info().workflow_id
         carried = valid.carry_over
@@ -109,6 +104,7 @@ class AgentThreadWorkflow:
         )
         gate = HumanGate(mem, self._agents, self)
         self._tools = ToolRunner(mem, self._agents, gate, self._in_flight, self)
+        self._intake = Intake(mem, self._queue, self._tools)
         self._model = ModelCaller(mem, self._agents, self._in_flight)
         self._continuation = Continuation(mem, self._agents, self._background)
         if carried is None and self._start_error is None:
@@ -148,9 +144,7 @@ class AgentThreadWorkflow:
     def thread_read(self) -> ThreadRead:
         """The thread read model: status, active turn, pending actions, queue, outcome."""
         self._refuse_if_not_started()
-        return read_models.thread_read(
-            self._mem, agent=self._agents.name(), policy=self._permission_state()
-        )
+        return read_models.thread_read(self._mem)
 
     @workflow.query(name=QUERY_SESSION_SNAPSHOT)
     def session_snapshot(self, page: Any = None) -> dict[str, Any]:
@@ -185,36 +179,11 @@ class AgentThreadWorkflow:
     async def _init(self) -> None:
         mem = self._mem
         search_attributes.upsert_initial(mem.start.agent, mem.parent_id, mem.session_id)
-        outbox = mem.take_outbox()
         try:
-            result: ThreadInitResult = await workflow.execute_activity(
-                ACTIVITY_THREAD_INIT,
-                ThreadInitInput(
-                    thread_id=mem.thread_id,
-                    agent=mem.start.agent,
-                    session_id=mem.session_id,
-                    user_id=mem.start.user_id,
-                    parent_thread_id=mem.parent_id,
-                    env=mem.start.env,
-                    scoped_env_request=mem.start.scoped_env_request,
-                    outbox=outbox,
-                ),
-                result_type=ThreadInitResult,
-                start_to_close_timeout=timedelta(seconds=30),
-                retry_policy=RetryPolicy(
-                    maximum_attempts=10, non_retryable_error_types=["UnknownAgent"]
-                ),
-            )
-        except ActivityError as err:
-            # The thread cannot run (unknown agent, store down past retries): fail it with
-            # the cause on top, rather than an opaque activity error.
+            mem.snapshot = await take_snapshot(mem)
+        except ApplicationError:
             self._set_status("failed")
-            raise ApplicationError(
-                f"thread {mem.thread_id} could not start: {failure_text(err)}",
-                type="ThreadInitFailed",
-                non_retryable=True,
-            ) from err
-        mem.snapshot = result.snapshot
+            raise
         self._set_status("waiting_input")
 
     async def _close(self) -> ThreadResult:
@@ -305,7 +274,7 @@ class AgentThreadWorkflow:
         side_steps = resumed_steps or 0
         while not mem.is_terminated():
             side_steps += 1
-            _count_step(mem, side)
+            mem.count_step(side)
             stop = await self._step(side, turn_id, side_steps)
             if stop is None:
                 # A safe point: between two steps, nothing in flight.
@@ -323,11 +292,7 @@ class AgentThreadWorkflow:
 
     def _finish_turn(self, side: Side, turn_id: str, stop: Stop) -> None:
         mem = self._mem
-        if side == "a":
-            mem.counters.side_a_turns += 1
-        else:
-            mem.counters.side_b_turns += 1
-        mem.counters.turns += 1
+        mem.count_turn(side)
         mem.stop_reason = stop.reason
         mem.last_outcome = stop.response
         if stop.response is not None and stop.reason != "stop_on_response":
@@ -350,22 +315,21 @@ class AgentThreadWorkflow:
         """Runtime §3 steps 1-7 for one model call; a Stop, or None to continue."""
         mem = self._mem
         step_id = mem.new_id("step")
-        new_messages, oversized = await self._drain_queue(side, turn_id, step_id)  # 1
-        new_messages = await self._agent_tools.start_immediate(side, turn_id, new_messages)
+        drained = await self._intake.drain(side, turn_id, step_id)  # 1
+        new_messages = await self._agent_tools.start_immediate(side, turn_id, drained.messages)
         if mem.is_terminated():
             return Stop("session", "aborted_by_user")
-        if oversized:
-            return self._refuse_oversized(new_messages, oversized, turn_id, step_id)
         while True:
+            if drained.oversized:
+                return self._intake.refuse(drained, turn_id=turn_id, step_id=step_id)
             try:
                 reply = await self._model.call(side, turn_id, step_id, new_messages)  # 2-4
                 break
             except ModelInterrupted:
                 # The drained messages went back to the outbox: restart the step with
                 # whatever is queued now.
-                new_messages, oversized = await self._drain_queue(side, turn_id, step_id)
-                if oversized:
-                    return self._refuse_oversized(new_messages, oversized, turn_id, step_id)
+                drained = await self._intake.drain(side, turn_id, step_id)
+                new_messages = drained.messages
         if reply is None:
             return Stop("session", mem.stop_reason or "step_error")
         outcomes = await self._tools.run_calls(  # 5-6
@@ -387,68 +351,6 @@ class AgentThreadWorkflow:
                 max_total_steps=mem.start.options.max_total_steps,
             )
         )
-
-    async def _drain_queue(
-        self, side: Side, turn_id: str, step_id: str
-    ) -> tuple[list[Message], list[str]]:
-        """Take every queued entry, FIFO; queued tools run now through the tool flow.
-
-        Returns the new messages, and why any queued message was refused as too large.
-        """
-        mem, queue = self._mem, self._queue
-        if not queue:
-            return [], []
-        pending: list[Message] = []
-        oversized: list[str] = []
-        budget = mem.start.options.payload_budget_bytes
-        while queue:
-            entry = queue.pop()
-            if entry.message is not None and encoded_size(entry.message) > budget:
-                # Only the start input or a tool's intent can bring one (signals are
-                # checked on arrival): refuse it rather than schedule it.
-                oversized.append(
-                    f"queued message {entry.queue_id} (turn {entry.turn_id}, role "
-                    f"{entry.message.role}) is {megabytes(encoded_size(entry.message))} "
-                    f"encoded, over the thread's payload budget of {megabytes(budget)}; "
-                    "it was not sent to the model (upload large content as an attachment)"
-                )
-            elif entry.message is not None:
-                msg = entry.message
-                pending.append(
-                    mem.new_message(
-                        role=msg.role,
-                        content=msg.content,
-                        side=_side_of(msg.role),
-                        turn_id=turn_id,
-                        attachments=msg.attachments,
-                        silent=msg.silent,
-                        metadata=msg.metadata,
-                    )
-                )
-            elif entry.tool is not None:
-                await self._tools.run_queued(
-                    entry.tool, prior=pending, side=side, turn_id=turn_id, step_id=step_id
-                )
-                pending = []
-        queue.drained(turn_id=turn_id, step_id=step_id)
-        return pending, oversized
-
-    def _refuse_oversized(
-        self, drained: list[Message], oversized: list[str], turn_id: str, step_id: str
-    ) -> Stop:
-        """End the turn with step_error naming the queued messages too big to schedule."""
-        mem = self._mem
-        mem.outbox_messages.extend(drained)  # the others are kept, in order
-        text = "; ".join(oversized)
-        mem.stop_reason, mem.last_outcome = "step_error", text
-        mem.incident("payload_too_large", text, turn_id=turn_id, step_id=step_id)
-        mem.emit(
-            "runtime.warning",
-            {"code": "payload_too_large", "message": text},
-            turn_id=turn_id,
-            step_id=step_id,
-        )
-        return Stop("session", "step_error")
 
     # ---- what collaborators ask of the thread (their host protocols) -----------------
 
@@ -475,15 +377,6 @@ class AgentThreadWorkflow:
             self._mem.status = status
             search_attributes.upsert_status(status)
 
-    def _permission_state(self) -> dict[str, Any]:
-        snapshot = self._mem.snapshot
-        if snapshot is None:
-            return {}
-        prompt = snapshot.prompts[snapshot.agent.side(self._mem.active_side or "a").prompt]
-        return read_models.permission_state(
-            self._mem, snapshot.agent.permissions, prompt.permissions
-        )
-
     def _emit_snapshot(self) -> None:
         # The read model rides in the event stream, so the store can serve it once the
         # thread has closed and no worker can answer queries.
@@ -495,18 +388,3 @@ class AgentThreadWorkflow:
             raise ApplicationError(
                 f"thread could not start: {self._start_error.message}", type="NotStarted"
             )
-
-
-def _count_step(mem: ThreadMemory, side: Side) -> None:
-    mem.counters.steps += 1
-    mem.counters.session_steps += 1
-    if side == "a":
-        mem.counters.side_a_steps += 1
-    else:
-        mem.counters.side_b_steps += 1
-
-
-def _side_of(role: str) -> Side | None:
-    # A queued assistant message speaks for side A (and so wakes side B); user and system
-    # messages belong to no side, and every side sees them as what they are.
-    return "a" if role == "assistant" else None

@@ -17,8 +17,16 @@ from workflows.thread_state import ThreadMemory
 MAX_MESSAGES_PAGE = 500
 
 
-def thread_read(mem: ThreadMemory, *, agent: str, policy: dict[str, Any]) -> ThreadRead:
+def thread_read(mem: ThreadMemory) -> ThreadRead:
     """Everything `thread_read` shows, from the workflow's own state."""
+    snapshot = mem.snapshot
+    if snapshot is None:  # preparing: only the start input is known
+        agent, policy = mem.start.agent, {}
+    else:
+        agent = snapshot.agent_def(mem.active_agent).name
+        own = snapshot.agent
+        prompt = snapshot.prompts[own.side(mem.active_side or "a").prompt]
+        policy = permission_state(mem, own.permissions, prompt.permissions)
     unknown = []
     if mem.cost_unknown:
         unknown.append("usage.costUsd")  # a model without a price answered

@@ -252,7 +252,22 @@ class ThreadMemory:
             )
         )
 
-    # ---- usage -----------------------------------------------------------------------
+    # ---- counters and usage ----------------------------------------------------------
+
+    def count_step(self, side: Side) -> None:
+        self.counters.steps += 1
+        self.counters.session_steps += 1
+        if side == "a":
+            self.counters.side_a_steps += 1
+        else:
+            self.counters.side_b_steps += 1
+
+    def count_turn(self, side: Side) -> None:
+        if side == "a":
+            self.counters.side_a_turns += 1
+        else:
+            self.counters.side_b_turns += 1
+        self.counters.turns += 1
 
     def total_usage(self) -> UsageTotals:
         """This thread's usage plus what its children reported (theirs include their own)."""

@@ -1,0 +1,97 @@
+"""Runtime §3 step 1: drain the thread's queue into the step's new messages.
+
+Queued tools run at once through the normal tool flow; a queued message too large to
+schedule is refused (only the start input or a tool's intent can bring one: signals are
+checked on arrival).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from contract.messages import Message, QueuedMessage, Side
+from workflows.payload_budget import encoded_size, megabytes
+from workflows.queue import ThreadQueue
+from workflows.stop_rules import Stop
+from workflows.thread_state import ThreadMemory
+from workflows.tool_runner import ToolRunner
+
+
+@dataclass
+class Drained:
+    """What a drain took: new messages for the model, and refusals of oversized ones."""
+
+    messages: list[Message] = field(default_factory=list)
+    oversized: list[str] = field(default_factory=list)
+
+
+class Intake:
+    """Takes every queued entry, FIFO, at the start of a step (or a restarted step)."""
+
+    def __init__(self, mem: ThreadMemory, queue: ThreadQueue, tools: ToolRunner) -> None:
+        self._mem = mem
+        self._queue = queue
+        self._tools = tools
+
+    async def drain(self, side: Side, turn_id: str, step_id: str) -> Drained:
+        mem, queue = self._mem, self._queue
+        drained = Drained()
+        if not queue:
+            return drained
+        budget = mem.start.options.payload_budget_bytes
+        while queue:
+            entry = queue.pop()
+            if entry.message is not None and encoded_size(entry.message) > budget:
+                drained.oversized.append(
+                    _too_large(entry.queue_id, entry.turn_id, entry.message, budget)
+                )
+            elif entry.message is not None:
+                msg = entry.message
+                drained.messages.append(
+                    mem.new_message(
+                        role=msg.role,
+                        content=msg.content,
+                        side=_side_of(msg.role),
+                        turn_id=turn_id,
+                        attachments=msg.attachments,
+                        silent=msg.silent,
+                        metadata=msg.metadata,
+                    )
+                )
+            elif entry.tool is not None:
+                await self._tools.run_queued(
+                    entry.tool, prior=drained.messages, side=side, turn_id=turn_id, step_id=step_id
+                )
+                drained.messages = []
+        queue.drained(turn_id=turn_id, step_id=step_id)
+        return drained
+
+    def refuse(self, drained: Drained, *, turn_id: str, step_id: str) -> Stop:
+        """End the turn with step_error naming the queued messages too big to schedule."""
+        mem = self._mem
+        mem.outbox_messages.extend(drained.messages)  # the others are kept, in order
+        text = "; ".join(drained.oversized)
+        mem.stop_reason, mem.last_outcome = "step_error", text
+        mem.incident("payload_too_large", text, turn_id=turn_id, step_id=step_id)
+        mem.emit(
+            "runtime.warning",
+            {"code": "payload_too_large", "message": text},
+            turn_id=turn_id,
+            step_id=step_id,
+        )
+        return Stop("session", "step_error")
+
+
+def _too_large(queue_id: str, turn_id: str, message: QueuedMessage, budget: int) -> str:
+    return (
+        f"queued message {queue_id} (turn {turn_id}, role {message.role}) is "
+        f"{megabytes(encoded_size(message))} encoded, over the thread's payload budget of "
+        f"{megabytes(budget)}; it was not sent to the model (upload large content as an "
+        "attachment)"
+    )
+
+
+def _side_of(role: str) -> Side | None:
+    # A queued assistant message speaks for side A (and so wakes side B); user and system
+    # messages belong to no side, and every side sees them as what they are.
+    return "a" if role == "assistant" else None

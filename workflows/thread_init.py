@@ -1,0 +1,49 @@
+"""Starting a new thread: the `thread.init` activity snapshots its definitions."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from contract.activities import ACTIVITY_THREAD_INIT, ThreadInitInput, ThreadInitResult
+from contract.definitions import DefinitionSnapshot
+from workflows.failures import failure_text
+from workflows.thread_state import ThreadMemory
+
+
+async def take_snapshot(mem: ThreadMemory) -> DefinitionSnapshot:
+    """Record the thread and snapshot its definitions; `ApplicationError` when it cannot run.
+
+    The error carries the cause on top (unknown agent, store down past retries), rather
+    than an opaque activity error.
+    """
+    start = mem.start
+    try:
+        result: ThreadInitResult = await workflow.execute_activity(
+            ACTIVITY_THREAD_INIT,
+            ThreadInitInput(
+                thread_id=mem.thread_id,
+                agent=start.agent,
+                session_id=mem.session_id,
+                user_id=start.user_id,
+                parent_thread_id=mem.parent_id,
+                env=start.env,
+                scoped_env_request=start.scoped_env_request,
+                outbox=mem.take_outbox(),
+            ),
+            result_type=ThreadInitResult,
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=RetryPolicy(
+                maximum_attempts=10, non_retryable_error_types=["UnknownAgent"]
+            ),
+        )
+    except ActivityError as err:
+        raise ApplicationError(
+            f"thread {mem.thread_id} could not start: {failure_text(err)}",
+            type="ThreadInitFailed",
+            non_retryable=True,
+        ) from err
+    return result.snapshot
