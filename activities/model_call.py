@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -158,7 +158,7 @@ class ModelActivities:
         call: ModelCallInput,
         model: ModelDef,
         reply: ChatReply,
-        ids: dict[str, Any],
+        ids: _AttemptIds,
         duration_ms: int,
     ) -> ModelCallResult:
         usage = Usage(
@@ -217,7 +217,7 @@ class ModelActivities:
     @staticmethod
     def _event(
         call: ModelCallInput,
-        ids: dict[str, Any],
+        ids: _AttemptIds,
         suffix: str,
         event_type: str,
         payload: dict[str, Any],
@@ -233,7 +233,16 @@ class ModelActivities:
         )
 
 
-def _ids(call: ModelCallInput, attempt: int) -> dict[str, Any]:
+class _AttemptIds(TypedDict):
+    """The ids every event of one model call attempt carries."""
+
+    turn_id: str
+    step_id: str
+    model_request_id: str
+    attempt_id: str
+
+
+def _ids(call: ModelCallInput, attempt: int) -> _AttemptIds:
     request_id = f"{call.step_id}.{call.model}"
     return {
         "turn_id": call.turn_id,

@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from activities.store.subagents import SubagentEntry
 from contract.activities import Intent
 
 if TYPE_CHECKING:
-    from activities.store import Store
+    from activities.store import Store, ThreadRow
 
 
 class ThreadHierarchy:
@@ -23,11 +24,11 @@ class ThreadHierarchy:
     thread_id: str
     intents: list[Intent]
 
-    async def children(self) -> list[dict[str, Any]]:
+    async def children(self) -> list[SubagentEntry]:
         """This thread's subagent registry: reference, name, status, … per child."""
         return await asyncio.to_thread(self._store.subagents.list, self.thread_id)
 
-    async def get_child_thread(self, reference: str) -> dict[str, Any] | None:
+    async def get_child_thread(self, reference: str) -> SubagentEntry | None:
         """A child by reference or name: its registry entry and its thread row, or None."""
         entry = await asyncio.to_thread(self._store.subagents.find, self.thread_id, reference)
         if entry is None:
@@ -45,7 +46,7 @@ class ThreadHierarchy:
         )
         return dict(entry.get("arguments") or {}) if entry else {}
 
-    async def get_parent_thread(self) -> dict[str, Any] | None:
+    async def get_parent_thread(self) -> dict[str, str | None] | None:
         """The parent thread's summary (id, agent, status), or None for a root thread."""
         own = await asyncio.to_thread(self._store.threads.get, self.thread_id)
         if own is None or not own.parent_thread_id:
@@ -59,7 +60,7 @@ class ThreadHierarchy:
         self.intents.append(Intent(kind="notify_parent", data={"content": str(content)}))
 
 
-def _summary(row: Any) -> dict[str, Any] | None:
+def _summary(row: ThreadRow | None) -> dict[str, str | None] | None:
     if row is None:
         return None
     return {

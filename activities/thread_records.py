@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
-from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -17,7 +16,7 @@ from activities.definitions import DefinitionError, Definitions
 from activities.snapshots import SnapshotCache
 from activities.spill import resolve_content_refs
 from activities.store import Store, ThreadRow
-from activities.store.variable_requests import BootstrapError
+from activities.store.variable_requests import BootstrapError, VariableValue
 from contract.activities import (
     ACTIVITY_STORE_FLUSH,
     ACTIVITY_THREAD_INIT,
@@ -66,7 +65,7 @@ class ThreadRecordActivities:
         if start.outbox:
             self._store.events.append(start.outbox)
 
-    def _scoped_env(self, start: ThreadInitInput) -> dict[str, Any]:
+    def _scoped_env(self, start: ThreadInitInput) -> dict[str, dict[str, VariableValue]]:
         """The §7.5 request's values as secret env: runtime-only, never model-visible."""
         if start.scoped_env_request is None:
             return {}

@@ -7,6 +7,7 @@ from typing import Any
 
 from activities.store.store import Store
 from activities.store.variable_requests import (
+    MAX_VALUE_BYTES,
     AlreadyProvided,
     BootstrapError,
     InvalidValues,
@@ -17,6 +18,7 @@ from activities.store.variable_requests import (
 from contract.subagents import VariableRequest
 
 __all__ = [
+    "MAX_VALUE_BYTES",
     "AlreadyProvided",
     "BootstrapError",
     "InvalidValues",
