@@ -49,8 +49,11 @@ async def respond_checked(
     client: Client, thread_id: str, answer: ActionResponse
 ) -> RespondActionResult:
     """Send the answer as an update: raises WorkflowUpdateFailedError saying what is wrong."""
-    return await client.get_workflow_handle(thread_id).execute_update(
-        UPDATE_RESPOND_ACTION_CHECKED, answer, result_type=RespondActionResult
+    # The converter builds the model (`result_type`); `model_validate` passes it through, typed.
+    return RespondActionResult.model_validate(
+        await client.get_workflow_handle(thread_id).execute_update(
+            UPDATE_RESPOND_ACTION_CHECKED, answer, result_type=RespondActionResult
+        )
     )
 
 

@@ -67,8 +67,11 @@ async def thread_read(client: Client, store: Store, thread_id: str) -> ThreadRea
     """The live read model by query, or the stored one when the thread cannot answer."""
     if await _is_running(client, thread_id):
         try:
-            return await client.get_workflow_handle(thread_id).query(
-                QUERY_THREAD_READ, result_type=ThreadRead, rpc_timeout=QUERY_TIMEOUT
+            # The converter builds the model (`result_type`); this passes it through, typed.
+            return ThreadRead.model_validate(
+                await client.get_workflow_handle(thread_id).query(
+                    QUERY_THREAD_READ, result_type=ThreadRead, rpc_timeout=QUERY_TIMEOUT
+                )
             )
         except (RPCError, WorkflowQueryFailedError):
             pass  # no worker answered: fall back to what the thread last wrote

@@ -84,8 +84,12 @@ class Threads:
     ) -> SubmitTurnResult:
         """Queue a message with the `submit_turn` update; rejected when terminated."""
         message = await self._queued(role, content)
-        return await self.handle(thread_id).execute_update(
-            UPDATE_SUBMIT_TURN, message, result_type=SubmitTurnResult
+        # Handles by id are untyped: the converter builds the model (`result_type`), and
+        # `model_validate` passes that instance through, typed.
+        return SubmitTurnResult.model_validate(
+            await self.handle(thread_id).execute_update(
+                UPDATE_SUBMIT_TURN, message, result_type=SubmitTurnResult
+            )
         )
 
     async def queue_tool(self, thread_id: str, name: str, args: dict[str, Any]) -> None:
@@ -98,17 +102,23 @@ class Threads:
 
     async def read(self, thread_id: str) -> ThreadRead:
         """The thread read model."""
-        return await self.handle(thread_id).query(QUERY_THREAD_READ, result_type=ThreadRead)
+        return ThreadRead.model_validate(
+            await self.handle(thread_id).query(QUERY_THREAD_READ, result_type=ThreadRead)
+        )
 
     async def messages(self, thread_id: str, *, cursor: int = 0, limit: int = 100) -> MessagePage:
         """A page of message metadata."""
-        return await self.handle(thread_id).query(
-            QUERY_MESSAGES, {"cursor": cursor, "limit": limit}, result_type=MessagePage
+        return MessagePage.model_validate(
+            await self.handle(thread_id).query(
+                QUERY_MESSAGES, {"cursor": cursor, "limit": limit}, result_type=MessagePage
+            )
         )
 
     async def result(self, thread_id: str) -> ThreadResult:
         """Wait for the thread to close and return its result."""
-        return await self.handle(thread_id).result(result_type=ThreadResult)
+        # `result()` takes no `result_type`: the handle carries it.
+        handle = self._client.get_workflow_handle(thread_id, result_type=ThreadResult)
+        return ThreadResult.model_validate(await handle.result())
 
     async def _queued(self, role: str, content: str) -> QueuedMessage:
         """The message to signal: large content goes to the store first when there is one."""

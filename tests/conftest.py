@@ -18,7 +18,7 @@ from support import ephemeral_dev_server, scratch_config
 from temporalio.client import Client
 
 from activities.definitions import Definitions
-from client.connection import connect
+from transport.connection import connect
 from workers.agent_worker import AgentWorker
 from workers.config import WeftConfig
 from workers.dev_server import DevServer

@@ -76,7 +76,7 @@ def ephemeral_dev_server() -> Any:
 async def local_stack() -> AsyncIterator[tuple[Client, ScriptedModelServer, str]]:
     """A throwaway dev server, a client with weft's search attributes registered, and a
     scripted model server: (client, scripted, temporal address)."""
-    from client.connection import connect
+    from transport.connection import connect
     from workers.search_attributes import ensure_search_attributes
 
     dev = ephemeral_dev_server()

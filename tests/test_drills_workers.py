@@ -10,7 +10,7 @@ from support import idle_after, start_thread, wait_until
 from worker_process import WorkerProcess, until_event, worker_config
 
 from activities.store import Store
-from client.connection import connect
+from transport.connection import connect
 from workers.config import DevServerConfig
 from workers.dev_server import DevServer, free_port
 from workers.search_attributes import ensure_search_attributes

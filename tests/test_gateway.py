@@ -44,9 +44,9 @@ from activities.store.bootstrap import (
 )
 from activities.store.tables import threads, variable_requests
 from activities.thread_records import ThreadRecordActivities
-from client.connection import with_keyring
 from contract.activities import ThreadInitInput
 from contract.subagents import ACTIVITY_VARIABLES_REQUEST, VariableRequest
+from transport.connection import with_keyring
 from workers.dev_server import DevServer, free_port
 from workers.gateway import VARIABLES_PATH, GatewayServer, create_app
 from workers.gateway.server import NoDelayH11Protocol

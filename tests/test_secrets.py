@@ -19,8 +19,8 @@ from activities.definitions import (
     define_prompt,
     define_tool,
 )
-from client.codec import EncryptionCodec
-from client.connection import connect
+from transport.codec import EncryptionCodec
+from transport.connection import connect
 from workers.codec_server import CodecServer
 
 SECRET = "sk-live-7f3a9c1e5b2d4a6f"

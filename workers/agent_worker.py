@@ -21,7 +21,7 @@ from activities.snapshots import SnapshotCache
 from activities.store import Store
 from activities.thread_records import ThreadRecordActivities
 from activities.tool_call import ToolActivities
-from client.connection import with_keyring
+from transport.connection import with_keyring
 from workers.config import WeftConfig
 from workers.providers import build_providers
 from workers.scripted_model import ScriptedModelServer

@@ -23,7 +23,7 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 
 from activities.crypto import CryptoKeyError
-from client.codec import EncryptionCodec
+from transport.codec import EncryptionCodec
 
 COOKIE = "weft_codec"
 MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -51,9 +51,7 @@ class CodecServer:
         self.codec = codec
         self.token = token
         self.allow_origin = allow_origin.rstrip("/")
-        self._httpd = ThreadingHTTPServer((host, port), _Handler)
-        self._httpd.daemon_threads = True
-        self._httpd.codec_server = self  # type: ignore[attr-defined]
+        self._httpd = _HTTPServer((host, port), _Handler, self)
         self._thread: threading.Thread | None = None
 
     @property
@@ -109,13 +107,30 @@ class CodecServer:
         return json.dumps({"payloads": [json_format.MessageToDict(p) for p in result]}).encode()
 
 
+class _HTTPServer(ThreadingHTTPServer):
+    """The stdlib threading server, carrying the `CodecServer` its handlers answer for."""
+
+    daemon_threads = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        codec_server: CodecServer,
+    ) -> None:
+        self.codec_server = codec_server
+        super().__init__(address, handler)
+
+
 class _Handler(BaseHTTPRequestHandler):
     server_version = "weft-codec"
 
     @property
     def _app(self) -> CodecServer:
-        app: CodecServer = self.server.codec_server  # type: ignore[attr-defined]
-        return app
+        server = self.server
+        # Only `_HTTPServer` creates these handlers; the check types `server` for mypy.
+        assert isinstance(server, _HTTPServer)
+        return server.codec_server
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # no per-request logging: bodies are never logged, and paths say little

@@ -141,17 +141,19 @@ def _apply_env(config: WeftConfig, env: Mapping[str, str]) -> WeftConfig:
     codec = config.codec
     codec.keys = env.get("WEFT_CODEC_KEYS", codec.keys)
     codec.keys_file = env.get("WEFT_CODEC_KEYS_FILE", codec.keys_file)
-    encrypt = env.get("WEFT_CODEC_ENCRYPT", codec.encrypt)
-    if encrypt not in ("secrets", "all"):
-        raise ConfigError(f"WEFT_CODEC_ENCRYPT: must be 'secrets' or 'all', not {encrypt!r}")
-    codec.encrypt = encrypt  # type: ignore[assignment]
+    # A match, not `in`: mypy narrows the str to the Literal only through literal patterns.
+    match env.get("WEFT_CODEC_ENCRYPT", codec.encrypt):
+        case "secrets" | "all" as encrypt:
+            codec.encrypt = encrypt
+        case other:
+            raise ConfigError(f"WEFT_CODEC_ENCRYPT: must be 'secrets' or 'all', not {other!r}")
     codec.server.token = env.get("WEFT_CODEC_TOKEN", codec.server.token)
     codec.server.allow_origin = env.get("WEFT_CODEC_ALLOW_ORIGIN", codec.server.allow_origin)
     for name, prefix in (("openai", "OPENAI"), ("anthropic", "ANTHROPIC")):
         provider = config.providers.get(name)
         base_url, api_key = env.get(f"{prefix}_BASE_URL"), env.get(f"{prefix}_API_KEY")
         if provider is None and (base_url or api_key):
-            provider = config.providers[name] = ProviderConfig(kind=name)  # type: ignore[arg-type]
+            provider = config.providers[name] = ProviderConfig(kind=name)
         if provider is not None:
             provider.base_url = base_url or provider.base_url
             provider.api_key = api_key or provider.api_key

@@ -7,7 +7,7 @@ from types import TracebackType
 
 from temporalio.client import Client
 
-from client.connection import connect
+from transport.connection import connect
 from workers.agent_worker import AgentWorker
 from workers.config import WeftConfig
 from workers.dev_server import DevServer, is_listening

@@ -12,7 +12,6 @@ from pathlib import Path
 from worker_process import WorkerProcess
 
 from activities.store import Store
-from client.connection import connect
 from drills.common import (
     Report,
     check_all_complete,
@@ -26,6 +25,7 @@ from drills.common import (
     wait_for_events,
     write_worker_config,
 )
+from transport.connection import connect
 from workers.config import load_config
 from workers.dev_server import DevServer, free_port
 from workers.scripted_model import ScriptedModelServer

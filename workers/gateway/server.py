@@ -20,6 +20,8 @@ class NoDelayH11Protocol(H11Protocol):
     true whatever event loop or transport runs the server.
     """
 
+    # uvicorn's H11Protocol narrows asyncio's `BaseTransport` to `Transport` (with its own
+    # ignore); this override keeps uvicorn's signature, so it inherits that mismatch.
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):

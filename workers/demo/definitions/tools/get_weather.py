@@ -3,6 +3,7 @@
 from pydantic import BaseModel, Field
 
 from activities.definitions import define_tool
+from activities.tool_state import ThreadState
 
 FORECASTS = {"paris": ("light rain", 14), "tokyo": ("clear", 22), "oslo": ("snow", -3)}
 
@@ -11,7 +12,7 @@ class WeatherArgs(BaseModel):
     city: str = Field(description="City name, e.g. Paris")
 
 
-def get_weather(state, args: WeatherArgs) -> dict:
+def get_weather(state: ThreadState, args: WeatherArgs) -> dict[str, str | int | None]:
     sky, celsius = FORECASTS.get(args.city.lower(), ("unknown", None))
     return {"city": args.city, "sky": sky, "celsius": celsius}
 

@@ -3,6 +3,7 @@
 from pydantic import BaseModel
 
 from activities.definitions import define_tool
+from activities.tool_state import ThreadState
 
 
 class PackingArgs(BaseModel):
@@ -10,7 +11,7 @@ class PackingArgs(BaseModel):
     celsius: float
 
 
-async def packing_list(state, args: PackingArgs) -> list[str]:
+async def packing_list(state: ThreadState, args: PackingArgs) -> list[str]:
     items = ["passport", "charger"]
     items += ["umbrella"] if "rain" in args.sky else []
     items += ["warm coat"] if args.celsius < 10 else ["light jacket"]

@@ -9,7 +9,7 @@ import secrets
 import signal
 from typing import Any
 
-from client.connection import connect
+from transport.connection import connect
 from workers.config import WeftConfig
 from workers.secrets import load_keyring
 

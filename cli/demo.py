@@ -4,10 +4,12 @@ busy, the transcript as it streams, and the thread's Temporal UI address."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TextIO
 
-from client.render import TranscriptPrinter
+from cli.render import TranscriptPrinter
 from client.threads import Threads, tail_events
+from contract.thread import ThreadRead
 from workers.config import WeftConfig
 from workers.dev_stack import DevStack
 
@@ -62,13 +64,14 @@ async def run_demo(config: WeftConfig, out: TextIO, *, timeout: float = 120.0) -
     return 0
 
 
-async def _idle(threads: Threads, thread_id: str, *, queued_first: object) -> object:
+async def _idle(
+    threads: Threads, thread_id: str, *, queued_first: Callable[[], bool]
+) -> ThreadRead:
     while True:
         state = await threads.read(thread_id)
         if (
             state.status == "waiting_input"
             and not state.queue
-            and callable(queued_first)
             and queued_first()
             and state.counters.turns >= 1
         ):

@@ -92,10 +92,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Standalone entry point: `python -m client.code_command run FILE ...`."""
+    """Standalone entry point: `python -m cli.code_command run FILE ...`."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] != ["code"]:
-        argv.insert(0, "code")  # so `python -m client.code_command run FILE` works too
+        argv.insert(0, "code")  # so `python -m cli.code_command run FILE` works too
     parser = argparse.ArgumentParser(prog="weft")
     register(parser.add_subparsers(dest="command", required=True))
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from temporalio.client import Client
 
 from activities.crypto import Keyring
-from client.codec import EncryptMode, data_converter
+from transport.codec import EncryptMode, data_converter
 
 
 async def connect(
@@ -19,7 +19,7 @@ async def connect(
 ) -> Client:
     """A Temporal client that speaks pydantic JSON, as every weft worker does.
 
-    With a `keyring`, payloads that carry env are encrypted (see `client/codec.py`).
+    With a `keyring`, payloads that carry env are encrypted (see `transport/codec.py`).
     """
     return await Client.connect(
         address,

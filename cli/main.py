@@ -14,10 +14,10 @@ from typing import Any
 
 from activities.definitions import DefinitionError
 from activities.store import Store
-from client import code_command, codec_command, serve_command
-from client.connection import connect
-from client.render import TranscriptPrinter
+from cli import code_command, codec_command, serve_command
+from cli.render import TranscriptPrinter
 from client.threads import Threads, tail_events
+from transport.connection import connect
 from workers.config import ConfigError, WeftConfig, load_config
 from workers.dev_server import DevServerError
 from workers.secrets import load_keyring
@@ -158,7 +158,7 @@ async def _worker(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 async def _demo(args: argparse.Namespace, config: WeftConfig) -> int:
-    from client.demo import run_demo
+    from cli.demo import run_demo
 
     return await run_demo(config, sys.stdout)
 

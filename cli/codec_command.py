@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from activities.crypto import new_key
-from client.codec import EncryptionCodec
+from transport.codec import EncryptionCodec
 from workers.config import ConfigError, WeftConfig
 from workers.secrets import load_keyring
 

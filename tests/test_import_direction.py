@@ -1,0 +1,64 @@
+"""Imports between client/, workers/ and transport/ run one way: only cli/ composes them all."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# Package -> the top-level packages it must not import (tests/ and bench/ may import anything).
+FORBIDDEN = {
+    "client": {"workers", "cli"},
+    "workers": {"client", "cli"},
+    "transport": {"client", "workers", "cli"},
+}
+
+
+def _imports(path: Path) -> list[str]:
+    """Absolute module names imported anywhere in `path`, lazy imports in functions included."""
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        # A relative import cannot leave its own top-level package, so it cannot cross over.
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+    return names
+
+
+def violations(root: Path) -> list[str]:
+    """`file: module` for every import under `root` that goes against FORBIDDEN."""
+    found = []
+    for package, banned in FORBIDDEN.items():
+        for path in sorted((root / package).rglob("*.py")):
+            for name in _imports(path):
+                if name.split(".")[0] in banned:
+                    found.append(f"{path.relative_to(root).as_posix()}: {name}")
+    return found
+
+
+def test_client_workers_and_transport_import_in_one_direction():
+    """client/ and workers/ import neither each other nor cli/, and transport/ imports none."""
+    offenders = violations(ROOT)
+    assert not offenders, "imports against the direction client/workers -> transport:\n" + (
+        "\n".join(offenders)
+    )
+
+
+def test_direction_check_finds_planted_violations(tmp_path):
+    """The scan reports forbidden imports, nested and lazy ones too, so it cannot pass vacuously."""
+    (tmp_path / "client").mkdir()
+    (tmp_path / "client" / "bad.py").write_text(
+        "from workers.config import WeftConfig\n\ndef f():\n    import cli.main\n"
+    )
+    (tmp_path / "transport" / "nested").mkdir(parents=True)
+    (tmp_path / "transport" / "nested" / "bad.py").write_text(
+        "import contract\nfrom . import sibling\nfrom client import threads\n"
+    )
+    (tmp_path / "workers").mkdir()
+    (tmp_path / "workers" / "ok.py").write_text("from transport.connection import connect\n")
+    assert violations(tmp_path) == [
+        "client/bad.py: workers.config",
+        "client/bad.py: cli.main",
+        "transport/nested/bad.py: client",
+    ]
