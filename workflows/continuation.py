@@ -24,7 +24,7 @@ from workflows.active_agent import ActiveAgent
 from workflows.background import BackgroundTasks
 from workflows.outbox import flush
 from workflows.payload_budget import encoded_size
-from workflows.thread_state import Clock, QueueEntry, SubagentBook, ThreadMemory, WorkflowClock
+from workflows.thread_state import Context, QueueEntry, SubagentBook, ThreadMemory, WorkflowContext
 
 # The patch that introduced continue-as-new: histories recorded before it never continue.
 PATCH_ID = "continue-as-new-v1"
@@ -141,13 +141,13 @@ def restore(
     thread_id: str,
     start: ThreadStartInput,
     carried: ThreadCarryOver,
-    clock: Clock | None = None,
+    context: Context | None = None,
 ) -> ThreadMemory:
     """The memory a continued run starts with (built before any handler runs)."""
     return ThreadMemory(
         thread_id=thread_id,
         start=start,
-        clock=clock or WorkflowClock(),
+        context=context or WorkflowContext(),
         snapshot=carried.snapshot,
         status=carried.status,
         active_turn=carried.turn.turn_id if carried.turn else None,

@@ -32,22 +32,27 @@ from contract.thread import (
 MAX_INCIDENTS = 20
 
 
-class Clock(Protocol):
-    """Where time and ids come from: the workflow's, or a test's."""
+class Context(Protocol):
+    """Where time, ids and logs come from: the workflow's, or a unit test's."""
 
     def now(self) -> datetime: ...
 
     def new_hex(self) -> str: ...
 
+    def warning(self, message: str) -> None: ...
 
-class WorkflowClock:
-    """Workflow time and replay-safe random ids."""
+
+class WorkflowContext:
+    """Workflow time, replay-safe random ids and the replay-aware workflow logger."""
 
     def now(self) -> datetime:
         return workflow.now()
 
     def new_hex(self) -> str:
         return workflow.uuid4().hex
+
+    def warning(self, message: str) -> None:
+        workflow.logger.warning(message)
 
 
 @dataclass
@@ -97,7 +102,7 @@ class ThreadMemory:
 
     thread_id: str
     start: ThreadStartInput
-    clock: Clock = field(default_factory=WorkflowClock)
+    context: Context = field(default_factory=WorkflowContext)
     # Taken by thread.init (or carried); None only while the thread is `preparing`.
     snapshot: DefinitionSnapshot | None = None
     status: ThreadStatus = "preparing"
@@ -154,12 +159,12 @@ class ThreadMemory:
         """Record a refused input: a counter, an incident and a `runtime.warning` event."""
         self.warnings += 1
         self.incident(code, message, signal=signal)
-        workflow.logger.warning("%s (%s): %s", code, signal, message)
+        self.context.warning(f"{code} ({signal}): {message}")
         self.emit("runtime.warning", {"code": code, "signal": signal, "message": message})
 
     def now(self) -> datetime:
         """Workflow time: deterministic on replay."""
-        return self.clock.now()
+        return self.context.now()
 
     def timestamp(self) -> str:
         """ISO-8601 UTC workflow time, as events carry it."""
@@ -167,7 +172,7 @@ class ThreadMemory:
 
     def new_id(self, prefix: str) -> str:
         """A replay-safe unique id."""
-        return f"{prefix}_{self.clock.new_hex()}"
+        return f"{prefix}_{self.context.new_hex()}"
 
     # ---- the outbox: what the workflow produced, written by the next activity ----------
 
