@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import memory, snapshot
+from unit_support import memory, snapshot
 
 from contract.actions import PermissionPolicy
 from contract.definitions import AgentDef

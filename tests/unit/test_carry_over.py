@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import FixedContext, memory, snapshot
+from unit_support import FixedContext, memory, snapshot
 
 from contract.actions import ActionResolution
 from contract.messages import QueuedMessage

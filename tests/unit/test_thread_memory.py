@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import FixedContext, memory
+from unit_support import FixedContext, memory
 
 from contract.messages import MessageMeta
 from contract.subagents import RegistryEntry
