@@ -30,7 +30,7 @@ def thread_read_from_store(store: Store, thread_id: str) -> ThreadRead | None:
     """The last read model the thread wrote, or None if it never wrote one."""
     latest: Event | None = None
     cursor = 0
-    while batch := store.read_events(thread_id, after=cursor, types=["snapshot.updated"]):
+    while batch := store.events.read(thread_id, after=cursor, types=["snapshot.updated"]):
         cursor = batch[-1].sequence or cursor
         latest = next(
             (e for e in reversed(batch) if (e.payload or {}).get("kind") == "thread_read"), latest
@@ -51,7 +51,7 @@ def session_snapshot_from_store(
     read = thread_read_from_store(store, thread_id)
     if read is None:
         return None
-    messages = store.list_messages(thread_id)
+    messages = store.messages.list(thread_id)
     older = [m for m in messages if before is None or m.position < before]
     window = older[-limit:]
     return session_snapshot(

@@ -151,7 +151,7 @@ async def tail_events(
     """Events of a thread from cursor `after`; with `follow`, wait for new ones."""
     cursor = after
     while True:
-        batch = await asyncio.to_thread(store.read_events, thread_id, after=cursor)
+        batch = await asyncio.to_thread(store.events.read, thread_id, after=cursor)
         for event in batch:
             cursor = event.sequence or cursor
             yield event

@@ -117,8 +117,8 @@ def test_store_seals_thread_env(tmp_path: Path):
         env={"TOKEN": "hunter2", "CITY": {"value": "Oslo", "type": "text"}},
     )  # fmt: skip
     with Store.open(url, keyring=keyring) as store:
-        store.upsert_thread(row)
-        assert store.get_thread("t1").env == row.env  # type: ignore[union-attr]
+        store.threads.upsert(row)
+        assert store.threads.get("t1").env == row.env  # type: ignore[union-attr]
         with store.engine.connect() as connection:
             column = connection.scalar(text("SELECT env FROM threads"))
         assert "hunter2" not in str(column) and "$weftEncrypted" in str(column)
@@ -126,9 +126,9 @@ def test_store_seals_thread_env(tmp_path: Path):
         with store.engine.begin() as connection:
             connection.execute(text("UPDATE threads SET thread_id = 't2'"))
         with pytest.raises(CryptoKeyError, match="does not open"):
-            store.get_thread("t2")
+            store.threads.get("t2")
     with Store.open(url) as keyless, pytest.raises(CryptoKeyError, match="no keys are configured"):
-        keyless.get_thread("t2")
+        keyless.threads.get("t2")
 
 
 def _payloads_json(*payloads: Payload) -> str:

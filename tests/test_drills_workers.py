@@ -46,7 +46,7 @@ async def test_two_workers_on_postgres_survive_a_sigkill(
         for handle in handles:
             state = await wait_until(handle, idle_after(1), timeout=120)
             assert state.last_outcome == "The note is stored."
-            roles = [m.role for m in store.list_messages(handle.id)]
+            roles = [m.role for m in store.messages.list(handle.id)]
             assert roles == ["user", "assistant", "tool", "assistant"]
     finally:
         store.close()
@@ -68,9 +68,9 @@ async def test_sigterm_drains_the_running_tool(tmp_path, dev_server, temporal_cl
         await until_event(store, handle.id, "tool.result")
         await second.start()
         await wait_until(handle, idle_after(1), timeout=60)
-        started = store.read_events(handle.id, types=["tool.started"])
+        started = store.events.read(handle.id, types=["tool.started"])
         assert [e.payload["attempt"] for e in started] == [1]
-        assert store.get_value(handle.id, "runs") == 1
+        assert store.values.get(handle.id, "runs") == 1
     finally:
         store.close()
         await second.stop()
@@ -115,7 +115,7 @@ async def test_threads_survive_a_dev_server_restart(tmp_path):
         for handle in handles:
             state = await wait_until(handle, idle_after(1), timeout=120)
             assert state.last_outcome == "The note is stored."
-            assert [m.role for m in store.list_messages(handle.id)] == [
+            assert [m.role for m in store.messages.list(handle.id)] == [
                 "user",
                 "assistant",
                 "tool",

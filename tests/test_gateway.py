@@ -29,21 +29,13 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from activities.bootstrap import BootstrapActivities
 from activities.crypto import Keyring, new_key, parse_keys
 from activities.snapshots import SnapshotCache
 from activities.store import Store
-from activities.store.bootstrap import (
-    MAX_VALUE_BYTES,
-    AlreadyProvided,
-    NotProvided,
-    create_request,
-    get_request,
-    provide_values,
-    take_values,
-)
 from activities.store.tables import threads, variable_requests
+from activities.store.variable_requests import MAX_VALUE_BYTES, AlreadyProvided, NotProvided
 from activities.thread_records import ThreadRecordActivities
+from activities.variables_request import VariableRequestActivities
 from contract.activities import ThreadInitInput
 from contract.subagents import ACTIVITY_VARIABLES_REQUEST, VariableRequest
 from transport.connection import with_keyring
@@ -123,7 +115,7 @@ async def probe_queue(temporal_client: Client, store: Store) -> AsyncIterator[st
         temporal_client,
         task_queue=queue,
         workflows=[SignalProbe],
-        activities=[BootstrapActivities(store).request_variables],
+        activities=[VariableRequestActivities(store).request_variables],
         # The probe lives in this module, whose imports (uvicorn, httpx) the sandbox refuses.
         workflow_runner=UnsandboxedWorkflowRunner(),
     )
@@ -149,7 +141,7 @@ def _url(request: VariableRequest, parent: str | None = None) -> str:
 
 
 async def _recorded(store: Store, request: VariableRequest) -> VariableRequest:
-    recorded = await asyncio.to_thread(create_request, store, request)
+    recorded = await asyncio.to_thread(store.variable_requests.create, request)
     return recorded
 
 
@@ -194,7 +186,7 @@ async def test_post_stores_values_and_signals_the_parent(
     after = await http.get(_url(request))
     assert after.json()["status"] == "provided"
     assert SECRET not in after.text and OTHER_SECRET not in after.text
-    values = await asyncio.to_thread(take_values, store, request.request_id)
+    values = await asyncio.to_thread(store.variable_requests.provided_values, request.request_id)
     assert values == {"API_KEY": SECRET, "REGION": OTHER_SECRET}
 
 
@@ -214,7 +206,7 @@ async def test_every_route_needs_the_token(gateway: GatewayServer, store: Store)
                 assert reply.status_code == 401, (method, path, headers)
                 assert reply.json()["error"] == "bearer token required"
                 assert reply.headers["www-authenticate"].startswith("Bearer")
-    still = await asyncio.to_thread(get_request, store, request.request_id)
+    still = await asyncio.to_thread(store.variable_requests.get, request.request_id)
     assert still is not None and still.status == "pending"
 
 
@@ -231,7 +223,7 @@ async def test_unknown_request_or_other_parent_is_404(
         for reply in (got, posted):
             assert reply.status_code == 404, reply.text
             assert all(name in reply.json()["error"] for name in named), reply.text
-    still = await asyncio.to_thread(get_request, store, request.request_id)
+    still = await asyncio.to_thread(store.variable_requests.get, request.request_id)
     assert still is not None and still.status == "pending"
 
 
@@ -263,7 +255,7 @@ async def test_bad_values_are_refused_by_field(
     for field in fields:
         assert field in reply.json()["error"]
     with pytest.raises(NotProvided):
-        await asyncio.to_thread(take_values, store, request.request_id)
+        await asyncio.to_thread(store.variable_requests.provided_values, request.request_id)
 
 
 async def test_malformed_or_huge_bodies_are_refused(http: httpx.AsyncClient, store: Store) -> None:
@@ -279,7 +271,7 @@ async def test_malformed_or_huge_bodies_are_refused(http: httpx.AsyncClient, sto
     huge = json.dumps({"values": {"API_KEY": "x" * 2_000_000, "REGION": "b"}})
     too_big = await http.post(_url(request), content=huge, headers=headers)
     assert too_big.status_code == 413, too_big.text
-    still = await asyncio.to_thread(get_request, store, request.request_id)
+    still = await asyncio.to_thread(store.variable_requests.get, request.request_id)
     assert still is not None and still.status == "pending"
 
 
@@ -296,7 +288,10 @@ async def test_scalars_are_accepted_and_kept_as_given(
     posted = await http.post(_url(request), json={"values": values})
     assert posted.status_code == 202, posted.text
     await asyncio.wait_for(handle.result(), 30)
-    assert await asyncio.to_thread(take_values, store, request.request_id) == values
+    assert (
+        await asyncio.to_thread(store.variable_requests.provided_values, request.request_id)
+        == values
+    )
 
 
 async def test_second_post_conflicts(
@@ -314,7 +309,7 @@ async def test_second_post_conflicts(
     assert second.status_code == 409, second.text
     assert request.request_id in second.json()["error"]
     await asyncio.wait_for(handle.result(), 30)
-    values = await asyncio.to_thread(take_values, store, request.request_id)
+    values = await asyncio.to_thread(store.variable_requests.provided_values, request.request_id)
     assert values == {"API_KEY": SECRET, "REGION": "eu"}
 
 
@@ -376,7 +371,7 @@ async def test_thread_init_merges_scoped_values_as_secrets(store: Store, tmp_pat
             scoped_env_request=request.request_id,
         )
     )
-    row = await asyncio.to_thread(store.get_thread, child)
+    row = await asyncio.to_thread(store.threads.get, child)
     assert row is not None
     assert row.env == {
         "MODE": {"value": "fast", "type": "text"},
@@ -402,11 +397,11 @@ async def test_thread_init_refuses_a_request_without_values(store: Store) -> Non
             )
         assert caught.value.non_retryable
         assert request_id in str(caught.value)
-        assert await asyncio.to_thread(store.get_thread, child) is None
+        assert await asyncio.to_thread(store.threads.get, child) is None
 
 
 async def test_recording_a_request_twice_keeps_the_first(store: Store) -> None:
-    """`create_request` is idempotent by request id: a retry never changes or resets it."""
+    """`variable_requests.create` is idempotent by request id: a retry never changes or resets it."""
     request = _request()
     first = await _recorded(store, request)
     await asyncio.to_thread(_provide, store, request, {"API_KEY": "a", "REGION": "b"})
@@ -429,7 +424,9 @@ async def test_store_functions_on_postgresql(postgres_databases: Any, keyring: K
         assert set(raw["values"]) == {"$weftEncrypted"} and SECRET not in json.dumps(
             raw, default=str
         )
-        values = await asyncio.to_thread(take_values, store, request.request_id)
+        values = await asyncio.to_thread(
+            store.variable_requests.provided_values, request.request_id
+        )
         assert values == {"API_KEY": SECRET, "REGION": "eu"}
     finally:
         store.close()
@@ -523,14 +520,14 @@ async def test_weft_serve_command(tmp_path: Path, dev_server: DevServer, keyring
 
 async def _until_recorded(store: Store, request: VariableRequest) -> None:
     for _ in range(200):
-        if await asyncio.to_thread(get_request, store, request.request_id) is not None:
+        if await asyncio.to_thread(store.variable_requests.get, request.request_id) is not None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"{request.request_id} was never recorded")
 
 
 def _provide(store: Store, request: VariableRequest, values: dict[str, Any]) -> None:
-    provide_values(store, request.request_id, values)
+    store.variable_requests.provide(request.request_id, values)
 
 
 def _raw_row(store: Store, request_id: str) -> dict[str, Any]:

@@ -33,7 +33,7 @@ SLOW_THEN_QUICK = {
 
 async def _until_event(worker: Any, thread_id: str, event_type: str) -> None:
     for _ in range(600):
-        if worker.store.read_events(thread_id, types=[event_type]):
+        if worker.store.events.read(thread_id, types=[event_type]):
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"no {event_type} event for {thread_id}")
@@ -44,13 +44,13 @@ def _assert_events_valid(worker: Any, thread_id: str) -> None:
         json.loads(EVENT_SCHEMA.read_text()),
         format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER,
     )
-    for event in worker.store.read_events(thread_id, limit=10_000):
+    for event in worker.store.events.read(thread_id, limit=10_000):
         errors = list(validator.iter_errors(event.to_wire()))
         assert not errors, f"{event.type} is invalid: {errors[0].message}"
 
 
 def _queue_actions(worker: Any, thread_id: str) -> list[str]:
-    events = worker.store.read_events(thread_id, types=["queue.changed"], limit=1000)
+    events = worker.store.events.read(thread_id, types=["queue.changed"], limit=1000)
     return [e.payload["action"] for e in events]
 
 
@@ -69,7 +69,7 @@ async def test_interrupt_cancels_the_in_flight_model_call(
     assert result["status"] == "queued"
     state = await wait_until(handle, idle_after(1))
     assert state.counters.turns == 1 and state.last_outcome == "quick answer"
-    messages = worker.store.list_messages(handle.id)
+    messages = worker.store.messages.list(handle.id)
     assert [(m.role, m.content) for m in messages] == [
         ("user", "slow please"),
         ("user", "never mind"),
@@ -77,7 +77,7 @@ async def test_interrupt_cancels_the_in_flight_model_call(
     ]
     assert [m.position for m in messages] == sorted(m.position for m in messages)
     assert "interrupt" in _queue_actions(worker, handle.id)
-    failed = worker.store.read_events(handle.id, types=["model.failed"])
+    failed = worker.store.events.read(handle.id, types=["model.failed"])
     assert [e.payload["code"] for e in failed] == ["interrupted"]
     # The cancelled model.call is in history: requested, then acknowledged by the activity.
     for _ in range(200):
@@ -145,7 +145,7 @@ async def test_remove_and_promote_queued_turns(start_worker, temporal_client, sc
     if state.queue:  # still running the slow turn
         assert [q.queue_id for q in state.queue] == [queued[2].queue_id, queued[1].queue_id]
     await wait_until(handle, idle_after(2))
-    users = [m.content for m in worker.store.list_messages(handle.id) if m.role == "user"]
+    users = [m.content for m in worker.store.messages.list(handle.id) if m.role == "user"]
     assert users == ["slow please", "third", "second"]
     actions = _queue_actions(worker, handle.id)
     assert actions.count("promoted") == 1 and actions.count("removed") == 1

@@ -128,7 +128,7 @@ async def test_read_models_and_events_validate(
     idle = await wait_until(handle, idle_after(1))
     assert idle.unknown == ["usage.costUsd"] and idle.usage.cost_usd is None
     assert idle.stop_reason == "stop_on_response" and idle.last_outcome == "Rome it is."
-    tools = [m.content for m in worker.store.list_messages(handle.id) if m.role == "tool"]
+    tools = [m.content for m in worker.store.messages.list(handle.id) if m.role == "tool"]
     assert "permission denied for weather by prompt rule 0" in tools[-1]
     await handle.signal("queue_message", {"role": "user", "content": "again"})
     await wait_until(handle, idle_after(2))
@@ -156,7 +156,7 @@ async def test_read_models_and_events_validate(
     assert [m["content"] for m in messages] == ["again", "More?"]
     assert closed["threads"][0]["history"]["olderCursor"] == messages[0]["position"]
 
-    events = [e.to_wire() for e in worker.store.read_events(handle.id, limit=10_000)]
+    events = [e.to_wire() for e in worker.store.events.read(handle.id, limit=10_000)]
     for event in events:
         _check(event_schema, event)
     types = {e["type"] for e in events}
@@ -193,7 +193,7 @@ async def test_reconnect_gets_the_snapshot_then_events_after_the_cursor(
         temporal_client, worker.task_queue, messages=[{"role": "user", "content": "hi"}]
     )
     await wait_until(handle, idle_after(1))
-    everything = worker.store.read_events(handle.id, limit=10_000)
+    everything = worker.store.events.read(handle.id, limit=10_000)
     cursor = everything[len(everything) // 2].sequence
     resumed = await resume.reconnect(
         temporal_client, worker.store, handle.id, after=cursor, follow=False

@@ -118,7 +118,7 @@ async def test_history_holds_no_plaintext_secret(
     worker, handle, _script, keys = await _run_secret_thread(
         start_worker, weft_config, dev_server, scripted_server
     )
-    tool = next(m for m in worker.store.list_messages(handle.id) if m.role == "tool")
+    tool = next(m for m in worker.store.messages.list(handle.id) if m.role == "tool")
     assert json.loads(tool.content)["result"]["authorised"] is True  # the tool got the secret
 
     code, raw, err = await temporal_cli(
@@ -172,7 +172,7 @@ async def test_store_holds_no_plaintext_env(
     for file in files:
         assert SECRET.encode() not in file.read_bytes(), file
         assert AGENT_SECRET.encode() not in file.read_bytes(), file
-    row = worker.store.get_thread(handle.id)
+    row = worker.store.threads.get(handle.id)
     assert row is not None and row.env["API_TOKEN"] == SECRET
 
 
@@ -247,7 +247,7 @@ async def test_cli_start_through_the_codec_server_is_encrypted(
     assert code == 0, err
     texts = json_texts(json.loads(raw))
     assert not any(SECRET in t for t in texts)
-    assert worker.store.get_thread(thread_id).env == {"API_TOKEN": SECRET}  # type: ignore[union-attr]
+    assert worker.store.threads.get(thread_id).env == {"API_TOKEN": SECRET}  # type: ignore[union-attr]
 
 
 async def test_worker_without_the_key_fails_the_task_naming_the_key(

@@ -11,7 +11,6 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities.bootstrap import BootstrapActivities
 from activities.code_run import CodeRunActivities
 from activities.definitions import Definitions, load_directory
 from activities.files_copy import FileCopyActivities
@@ -21,6 +20,7 @@ from activities.snapshots import SnapshotCache
 from activities.store import Store
 from activities.thread_records import ThreadRecordActivities
 from activities.tool_call import ToolActivities
+from activities.variables_request import VariableRequestActivities
 from transport.connection import with_keyring
 from workers.config import WeftConfig
 from workers.providers import build_providers
@@ -111,7 +111,7 @@ class AgentWorker:
         tools = ToolActivities(store, self.definitions, snapshots, sandbox=pool)
         code = CodeRunActivities(pool)
         copies = FileCopyActivities(store)
-        bootstrap = BootstrapActivities(store)
+        variable_requests = VariableRequestActivities(store)
         self.worker = Worker(
             client,
             task_queue=self.task_queue,
@@ -123,7 +123,7 @@ class AgentWorker:
                 tools.call_tool,
                 code.run,
                 copies.copy_files,
-                bootstrap.request_variables,
+                variable_requests.request_variables,
             ],
             workflow_runner=workflow_runner(),
             max_cached_workflows=self._max_cached,

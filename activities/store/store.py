@@ -9,8 +9,6 @@ synchronous and opens its own short transaction; activities call them through
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import Engine
 
 from activities.crypto import Keyring
@@ -77,30 +75,3 @@ class Store:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
-
-    # TEMPORARY: the old method names, until client/ and workers/ are migrated.
-    def __getattr__(self, name: str) -> Any:
-        aggregate, _, method = _LEGACY_NAMES.get(name, "").partition(".")
-        if not method:
-            raise AttributeError(name)
-        return getattr(getattr(self, aggregate), method)
-
-
-_LEGACY_NAMES = {
-    "append_messages": "messages.append",
-    "list_messages": "messages.list",
-    "get_message": "messages.get",
-    "update_message": "messages.update",
-    "delete_message": "messages.delete",
-    "append_events": "events.append",
-    "record": "events.record",
-    "read_events": "events.read",
-    "last_sequence": "events.last_sequence",
-    "get_value": "values.get",
-    "set_value": "values.set",
-    "put_snapshot": "snapshots.put",
-    "get_snapshot": "snapshots.get",
-    "upsert_thread": "threads.upsert",
-    "get_thread": "threads.get",
-    "list_threads": "threads.list",
-}

@@ -23,14 +23,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.store import Store
-from activities.store.bootstrap import (
-    AlreadyProvided,
-    InvalidValues,
-    RequestNotFound,
-    get_request,
-    provide_values,
-    withdraw_values,
-)
+from activities.store.variable_requests import AlreadyProvided, InvalidValues, RequestNotFound
 from contract.subagents import SIGNAL_VARIABLES_PROVIDED, VariableRequest, VariablesProvided
 from workers.gateway.models import ErrorBody, Health, ProvideValues, ValuesAccepted
 
@@ -103,7 +96,7 @@ def create_app(store: Store, temporal_client: Client, token: str) -> FastAPI:
     )
     async def read_request(parent_thread_id: str, request_id: str) -> VariableRequest:
         request = await asyncio.to_thread(
-            get_request, store, request_id, parent_thread_id=parent_thread_id
+            store.variable_requests.get, request_id, parent_thread_id=parent_thread_id
         )
         if request is None:
             raise GatewayError(404, _unknown(parent_thread_id, request_id))
@@ -121,7 +114,10 @@ def create_app(store: Store, temporal_client: Client, token: str) -> FastAPI:
     ) -> ValuesAccepted:
         try:
             await asyncio.to_thread(
-                provide_values, store, request_id, body.values, parent_thread_id=parent_thread_id
+                store.variable_requests.provide,
+                request_id,
+                body.values,
+                parent_thread_id=parent_thread_id,
             )
         except RequestNotFound:
             raise GatewayError(404, _unknown(parent_thread_id, request_id)) from None
@@ -147,12 +143,12 @@ async def _signal_parent(
     except RPCError as err:
         # The signal surely did not arrive: forget the values so the client can retry.
         if err.status == RPCStatusCode.NOT_FOUND:
-            await asyncio.to_thread(withdraw_values, store, request_id)
+            await asyncio.to_thread(store.variable_requests.withdraw, request_id)
             raise GatewayError(
                 410, f"thread {parent_thread_id!r} is not running; the values were not kept"
             ) from None
         if err.status == RPCStatusCode.UNAVAILABLE:
-            await asyncio.to_thread(withdraw_values, store, request_id)
+            await asyncio.to_thread(store.variable_requests.withdraw, request_id)
             raise GatewayError(
                 503, f"Temporal is unavailable ({err.message}); the values were not kept, retry"
             ) from None
