@@ -9,14 +9,16 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, overload
 
-import _quickjs
+import _quickjs  # type: ignore[import-not-found]  # C extension of `quickjs`, ships no stubs
 
 from activities.sandbox._erase import SourceError
 from activities.sandbox._link import Bundle, Linker
+from activities.sandbox._wire import HostMessage, InvokeMessage, Job
 
 _FRAME = re.compile(r"^(\s*at )(.*?)\s*\(<input>(?::(\d+))?\)\s*$")
 _COMPILE_LINE = re.compile(r"^\s*at <input>:(\d+)\s*$", re.M)
@@ -30,10 +32,44 @@ class Channel(Protocol):
 
     def send(self, message: dict[str, Any]) -> None: ...
 
-    def recv(self) -> dict[str, Any]: ...
+    def recv(self) -> HostMessage: ...
 
     def settle_now(self, result: dict[str, Any]) -> None:
         """Deliver a final result before the code stops; a worker exits right after."""
+
+
+class _JSContext(Protocol):
+    """The part of `_quickjs.Context` the engine uses; JS values come back as `Any`."""
+
+    def set_memory_limit(self, limit: int, /) -> None: ...
+
+    def set_max_stack_size(self, limit: int, /) -> None: ...
+
+    def add_callable(self, name: str, fn: Callable[..., Any], /) -> None: ...
+
+    def eval(self, code: str, /) -> Any: ...
+
+    def get(self, name: str, /) -> Any: ...
+
+    def memory(self) -> dict[str, int]: ...
+
+    def execute_pending_job(self) -> bool: ...
+
+
+class _Runtime(Protocol):
+    """The prelude's `dispatch(op, a, b, c)` (see _runtime.js): what each op returns."""
+
+    @overload
+    def __call__(self, op: Literal["load", "synthetic", "params", "start"], *a: Any) -> None: ...
+
+    @overload
+    def __call__(self, op: Literal["outcome"]) -> str | None: ...
+
+    @overload
+    def __call__(self, op: Literal["invoke"], fn: int, args: str, /) -> str: ...
+
+    @overload
+    def __call__(self, op: Literal["collect"], token: int, /) -> str | None: ...
 
 
 @cache
@@ -49,7 +85,7 @@ def _error(status: str, name: str, message: str, **extra: Any) -> dict[str, Any]
     return {"status": status, "error": err}
 
 
-def _status_kb(field: str) -> int:
+def _status_kb(field: bytes) -> int:
     try:
         with open("/proc/self/status", "rb") as f:
             for line in f:
@@ -86,15 +122,15 @@ def reset_peak_rss() -> int:
 class Engine:
     """One run: link, compile, evaluate, resolve the configured export and marshal it out."""
 
-    def __init__(self, job: dict[str, Any], channel: Channel) -> None:
+    def __init__(self, job: Job, channel: Channel) -> None:
         self.job = job
         self.channel = channel
         self.next_call = 0
         self.bundle: Bundle | None = None
         self.linker: Linker | None = None
         self.fatal: dict[str, Any] | None = None
-        self._ctx: Any = None
-        self._rt: Any = None
+        self._ctx: _JSContext | None = None
+        self._rt: _Runtime | None = None
         self._rss0 = 0
 
     def run(self) -> dict[str, Any]:
@@ -112,7 +148,7 @@ class Engine:
         except SourceError as exc:
             return self._source_error(exc)
         self._rss0 = reset_peak_rss()
-        ctx = _quickjs.Context()
+        ctx: _JSContext = _quickjs.Context()
         ctx.set_memory_limit(job["memoryLimitBytes"])
         ctx.set_max_stack_size(DEFAULT_STACK_BYTES)
         try:
@@ -122,7 +158,7 @@ class Engine:
         finally:
             del ctx
 
-    def _evaluate(self, ctx: Any, params: list[str]) -> dict[str, Any]:
+    def _evaluate(self, ctx: _JSContext, params: list[str]) -> dict[str, Any]:
         job, bundle = self.job, self.bundle
         assert bundle is not None
         ctx.add_callable("__weft_host", self._host_call)
@@ -130,9 +166,10 @@ class Engine:
         ctx.add_callable("__weft_resolve", self._resolve)
         factory = ctx.eval(prelude())
         self._ctx = ctx
-        self._rt = rt = factory(
+        rt: _Runtime = factory(
             ctx.get("__weft_host"), ctx.get("__weft_emit"), ctx.get("__weft_resolve")
         )
+        self._rt = rt
         try:
             program = ctx.eval(bundle.text)
         except _quickjs.JSException as exc:
@@ -163,12 +200,12 @@ class Engine:
         grown = (peak_rss_kb() - self._rss0) * 1024
         return grown >= self.job["memoryLimitBytes"] * _PEAK_AT_LIMIT
 
-    def _near_limit(self, ctx: Any) -> bool:
+    def _near_limit(self, ctx: _JSContext) -> bool:
         used = ctx.memory().get("malloc_size", 0)
         return bool(used >= self.job["memoryLimitBytes"] - _NEAR_LIMIT_BYTES)
 
     @staticmethod
-    def _drain(ctx: Any) -> None:
+    def _drain(ctx: _JSContext) -> None:
         while ctx.execute_pending_job():
             pass
 
@@ -244,14 +281,15 @@ class Engine:
             if msg["t"] == "invoke":
                 self.channel.send({"t": "ret", "id": msg["id"], "reply": self._invoke(msg)})
 
-    def _invoke(self, msg: dict[str, Any]) -> str:
+    def _invoke(self, msg: InvokeMessage) -> str:
         # The host calls back a sandbox function while the sandbox waits on that host call.
-        rt = self._rt
+        rt, ctx = self._rt, self._ctx
+        assert rt is not None and ctx is not None  # set by _evaluate before any JS runs
         raw = rt("invoke", int(msg["fn"]), msg["args"])
         reply = json.loads(raw)
         if "token" not in reply:
             return raw
-        self._drain(self._ctx)
+        self._drain(ctx)
         got = rt("collect", reply["token"])
         if got is None:
             return json.dumps(

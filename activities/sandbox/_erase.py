@@ -6,6 +6,7 @@ column of the erased text is the caller's own; nothing is type-checked.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 
@@ -17,7 +18,12 @@ class SourceError(Exception):
     """A syntax, TypeScript-erasure or linkage problem at a position in one module."""
 
     def __init__(
-        self, message: str, *, name: str = "SyntaxError", line: int | None = None, column=None
+        self,
+        message: str,
+        *,
+        name: str = "SyntaxError",
+        line: int | None = None,
+        column: int | None = None,
     ) -> None:
         super().__init__(message)
         self.name = name
@@ -46,7 +52,14 @@ def position(code: bytes, node: tree_sitter.Node) -> tuple[int, int]:
     return row + 1, column + 1
 
 
-def _walk(root: tree_sitter.Node):
+def required_field(node: tree_sitter.Node, name: str) -> tree_sitter.Node:
+    """A field the grammar always gives this node type (check_syntax rejected broken trees)."""
+    child = node.child_by_field_name(name)
+    assert child is not None, f"{node.type} has no {name!r}"
+    return child
+
+
+def _walk(root: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
     # Iterative, so hostile deeply nested input cannot exhaust Python's recursion limit.
     stack = [root]
     while stack:

@@ -146,7 +146,9 @@ class CodeExecution:
         if kind == "call":
             self._spawn(self._host_call(msg))
         elif kind == "ret":
-            fut = self._replies.pop(msg.get("id"), None)
+            # Only an int id can be one of ours; anything else finds no pending reply.
+            call_id = msg.get("id")
+            fut = self._replies.pop(call_id, None) if isinstance(call_id, int) else None
             if fut is not None and not fut.done():
                 fut.set_result(msg["reply"])
         elif kind == "log":

@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import json
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 import tree_sitter
 
-from activities.sandbox._erase import SourceError, check_syntax, erase_types, parse, position
+from activities.sandbox._erase import (
+    SourceError,
+    check_syntax,
+    erase_types,
+    parse,
+    position,
+    required_field,
+)
 
 RT = "$__w"  # the per-module runtime parameter; `$__` names cannot clash with sane user code
 _SUFFIXES = ("", ".ts", ".js", ".mjs", "/index.ts", "/index.js")
@@ -178,9 +187,9 @@ class Linker:
         for mid in mods:
             visit(mid, [])
 
-    def _emit(self, mods: dict[str, _Module], entry: str, exports) -> Bundle:
+    def _emit(self, mods: dict[str, _Module], entry: str, exports: dict[str, list[str]]) -> Bundle:
         lines = ['(function ($__rt) {"use strict";']
-        line_map = []
+        line_map: list[tuple[int, int, str]] = []
         for mid, mod in mods.items():
             getters = dict(mod.local_exports)
             for name, (src_mid, src_name) in mod.reexports.items():
@@ -213,7 +222,7 @@ class _Rewriter:
     def text(self, node: tree_sitter.Node) -> str:
         return self.mod.code[node.start_byte : node.end_byte].decode()
 
-    def put(self, node: tree_sitter.Node, replacement: str) -> None:
+    def put(self, node: tree_sitter.Node | _Span, replacement: str) -> None:
         """Overwrite a node with `replacement` padded by spaces, keeping the newlines."""
         raw = replacement.encode()
         start, end = node.start_byte, node.end_byte
@@ -223,7 +232,7 @@ class _Rewriter:
             if self.buf[i] not in (0x0A, 0x0D):
                 self.buf[i] = 0x20
 
-    def fail(self, node: tree_sitter.Node, message: str, name: str = "LinkError") -> None:
+    def fail(self, node: tree_sitter.Node, message: str, name: str = "LinkError") -> NoReturn:
         line, col = position(self.mod.code, node)
         raise SourceError(message, name=name, line=line, column=col)
 
@@ -257,8 +266,7 @@ class _Rewriter:
         if any(c.type == "type" for c in node.children):
             self.put(node, "")
             return
-        source = node.child_by_field_name("source")
-        mid = self.dep(source)
+        mid = self.dep(required_field(node, "source"))
         ns = f"{RT}.imp({json.dumps(mid)})"
         clause = next((c for c in node.children if c.type == "import_clause"), None)
         for part in clause.children if clause else []:
@@ -273,7 +281,7 @@ class _Rewriter:
                         c.type == "type" for c in spec.children
                     ):
                         continue
-                    name_node = spec.child_by_field_name("name")
+                    name_node = required_field(spec, "name")
                     alias = spec.child_by_field_name("alias") or name_node
                     self.bind(spec, self.text(alias), mid, self.name(name_node), ns)
         self.put(node, "")
@@ -282,7 +290,7 @@ class _Rewriter:
         raw = self.text(node)
         return json.loads(raw) if raw.startswith('"') else raw.strip("'") if raw[0] == "'" else raw
 
-    def bind(self, node, local: str, mid: str, name: str, ns: str) -> None:
+    def bind(self, node: tree_sitter.Node, local: str, mid: str, name: str, ns: str) -> None:
         self.mod.wanted.append((mid, name, position(self.mod.code, node)))
         self.mod.bindings.append(f"{local}={ns}[{json.dumps(name)}]")
 
@@ -300,7 +308,7 @@ class _Rewriter:
                 self.mod.local_exports[self.name(alias)] = f"{RT}.imp({json.dumps(mid)})"
             elif clause is not None:
                 for spec in self.specifiers(clause):
-                    name_node = spec.child_by_field_name("name")
+                    name_node = required_field(spec, "name")
                     alias = spec.child_by_field_name("alias") or name_node
                     self.mod.wanted.append(
                         (mid, self.name(name_node), position(self.mod.code, spec))
@@ -312,7 +320,7 @@ class _Rewriter:
             return
         if clause is not None:
             for spec in self.specifiers(clause):
-                name_node = spec.child_by_field_name("name")
+                name_node = required_field(spec, "name")
                 alias = spec.child_by_field_name("alias") or name_node
                 self.mod.local_exports[self.name(alias)] = self.text(name_node)
             self.put(node, "")
@@ -328,7 +336,8 @@ class _Rewriter:
             keyword_end = value.start_byte if value is not None else node.end_byte
             head = _Span(node.start_byte, keyword_end)
             if named:
-                local = self.text(value.child_by_field_name("name"))
+                assert value is not None  # `named` is only true for a declaration
+                local = self.text(required_field(value, "name"))
                 self.put(head, "")
             else:
                 local = "$__d"
@@ -341,7 +350,7 @@ class _Rewriter:
             self.put(_Span(node.start_byte, decl.start_byte), "")
 
     @staticmethod
-    def specifiers(clause: tree_sitter.Node):
+    def specifiers(clause: tree_sitter.Node) -> list[tree_sitter.Node]:
         return [
             s
             for s in clause.children
@@ -364,25 +373,28 @@ class _Span:
     end_byte: int
 
 
-def _declared_names(decl: tree_sitter.Node, text) -> list[str]:
+_Text = Callable[[tree_sitter.Node], str]
+
+
+def _declared_names(decl: tree_sitter.Node, text: _Text) -> list[str]:
     """Names bound by an exported declaration, including destructuring patterns."""
     if decl.type in ("lexical_declaration", "variable_declaration"):
         names: list[str] = []
         for d in decl.children:
             if d.type == "variable_declarator":
-                names += _pattern_names(d.child_by_field_name("name"), text)
+                names += _pattern_names(required_field(d, "name"), text)
         return names
     name = decl.child_by_field_name("name")
     return [text(name)] if name is not None else []
 
 
-def _pattern_names(node: tree_sitter.Node, text) -> list[str]:
+def _pattern_names(node: tree_sitter.Node, text: _Text) -> list[str]:
     if node.type in ("identifier", "shorthand_property_identifier_pattern"):
         return [text(node)]
     if node.type == "pair_pattern":
-        return _pattern_names(node.child_by_field_name("value"), text)
+        return _pattern_names(required_field(node, "value"), text)
     if node.type == "assignment_pattern":
-        return _pattern_names(node.child_by_field_name("left"), text)
+        return _pattern_names(required_field(node, "left"), text)
     found: list[str] = []
     for child in node.named_children:
         if child.type not in ("property_identifier", "number", "string"):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from activities.sandbox._marshal import Encoder, SerializationError
+from activities.sandbox._wire import ExecuteSpec, Job
 
 MIB = 1024 * 1024
 DEFAULT_MEMORY_LIMIT_BYTES = 64 * MIB
@@ -47,7 +48,7 @@ class OptionError(ValueError):
 class Prepared:
     """A validated call: the job for the worker and the host-only parts kept here."""
 
-    job: dict[str, Any]
+    job: Job
     encoder: Encoder
     report: Callable[[Any], Any] | None
     cpu_time_limit_ms: float | None
@@ -111,7 +112,7 @@ def prepare(
     cpu = opts.get("cpuTimeLimitMs", default_cpu_time_limit_ms)
     if cpu is not None and (isinstance(cpu, bool) or not isinstance(cpu, int | float) or cpu <= 0):
         raise OptionError("options.cpuTimeLimitMs must be a positive number of milliseconds")
-    job = {
+    job: Job = {
         "source": source,
         "filename": filename,
         "language": language,
@@ -142,7 +143,7 @@ def _encode(encoder: Encoder, value: Any, where: str) -> Any:
         raise OptionError(f"{where}: {exc}") from None
 
 
-def _execute(value: Any, encoder: Encoder) -> dict[str, Any]:
+def _execute(value: Any, encoder: Encoder) -> ExecuteSpec:
     if value is None:
         return {"fn": "default", "args": ["A"]}
     if not isinstance(value, Mapping):

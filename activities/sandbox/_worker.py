@@ -15,6 +15,7 @@ import traceback
 from typing import IO, Any
 
 from activities.sandbox._engine import Engine, rss_kb
+from activities.sandbox._wire import HostMessage, Job, is_run
 
 _PR_SET_PDEATHSIG = 1
 
@@ -33,11 +34,12 @@ class PipeChannel:
         except BrokenPipeError:
             os._exit(0)  # the parent closed our pipe: it no longer wants this worker
 
-    def recv(self) -> dict[str, Any]:
+    def recv(self) -> HostMessage:
         line = self.reader.readline()
         if not line:
             os._exit(0)  # the parent is gone: nothing left to do
-        return json.loads(line)
+        msg: HostMessage = json.loads(line)  # the parent is the only writer of this pipe
+        return msg
 
     def settle_now(self, result: dict[str, Any]) -> None:
         self.send({"t": "done", "result": result, "retire": True})
@@ -58,12 +60,12 @@ def _warm_up() -> None:
     # Pay parser, prelude and first-context costs before reporting ready.
     class _Null:
         def send(self, message: dict[str, Any]) -> None: ...
-        def recv(self) -> dict[str, Any]:
+        def recv(self) -> HostMessage:
             raise RuntimeError("no host during warm-up")
 
         def settle_now(self, result: dict[str, Any]) -> None: ...
 
-    job = {
+    job: Job = {
         "source": "const x: number = 1; export default x;",
         "filename": "warm.ts",
         "language": "typescript",
@@ -88,7 +90,7 @@ def main() -> None:
     channel.send({"t": "ready", "pid": os.getpid(), "rss": rss_kb()})
     while True:
         msg = channel.recv()
-        if msg.get("t") != "run":
+        if not is_run(msg):
             continue
         try:
             result = Engine(msg["job"], channel).run()
