@@ -101,12 +101,14 @@ _TYPE_ONLY = {
     "implements_clause",
     "accessibility_modifier",
 }
+IMPORT_REQUIRE_UNSUPPORTED = "`import x = require(...)` is not supported; use `import`"
+
 # Constructs with runtime semantics that erasure alone cannot express (as in Node's strip-types).
 _UNSUPPORTED = {
     "enum_declaration": "enum declarations are not erasable; use a const object instead",
     "internal_module": "namespaces are not erasable; use a plain object or a module",
     "module": "namespaces are not erasable; use a plain object or a module",
-    "import_require_clause": "`import x = require(...)` is not supported; use `import`",
+    "import_require_clause": IMPORT_REQUIRE_UNSUPPORTED,
 }
 _MODIFIERS = {"readonly", "declare", "abstract", "override"}
 _OPTIONAL_MARK_PARENTS = {

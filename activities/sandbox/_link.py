@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NoReturn
 
 import tree_sitter
 
+from activities.sandbox._declared import declared_names
 from activities.sandbox._erase import (
+    IMPORT_REQUIRE_UNSUPPORTED,
     SourceError,
     check_syntax,
     erase_types,
@@ -263,6 +264,9 @@ class _Rewriter:
             stack.extend(reversed(node.children))
 
     def import_statement(self, node: tree_sitter.Node) -> None:
+        for child in node.children:
+            if child.type == "import_require_clause":  # TS-only; TypeScript mode rejects it too
+                self.fail(child, IMPORT_REQUIRE_UNSUPPORTED)
         if any(c.type == "type" for c in node.children):
             self.put(node, "")
             return
@@ -345,7 +349,7 @@ class _Rewriter:
             self.mod.local_exports["default"] = local
             return
         if decl is not None:
-            for local in _declared_names(decl, self.text):
+            for local in declared_names(decl, self.text):
                 self.mod.local_exports[local] = local
             self.put(_Span(node.start_byte, decl.start_byte), "")
 
@@ -371,32 +375,3 @@ class _Rewriter:
 class _Span:
     start_byte: int
     end_byte: int
-
-
-_Text = Callable[[tree_sitter.Node], str]
-
-
-def _declared_names(decl: tree_sitter.Node, text: _Text) -> list[str]:
-    """Names bound by an exported declaration, including destructuring patterns."""
-    if decl.type in ("lexical_declaration", "variable_declaration"):
-        names: list[str] = []
-        for d in decl.children:
-            if d.type == "variable_declarator":
-                names += _pattern_names(required_field(d, "name"), text)
-        return names
-    name = decl.child_by_field_name("name")
-    return [text(name)] if name is not None else []
-
-
-def _pattern_names(node: tree_sitter.Node, text: _Text) -> list[str]:
-    if node.type in ("identifier", "shorthand_property_identifier_pattern"):
-        return [text(node)]
-    if node.type == "pair_pattern":
-        return _pattern_names(required_field(node, "value"), text)
-    if node.type == "assignment_pattern":
-        return _pattern_names(required_field(node, "left"), text)
-    found: list[str] = []
-    for child in node.named_children:
-        if child.type not in ("property_identifier", "number", "string"):
-            found += _pattern_names(child, text)
-    return found

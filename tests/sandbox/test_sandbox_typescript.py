@@ -71,3 +71,13 @@ async def test_syntax_error_in_a_module_names_that_module(pool: SandboxPool) -> 
     )
     assert result.status == "link_error"
     assert "./bad.ts:1:" in result.error.message
+
+
+async def test_import_require_is_a_clear_link_error_in_both_languages(pool: SandboxPool) -> None:
+    """`import x = require(...)` is a link_error naming the construct and line, never internal."""
+    for language, name in [("javascript", "LinkError"), ("typescript", "TypeScriptError")]:
+        for source in ['const a = 1;\nimport x = require("y");', 'import type x = require("y");']:
+            result = await run_code(source, {"language": language}, pool=pool)
+            assert (result.status, result.error.name) == ("link_error", name), (language, source)
+            assert "`import x = require(...)` is not supported" in result.error.message
+            assert result.error.line == source.count("\n") + 1
