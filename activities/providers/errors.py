@@ -8,7 +8,9 @@ RetryPolicy. Each attempt is then visible in the workflow history.
 from __future__ import annotations
 
 import email.utils
+import json
 import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
@@ -20,10 +22,18 @@ RETRYABLE = "ProviderRetryableError"
 REJECTED = "ProviderRequestRejected"
 CONNECTION = "ProviderConnectionError"
 PROTOCOL = "ProviderProtocolError"
+# The prompt is over the model's window: never retryable, and a later compaction's cue.
+CONTEXT_TOO_LONG = "ProviderContextLengthExceeded"
 
 # 408 timeout, 409 conflict (lock contention at OpenAI), 429 rate limit; 5xx below.
 _RETRYABLE_4XX = frozenset({408, 409, 429})
 _EXCERPT_CHARS = 300
+# "This model's maximum context length is N tokens. However, your messages resulted in M
+# tokens." (OpenAI; compatible servers say "you requested M tokens") and Anthropic's
+# "prompt is too long: M tokens > N maximum".
+_OPENAI_LIMIT = re.compile(r"maximum context length is ([\d,]+)", re.IGNORECASE)
+_OPENAI_TOKENS = re.compile(r"(?:resulted in|requested) ([\d,]+) tokens", re.IGNORECASE)
+_ANTHROPIC_SIZES = re.compile(r"too long:\s*([\d,]+) tokens\s*>\s*([\d,]+)", re.IGNORECASE)
 
 
 def excerpt(text: str, limit: int = _EXCERPT_CHARS) -> str:
@@ -66,10 +76,24 @@ def _finite(text: str) -> float | None:
 
 
 def classify_http_error(status: int, headers: Mapping[str, str], body: str) -> ApplicationError:
-    """Map an HTTP error reply to a retryable or non-retryable ApplicationError."""
+    """Map an HTTP error reply (or a stream's error event) to a classified ApplicationError.
+
+    `body` is the raw error body: the JSON envelope or the bare error object.
+    """
     delay = parse_retry_after(headers)
+    details: dict[str, object] = {"status": status, "body": excerpt(body)}
+    sizes = context_overflow(body)
+    if sizes is not None:
+        # The body's verdict beats status and headers: no retry shrinks the prompt.
+        limit, tokens = sizes
+        details |= {"max_context_tokens": limit, "request_tokens": tokens}
+        return ApplicationError(
+            f"prompt exceeds the model's context window (HTTP {status}): {excerpt(body)}",
+            details,
+            type=CONTEXT_TOO_LONG,
+            non_retryable=True,
+        )
     message = f"provider replied HTTP {status}: {excerpt(body)}"
-    details = {"status": status, "body": excerpt(body)}
     # OpenAI and Anthropic send an explicit verdict that beats the status family.
     should_retry = {k.lower(): v for k, v in headers.items()}.get("x-should-retry")
     if status == 429:
@@ -85,6 +109,34 @@ def classify_http_error(status: int, headers: Mapping[str, str], body: str) -> A
     return ApplicationError(
         message, details, type=kind, non_retryable=not retry, next_retry_delay=delay
     )
+
+
+def context_overflow(body: str) -> tuple[int | None, int | None] | None:
+    """(limit, request tokens) when `body` is a context-length error, else None.
+
+    Either number is None when the message does not state it.
+    """
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict):
+        error = data if isinstance(data, dict) else {}  # OpenAI streams send the bare object
+    text = error.get("message")
+    text = text if isinstance(text, str) else ""
+    if error.get("code") == "context_length_exceeded" or "maximum context length" in text.lower():
+        return _number(_OPENAI_LIMIT.search(text), 1), _number(_OPENAI_TOKENS.search(text), 1)
+    if error.get("type") == "invalid_request_error" and text.lower().startswith(
+        "prompt is too long"
+    ):
+        sizes = _ANTHROPIC_SIZES.search(text)
+        return _number(sizes, 2), _number(sizes, 1)
+    return None
+
+
+def _number(match: re.Match[str] | None, group: int) -> int | None:
+    return int(match.group(group).replace(",", "")) if match else None
 
 
 def classify_transport_error(exc: httpx.RequestError) -> ApplicationError:

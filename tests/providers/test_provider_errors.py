@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -10,6 +11,7 @@ import httpx
 import pytest
 
 from activities.providers.errors import (
+    CONTEXT_TOO_LONG,
     classify_http_error,
     classify_transport_error,
     parse_retry_after,
@@ -82,6 +84,88 @@ def test_body_excerpt_is_short() -> None:
     """The message carries a one-line excerpt of the body, not all of it."""
     error = classify_http_error(500, {}, "line one\n\nline two " + "x" * 5000)
     assert "line one line two" in error.message and len(error.message) < 400
+
+
+def _openai_error(message: str, code: str | None = None) -> str:
+    return json.dumps(
+        {"error": {"message": message, "type": "invalid_request_error", "code": code}}
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "limit", "tokens"),
+    [
+        (
+            _openai_error(
+                "This model's maximum context length is 128000 tokens. However, your messages "
+                "resulted in 130512 tokens. Please reduce the length of the messages.",
+                "context_length_exceeded",
+            ),
+            128_000,
+            130_512,
+        ),
+        # vLLM and other compatible servers: no code, "you requested".
+        (
+            _openai_error(
+                "This model's maximum context length is 4,096 tokens. However, you requested "
+                "5000 tokens (4000 in the messages, 1000 in the completion)."
+            ),
+            4_096,
+            5_000,
+        ),
+        # A code without numbers in the message.
+        (
+            _openai_error("Your input exceeds the context window.", "context_length_exceeded"),
+            None,
+            None,
+        ),
+        (
+            json.dumps(
+                {
+                    "type": "error",
+                    "error": {
+                        "type": "invalid_request_error",
+                        "message": "prompt is too long: 208310 tokens > 200000 maximum",
+                    },
+                }
+            ),
+            200_000,
+            208_310,
+        ),
+    ],
+)
+def test_context_length_exceeded(body: str, limit: int | None, tokens: int | None) -> None:
+    """Both providers' context-length 400s become ProviderContextLengthExceeded with the numbers."""
+    error = classify_http_error(400, {"x-should-retry": "true"}, body)
+    assert error.type == CONTEXT_TOO_LONG == "ProviderContextLengthExceeded"
+    assert error.non_retryable  # whatever the headers say, a retry cannot shrink the prompt
+    assert error.details[0]["max_context_tokens"] == limit
+    assert error.details[0]["request_tokens"] == tokens
+
+
+def test_context_length_in_a_stream_error_object() -> None:
+    """A bare error object (OpenAI mid-stream) is recognised even under a 5xx status."""
+    bare = {"message": "maximum context length is 8192 tokens", "code": "context_length_exceeded"}
+    error = classify_http_error(500, {}, json.dumps(bare))
+    assert error.type == CONTEXT_TOO_LONG and error.non_retryable
+    assert error.details[0]["max_context_tokens"] == 8192
+    assert error.details[0]["request_tokens"] is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _openai_error("Invalid value for 'temperature'.", "invalid_value"),
+        json.dumps(
+            {"type": "error", "error": {"type": "not_found_error", "message": "prompt is too long"}}
+        ),
+        "maximum context length is 10 tokens",  # not JSON: no verdict to trust
+        "[1, 2]",
+    ],
+)
+def test_other_400s_are_not_context_errors(body: str) -> None:
+    """Other rejections keep the ProviderRequestRejected type."""
+    assert classify_http_error(400, {}, body).type == "ProviderRequestRejected"
 
 
 def test_transport_errors() -> None:

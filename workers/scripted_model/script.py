@@ -4,6 +4,9 @@ A script is chosen by the request's `model`. Its `turns` are matched against the
 message (`match`: substring, `regex:`-prefixed regex, or `*`); the reply is picked by how many
 assistant messages follow that user message. Selection is therefore a pure function of the
 request, so retries and concurrent conversations need no server-side state.
+
+A script may set `context_limit` (tokens): a request whose messages estimate above it, by
+`activities.context_budget`, gets the provider's own "context length exceeded" HTTP 400.
 """
 
 from __future__ import annotations
@@ -124,6 +127,8 @@ class Script(_Strict):
     """A named script: `turns`, or a bare `replies` list as shorthand for one `*` turn."""
 
     turns: list[Turn] = Field(min_length=1)
+    # Strict, so "8000" or 8000.5 in a script is an error rather than silently coerced.
+    context_limit: int | None = Field(default=None, gt=0, strict=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -139,6 +144,7 @@ class CompiledScript:
 
     def __init__(self, name: str, script: Script) -> None:
         self.name = name
+        self.context_limit = script.context_limit
         self.turns = [(turn, turn.expanded()) for turn in script.turns]
 
     def select(self, last_user_text: str) -> tuple[int, list[Reply]] | None:

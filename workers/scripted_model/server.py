@@ -1,7 +1,8 @@
 """The scripted model server: plays scripts over the OpenAI and Anthropic wire protocols.
 
 The only state besides the scripts is the fault counter behind `times`, keyed by
-(script, conversation key, reply index), and a bounded record of requests for tests.
+(script, conversation key, reply index), and a bounded record of requests for tests; each
+record carries `request_tokens`, the request's size by the runtime's own estimator.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from workers.scripted_model import render
+from workers.scripted_model.context_limit import overflow_body, request_tokens
 from workers.scripted_model.conversation import View, anthropic_view, openai_view
 from workers.scripted_model.http11 import HttpServer, Request, Response
 from workers.scripted_model.script import CompiledScript, Reply, ScriptError, compile_script
@@ -29,6 +31,7 @@ class _Outcome:
     script: str | None = None
     turn: int | None = None
     reply_index: int | None = None
+    tokens: int = 0  # estimated prompt tokens (activities.context_budget)
 
 
 class ScriptedModelServer:
@@ -145,7 +148,7 @@ class ScriptedModelServer:
             return self._fail(protocol, _Outcome(400, f"invalid JSON body: {exc}"))
         reader = openai_view if protocol == "openai" else anthropic_view
         view = reader(body, len(request.body))
-        outcome = _Outcome(200)
+        outcome = _Outcome(200, tokens=request_tokens(protocol, body))
         response = self._reply(body, view, outcome)
         self._record(request.path, body, view, outcome)
         return response
@@ -155,6 +158,12 @@ class ScriptedModelServer:
         if script is None:
             return self._error(view, outcome, 404, f"no script named {view.model!r}")
         outcome.script = script.name
+        limit = script.context_limit
+        if limit is not None and outcome.tokens > limit:
+            # Checked before any turn is selected, as a provider refuses before generating.
+            payload = overflow_body(view.protocol, limit, outcome.tokens)
+            outcome.status, outcome.error = 400, payload["error"]["message"]
+            return Response(400, json.dumps(payload).encode())
         selected = script.select(view.last_user_text)
         if selected is None:
             message = f"no turn of script {script.name!r} matches {view.last_user_text[:200]!r}"
@@ -263,6 +272,7 @@ class ScriptedModelServer:
                     "turn": outcome.turn,
                     "reply_index": outcome.reply_index,
                     "conversation_key": view.conversation_key,
+                    "request_tokens": outcome.tokens,
                 }
             )
 
