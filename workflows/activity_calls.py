@@ -18,6 +18,7 @@ from temporalio.common import RetryPolicy
 
 from contract.events import Event
 from contract.messages import Message
+from contract.thread import ThreadOptions
 from workflows.outbox import persist_first
 from workflows.payload_budget import encoded_size
 from workflows.thread_state import ThreadMemory
@@ -46,6 +47,22 @@ class Limits:
     timeout_seconds: float
     heartbeat_seconds: float
     max_attempts: int
+
+    @classmethod
+    def of_models(cls, options: ThreadOptions) -> Limits:
+        return cls(
+            options.model_timeout_seconds,
+            options.heartbeat_timeout_seconds,
+            options.model_max_attempts,
+        )
+
+    @classmethod
+    def of_tools(cls, options: ThreadOptions) -> Limits:
+        return cls(
+            options.tool_timeout_seconds,
+            options.heartbeat_timeout_seconds,
+            options.tool_max_attempts,
+        )
 
 
 async def start_within_budget(

@@ -29,13 +29,8 @@ class ModelCaller:
         self._mem = mem
         self._agents = agents
         self._in_flight = in_flight
-        options = mem.start.options
-        self._budget = options.payload_budget_bytes
-        self._limits = Limits(
-            options.model_timeout_seconds,
-            options.heartbeat_timeout_seconds,
-            options.model_max_attempts,
-        )
+        self._budget = mem.start.options.payload_budget_bytes
+        self._limits = Limits.of_models(mem.start.options)
 
     async def call(
         self, side: Side, turn_id: str, step_id: str, new_messages: list[Message]

@@ -65,13 +65,8 @@ class ToolRunner:
         self._gate = gate
         self._in_flight = in_flight
         self._host = host
-        options = mem.start.options
-        self._budget = options.payload_budget_bytes
-        self._limits = Limits(
-            options.tool_timeout_seconds,
-            options.heartbeat_timeout_seconds,
-            options.tool_max_attempts,
-        )
+        self._budget = mem.start.options.payload_budget_bytes
+        self._limits = Limits.of_tools(mem.start.options)
 
     async def run_calls(
         self, calls: list[ToolCall], *, side: Side, turn_id: str, step_id: str
