@@ -19,6 +19,7 @@ TOKEN = "gateway-test-token"
 async def test_missing_scoped_variables_boot_the_child_after_post(
     start_worker, temporal_client, scripted_server, weft_config
 ):
+    """A subagent missing scoped variables starts once they are POSTed to the gateway."""
     parent = add_script(
         scripted_server,
         {

@@ -73,15 +73,15 @@ async def start_within_budget(
     *,
     without_carried: dict[str, Any],
     result_type: type[Result],
-    budget: int,
     limits: Limits,
 ) -> tuple[workflow.ActivityHandle[Result], Carried]:
-    """Start `activity`; when `payload` is over `budget`, persist what it carries first.
+    """Start `activity`; when `payload` is over the thread's payload budget, persist what it
+    carries first.
 
     `without_carried` is the update that empties the payload's carried fields. Returns the
     handle and what the started input still carries (nothing, after persisting).
     """
-    if encoded_size(payload) > budget:
+    if encoded_size(payload) > mem.start.options.payload_budget_bytes:
         await persist_first(mem, carried.events, carried.messages)
         carried = Carried()
         payload = payload.model_copy(update=without_carried)

@@ -130,14 +130,14 @@ class ControlPlane:
 
     def _queue_message(self, name: str, values: list[Any]) -> None:
         message = parse_single(name, values, QueuedMessage)
-        if not self._refused_after_terminate(name):
+        if not refused_after_terminate(self._mem, name):
             self._check_size(name, message)
             self._queue.add_message(message)
 
     def _queue_tool(self, name: str, values: list[Any]) -> None:
         tool = parse_single(name, values, QueuedTool)
         self._check_size(name, tool)
-        if not self._refused_after_terminate(name):
+        if not refused_after_terminate(self._mem, name):
             self._queue.add_tool(tool)
 
     def _terminate(self, name: str, values: list[Any]) -> None:
@@ -183,7 +183,7 @@ class ControlPlane:
         except UnknownVariableRequest as err:
             self._mem.warn("unknown_variable_request", name, str(err))
             return
-        if not self._refused_after_terminate(name):
+        if not refused_after_terminate(self._mem, name):
             self._spawner.boot_later(deferred)
 
     # ---- updates ---------------------------------------------------------------------
@@ -269,9 +269,6 @@ class ControlPlane:
                 f"budget of {megabytes(budget)} (Temporal refuses payloads over 2 MB); "
                 "upload large content as an attachment"
             )
-
-    def _refused_after_terminate(self, name: str) -> bool:
-        return refused_after_terminate(self._mem, name)
 
 
 def refused_after_terminate(mem: ThreadMemory, name: str) -> bool:

@@ -29,7 +29,6 @@ class ModelCaller:
         self._mem = mem
         self._agents = agents
         self._in_flight = in_flight
-        self._budget = mem.start.options.payload_budget_bytes
         self._limits = Limits.of_models(mem.start.options)
 
     async def call(
@@ -69,7 +68,6 @@ class ModelCaller:
                 carried,
                 without_carried={"new_messages": [], "outbox": []},
                 result_type=ModelCallResult,
-                budget=self._budget,
                 limits=self._limits,
             )
             # Persisted messages are not carried again by a fallback.

@@ -65,7 +65,6 @@ class ToolRunner:
         self._gate = gate
         self._in_flight = in_flight
         self._host = host
-        self._budget = mem.start.options.payload_budget_bytes
         self._limits = Limits.of_tools(mem.start.options)
 
     async def run_calls(
@@ -158,7 +157,7 @@ class ToolRunner:
         step_id: str,
         agent: str | None,
     ) -> ToolOutcome:
-        mem, budget = self._mem, self._budget
+        mem, budget = self._mem, self._mem.start.options.payload_budget_bytes
         message_id, position = mem.new_id("msg"), mem.reserve_position()
         size = encoded_size(call)
         if size > budget:
@@ -194,7 +193,6 @@ class ToolRunner:
             carried,
             without_carried={"outbox": [], "prior_messages": []},
             result_type=ToolCallResult,
-            budget=budget,
             limits=self._limits,
         )
         self._in_flight.track(handle)

@@ -40,30 +40,29 @@ class SubagentRegistry:
     def __init__(self, mem: ThreadMemory, queue: ThreadQueue) -> None:
         self._mem = mem
         self._queue = queue
+        # The registry itself lives in memory (carried across continue-as-new).
+        self._children = mem.subagents.children
         # Blocking calls waiting for a child's terminal payload, by child thread id.
         self._awaiting: dict[str, SubagentReport | None] = {}
 
-    def entries(self) -> list[RegistryEntry]:
-        return list(self._mem.subagents.children.values())
-
     def add(self, entry: RegistryEntry) -> None:
-        self._mem.subagents.children[entry.reference] = entry
+        self._children[entry.reference] = entry
 
     def drop(self, reference: str) -> None:
-        del self._mem.subagents.children[reference]
+        del self._children[reference]
 
     # ---- reports from children (Runtime §8.2, §8.3) ----------------------------------
 
     def receive(self, report: SubagentReport) -> None:
         """Apply a child's report; `UnknownChild` when the sender is not a child."""
-        if report.reference not in self._mem.subagents.children:
+        if report.reference not in self._children:
             raise UnknownChild(
                 f"report from {report.reference!r}, which is not a child of this thread"
             )
         self.apply(report)
 
     def apply(self, report: SubagentReport) -> None:
-        entry = self._mem.subagents.children[report.reference]
+        entry = self._children[report.reference]
         if report.usage:
             entry.usage = report.usage
         if report.kind == "status":
@@ -161,7 +160,7 @@ class SubagentRegistry:
     async def propagate_terminate(self) -> None:
         """Soft-terminate every live child and wait (bounded) for each to report `closed`,
         so the parent's final registry shows how its children ended (§10)."""
-        live = [e for e in self._mem.subagents.children.values() if not e.closed]
+        live = [e for e in self._children.values() if not e.closed]
         reason = f"parent thread {self._mem.thread_id} was terminated"
         for entry in live:
             try:
@@ -188,27 +187,23 @@ class SubagentRegistry:
         """A child by reference, or by name (the live one first); `UnknownChild` if none."""
         entry = self._lookup(wanted)
         if entry is None:
-            known = ", ".join(
-                f"{e.name!r} ({e.reference})" for e in self._mem.subagents.children.values()
-            )
+            known = ", ".join(f"{e.name!r} ({e.reference})" for e in self._children.values())
             raise UnknownChild(f"no subagent {wanted!r}; known: {known or '(none)'}")
         return entry
 
     def _lookup(self, wanted: Any) -> RegistryEntry | None:
         if not isinstance(wanted, str):
             return None
-        if wanted in self._mem.subagents.children:
-            return self._mem.subagents.children[wanted]
-        named = [e for e in self._mem.subagents.children.values() if e.name == wanted]
+        if wanted in self._children:
+            return self._children[wanted]
+        named = [e for e in self._children.values() if e.name == wanted]
         live = [e for e in named if not e.closed]
         candidates = live or named
         return candidates[-1] if candidates else None
 
     def live_of(self, agent: str) -> list[RegistryEntry]:
         """The live instances of `agent`, oldest first."""
-        return [
-            e for e in self._mem.subagents.children.values() if e.agent == agent and not e.closed
-        ]
+        return [e for e in self._children.values() if e.agent == agent and not e.closed]
 
     async def publish(self) -> None:
         """Write the outbox now, so a spawn or message to a child is in the store (and seen
