@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from contract.context import CompactionReason, ContextBoundary, ContextReport, ContextWindow
 from contract.definitions import DefinitionSnapshot
 from contract.events import Event
 from contract.messages import Message, Side, ToolCall
@@ -17,6 +18,7 @@ ACTIVITY_MODEL_CALL = "model.call"
 ACTIVITY_TOOL_CALL = "tool.call"
 ACTIVITY_STORE_FLUSH = "store.flush"
 ACTIVITY_FILES_COPY = "files.copy"
+ACTIVITY_CONTEXT_COMPACT = "context.compact"
 
 
 class ThreadInitInput(CamelModel):
@@ -64,6 +66,9 @@ class ModelCallInput(CamelModel):
     assistant_position: int
     new_messages: list[Message] = Field(default_factory=list)
     outbox: list[Event] = Field(default_factory=list)
+    window: ContextWindow = Field(
+        default_factory=ContextWindow, description="the part of the transcript to send"
+    )
 
 
 class ModelCallResult(CamelModel):
@@ -74,6 +79,9 @@ class ModelCallResult(CamelModel):
     cost_usd: float | None
     model: str = Field(description="the model definition that answered (after fallbacks)")
     finish_reason: str | None = None
+    context: ContextReport | None = Field(
+        default=None, description="what the request held (None in histories before budgets)"
+    )
 
 
 class ToolResult(SnakeModel):
@@ -95,7 +103,9 @@ class Intent(CamelModel):
     deterministically after the result that carried them is persisted.
     """
 
-    kind: Literal["queue_message", "queue_tool", "terminate", "set_status", "notify_parent"]
+    kind: Literal[
+        "queue_message", "queue_tool", "terminate", "set_status", "notify_parent", "compact"
+    ]
     data: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -156,3 +166,33 @@ class CopyFilesResult(CamelModel):
     """The target-thread paths, in the order of `paths`."""
 
     paths: list[str]
+
+
+class CompactInput(CamelModel):
+    """`context.compact`: persist what the step carries, then write one boundary."""
+
+    thread_id: str
+    session_id: str | None = None
+    snapshot_id: str
+    side: Side
+    agent: str | None = None
+    model: str = Field(description="the model whose budget the context must fit")
+    boundary_id: str = Field(description="idempotency key: a retried compaction writes it once")
+    window: ContextWindow = Field(default_factory=ContextWindow)
+    reason: CompactionReason
+    harder: bool = Field(default=False, description="after an overflow: keep half the tail")
+    cut_only: bool = Field(default=False, description="drop older turns without a summary")
+    turn_id: str | None = None
+    step_id: str | None = None
+    new_messages: list[Message] = Field(default_factory=list)
+    outbox: list[Event] = Field(default_factory=list)
+
+
+class CompactResult(CamelModel):
+    """The boundary written, or None when nothing before the recent tail could be compacted."""
+
+    boundary: ContextBoundary | None = None
+    tokens_before: int = 0
+    note: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = None

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from contract.actions import ActionResolution, PendingAction
+from contract.context import ContextCarry, ContextOptions
 from contract.definitions import DefinitionSnapshot
 from contract.messages import MessageMeta, QueuedMessage, QueuedTool, Side
 from contract.subagents import ParentLink, RegistryEntry, SpawnRequest
@@ -81,6 +82,10 @@ class ThreadOptions(CamelModel):
         le=1900 * 1024,
         description="the largest encoded payload the thread schedules (Temporal's limit is "
         "2 MB); bigger ones become typed errors",
+    )
+    context: ContextOptions = Field(
+        default_factory=ContextOptions,
+        description="token budgets, previews of large outputs and compaction",
     )
 
 
@@ -169,6 +174,11 @@ class ThreadRead(CamelModel):
         default_factory=list, description="facts the thread cannot know, e.g. usage.costUsd"
     )
     updated_at: str | None = None
+    context: dict[str, Any] | None = Field(
+        default=None,
+        description="the model context: estimated tokens of the last request against the "
+        "budget, compactions and the latest boundary (without its summary)",
+    )
 
 
 class ThreadResult(CamelModel):
@@ -235,6 +245,7 @@ class ThreadCarryOver(CamelModel):
     terminated_at: str | None = None
     terminate_reason: str | None = None
     turn: TurnCursor | None = None
+    context: ContextCarry | None = Field(default=None, description="the context window state")
 
 
 ThreadStartInput.model_rebuild()

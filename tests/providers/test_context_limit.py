@@ -9,7 +9,7 @@ import pytest
 from providers_support import AddScript, records_for
 from temporalio.exceptions import ApplicationError
 
-from activities.context_budget import estimate_message_tokens
+from contract.context_budget import estimate_message_tokens
 from activities.providers import AnthropicMessagesProvider, ChatRequest, OpenAIChatProvider
 from workers.scripted_model import ScriptedModelServer, ScriptError
 

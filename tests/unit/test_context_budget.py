@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from activities.context_budget import (
+from contract.context_budget import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_OUTPUT_TOKENS,
     IMAGE_TOKENS,

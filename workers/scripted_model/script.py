@@ -6,7 +6,7 @@ assistant messages follow that user message. Selection is therefore a pure funct
 request, so retries and concurrent conversations need no server-side state.
 
 A script may set `context_limit` (tokens): a request whose messages estimate above it, by
-`activities.context_budget`, gets the provider's own "context length exceeded" HTTP 400.
+`contract.context_budget`, gets the provider's own "context length exceeded" HTTP 400.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ class _Outcome:
     script: str | None = None
     turn: int | None = None
     reply_index: int | None = None
-    tokens: int = 0  # estimated prompt tokens (activities.context_budget)
+    tokens: int = 0  # estimated prompt tokens (contract.context_budget)
 
 
 class ScriptedModelServer:

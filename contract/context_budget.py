@@ -130,3 +130,13 @@ class ContextBudget:
     def fits(self, messages: Iterable[MessageLike]) -> bool:
         """Whether the estimate of `messages` is within `prompt_budget`."""
         return estimate_message_tokens(messages) <= self.prompt_budget
+
+
+# A message may use at most this share of the prompt budget before the model gets a preview
+# in its place (`ContextOptions.preview_share`), and never less than this many tokens.
+MIN_PREVIEW_TOKENS = 256
+
+
+def preview_cap_tokens(prompt_budget: int, share: float) -> int:
+    """The most tokens one message may take in a request before it is sent as a preview."""
+    return max(MIN_PREVIEW_TOKENS, int(prompt_budget * share))
