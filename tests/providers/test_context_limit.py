@@ -9,8 +9,8 @@ import pytest
 from providers_support import AddScript, records_for
 from temporalio.exceptions import ApplicationError
 
-from contract.context_budget import estimate_message_tokens
 from activities.providers import AnthropicMessagesProvider, ChatRequest, OpenAIChatProvider
+from contract.context_budget import estimate_message_tokens
 from workers.scripted_model import ScriptedModelServer, ScriptError
 
 LIMIT = 50
