@@ -38,12 +38,7 @@ class Events:
         is a disk flush. Returns the newly stored events.
         """
         rows = message_rows(messages_)
-        by_thread: dict[str, list[Event]] = {}
-        seen: set[tuple[str, str]] = set()
-        for event in events_:
-            if (event.thread_id, event.event_id) not in seen:
-                seen.add((event.thread_id, event.event_id))
-                by_thread.setdefault(event.thread_id, []).append(event)
+        by_thread = events_by_thread(events_)
         if not rows and not by_thread:
             return []
         return self._db.retrying(lambda: self._record_once(rows, by_thread))
@@ -74,32 +69,53 @@ class Events:
     def _record_once(
         self, rows: list[dict[str, Any]], by_thread: dict[str, list[Event]]
     ) -> list[Event]:
-        stored: list[Event] = []
         with self._db.write() as connection:
             if rows:
                 insert_messages(self._db, connection, rows)
-            for thread_id in sorted(by_thread):  # a fixed lock order cannot deadlock
-                self._db.lock_thread(connection, thread_id)
-                batch = by_thread[thread_id]
-                known = set(
-                    connection.scalars(
-                        select(events.c.event_id).where(
-                            events.c.thread_id == thread_id,
-                            events.c.event_id.in_([e.event_id for e in batch]),
-                        )
-                    )
+            return insert_events(self._db, connection, by_thread)
+
+
+def events_by_thread(events_: Sequence[Event]) -> dict[str, list[Event]]:
+    """`events_` grouped by thread in their order, each (thread_id, event_id) once."""
+    by_thread: dict[str, list[Event]] = {}
+    seen: set[tuple[str, str]] = set()
+    for event in events_:
+        if (event.thread_id, event.event_id) not in seen:
+            seen.add((event.thread_id, event.event_id))
+            by_thread.setdefault(event.thread_id, []).append(event)
+    return by_thread
+
+
+def insert_events(
+    database: Database, connection: Connection, by_thread: dict[str, list[Event]]
+) -> list[Event]:
+    """Number and insert the events not yet stored, in the caller's write transaction.
+
+    Each thread's lock is taken before its last sequence is read. Aggregates that store
+    events with rows of their own (boundaries) call this too, so the numbering rules live
+    in one place. Returns the newly stored events, with `sequence` set.
+    """
+    stored: list[Event] = []
+    for thread_id in sorted(by_thread):  # a fixed lock order cannot deadlock
+        database.lock_thread(connection, thread_id)
+        batch = by_thread[thread_id]
+        known = set(
+            connection.scalars(
+                select(events.c.event_id).where(
+                    events.c.thread_id == thread_id,
+                    events.c.event_id.in_([e.event_id for e in batch]),
                 )
-                fresh = [e for e in batch if e.event_id not in known]
-                if not fresh:
-                    continue
-                last = last_sequence(connection, thread_id)
-                numbered = [
-                    e.model_copy(update={"sequence": last + i}) for i, e in enumerate(fresh, 1)
-                ]
-                connection.execute(events.insert(), [event_to_row(e) for e in numbered])
-                project_subagents(self._db, connection, numbered)
-                stored.extend(numbered)
-        return stored
+            )
+        )
+        fresh = [e for e in batch if e.event_id not in known]
+        if not fresh:
+            continue
+        last = last_sequence(connection, thread_id)
+        numbered = [e.model_copy(update={"sequence": last + i}) for i, e in enumerate(fresh, 1)]
+        connection.execute(events.insert(), [event_to_row(e) for e in numbered])
+        project_subagents(database, connection, numbered)
+        stored.extend(numbered)
+    return stored
 
 
 def last_sequence(connection: Connection, thread_id: str) -> int:

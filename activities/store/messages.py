@@ -46,6 +46,21 @@ class Messages:
         with self._db.read() as connection:
             return _get(connection, thread_id, message_id)
 
+    def get_many(self, thread_id: str, ids: Sequence[str]) -> builtins.list[Message]:
+        """The thread's messages with these ids, in position order; unknown ids are skipped.
+
+        Loads a compaction boundary's pinned messages in one query.
+        """
+        if not ids:
+            return []
+        query = (
+            select(messages)
+            .where(messages.c.thread_id == thread_id, messages.c.id.in_(list(set(ids))))
+            .order_by(messages.c.position, messages.c.created_at, messages.c.id)
+        )
+        with self._db.read() as connection:
+            return [row_to_message(row) for row in connection.execute(query).mappings()]
+
     def update(self, thread_id: str, message_id: str, **changes: Any) -> Message | None:
         """Apply `changes` (validated as `Message` fields) and return the message, or None."""
         if {"id", "thread_id"} & changes.keys():

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 from sqlalchemy import RowMapping
 
+from contract.context import ContextBoundary
 from contract.events import Event
 from contract.messages import Message
 
@@ -69,6 +70,26 @@ def event_to_row(event: Event) -> dict[str, Any]:
 def row_to_event(data: dict[str, Any]) -> Event:
     """Rebuild an `Event` from the wire JSON stored with it."""
     return Event.model_validate(data)
+
+
+def boundary_to_row(boundary: ContextBoundary, ordinal: int) -> dict[str, Any]:
+    """The column values for `boundary`, the `ordinal`-th of its thread: its JSON plus
+    the columns it is looked up and ordered by."""
+    return {
+        "thread_id": boundary.thread_id,
+        "boundary_id": boundary.boundary_id,
+        "ordinal": ordinal,
+        "first_kept_position": boundary.first_kept_position,
+        "kind": boundary.kind,
+        "reason": boundary.reason,
+        "created_at": boundary.created_at,
+        "data": boundary.model_dump(mode="json"),
+    }
+
+
+def row_to_boundary(data: dict[str, Any]) -> ContextBoundary:
+    """Rebuild a `ContextBoundary` from the JSON stored with it."""
+    return ContextBoundary.model_validate(data)
 
 
 def thread_to_row(thread: ThreadRow) -> dict[str, Any]:

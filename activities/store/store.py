@@ -1,8 +1,9 @@
 """The `Store`: one database holding weft's aggregates, each behind its own attribute.
 
 `store.messages`, `store.events`, `store.values`, `store.snapshots`, `store.threads`,
-`store.subagents`, `store.variable_requests` and `store.files` share one `Database`, so
-every write follows the same transaction, locking and retry rules. Every method is
+`store.subagents`, `store.variable_requests`, `store.files` and `store.boundaries`
+(context compaction boundaries) share one `Database`, so every write follows the same
+transaction, locking and retry rules. Every method is
 synchronous and opens its own short transaction; activities call them through
 `asyncio.to_thread`. Writes are idempotent so a retried activity stores nothing twice.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 from sqlalchemy import Engine
 
 from activities.crypto import Keyring
+from activities.store.boundaries import Boundaries
 from activities.store.database import Database
 from activities.store.events import Events
 from activities.store.files import FileStore
@@ -40,6 +42,7 @@ class Store:
         self.subagents = Subagents(self._database)
         self.variable_requests = VariableRequests(self._database, keyring)
         self.files = FileStore(self._database)
+        self.boundaries = Boundaries(self._database)
 
     @classmethod
     def open(cls, url: str, *, migrate: bool = True, keyring: Keyring | None = None) -> Store:

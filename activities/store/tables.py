@@ -208,3 +208,20 @@ variable_requests = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     Index("ix_variable_requests_parent", "parent_thread_id"),
 )
+
+# Context compaction boundaries (contract/context.py), oldest first by `ordinal`, which the
+# writer numbers per thread under the thread lock; `data` is the whole boundary.
+context_boundaries = Table(
+    "context_boundaries",
+    metadata,
+    Column("thread_id", String(ID_LENGTH), nullable=False),
+    Column("boundary_id", String(ID_LENGTH), nullable=False),
+    Column("ordinal", Integer, nullable=False),
+    Column("first_kept_position", Integer, nullable=False),
+    Column("kind", String(16), nullable=False),  # summary | cut
+    Column("reason", String(16), nullable=False),  # budget | overflow | requested | tool
+    Column("created_at", String(64), nullable=False),  # the boundary's ISO timestamp
+    Column("data", JSON, nullable=False),
+    PrimaryKeyConstraint("thread_id", "boundary_id", name="pk_context_boundaries"),
+    UniqueConstraint("thread_id", "ordinal", name="uq_context_boundaries_thread_ordinal"),
+)

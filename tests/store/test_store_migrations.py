@@ -13,7 +13,15 @@ from activities.store import Store
 from activities.store.tables import metadata
 from activities.store.urls import normalize_url
 
-TABLES = {"alembic_version", "messages", "events", "kv", "snapshots", "threads"}
+TABLES = {
+    "alembic_version",
+    "messages",
+    "events",
+    "kv",
+    "snapshots",
+    "threads",
+    "context_boundaries",
+}
 
 
 def _tables(store: Store) -> set[str]:
@@ -26,10 +34,10 @@ def _revision(store: Store) -> str:
 
 
 def test_open_creates_schema_at_head(store_url: str) -> None:
-    """Opening an empty database creates every table and records revision 0002 (head)."""
+    """Opening an empty database creates every table and records revision 0003 (head)."""
     with Store.open(store_url) as store:
         assert TABLES <= _tables(store)
-        assert _revision(store) == "0002"
+        assert _revision(store) == "0003"
 
 
 def test_open_twice_is_idempotent(store_url: str) -> None:
@@ -37,7 +45,7 @@ def test_open_twice_is_idempotent(store_url: str) -> None:
     with Store.open(store_url) as store:
         store.values.set("t", "k", 1)
     with Store.open(store_url) as store:
-        assert _revision(store) == "0002"
+        assert _revision(store) == "0003"
         assert store.values.get("t", "k") == 1
 
 
@@ -58,7 +66,7 @@ def test_concurrent_opens_migrate_once(store_url: str) -> None:
         worker.join()
     assert errors == []
     with Store.open(store_url, migrate=False) as store:
-        assert _revision(store) == "0002"
+        assert _revision(store) == "0003"
 
 
 def test_open_without_migrate_leaves_database_empty(store_url: str) -> None:
