@@ -16,18 +16,26 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.clock import now_iso, now_micros
-from activities.context import project_messages, render_prompt
+from activities.context_window import (
+    build_window,
+    frame,
+    load_window,
+    preview_cap,
+    request_bytes,
+    request_tokens,
+    tools_for,
+)
 from activities.providers import ChatProvider, ChatReply, ChatRequest
 from activities.snapshots import SnapshotCache
 from activities.spill import resolve_content_refs, spill_if_large
 from activities.store import Store
 from activities.streaming import DeltaBatcher, Heartbeater
 from contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult, Usage
+from contract.context import CONTEXT_TOO_LONG, ContextReport
+from contract.context_budget import ContextBudget
 from contract.definitions import DefinitionSnapshot, ModelDef
 from contract.events import Event
 from contract.messages import Message
-from contract.thread_env import merge_env
-from contract.tool_catalog import offered_tools
 
 
 class ModelActivities:
@@ -74,9 +82,11 @@ class ModelActivities:
                 "reset": info.attempt > 1,
             },
         )
-        request = await asyncio.to_thread(
+        request, report = await asyncio.to_thread(
             self._prepare, call, snapshot, model, [*call.outbox, started]
         )
+        if report.request_tokens * call.window.token_scale > report.prompt_budget:
+            await self._refuse_over_budget(call, ids, model, report)
         batcher = DeltaBatcher(
             self._store,
             lambda n, text, kind: self._event(
@@ -95,6 +105,7 @@ class ModelActivities:
                 await batcher.flush()
         except ApplicationError as err:
             await batcher.flush()
+            err = with_estimate(err, report)
             failed = self._event(
                 call,
                 ids,
@@ -109,9 +120,43 @@ class ModelActivities:
                 },
             )
             await asyncio.to_thread(self._store.events.append, [failed])
-            raise
+            raise err from None
         return await asyncio.to_thread(
-            self._finish, call, model, reply, ids, int((time.monotonic() - began) * 1000)
+            self._finish, call, model, reply, ids, int((time.monotonic() - began) * 1000), report
+        )
+
+    async def _refuse_over_budget(
+        self, call: ModelCallInput, ids: _AttemptIds, model: ModelDef, report: ContextReport
+    ) -> None:
+        """Do not send what cannot fit: the workflow compacts and tries once more."""
+        message = (
+            f"the request to model {model.name!r} is estimated at {report.request_tokens} "
+            f"tokens (x{call.window.token_scale:g}), over its prompt budget of "
+            f"{report.prompt_budget}; it was not sent"
+        )
+        failed = self._event(
+            call,
+            ids,
+            "failed",
+            "model.failed",
+            {
+                "model": model.name,
+                "attempt": activity.info().attempt,
+                "error": message,
+                "errorType": CONTEXT_TOO_LONG,
+                "retryable": False,
+            },
+        )
+        await asyncio.to_thread(self._store.events.append, [failed])
+        raise ApplicationError(
+            message,
+            {
+                "estimated_tokens": report.request_tokens,
+                "prompt_budget": report.prompt_budget,
+                "source": "estimate",
+            },
+            type=CONTEXT_TOO_LONG,
+            non_retryable=True,
         )
 
     def _prepare(
@@ -120,7 +165,7 @@ class ModelActivities:
         snapshot: DefinitionSnapshot,
         model: ModelDef,
         events: list[Event],
-    ) -> ChatRequest:
+    ) -> tuple[ChatRequest, ContextReport]:
         # One commit for what the step brings (queued messages, the workflow's events,
         # model.requested), then the context is read back in the same thread hop.
         self._store.events.record(*resolve_content_refs(self._store, call.new_messages, events))
@@ -128,30 +173,36 @@ class ModelActivities:
 
     def _request(
         self, call: ModelCallInput, snapshot: DefinitionSnapshot, model: ModelDef
-    ) -> ChatRequest:
-        agent = snapshot.agent_def(call.agent)
-        side = agent.side(call.side)
-        prompt = snapshot.prompts[side.prompt]
-        row = self._store.threads.get(call.thread_id)
-        env = merge_env(prompt.env, agent.env, row.env if row else {})
-        history = self._store.messages.list(call.thread_id)
-        messages = [{"role": "system", "content": render_prompt(prompt, snapshot, env)}]
-        messages += project_messages(history, side=call.side, dual=agent.type == "dual_ai")
-        tools = [
-            snapshot.tools[n].model_dump(include={"name", "description", "parameters"})
-            for n in offered_tools(snapshot, prompt, side.lifecycle_tools(), env)
-        ]
-        options = {**model.provider_options, **prompt.provider_options}
-        max_tokens = model.capabilities.max_output_tokens if model.capabilities else None
-        return ChatRequest(
+    ) -> tuple[ChatRequest, ContextReport]:
+        side_frame = frame(self._store, snapshot, call.thread_id, call.agent, call.side)
+        boundary, pinned, history = load_window(self._store, call.thread_id, call.window)
+        window = build_window(
+            side_frame,
+            boundary,
+            pinned,
+            history,
+            side=call.side,
+            cap=preview_cap(model, call.window),
+        )
+        tools = tools_for(side_frame, window, boundary)
+        report = ContextReport(
+            request_tokens=request_tokens(window.messages, tools),
+            request_bytes=request_bytes(window.messages, tools),
+            prompt_budget=ContextBudget.for_model(model).prompt_budget,
+            previews=window.previews,
+            boundary_id=boundary.boundary_id if boundary else None,
+        )
+        prompt = side_frame.prompt
+        request = ChatRequest(
             model=model.model,
-            messages=messages,
+            messages=window.messages,
             tools=tools,
             tool_choice=prompt.tool_choice if tools else None,
             parallel_tool_calls=prompt.parallel_tool_calls if tools else None,
-            max_output_tokens=max_tokens,
-            provider_options=options,
+            max_output_tokens=model.capabilities.max_output_tokens if model.capabilities else None,
+            provider_options={**model.provider_options, **prompt.provider_options},
         )
+        return request, report
 
     def _finish(
         self,
@@ -160,13 +211,14 @@ class ModelActivities:
         reply: ChatReply,
         ids: _AttemptIds,
         duration_ms: int,
+        report: ContextReport,
     ) -> ModelCallResult:
         usage = Usage(
             input_tokens=reply.usage.input_tokens,
             output_tokens=reply.usage.output_tokens,
             cached_tokens=reply.usage.cached_tokens,
         )
-        cost = _cost(model, usage)
+        cost = cost_of(model, usage)
         message = Message(
             id=call.assistant_message_id,
             thread_id=call.thread_id,
@@ -202,6 +254,7 @@ class ModelActivities:
                         "usage": usage.model_dump(by_alias=True),
                         "costUsd": cost,
                         "durationMs": duration_ms,
+                        "context": report.model_dump(by_alias=True),
                     },
                 ),
             ],
@@ -212,6 +265,7 @@ class ModelActivities:
             cost_usd=cost,
             model=model.name,
             finish_reason=reply.finish_reason,
+            context=report,
         )
 
     @staticmethod
@@ -252,7 +306,20 @@ def _ids(call: ModelCallInput, attempt: int) -> _AttemptIds:
     }
 
 
-def _cost(model: ModelDef, usage: Usage) -> float | None:
+def with_estimate(err: ApplicationError, report: ContextReport) -> ApplicationError:
+    """A provider's context-length error, with weft's estimate of the request added so the
+    workflow can learn how far off the estimate was."""
+    if err.type != CONTEXT_TOO_LONG:
+        return err
+    first = err.details[0] if err.details else None
+    details = {
+        **(first if isinstance(first, dict) else {}),
+        "estimated_tokens": report.request_tokens,
+    }
+    return ApplicationError(err.message, details, type=err.type, non_retryable=err.non_retryable)
+
+
+def cost_of(model: ModelDef, usage: Usage) -> float | None:
     """USD for this call, from per-million prices; None when the model has no prices."""
     if model.input_price is None and model.output_price is None:
         return None

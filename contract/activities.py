@@ -6,7 +6,13 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from contract.context import CompactionReason, ContextBoundary, ContextReport, ContextWindow
+from contract.context import (
+    CompactionReason,
+    ContextBoundary,
+    ContextOptions,
+    ContextReport,
+    ContextWindow,
+)
 from contract.definitions import DefinitionSnapshot
 from contract.events import Event
 from contract.messages import Message, Side, ToolCall
@@ -179,6 +185,7 @@ class CompactInput(CamelModel):
     model: str = Field(description="the model whose budget the context must fit")
     boundary_id: str = Field(description="idempotency key: a retried compaction writes it once")
     window: ContextWindow = Field(default_factory=ContextWindow)
+    options: ContextOptions = Field(default_factory=ContextOptions)
     reason: CompactionReason
     harder: bool = Field(default=False, description="after an overflow: keep half the tail")
     cut_only: bool = Field(default=False, description="drop older turns without a summary")

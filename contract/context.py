@@ -18,6 +18,9 @@ SIGNAL_COMPACT = "compact"
 QUERY_CONTEXT_BOUNDARY = "context_boundary_snapshot"
 # The built-in tool that pages through an output the model saw only as a preview.
 READ_OUTPUT_TOOL = "read_output"
+# The error type of a request too long for its model: a provider's 400 (classified by
+# activities/providers/errors.py), or `model.call` refusing to send what cannot fit.
+CONTEXT_TOO_LONG = "ProviderContextLengthExceeded"
 # A message with `metadata.pinned: true` stays in the context verbatim through compaction.
 PINNED_METADATA_KEY = "pinned"
 
@@ -67,6 +70,12 @@ class ContextOptions(CamelModel):
     )
 
 
+class CompactRequest(CamelModel):
+    """The `compact` signal payload (optional: the signal may carry nothing)."""
+
+    reason: str | None = Field(default=None, max_length=4096)
+
+
 class ContextBoundary(CamelModel):
     """One compaction: what the model sees in place of the messages before it."""
 
@@ -100,6 +109,9 @@ class ContextWindow(CamelModel):
         ge=1.0,
         le=16.0,
         description="estimate correction learnt from a provider's context-length error",
+    )
+    preview_share: float = Field(
+        default=0.125, gt=0.0, le=0.5, description="ContextOptions.preview_share of the thread"
     )
 
 

@@ -140,3 +140,20 @@ MIN_PREVIEW_TOKENS = 256
 def preview_cap_tokens(prompt_budget: int, share: float) -> int:
     """The most tokens one message may take in a request before it is sent as a preview."""
     return max(MIN_PREVIEW_TOKENS, int(prompt_budget * share))
+
+
+def message_tokens(message: Message, cap: int | None) -> int:
+    """Estimated tokens `message` adds to a request, as the model activity will send it.
+
+    A spilled or blob-backed message is counted at its full size (the workflow holds only
+    a preview of it); content over `cap` is sent as a preview, so it counts as `cap`.
+    """
+    counted = estimate_message_tokens([message])
+    meta = message.metadata or {}
+    spilled = meta.get("spilled")
+    full_bytes = spilled.get("bytes") if isinstance(spilled, dict) else meta.get("contentBytes")
+    if isinstance(full_bytes, int):
+        counted += math.ceil(full_bytes / BYTES_PER_TOKEN) - estimate_tokens(message.content or "")
+    if cap is not None:
+        counted = min(counted, cap + 2 * MESSAGE_OVERHEAD_TOKENS + 64)
+    return counted

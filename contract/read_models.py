@@ -63,6 +63,11 @@ def session_snapshot(
             "totalMessages": total_messages,
         },
     }
+    if read.context is not None:
+        # The compaction boundary in force: messages before `firstKeptPosition` reach the
+        # model only as its summary; every original stays in `history`.
+        thread["history"]["contextBoundary"] = read.context.get("lastCompaction")
+        thread["limitState"] = {"context": read.context}
     if read.active_turn_id:
         thread["activeTurnId"] = read.active_turn_id
         thread["turns"] = [{"turnId": read.active_turn_id, "status": "running"}]

@@ -14,6 +14,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from activities.code_run import CodeRunActivities
 from activities.definitions import Definitions, load_directory
 from activities.files_copy import FileCopyActivities
+from activities.compaction import CompactionActivities
 from activities.model_call import ModelActivities
 from activities.sandbox import SandboxPool
 from activities.snapshots import SnapshotCache
@@ -108,6 +109,7 @@ class AgentWorker:
         snapshots = SnapshotCache(store)
         records = ThreadRecordActivities(store, self.definitions, snapshots)
         models = ModelActivities(store, providers, snapshots)
+        compaction = CompactionActivities(store, providers, snapshots)
         tools = ToolActivities(store, self.definitions, snapshots, sandbox=pool)
         code = CodeRunActivities(pool)
         copies = FileCopyActivities(store)
@@ -120,6 +122,7 @@ class AgentWorker:
                 records.init_thread,
                 records.flush,
                 models.call_model,
+                compaction.compact,
                 tools.call_tool,
                 code.run,
                 copies.copy_files,

@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 
 from contract.actions import UPDATE_RESPOND_ACTION_CHECKED, ActionKind, RespondActionResult
 from contract.activities import Intent, ToolResult
+from contract.context import QUERY_CONTEXT_BOUNDARY
 from contract.definitions import ToolSpec
 from contract.messages import MessagePage, Side, SubmitTurnResult, ToolCall
 from contract.thread import (
@@ -38,6 +39,7 @@ from contract.validation import describe_validation_error
 from workflows import read_models, search_attributes
 from workflows.active_agent import ActiveAgent
 from workflows.background import BackgroundTasks
+from workflows.context_keeper import ContextKeeper
 from workflows.continuation import Continuation, restore
 from workflows.control_plane import ControlPlane, refused_after_terminate
 from workflows.human_gate import HumanGate
@@ -60,6 +62,7 @@ from workflows.subagents.spawner import SubagentSpawner
 from workflows.thread_init import take_snapshot
 from workflows.thread_state import ThreadMemory
 from workflows.tool_runner import ToolRunner
+from workflows.turn_end import finish_turn
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
@@ -99,13 +102,21 @@ class AgentThreadWorkflow:
         spawner = SubagentSpawner(mem, self._agents, self._registry, self._queue, self._background)
         self._agent_tools = AgentTools(mem, self._agents, self._registry, spawner)
         self._reporter = ParentReporter(mem, self._background, self)
+        self._context = ContextKeeper(mem, self._agents, self._in_flight)
         self._control = ControlPlane(
-            mem, self._queue, self._in_flight, self._registry, spawner, self._reporter, self
+            mem,
+            self._queue,
+            self._in_flight,
+            self._registry,
+            spawner,
+            self._reporter,
+            self._context,
+            self,
         )
         gate = HumanGate(mem, self._agents, self)
         self._tools = ToolRunner(mem, self._agents, gate, self._in_flight, self)
         self._intake = Intake(mem, self._queue, self._tools)
-        self._model = ModelCaller(mem, self._agents, self._in_flight)
+        self._model = ModelCaller(mem, self._agents, self._in_flight, self._context)
         self._continuation = Continuation(mem, self._agents, self._background)
         if carried is None and self._start_error is None:
             for message in valid.messages:
@@ -151,6 +162,12 @@ class AgentThreadWorkflow:
         """The Agent Runtime session snapshot: the shell and a recent window of messages."""
         return read_models.snapshot_window(self._mem, self.thread_read(), page)
 
+    @workflow.query(name=QUERY_CONTEXT_BOUNDARY)
+    def context_boundary_snapshot(self) -> dict[str, Any]:
+        """The Agent Runtime `context_boundary_snapshot`: the boundary in force and its summary."""
+        self._refuse_if_not_started()
+        return read_models.context_snapshot(self._mem)
+
     @workflow.query(name=QUERY_MESSAGES)
     def messages(self, page: Any = None) -> MessagePage:
         """Message metadata from `cursor` (a position), at most `limit` of them."""
@@ -170,10 +187,16 @@ class AgentThreadWorkflow:
             await self._run_session(resume=carried.turn)
         while not mem.is_terminated():
             await self._continuation.continue_if_due(None)  # a safe point: idle
-            await workflow.wait_condition(lambda: bool(self._queue) or mem.is_terminated())
+            await workflow.wait_condition(
+                lambda: bool(self._queue) or mem.is_terminated() or self._context.requested()
+            )
             if mem.is_terminated():
                 break
-            await self._run_session()
+            if self._queue:
+                await self._run_session()
+            else:  # a `compact` signal while idle
+                await self._context.compact_idle()
+                await flush(mem)
         return await self._close()
 
     async def _init(self) -> None:
@@ -285,29 +308,10 @@ class AgentThreadWorkflow:
             if stop.reason == "step_error" or mem.is_terminated():
                 mem.emit("turn.failed", {"reason": mem.stop_reason}, turn_id=turn_id)
                 return None
-            self._finish_turn(side, turn_id, stop)
+            finish_turn(self._mem, side, turn_id, stop)
             return stop
         mem.emit("turn.failed", {"reason": "aborted_by_user"}, turn_id=turn_id)
         return None
-
-    def _finish_turn(self, side: Side, turn_id: str, stop: Stop) -> None:
-        mem = self._mem
-        mem.count_turn(side)
-        mem.stop_reason = stop.reason
-        mem.last_outcome = stop.response
-        if stop.response is not None and stop.reason != "stop_on_response":
-            # The lifecycle tool's argument becomes the visible response of the turn.
-            mem.outbox_messages.append(
-                mem.new_message(
-                    role="assistant",
-                    content=stop.response,
-                    side=side,
-                    turn_id=turn_id,
-                    attachments=list(stop.attachments),
-                    metadata={"status_kind": stop.reason},
-                )
-            )
-        mem.emit("turn.completed", {"side": side, "stopReason": stop.reason}, turn_id=turn_id)
 
     # ---- one step (Runtime §3) -------------------------------------------------------
 

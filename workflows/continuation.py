@@ -22,6 +22,7 @@ from contract.thread import (
 )
 from workflows.active_agent import ActiveAgent
 from workflows.background import BackgroundTasks
+from workflows.context_state import ContextState
 from workflows.outbox import flush
 from workflows.payload_budget import encoded_size
 from workflows.thread_state import Context, QueueEntry, SubagentBook, ThreadMemory, WorkflowContext
@@ -134,6 +135,7 @@ def carry_over(
         terminated_at=mem.terminated_at,
         terminate_reason=mem.terminate_reason,
         turn=turn,
+        context=mem.window.carry(),
     )
 
 
@@ -180,4 +182,5 @@ def restore(
             },
             immediate_done=set(carried.immediate_done),
         ),
+        window=ContextState.restore(carried.context),
     )

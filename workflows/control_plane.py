@@ -22,6 +22,7 @@ from contract.actions import (
     RespondActionResult,
 )
 from contract.activities import Intent
+from contract.context import SIGNAL_COMPACT, CompactRequest
 from contract.messages import (
     QueuedMessage,
     QueuedTool,
@@ -44,6 +45,7 @@ from contract.thread import (
     SIGNAL_TERMINATE,
     UPDATE_SUBMIT_TURN,
 )
+from workflows.context_keeper import ContextKeeper
 from workflows.control import InvalidPayload, Model, parse_single
 from workflows.human_gate import UnanswerableAction, apply_response, check_response
 from workflows.in_flight import InFlight
@@ -63,6 +65,7 @@ _SIGNALS = (
     SIGNAL_PROMOTE_QUEUED_TURN,
     SIGNAL_SUBAGENT_REPORT,
     SIGNAL_VARIABLES_PROVIDED,
+    SIGNAL_COMPACT,
 )
 
 
@@ -88,6 +91,7 @@ class ControlPlane:
         registry: SubagentRegistry,
         spawner: SubagentSpawner,
         reporter: ParentReporter,
+        context: ContextKeeper,
         host: ControlHost,
     ) -> None:
         self._mem = mem
@@ -96,6 +100,7 @@ class ControlPlane:
         self._registry = registry
         self._spawner = spawner
         self._reporter = reporter
+        self._context = context
         self._host = host
         self._handlers: dict[str, Callable[[str, list[Any]], None]] = {
             SIGNAL_QUEUE_MESSAGE: self._queue_message,
@@ -106,6 +111,7 @@ class ControlPlane:
             SIGNAL_PROMOTE_QUEUED_TURN: self._edit_queue,
             SIGNAL_SUBAGENT_REPORT: self._subagent_report,
             SIGNAL_VARIABLES_PROVIDED: self._variables_provided,
+            SIGNAL_COMPACT: self._compact,
         }
 
     # ---- signals ---------------------------------------------------------------------
@@ -186,6 +192,12 @@ class ControlPlane:
         if not refused_after_terminate(self._mem, name):
             self._spawner.boot_later(deferred)
 
+    def _compact(self, name: str, values: list[Any]) -> None:
+        # Like terminate, compact takes no payload at all as well as {reason}.
+        request = parse_single(name, values, CompactRequest) if values else CompactRequest()
+        if not refused_after_terminate(self._mem, name):
+            self._context.request("requested", request.reason)
+
     # ---- updates ---------------------------------------------------------------------
 
     def validate_submit_turn(self, payload: Any) -> None:
@@ -245,6 +257,9 @@ class ControlPlane:
                     self._queue.add_tool(tool)
                 elif intent.kind == "terminate":
                     self._host.terminate(str(intent.data.get("reason") or "terminated by a tool"))
+                elif intent.kind == "compact":
+                    reason = intent.data.get("reason")
+                    self._context.request("tool", None if reason is None else str(reason))
                 else:
                     text = intent.data.get("status") or intent.data.get("content")
                     self.relay_status(intent.kind, None if text is None else str(text))

@@ -12,6 +12,7 @@ from contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallRe
 from contract.messages import Message, Side
 from workflows.active_agent import ActiveAgent
 from workflows.activity_calls import Carried, Limits, start_within_budget
+from workflows.context_keeper import ContextKeeper, add_usage, overflow_details
 from workflows.failures import failure_text
 from workflows.in_flight import InFlight
 from workflows.thread_state import ThreadMemory
@@ -25,10 +26,13 @@ class ModelInterrupted(Exception):
 class ModelCaller:
     """Calls the model of one step, with fallbacks; failures end the turn, not the thread."""
 
-    def __init__(self, mem: ThreadMemory, agents: ActiveAgent, in_flight: InFlight) -> None:
+    def __init__(
+        self, mem: ThreadMemory, agents: ActiveAgent, in_flight: InFlight, context: ContextKeeper
+    ) -> None:
         self._mem = mem
         self._agents = agents
         self._in_flight = in_flight
+        self._context = context
         self._limits = Limits.of_models(mem.start.options)
 
     async def call(
@@ -43,8 +47,12 @@ class ModelCaller:
         candidates = [prompt.model, *snapshot.models[prompt.model].fallbacks]
         message_id, position = mem.new_id("msg"), mem.reserve_position()
         messages = [*mem.take_outbox_messages(), *new_messages]
+        messages = await self._context.fit(prompt.model, side, turn_id, step_id, messages)
         last_error = "no model was tried"
-        for model_name in candidates:
+        overflow_retried = False
+        index = 0
+        while index < len(candidates):
+            model_name = candidates[index]
             carried = Carried(mem.take_outbox(), messages)
             call = ModelCallInput(
                 thread_id=mem.thread_id,
@@ -60,6 +68,7 @@ class ModelCaller:
                 assistant_position=position,
                 new_messages=carried.messages,
                 outbox=carried.events,
+                window=mem.window.window(mem.start.options.context),
             )
             handle, carried = await start_within_budget(
                 mem,
@@ -89,7 +98,20 @@ class ModelCaller:
                 if mem.is_terminated() or isinstance(err.cause, CancelledError):
                     mem.stop_reason = "aborted_by_user"
                     break
+                overflow = overflow_details(err) is not None
+                if overflow and not overflow_retried:
+                    # The safety net: compact harder, then try the same model once more.
+                    overflow_retried = True
+                    messages = await self._context.recover(
+                        err, model_name, side, turn_id, step_id, messages
+                    )
+                    continue
                 last_error = failure_text(err)
+                if overflow:
+                    last_error = (
+                        f"the conversation does not fit the context window of model "
+                        f"{model_name!r}, even after compacting it: {last_error}"
+                    )
                 mem.incident("model_failed", last_error, turn_id=turn_id, step_id=step_id)
                 mem.emit(
                     "runtime.warning",
@@ -97,12 +119,14 @@ class ModelCaller:
                     turn_id=turn_id,
                     step_id=step_id,
                 )
+                index += 1
                 continue
             finally:
                 self._in_flight.track(None)
             self._in_flight.clear_interrupt()
+            mem.window.observe(result.context)
             mem.index_message(result.message)
-            _add_usage(mem, result)
+            add_usage(mem, result.usage, result.cost_usd)
             return result
         # Nothing answered: keep the drained messages (idempotent writes) and fail the turn.
         mem.outbox_messages.extend(messages)
@@ -111,13 +135,3 @@ class ModelCaller:
             mem.last_outcome = last_error
             mem.incident("step_error", last_error, turn_id=turn_id, step_id=step_id)
         return None
-
-
-def _add_usage(mem: ThreadMemory, result: ModelCallResult) -> None:
-    mem.usage.input_tokens += result.usage.input_tokens
-    mem.usage.output_tokens += result.usage.output_tokens
-    mem.usage.cached_tokens += result.usage.cached_tokens
-    if result.cost_usd is not None:
-        mem.usage.cost_usd = (mem.usage.cost_usd or 0.0) + result.cost_usd
-    else:
-        mem.cost_unknown = True

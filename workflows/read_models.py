@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from contract.actions import PermissionPolicy
+from contract.context import boundary_snapshot
 from contract.messages import MessagePage
 from contract.read_models import session_snapshot
 from contract.thread import ThreadRead
@@ -55,6 +56,7 @@ def thread_read(mem: ThreadMemory) -> ThreadRead:
         permission_state=policy,
         unknown=unknown,
         updated_at=mem.timestamp(),
+        context=mem.window.read(),
     )
 
 
@@ -94,6 +96,24 @@ def snapshot_window(mem: ThreadMemory, read: ThreadRead, page: Any) -> dict[str,
         [m.model_dump(mode="json", by_alias=True) for m in window],
         older_cursor=window[0].position if window and window[0].position > 0 else None,
         total_messages=mem.index_base + len(index),
+    )
+
+
+def context_snapshot(mem: ThreadMemory) -> dict[str, Any]:
+    """The `context_boundary_snapshot` of a live thread: the boundary in force and the counts."""
+    state = mem.window
+    missing = []
+    if state.compactions > 1:
+        missing.append(
+            "compactionSummaries: a live thread holds only its latest boundary; the earlier "
+            "ones are in the store (`weft thread context` reads them)"
+        )
+    return boundary_snapshot(
+        mem.thread_id,
+        [state.boundary] if state.boundary else [],
+        state=state.read(),
+        warnings=list(state.warnings),
+        missing=missing,
     )
 
 

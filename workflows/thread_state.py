@@ -28,6 +28,7 @@ from contract.thread import (
     ThreadStatus,
     UsageTotals,
 )
+from workflows.context_state import ContextState
 
 MAX_INCIDENTS = 20
 
@@ -130,6 +131,8 @@ class ThreadMemory:
     incidents: list[dict[str, Any]] = field(default_factory=list)
     cost_unknown: bool = False
     subagents: SubagentBook = field(default_factory=SubagentBook)
+    # The model context: boundary in force and token counts (workflows/context_state.py).
+    window: ContextState = field(default_factory=ContextState)
 
     @property
     def session_id(self) -> str | None:
@@ -242,7 +245,8 @@ class ThreadMemory:
         return position
 
     def index_message(self, message: Message) -> None:
-        """Remember a message's ids and role (never its content)."""
+        """Remember a message's ids and role (never its content), and its estimated size."""
+        self.window.note_message(message, self.start.options.context)
         if message.position >= self.counters.messages:
             self.counters.messages = message.position + 1
         self.index.append(

@@ -17,13 +17,14 @@ from datetime import UTC, datetime, timedelta
 import httpx
 from temporalio.exceptions import ApplicationError
 
+from contract.context import CONTEXT_TOO_LONG
+
 RATE_LIMITED = "ProviderRateLimited"
 RETRYABLE = "ProviderRetryableError"
 REJECTED = "ProviderRequestRejected"
 CONNECTION = "ProviderConnectionError"
 PROTOCOL = "ProviderProtocolError"
 # The prompt is over the model's window: never retryable, and a later compaction's cue.
-CONTEXT_TOO_LONG = "ProviderContextLengthExceeded"
 
 # 408 timeout, 409 conflict (lock contention at OpenAI), 429 rate limit; 5xx below.
 _RETRYABLE_4XX = frozenset({408, 409, 429})

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workers.scripted_model.conversation import View
+from workers.scripted_model.placeholders import fill
 from workers.scripted_model.script import Reply, UsageSpec
 
 
@@ -41,6 +42,7 @@ def plan(script: str, view: View, reply: Reply, index: int) -> Planned:
     calls = []
     for position, call in enumerate(reply.tool_calls):
         args = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+        args = fill(args, view)
         call_id = call.id or prefix + _hash(f"{seed}|{position}", 24)
         calls.append((call_id, call.name, args))
     text, reasoning = reply.text or "", reply.reasoning or ""

@@ -1,0 +1,134 @@
+"""The model's view of a thread within its budget (Runtime §4, plus weft's boundaries).
+
+A request holds a frame (the side's system prompt and tools) and the transcript from the
+boundary in force: the boundary's summary joins the system prompt, pinned messages follow,
+then every message from `first_kept_position` on. A message over the preview cap is sent
+as a preview with a ref that the `read_output` tool pages through; the store keeps it whole.
+`model.call` and `context.compact` build requests here, so the size a compaction promises
+is the size the next call sends.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from activities.context import project_messages, render_prompt
+from activities.previews import preview_message
+from activities.read_output import READ_OUTPUT_SPEC
+from activities.store import Store
+from contract.context import READ_OUTPUT_TOOL, ContextBoundary, ContextWindow
+from contract.context_budget import (
+    ContextBudget,
+    estimate_message_tokens,
+    estimate_tokens,
+    preview_cap_tokens,
+)
+from contract.definitions import DefinitionSnapshot, ModelDef, PromptDef
+from contract.messages import Message, Side
+from contract.thread_env import merge_env
+from contract.tool_catalog import offered_tools
+
+# When the kept tail does not begin with a user message, providers that insist on one
+# (Anthropic) get this in its place; it also tells the model why the turn starts mid-way.
+BRIDGE_TEXT = "[weft: the conversation continues from the summary above.]"
+SUMMARY_HEADING = "\n\n## Summary of the earlier conversation\n"
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What every request of one side holds besides the transcript."""
+
+    prompt: PromptDef
+    system: str
+    tools: list[dict[str, Any]]
+    dual: bool
+
+
+@dataclass(frozen=True)
+class Window:
+    """The transcript part of a request, as the provider adapters take it."""
+
+    messages: list[dict[str, Any]]
+    previews: int
+
+
+def frame(
+    store: Store, snapshot: DefinitionSnapshot, thread_id: str, agent: str | None, side: Side
+) -> Frame:
+    """The side's rendered system prompt and offered tools (env merged as Runtime §4 says)."""
+    agent_def = snapshot.agent_def(agent)
+    side_def = agent_def.side(side)
+    prompt = snapshot.prompts[side_def.prompt]
+    row = store.threads.get(thread_id)
+    env = merge_env(prompt.env, agent_def.env, row.env if row else {})
+    tools = [
+        snapshot.tools[n].model_dump(include={"name", "description", "parameters"})
+        for n in offered_tools(snapshot, prompt, side_def.lifecycle_tools(), env)
+    ]
+    return Frame(prompt, render_prompt(prompt, snapshot, env), tools, agent_def.type == "dual_ai")
+
+
+def preview_cap(model: ModelDef, window: ContextWindow) -> int:
+    """The most tokens one message may take in a request to `model`."""
+    return preview_cap_tokens(ContextBudget.for_model(model).prompt_budget, window.preview_share)
+
+
+def load_window(
+    store: Store, thread_id: str, window: ContextWindow
+) -> tuple[ContextBoundary | None, list[Message], list[Message]]:
+    """The boundary in force, its pinned messages and the messages from it on."""
+    boundary = store.boundaries.get(thread_id, window.boundary_id) if window.boundary_id else None
+    first = boundary.first_kept_position if boundary else 0
+    pinned = store.messages.get_many(thread_id, boundary.pinned_message_ids) if boundary else []
+    return boundary, pinned, store.messages.list(thread_id, after_position=first - 1)
+
+
+def build_window(
+    frame_: Frame,
+    boundary: ContextBoundary | None,
+    pinned: list[Message],
+    messages: list[Message],
+    *,
+    side: Side,
+    cap: int,
+) -> Window:
+    """System (with the summary), pinned messages, then the tail; big messages previewed."""
+    system = frame_.system
+    if boundary is not None:
+        system += SUMMARY_HEADING + boundary.summary
+    previews = 0
+    sent = []
+    for message in [*pinned, *messages]:
+        shown, previewed = preview_message(message, cap)
+        previews += previewed
+        sent.append(shown)
+    transcript = project_messages(sent, side=side, dual=frame_.dual)
+    if boundary is not None and transcript and transcript[0]["role"] != "user":
+        transcript.insert(0, {"role": "user", "content": BRIDGE_TEXT})
+    return Window([{"role": "system", "content": system}, *transcript], previews)
+
+
+def tools_for(
+    frame_: Frame, window: Window, boundary: ContextBoundary | None
+) -> list[dict[str, Any]]:
+    """The frame's tools, plus `read_output` while a preview or a summary may need it."""
+    needs_reader = window.previews > 0 or (boundary is not None and "weft://" in boundary.summary)
+    if not needs_reader or any(t["name"] == READ_OUTPUT_TOOL for t in frame_.tools):
+        return frame_.tools
+    return [*frame_.tools, READ_OUTPUT_SPEC]
+
+
+def request_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    """Estimated prompt tokens of a request: its messages and its tool definitions."""
+    return estimate_message_tokens(messages) + (estimate_tokens(_json(tools)) if tools else 0)
+
+
+def request_bytes(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    """UTF-8 bytes of the request's messages and tools as JSON (before the adapter's framing)."""
+    return len(_json([messages, tools]).encode("utf-8"))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
