@@ -71,7 +71,9 @@ class CompactionActivities:
     @activity.defn(name=ACTIVITY_CONTEXT_COMPACT)
     async def compact(self, job: CompactInput) -> CompactResult:
         """Compact the thread's context before `job.model` is called; see the module doc."""
-        written = await asyncio.to_thread(self._store.boundaries.get, job.thread_id, job.boundary_id)
+        written = await asyncio.to_thread(
+            self._store.boundaries.get, job.thread_id, job.boundary_id
+        )
         if written is not None:  # a retry after the boundary was committed
             return CompactResult(boundary=written, tokens_before=written.tokens_before)
         snapshot = await self._snapshots.get(job.snapshot_id)

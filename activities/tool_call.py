@@ -18,6 +18,8 @@ from temporalio import activity
 
 from activities.clock import now_iso, now_micros
 from activities.definitions import Definitions, FunctionTool
+from activities.previews import page_chars
+from activities.read_output import read_output
 from activities.sandbox import SandboxPool
 from activities.snapshots import SnapshotCache
 from activities.spill import spill_if_large
@@ -25,6 +27,8 @@ from activities.store import Store
 from activities.streaming import Heartbeater
 from activities.tool_state import ThreadState
 from contract.activities import ACTIVITY_TOOL_CALL, ToolCallInput, ToolCallResult, ToolResult
+from contract.context import READ_OUTPUT_TOOL, ContextOptions
+from contract.context_budget import ContextBudget, preview_cap_tokens
 from contract.definitions import DefinitionSnapshot
 from contract.events import Event
 from contract.messages import Message
@@ -112,6 +116,8 @@ class ToolActivities:
     ) -> ToolResult:
         name = call.tool_call.function.name
         spec = snapshot.tools.get(name)
+        if spec is None and name == READ_OUTPUT_TOOL:
+            return await self._read_output(call, snapshot)
         if spec is None:
             return _error(
                 "unknown_tool",
@@ -135,6 +141,19 @@ class ToolActivities:
                 f"tool {name!r} is in this thread's definitions but not on this worker",
             )
         return await _execute(tool, raw_args, state)
+
+    async def _read_output(self, call: ToolCallInput, snapshot: DefinitionSnapshot) -> ToolResult:
+        """weft's built-in pager, with pages sized for the calling prompt's model."""
+        try:
+            raw_args = json.loads(call.tool_call.function.arguments or "{}")
+        except ValueError as err:
+            return _error("invalid_arguments", f"arguments of read_output are not JSON: {err}")
+        if not isinstance(raw_args, dict):
+            return _error("invalid_arguments", "arguments of read_output must be a JSON object")
+        prompt = snapshot.prompts[snapshot.agent_def(call.agent).side(call.side).prompt]
+        budget = ContextBudget.for_model(snapshot.models[prompt.model]).prompt_budget
+        cap = preview_cap_tokens(budget, ContextOptions().preview_share)
+        return await read_output(self._store, call.thread_id, raw_args, page_chars(cap))
 
     def _state(self, call: ToolCallInput, snapshot: DefinitionSnapshot) -> ThreadState:
         row = self._store.threads.get(call.thread_id)

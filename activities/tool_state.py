@@ -92,6 +92,10 @@ class ThreadState(ThreadFiles, ThreadHierarchy):
         """Ask the thread to shut down softly once this tool's result is stored."""
         self.intents.append(Intent(kind="terminate", data={"reason": reason}))
 
+    def compact(self, reason: str | None = None) -> None:
+        """Ask the thread to compact its model context before its next model call."""
+        self.intents.append(Intent(kind="compact", data={"reason": reason}))
+
     def set_status(self, status: str) -> None:
         """Record a status note for the thread (it ends nothing)."""
         self.intents.append(Intent(kind="set_status", data={"status": status}))

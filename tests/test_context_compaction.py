@@ -153,7 +153,7 @@ async def test_four_hundred_turns_on_an_8k_window(start_worker, temporal_client,
     runs = await run_histories(temporal_client, started.id, started.first_execution_run_id)
     replayer = Replayer(
         workflows=[AgentThreadWorkflow],
-        data_converter=data_converter(),
+        data_converter=data_converter(None),
         workflow_runner=workflow_runner(),
     )
     for history in runs:

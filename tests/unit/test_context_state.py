@@ -32,10 +32,10 @@ def message(position: int, text: str, **metadata: object) -> Message:
 
 def test_projection_adds_messages_since_the_last_request():
     state = ContextState()
-    state.observe(ContextReport(request_tokens=6_000, request_bytes=1, prompt_budget=BUDGET))
+    state.observe(ContextReport(request_tokens=6_500, request_bytes=1, prompt_budget=BUDGET))
     assert not state.over_budget(MODEL)
-    state.note_message(message(0, "x" * 4_000), ContextOptions())
-    assert state.projected_tokens() == 6_000 + 1_000 + 4
+    state.note_message(message(0, "x" * 2_000), ContextOptions())
+    assert state.projected_tokens() == 6_500 + 500 + 4
     assert state.over_budget(MODEL)
 
 
