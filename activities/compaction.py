@@ -24,6 +24,7 @@ from activities.clock import now_iso
 from activities.compaction_plan import Plan, chunk_lines, plan_cut, render_lines
 from activities.context_window import (
     Frame,
+    budget_of,
     build_window,
     frame,
     load_window,
@@ -130,10 +131,10 @@ class CompactionActivities:
         cap = preview_cap(target, job.window)
         now = build_window(side_frame, previous, pinned, messages, side=job.side, cap=cap)
         before = request_tokens(now.messages, tools_for(side_frame, now, previous))
-        budget = ContextBudget.for_model(target).prompt_budget
+        budget = budget_of(target, job.window).prompt_budget
         share = job.options.tail_share / (2 if job.harder else 1)
         tail_tokens = int(budget * share / job.window.token_scale)
-        plan = plan_cut(messages, tail_tokens, cap)
+        plan = plan_cut(messages, tail_tokens, cap, forced=job.reason in ("requested", "tool"))
         if plan is not None:
             plan = Plan(plan.summarised, [*pinned, *plan.pinned], plan.tail)
         return _Prepared(side_frame, previous, plan, before)
@@ -165,10 +166,12 @@ class CompactionActivities:
         instructions = job.options.compaction_prompt or DEFAULT_COMPACTION_PROMPT
         summary_tokens = max(
             MIN_SUMMARY_TOKENS,
-            int(ContextBudget.for_model(target).prompt_budget * job.options.summary_share),
+            int(budget_of(target, job.window).prompt_budget * job.options.summary_share),
         )
+        # A window the provider reported for the target model holds for its summaries too.
+        own = budget_of(model, job.window) if name == job.model else ContextBudget.for_model(model)
         room = (
-            ContextBudget.for_model(model).prompt_budget
+            own.prompt_budget
             - estimate_tokens(instructions)
             - summary_tokens  # the summary so far rides in every chunk's request
             - FRAMING_TOKENS
@@ -176,7 +179,7 @@ class CompactionActivities:
         if room < MIN_SUMMARY_TOKENS:
             raise ApplicationError(
                 f"compaction model {name!r} has no room for the conversation: its prompt "
-                f"budget is {ContextBudget.for_model(model).prompt_budget} tokens",
+                f"budget is {own.prompt_budget} tokens",
                 type="CompactionModelTooSmall",
                 non_retryable=True,
             )

@@ -35,11 +35,17 @@ class Plan:
         return self.tail[0].position
 
 
-def plan_cut(messages: list[Message], tail_tokens: int, cap: int) -> Plan | None:
+def plan_cut(
+    messages: list[Message], tail_tokens: int, cap: int, *, forced: bool = False
+) -> Plan | None:
     """Split `messages` so the tail fits `tail_tokens`; None when nothing precedes the tail.
 
-    When even the latest step is over `tail_tokens`, the tail is that step alone.
+    When even the latest step is over `tail_tokens`, the tail is that step alone. A
+    `forced` compaction (asked for by a signal or a tool) keeps only the latest turn.
     """
+    if forced:
+        cut = _last(messages, ("user", "system"))
+        return _split(messages, cut if cut is not None else _last(messages, ("assistant",)))
     start = len(messages)
     used = 0
     for index in range(len(messages) - 1, -1, -1):
@@ -54,6 +60,10 @@ def plan_cut(messages: list[Message], tail_tokens: int, cap: int) -> Plan | None
         cut = _first(messages, start, ("assistant",))
     if cut is None:  # the newest step alone is over the tail budget: keep just that step
         cut = _last(messages, ("user", "system", "assistant"))
+    return _split(messages, cut)
+
+
+def _split(messages: list[Message], cut: int | None) -> Plan | None:
     if not cut:  # None, or 0: nothing before the tail
         return None
     head = messages[:cut]

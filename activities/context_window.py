@@ -72,7 +72,12 @@ def frame(
 
 def preview_cap(model: ModelDef, window: ContextWindow) -> int:
     """The most tokens one message may take in a request to `model`."""
-    return preview_cap_tokens(ContextBudget.for_model(model).prompt_budget, window.preview_share)
+    return preview_cap_tokens(budget_of(model, window).prompt_budget, window.preview_share)
+
+
+def budget_of(model: ModelDef, window: ContextWindow) -> ContextBudget:
+    """The budget of a call to `model`, within any smaller window a provider reported."""
+    return ContextBudget.for_model(model, learnt_limit=window.learnt_limit)
 
 
 def load_window(

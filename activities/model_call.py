@@ -17,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.clock import now_iso, now_micros
 from activities.context_window import (
+    budget_of,
     build_window,
     frame,
     load_window,
@@ -32,7 +33,6 @@ from activities.store import Store
 from activities.streaming import DeltaBatcher, Heartbeater
 from contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult, Usage
 from contract.context import CONTEXT_TOO_LONG, ContextReport
-from contract.context_budget import ContextBudget
 from contract.definitions import DefinitionSnapshot, ModelDef
 from contract.events import Event
 from contract.messages import Message
@@ -188,7 +188,7 @@ class ModelActivities:
         report = ContextReport(
             request_tokens=request_tokens(window.messages, tools),
             request_bytes=request_bytes(window.messages, tools),
-            prompt_budget=ContextBudget.for_model(model).prompt_budget,
+            prompt_budget=budget_of(model, call.window).prompt_budget,
             previews=window.previews,
             boundary_id=boundary.boundary_id if boundary else None,
         )

@@ -113,6 +113,9 @@ class ContextWindow(CamelModel):
     preview_share: float = Field(
         default=0.125, gt=0.0, le=0.5, description="ContextOptions.preview_share of the thread"
     )
+    learnt_limit: int | None = Field(
+        default=None, gt=0, description="a smaller window a provider reported than declared"
+    )
 
 
 class ContextReport(CamelModel):
@@ -133,6 +136,7 @@ class ContextCarry(CamelModel):
     last_request_tokens: int = 0
     pending_tokens: int = 0
     token_scale: float = 1.0
+    learnt_limit: int | None = None
     prompt_budget: int | None = None
     requested: CompactionReason | None = None
     warnings: list[str] = Field(default_factory=list)

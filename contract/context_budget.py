@@ -106,13 +106,26 @@ class ContextBudget:
             raise ValueError(f"margin must be in [0, 1), got {self.margin}")
 
     @classmethod
-    def for_model(cls, model: ModelDef, *, margin: float = DEFAULT_SAFETY_MARGIN) -> ContextBudget:
-        """The budget of `model`; each limit it does not declare takes the module default."""
+    def for_model(
+        cls,
+        model: ModelDef,
+        *,
+        margin: float = DEFAULT_SAFETY_MARGIN,
+        learnt_limit: int | None = None,
+    ) -> ContextBudget:
+        """The budget of `model`; each limit it does not declare takes the module default.
+
+        `learnt_limit` is a window a provider reported in a context-length error: when it
+        is smaller than the declared one, the provider is right.
+        """
         caps = model.capabilities
         context = caps.max_context_tokens if caps else None
+        context = DEFAULT_CONTEXT_TOKENS if context is None else context
+        if learnt_limit is not None:
+            context = min(context, learnt_limit)
         output = caps.max_output_tokens if caps else None
         return cls(
-            context_tokens=DEFAULT_CONTEXT_TOKENS if context is None else context,
+            context_tokens=context,
             output_tokens=DEFAULT_OUTPUT_TOKENS if output is None else output,
             margin=margin,
         )

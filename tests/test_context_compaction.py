@@ -49,7 +49,13 @@ def dump(state: Any, args: DumpArgs) -> str:
     return "".join(lines)
 
 
-def definitions(script: str, *, window: int = WINDOW, **prompt_fields: Any) -> Definitions:
+def definitions(
+    script: str,
+    *,
+    window: int = WINDOW,
+    prompt: str = "You are a helpful agent. Keep answers short.",
+    **prompt_fields: Any,
+) -> Definitions:
     """A helper agent on the scripted model `script` with an 8k window."""
     return Definitions().add(
         define_model(
@@ -62,7 +68,7 @@ def definitions(script: str, *, window: int = WINDOW, **prompt_fields: Any) -> D
             name="helper_prompt",
             toolDescription="helps",
             model="small",
-            prompt="You are a helpful agent. Keep answers short.",
+            prompt=prompt,
             tools=["dump"],
             **prompt_fields,
         ),
@@ -163,3 +169,96 @@ async def test_four_hundred_turns_on_an_8k_window(start_worker, temporal_client,
     snapshot = await handle.query(QUERY_CONTEXT_BOUNDARY)
     assert snapshot["kind"] == "context_boundary_snapshot"
     assert snapshot["boundary"]["boundaryId"] == boundaries[-1].boundary_id
+
+
+async def test_a_provider_context_length_error_recovers(
+    start_worker, temporal_client, scripted_server
+):
+    """The model's real window (3,000) is smaller than it declares (8k): the provider's 400
+    is caught, the thread compacts harder, retries, learns the window, and goes on."""
+    script = f"ctx-{id(object())}"
+    scripted_server.set_script(script, chat_script(limit=3_000))
+    worker = await start_worker(definitions(script))
+    started = await start_thread(temporal_client, worker.task_queue)
+    handle = temporal_client.get_workflow_handle(started.id)
+    state = await read(handle)
+    for turn in range(60):
+        state = await ask(handle, f"turn {turn}: {FILLER}", state.counters.turns)
+        assert state.stop_reason != "step_error", state.incidents
+    assert state.counters.turns == 60
+
+    refused = [r for r in scripted_server.requests if r["model"] == script and r["status"] == 400]
+    assert 1 <= len(refused) <= 2, [r["request_tokens"] for r in refused]
+    failed = worker.store.events.read(started.id, limit=10_000, types=["model.failed"])
+    assert {e.payload["errorType"] for e in failed} == {"ProviderContextLengthExceeded"}
+    boundaries = worker.store.boundaries.list(started.id)
+    assert boundaries[0].reason == "overflow"
+    assert state.context is not None and state.context["learntLimit"] == 3_000
+    # After the first refusal every request fits the real window.
+    sent = [r for r in scripted_server.requests if r["model"] == script]
+    after = sent[sent.index(refused[-1]) + 1 :]
+    assert len(after) >= 20 and {r["status"] for r in after} == {200}
+    assert max(r["request_tokens"] for r in after) <= 3_000
+
+
+async def test_a_request_that_cannot_fit_fails_the_turn_clearly(
+    start_worker, temporal_client, scripted_server
+):
+    """A system prompt bigger than the window cannot be compacted away: the turn ends in a
+    step_error that says so, after one retry, and the thread stays usable."""
+    script = f"ctx-{id(object())}"
+    scripted_server.set_script(script, chat_script())
+    worker = await start_worker(definitions(script, prompt="You are helpful. " * 4_000))
+    started = await start_thread(temporal_client, worker.task_queue)
+    handle = temporal_client.get_workflow_handle(started.id)
+    await handle.signal("queue_message", {"role": "user", "content": "hello"})
+    state = await wait_until(handle, lambda s: s.stop_reason == "step_error", timeout=60)
+    assert "does not fit the context window of model 'small'" in (state.last_outcome or "")
+    assert not [r for r in scripted_server.requests if r["model"] == script]  # never sent
+    assert state.status == "waiting_input"
+
+
+async def test_summarising_fails_so_older_turns_are_cut(
+    start_worker, temporal_client, scripted_server
+):
+    """A `compact` signal while idle, with a summariser that fails: a
+    `context.compaction.failed` event, then a `cut` boundary, and the thread goes on. A
+    malformed compact signal is a warning, nothing more."""
+    script = f"ctx-{id(object())}"
+    failing = {
+        "match": REQUEST_MARKER,
+        "replies": [{"error": {"status": 400, "body": {"error": {"message": "no"}}}}],
+    }
+    scripted_server.set_script(
+        script, {"turns": [failing, {"match": "*", "replies": [{"text": "ok"}]}]}
+    )
+    worker = await start_worker(definitions(script))
+    started = await start_thread(temporal_client, worker.task_queue)
+    handle = temporal_client.get_workflow_handle(started.id)
+    state = await read(handle)
+    for turn in range(3):
+        state = await ask(handle, f"turn {turn}", state.counters.turns)
+
+    await handle.signal("compact", {"reason": 5})
+    await handle.signal("compact", {"why": "x"})
+    await handle.signal("compact", {"reason": "operator asked"})
+    state = await wait_until(handle, lambda s: bool(s.context and s.context["compactions"]))
+    assert state.warnings == 2 and {i["code"] for i in state.incidents} >= {"malformed_signal"}
+    (boundary,) = worker.store.boundaries.list(started.id)
+    assert boundary.kind == "cut" and boundary.reason == "requested"
+    assert "left out of this context because summarising them failed" in boundary.summary
+    events = worker.store.events.read(
+        started.id, limit=1_000, types=["context.compaction.failed", "context.compaction.completed"]
+    )
+    assert [e.type for e in events] == ["context.compaction.failed", "context.compaction.completed"]
+    validator = event_schema_validator()
+    for event in events:
+        validator.validate(event.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+    state = await ask(handle, "turn 3", state.counters.turns)
+    assert state.last_outcome == "ok"
+    last = [r for r in scripted_server.requests if r["model"] == script][-1]
+    assert "summarising them failed" in last["messages"][0]["content"]
+    # The latest turn before the boundary is kept whole; the ones before are cut.
+    assert [m["content"] for m in last["messages"][1:]] == ["turn 2", "ok", "turn 3"]
+    assert len(worker.store.messages.list(started.id)) == 8  # every original kept

@@ -79,10 +79,16 @@ class ContextKeeper:
         """After a context-length error: learn the estimate's error, compact harder."""
         details = overflow_details(err) or {}
         state = self._mem.window
-        state.learn_scale(
-            _int(details.get("request_tokens")), _int(details.get("estimated_tokens"))
-        )
-        state.warn(f"{model_name} refused the request as too long; compacting harder")
+        if details.get("source") == "estimate":
+            # weft's own check refused to send it: nothing to learn about the estimate.
+            state.warn(f"the request to {model_name} was over its budget; compacting harder")
+        else:
+            state.learn(
+                _int(details.get("max_context_tokens")),
+                _int(details.get("request_tokens")),
+                _int(details.get("estimated_tokens")),
+            )
+            state.warn(f"{model_name} refused the request as too long; compacting harder")
         return await self._compact(
             "overflow", model_name, side, turn_id, step_id, messages, harder=True
         )

@@ -41,6 +41,8 @@ class ContextState:
     # Estimated tokens of the messages added since that request.
     pending_tokens: int = 0
     token_scale: float = 1.0
+    # The window a provider reported in a context-length error, when smaller than declared.
+    learnt_limit: int | None = None
     # The prompt budget of the model last called (None before the first call).
     prompt_budget: int | None = None
     requested: CompactionReason | None = None
@@ -66,10 +68,16 @@ class ContextState:
 
     def over_budget(self, model: ModelDef) -> bool:
         """Whether the next request to `model` would exceed its prompt budget."""
-        return self.projected_tokens() > ContextBudget.for_model(model).prompt_budget
+        budget = ContextBudget.for_model(model, learnt_limit=self.learnt_limit)
+        return self.projected_tokens() > budget.prompt_budget
 
-    def learn_scale(self, provider_tokens: int | None, estimated_tokens: int | None) -> None:
-        """A provider counted `provider_tokens` where weft estimated `estimated_tokens`."""
+    def learn(
+        self, provider_limit: int | None, provider_tokens: int | None, estimated_tokens: int | None
+    ) -> None:
+        """A provider refused a request: its window may be smaller than declared, and it
+        counted `provider_tokens` where weft estimated `estimated_tokens`."""
+        if provider_limit:
+            self.learnt_limit = min(provider_limit, self.learnt_limit or provider_limit)
         if provider_tokens and estimated_tokens:
             ratio = provider_tokens / estimated_tokens
         else:
@@ -86,6 +94,7 @@ class ContextState:
             first_kept_position=boundary.first_kept_position if boundary else 0,
             token_scale=self.token_scale,
             preview_share=options.preview_share,
+            learnt_limit=self.learnt_limit,
         )
 
     def apply(self, boundary: ContextBoundary) -> None:
@@ -110,6 +119,7 @@ class ContextState:
             "lastRequestTokens": self.last_request_tokens,
             "projectedTokens": self.projected_tokens(),
             "tokenScale": self.token_scale,
+            "learntLimit": self.learnt_limit,
             "compactions": self.compactions,
             "compactionRequested": self.requested,
             "lastCompaction": (
@@ -127,6 +137,7 @@ class ContextState:
             last_request_tokens=self.last_request_tokens,
             pending_tokens=self.pending_tokens,
             token_scale=self.token_scale,
+            learnt_limit=self.learnt_limit,
             prompt_budget=self.prompt_budget,
             requested=self.requested,
             warnings=list(self.warnings),
@@ -142,6 +153,7 @@ class ContextState:
             last_request_tokens=carried.last_request_tokens,
             pending_tokens=carried.pending_tokens,
             token_scale=carried.token_scale,
+            learnt_limit=carried.learnt_limit,
             prompt_budget=carried.prompt_budget,
             requested=carried.requested,
             warnings=list(carried.warnings),

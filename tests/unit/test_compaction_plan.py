@@ -108,3 +108,10 @@ def test_rendering_previews_big_outputs_and_chunks_fit():
     assert len(chunks) > 1
     assert all(sum(estimate_tokens(line) + 8 for line in c) <= 300 for c in chunks)
     assert [line for c in chunks for line in c][0].startswith("line 0 ")
+
+
+def test_a_forced_compaction_keeps_only_the_latest_turn():
+    messages = turns(3)
+    plan = plan_cut(messages, tail_tokens=10_000, cap=CAP, forced=True)
+    assert plan is not None and plan.first_kept_position == 8
+    assert plan_cut(turns(1), tail_tokens=10_000, cap=CAP, forced=True) is None

@@ -50,11 +50,12 @@ def test_a_spilled_message_counts_at_its_full_size_up_to_the_preview_cap():
 
 def test_a_provider_count_is_learnt_as_a_bounded_scale():
     state = ContextState()
-    state.learn_scale(provider_tokens=9_000, estimated_tokens=6_000)
+    state.learn(None, 9_000, 6_000)
     assert state.token_scale == 1.5
-    state.learn_scale(provider_tokens=None, estimated_tokens=None)
+    state.learn(None, None, None)
     assert state.token_scale == 1.5 * 1.25
-    state.learn_scale(provider_tokens=10**9, estimated_tokens=1)
+    state.learn(3_000, 10**9, 1)
+    assert state.learnt_limit == 3_000
     assert state.token_scale == 16.0
 
 
