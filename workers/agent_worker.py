@@ -12,9 +12,9 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.code_run import CodeRunActivities
+from activities.compaction import CompactionActivities
 from activities.definitions import Definitions, load_directory
 from activities.files_copy import FileCopyActivities
-from activities.compaction import CompactionActivities
 from activities.model_call import ModelActivities
 from activities.sandbox import SandboxPool
 from activities.snapshots import SnapshotCache
