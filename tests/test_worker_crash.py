@@ -117,3 +117,49 @@ async def test_sigkill_while_a_subagent_works(tmp_path, dev_server, temporal_cli
         assert child["status"] == "cancelled"
         await handle.signal("terminate", {})
     store.close()
+
+
+async def test_sigkill_during_compaction_leaves_one_boundary(tmp_path, dev_server, temporal_client):
+    """A worker killed while the summary streams: the retried compaction on a fresh worker
+    writes exactly one boundary, and the thread answers from it afterwards."""
+    async with _two_workers(tmp_path, dev_server) as (task_queue, first, second, store):
+        handle = await start_thread(
+            temporal_client,
+            task_queue,
+            agent="crash_agent",
+            options={"heartbeatTimeoutSeconds": 2},
+            messages=[{"role": "user", "content": "chat 1"}],
+        )
+        await wait_until(handle, idle_after(1), timeout=60)
+        await handle.signal("queue_message", {"role": "user", "content": "chat 2"})
+        await wait_until(handle, idle_after(2), timeout=60)
+        await handle.signal("compact", {"reason": "drill"})
+        await until_event(store, handle.id, "context.compaction.started")
+        await first.kill()
+        await second.start()
+        state = await wait_until(
+            handle, lambda s: bool(s.context and s.context["compactions"]), timeout=90
+        )
+        assert state.context is not None and state.context["compactions"] == 1
+        (boundary,) = store.boundaries.list(handle.id)
+        assert boundary.summary.startswith("Summary: the user chatted")
+        kinds = ["context.compaction.started", "context.compaction.completed"]
+        events = store.events.read(handle.id, limit=1_000, types=kinds)
+        assert [e.type for e in events] == kinds  # the retry's writes were idempotent
+        history = await handle.fetch_history()
+        scheduled = {
+            e.event_id
+            for e in history.events
+            if e.activity_task_scheduled_event_attributes.activity_type.name == "context.compact"
+        }
+        attempts = [
+            e.activity_task_started_event_attributes.attempt
+            for e in history.events
+            if e.activity_task_started_event_attributes.scheduled_event_id in scheduled
+        ]
+        assert attempts == [2], attempts  # the first attempt died with its worker
+        await handle.signal("queue_message", {"role": "user", "content": "chat 3"})
+        state = await wait_until(handle, idle_after(3), timeout=60)
+        assert state.last_outcome == "chatting"
+        assert len(store.messages.list(handle.id)) == 6
+        store.close()
