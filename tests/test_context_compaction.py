@@ -49,6 +49,18 @@ def dump(state: Any, args: DumpArgs) -> str:
     return "".join(lines)
 
 
+class CompactArgs(BaseModel):
+    """Arguments of the compact_now tool."""
+
+    why: str
+
+
+def compact_now(state: Any, args: CompactArgs) -> str:
+    """A tool that asks its thread to compact (ThreadState.compact)."""
+    state.compact(args.why)
+    return "compaction requested"
+
+
 def definitions(
     script: str,
     *,
@@ -69,11 +81,14 @@ def definitions(
             toolDescription="helps",
             model="small",
             prompt=prompt,
-            tools=["dump"],
+            tools=["dump", "compact_now"],
             **prompt_fields,
         ),
         define_agent(name="helper", sideA={"prompt": "helper_prompt"}),
         define_tool(name="dump", description="Dump a large output", args=DumpArgs, execute=dump),
+        define_tool(
+            name="compact_now", description="Compact", args=CompactArgs, execute=compact_now
+        ),
     )
 
 
@@ -262,3 +277,29 @@ async def test_summarising_fails_so_older_turns_are_cut(
     # The latest turn before the boundary is kept whole; the ones before are cut.
     assert [m["content"] for m in last["messages"][1:]] == ["turn 2", "ok", "turn 3"]
     assert len(worker.store.messages.list(started.id)) == 8  # every original kept
+
+
+async def test_a_tool_compacts_its_thread(start_worker, temporal_client, scripted_server):
+    """`state.compact()` in a tool: the thread compacts before its next model call."""
+    script = f"ctx-{id(object())}"
+    tool_turn = {
+        "match": "please compact",
+        "replies": [
+            {"tool_calls": [{"name": "compact_now", "arguments": {"why": "done with research"}}]},
+            {"text": "compacted"},
+        ],
+    }
+    scripted_server.set_script(script, chat_script(extra_turns=[tool_turn]))
+    worker = await start_worker(definitions(script))
+    started = await start_thread(temporal_client, worker.task_queue)
+    handle = temporal_client.get_workflow_handle(started.id)
+    state = await read(handle)
+    for turn in range(3):
+        state = await ask(handle, f"turn {turn}", state.counters.turns)
+    state = await ask(handle, "please compact", state.counters.turns)
+    assert state.last_outcome == "compacted"
+    (boundary,) = worker.store.boundaries.list(started.id)
+    assert boundary.reason == "tool" and boundary.kind == "summary"
+    last = chat_requests(scripted_server, script)[-1]
+    assert "Summary: the user sent numbered turns" in last["messages"][0]["content"]
+    assert last["messages"][1]["content"] == "please compact"
