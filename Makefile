@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_run_code.py
 	$(BIN)/python bench/bench_load.py
 	$(BIN)/python bench/bench_long_thread.py
+	$(BIN)/python bench/bench_context.py
 	$(BIN)/python bench/bench_drills.py
 
 clean:
