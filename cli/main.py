@@ -98,6 +98,15 @@ def _parser() -> argparse.ArgumentParser:
     tail.add_argument("--json", action="store_true", help="print raw events as JSON lines")
     tail.add_argument("--no-follow", action="store_true", help="stop at the end of the log")
     tail.set_defaults(handler=_thread_tail)
+    compact = actions.add_parser("compact", help="ask for a context compaction (compact signal)")
+    compact.add_argument("thread_id")
+    compact.add_argument("--reason", help="why, recorded with the request")
+    compact.set_defaults(handler=_thread_compact)
+    context = actions.add_parser(
+        "context", help="print the context boundary snapshot as JSON (from the store if closed)"
+    )
+    context.add_argument("thread_id")
+    context.set_defaults(handler=_thread_context)
     terminate = actions.add_parser("terminate", help="soft shutdown (terminate signal)")
     terminate.add_argument("thread_id")
     terminate.add_argument("--reason")
@@ -164,7 +173,7 @@ async def _demo(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 async def _thread_start(args: argparse.Namespace, config: WeftConfig) -> int:
-    with _blob_store(config) as store:
+    with _store(config) as store:
         threads = Threads(await _client(config), task_queue=config.temporal.task_queue, store=store)
         handle = await threads.start(
             args.agent, messages=args.message, thread_id=args.id, session_id=args.session
@@ -174,15 +183,15 @@ async def _thread_start(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 async def _thread_send(args: argparse.Namespace, config: WeftConfig) -> int:
-    with _blob_store(config) as store:
+    with _store(config) as store:
         threads = Threads(await _client(config), task_queue=config.temporal.task_queue, store=store)
         await threads.send(args.thread_id, args.content, role=args.role)
     return 0
 
 
 @contextmanager
-def _blob_store(config: WeftConfig) -> Iterator[Store]:
-    """The configured store, where content over 64 KiB is uploaded before it is queued."""
+def _store(config: WeftConfig) -> Iterator[Store]:
+    """The configured store: blobs for content over 64 KiB, and what closed threads left."""
     store = Store.open(config.store_url())
     try:
         yield store
@@ -216,6 +225,23 @@ async def _thread_tail(args: argparse.Namespace, config: WeftConfig) -> int:
 
 async def _thread_terminate(args: argparse.Namespace, config: WeftConfig) -> int:
     await (await _threads(config)).terminate(args.thread_id, args.reason)
+    return 0
+
+
+async def _thread_compact(args: argparse.Namespace, config: WeftConfig) -> int:
+    await (await _threads(config)).compact(args.thread_id, args.reason)
+    print(f"compaction requested for {args.thread_id}")
+    return 0
+
+
+async def _thread_context(args: argparse.Namespace, config: WeftConfig) -> int:
+    with _store(config) as store:
+        threads = Threads(await _client(config), task_queue=config.temporal.task_queue, store=store)
+        snapshot = await threads.context(args.thread_id)
+    if snapshot is None:
+        print(f"weft: unknown thread {args.thread_id}", file=sys.stderr)
+        return 1
+    print(json.dumps(snapshot, indent=2))
     return 0
 
 

@@ -10,20 +10,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
-from temporalio.service import RPCError
+from temporalio.client import Client
 
 from activities.store import Store
+from client.liveness import QUERY_TIMEOUT, UNANSWERED, is_running
 from client.threads import tail_events
 from contract.events import Event
 from contract.read_models import session_snapshot
 from contract.thread import QUERY_SESSION_SNAPSHOT, QUERY_THREAD_READ, ThreadRead
 
 FINAL_STATUSES = ("completed", "cancelled", "failed")
-QUERY_TIMEOUT = timedelta(seconds=10)
 
 
 def thread_read_from_store(store: Store, thread_id: str) -> ThreadRead | None:
@@ -65,7 +63,7 @@ def session_snapshot_from_store(
 
 async def thread_read(client: Client, store: Store, thread_id: str) -> ThreadRead | None:
     """The live read model by query, or the stored one when the thread cannot answer."""
-    if await _is_running(client, thread_id):
+    if await is_running(client, thread_id):
         try:
             # The converter builds the model (`result_type`); this passes it through, typed.
             return ThreadRead.model_validate(
@@ -73,7 +71,7 @@ async def thread_read(client: Client, store: Store, thread_id: str) -> ThreadRea
                     QUERY_THREAD_READ, result_type=ThreadRead, rpc_timeout=QUERY_TIMEOUT
                 )
             )
-        except (RPCError, WorkflowQueryFailedError):
+        except UNANSWERED:
             pass  # no worker answered: fall back to what the thread last wrote
     return await asyncio.to_thread(thread_read_from_store, store, thread_id)
 
@@ -85,25 +83,17 @@ async def snapshot(
     page: dict[str, Any] = {"limit": limit}
     if before is not None:
         page["before"] = before
-    if await _is_running(client, thread_id):
+    if await is_running(client, thread_id):
         try:
             found: dict[str, Any] = await client.get_workflow_handle(thread_id).query(
                 QUERY_SESSION_SNAPSHOT, page, rpc_timeout=QUERY_TIMEOUT
             )
             return found
-        except (RPCError, WorkflowQueryFailedError):
+        except UNANSWERED:
             pass  # no worker answered: fall back to what the thread last wrote
     return await asyncio.to_thread(
         session_snapshot_from_store, store, thread_id, before=before, limit=limit
     )
-
-
-async def _is_running(client: Client, thread_id: str) -> bool:
-    try:
-        described = await client.get_workflow_handle(thread_id).describe()
-    except RPCError:
-        return False  # unknown to Temporal (or past retention): the store may know it
-    return described.status == WorkflowExecutionStatus.RUNNING
 
 
 @dataclass

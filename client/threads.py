@@ -1,4 +1,4 @@
-"""A Python client for weft threads: start, send, update, query, terminate and tail.
+"""A Python client for weft threads: start, send, update, query, compact, terminate and tail.
 
 Everything here is plain Temporal: the same names and JSON any other service can send.
 Events are tailed from the store by cursor, because workflows cannot stream.
@@ -15,6 +15,8 @@ from temporalio.client import Client, WorkflowHandle
 
 from activities.spill import SPILL_THRESHOLD_BYTES, spill_queued_content
 from activities.store import Store
+from client.context import context_snapshot
+from contract.context import SIGNAL_COMPACT, CompactRequest
 from contract.events import Event
 from contract.messages import (
     MAX_QUEUED_CONTENT_CHARS,
@@ -99,6 +101,27 @@ class Threads:
     async def terminate(self, thread_id: str, reason: str | None = None) -> None:
         """Soft shutdown of the thread (Runtime §10)."""
         await self.handle(thread_id).signal(SIGNAL_TERMINATE, {"reason": reason})
+
+    async def compact(self, thread_id: str, reason: str | None = None) -> None:
+        """Ask the thread to compact its model context (the `compact` signal).
+
+        The workflow decides when it compacts; `context` shows the boundary once written.
+        Without a reason the signal carries no payload, which the workflow accepts; a reason
+        is validated here, so one the workflow would refuse fails the caller instead.
+        """
+        handle = self.handle(thread_id)
+        if reason is None:
+            await handle.signal(SIGNAL_COMPACT)
+        else:
+            await handle.signal(SIGNAL_COMPACT, CompactRequest(reason=reason))
+
+    async def context(self, thread_id: str) -> dict[str, Any] | None:
+        """The `context_boundary_snapshot`: live, or from the store once the thread is closed.
+
+        None when the thread cannot answer and the store does not know it. Without a store,
+        a thread that cannot answer the query raises `ValueError`.
+        """
+        return await context_snapshot(self._client, self._store, thread_id)
 
     async def read(self, thread_id: str) -> ThreadRead:
         """The thread read model."""
