@@ -52,6 +52,9 @@ class ModelCaller:
         overflow_retried = False
         index = 0
         while index < len(candidates):
+            if mem.is_terminated():  # terminate arrived during a compaction
+                mem.stop_reason = "aborted_by_user"
+                break
             model_name = candidates[index]
             carried = Carried(mem.take_outbox(), messages)
             call = ModelCallInput(
