@@ -3,35 +3,43 @@
 The store keeps every message whole. Only the request is cut: a message over the preview
 cap (a share of the model's prompt budget) is sent as its head and a notice naming its
 ref and the offset to read on from, so one 5 MB tool output cannot fill the window.
+Offsets are character offsets into the stored content, the unit a model can count in.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from activities.spill import message_ref
 from contract.context_budget import BYTES_PER_TOKEN, estimate_tokens
 from contract.messages import Message
 
-# Tokens kept free in a preview for the notice that follows the head.
+# Tokens kept free in a preview for the notice that follows the head, at least: a notice
+# with long thread and message ids takes more, and is measured.
 NOTICE_TOKENS = 80
 
 
 def preview_message(message: Message, cap_tokens: int) -> tuple[Message, bool]:
-    """`message` as the model may see it, and whether it was cut to a preview."""
+    """`message` as the model may see it, and whether it was cut to a preview.
+
+    A preview's content (head and notice) is estimated at no more than `cap_tokens`, unless
+    the cap is too small to hold the notice itself: then the head is empty.
+    """
     content = message.content or ""
     if estimate_tokens(content) <= cap_tokens:
         return message, False
-    head = _head(content, max(cap_tokens - NOTICE_TOKENS, 1))
     ref = message_ref(message)
-    notice = (
-        f"\n…[weft: this output has {len(content)} characters; the model sees the first "
-        f'{len(head)}. The full output is {ref}: call read_output with {{"ref": "{ref}", '
-        f'"offset": {len(head)}}} to read on.]'
-    )
+    # The notice names the length of the head, which is not known yet: reserve room for
+    # the longest number it can name.
+    reserve = max(NOTICE_TOKENS, estimate_tokens(_notice(ref, len(content), len(content))))
+    head = _head(content, max(cap_tokens - reserve, 0))
     preview = {"ref": ref, "totalChars": len(content), "shownChars": len(head)}
     shown = message.model_copy(
-        update={"content": head + notice, "metadata": {**message.metadata, "preview": preview}}
+        update={
+            "content": head + _notice(ref, len(content), len(head)),
+            "metadata": {**message.metadata, "preview": preview},
+        }
     )
     return shown, True
 
@@ -39,22 +47,34 @@ def preview_message(message: Message, cap_tokens: int) -> tuple[Message, bool]:
 def page_chars(cap_tokens: int) -> int:
     """The longest page `read_output` returns for a preview cap of `cap_tokens`.
 
-    Half the cap in characters: a page travels back as a JSON tool result (escaping can
-    double some characters), and must not itself exceed the cap and be previewed again.
+    Half the cap's bytes: `read_page` keeps a page's text, JSON-escaped, within that many
+    bytes, and the other half holds the tool result around it (ref, offsets, status) with
+    room to spare. So the tool message carrying a page never exceeds the cap and is never
+    itself cut to a preview, which would send the model paging through its own page.
     """
     return max(1, cap_tokens * BYTES_PER_TOKEN // 2)
 
 
 def read_page(content: str, offset: int, limit: int | None, max_chars: int) -> dict[str, Any]:
-    """Characters `offset` to `offset + limit` of `content` (limit capped at `max_chars`)."""
+    """Characters from `offset` of `content`: `limit` of them, at most `max_chars`.
+
+    Fewer come back where characters cost more than one byte in JSON (multi-byte UTF-8,
+    escaped quotes, newlines and control characters): the page's text, as a JSON string,
+    stays within `max_chars` bytes (see `page_chars`). At least one character comes back
+    while any is left, and `nextOffset` says where to read on (None at the end).
+    """
     if offset < 0:
         raise ValueError(f"offset must be 0 or more, got {offset}")
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be 1 or more, got {limit}")
+    if max_chars < 1:
+        raise ValueError(f"max_chars must be 1 or more, got {max_chars}")
     if offset > len(content):
-        raise ValueError(f"offset {offset} is beyond the end of the output ({len(content)} chars)")
-    size = min(limit or max_chars, max_chars)
-    text = content[offset : offset + size]
+        raise ValueError(
+            f"offset {offset} is beyond the end of the output, which has {len(content)} characters"
+        )
+    size = max_chars if limit is None else min(limit, max_chars)
+    text = _fit_json(content[offset : offset + size], max_chars)
     end = offset + len(text)
     return {
         "text": text,
@@ -65,7 +85,37 @@ def read_page(content: str, offset: int, limit: int | None, max_chars: int) -> d
     }
 
 
+def _notice(ref: str, total: int, shown: int) -> str:
+    # The scripted model server (workers/scripted_model/placeholders.py) parses this text.
+    return (
+        f"\n…[weft: this output has {total} characters; the model sees the first {shown}. "
+        f'The full output is {ref}: call read_output with {{"ref": "{ref}", '
+        f'"offset": {shown}}} to read on.]'
+    )
+
+
 def _head(content: str, tokens: int) -> str:
     """The longest prefix of `content` whose estimate is within `tokens`."""
-    data = content.encode("utf-8")[: tokens * BYTES_PER_TOKEN]
-    return data.decode("utf-8", "ignore")
+    limit = tokens * BYTES_PER_TOKEN
+    # A character is at least one byte: the first `limit` characters hold the head, so a
+    # 5 MB output is not encoded whole. A character cut in two at the end is dropped.
+    return content[:limit].encode("utf-8")[:limit].decode("utf-8", "ignore")
+
+
+def _fit_json(text: str, budget: int) -> str:
+    """The longest prefix of `text` (one character at least) within `budget` JSON bytes."""
+    if _json_bytes(text) <= budget:
+        return text
+    low, high = 1, len(text) - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _json_bytes(text[:middle]) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low]
+
+
+def _json_bytes(text: str) -> int:
+    """UTF-8 bytes of `text` as a JSON string body, escaped as pydantic and json.dumps do."""
+    return len(json.dumps(text, ensure_ascii=False).encode("utf-8", "surrogatepass")) - 2

@@ -89,6 +89,47 @@ def test_bad_definitions_name_file_and_field(tmp_path, files, fragment):
     assert fragment in str(caught.value)
 
 
+RESERVED_TOOL = """
+from pydantic import BaseModel
+
+from activities.definitions import define_tool
+
+
+class Args(BaseModel):
+    ref: str
+
+
+def read(state, args):
+    return "mine"
+
+
+tool = define_tool(description="shadows weft's reader", args=Args, execute=read)
+"""
+RESERVED = "the name 'read_output' is reserved for weft's built-in output reader"
+
+
+@pytest.mark.parametrize(
+    ("files", "where"),
+    [
+        ({"tools/read_output.py": RESERVED_TOOL}, "tools/read_output.py: name: "),
+        (
+            {"prompts/p.yaml": "toolDescription: d\nmodel: m\nprompt: hi\ntools: [read_output]\n"},
+            "prompts/p.yaml: tools[0]: ",
+        ),
+        (
+            {"agents/a.yaml": "sideA:\n  prompt: p\n  sessionStop: read_output\n"},
+            "agents/a.yaml: sideA.sessionStop: ",
+        ),
+    ],
+)
+def test_read_output_is_a_reserved_tool_name(tmp_path, files, where):
+    """A tool of the user's named `read_output` would shadow the preview reader: refused."""
+    root = _tree(tmp_path, {**VALID, **files})
+    with pytest.raises(DefinitionError) as caught:
+        load_directory(root).validate(providers=["scripted"])
+    assert where + RESERVED in str(caught.value)
+
+
 def test_worker_refuses_bad_definitions(tmp_path):
     """`weft worker` exits at start-up with one line naming the bad file and field."""
     import subprocess

@@ -2,6 +2,7 @@
 
 Each problem raises a `DefinitionError` naming the file the definition came from (or its
 kind and name) and the field, e.g. `prompts/helper.yaml: tools[2]: unknown tool 'x'`.
+Names the runtime gives its own tools (`read_output`, `subagent_create`, …) are refused.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pydantic import ValidationError
 
 from activities.definitions.errors import DefinitionError, known_names
 from contract.actions import ASK_HUMAN_TOOL, AskHumanOptions
+from contract.context import READ_OUTPUT_TOOL
 from contract.definitions import AgentDef, ModelDef, PromptDef, SideConfig
 from contract.subagents import (
     SUBAGENT_CREATE_TOOL,
@@ -26,10 +28,23 @@ from contract.validation import describe_validation_error
 if TYPE_CHECKING:
     from activities.definitions.definition_set import Definitions
 
+# `read_output` is weft's own: a definition of that name would shadow the reader the model
+# needs to page through an output it saw only as a preview.
+_RESERVED_READ_OUTPUT = (
+    f"the name {READ_OUTPUT_TOOL!r} is reserved for weft's built-in output reader, which the "
+    "runtime offers whenever the model sees an output only as a preview"
+)
+
 
 def check_definitions(definitions: Definitions, providers: Iterable[str] | None = None) -> None:
     """Check every cross-reference; with `providers`, also that each model's is configured."""
     known_providers = set(providers) if providers is not None else None
+    if READ_OUTPUT_TOOL in definitions.tools:
+        raise DefinitionError(
+            definitions.where("tool", READ_OUTPUT_TOOL),
+            "name",
+            f"{_RESERVED_READ_OUTPUT}; give this tool another name",
+        )
     for model in definitions.models.values():
         _check_model(definitions, model, known_providers)
     for prompt in definitions.prompts.values():
@@ -88,6 +103,9 @@ def _check_tool(
     definitions: Definitions, where: str, index: int, prompt: PromptDef, tool_name: str
 ) -> None:
     """One entry of a prompt's tools: a function tool, ask_human or an agent tool."""
+    if tool_name == READ_OUTPUT_TOOL:
+        # Whatever it would resolve to (an agent exposed as a tool, say), it is refused.
+        raise DefinitionError(where, f"tools[{index}]", f"{_RESERVED_READ_OUTPUT}; do not list it")
     if tool_name in definitions.tools:
         return
     if tool_name == ASK_HUMAN_TOOL:
@@ -168,3 +186,16 @@ def _check_side(
         raise DefinitionError(
             where, f"{side_name}.stopToolResponseProperty", "is set but stopTool is not"
         )
+    lifecycle = {
+        "stopTool": side.stop_tool,
+        "sessionStop": side.session_stop.name if side.session_stop else None,
+        "sessionFail": side.session_fail.name if side.session_fail else None,
+        "sessionStatus": side.session_status.name if side.session_status else None,
+    }
+    for field_name, tool_name in lifecycle.items():
+        if tool_name == READ_OUTPUT_TOOL:
+            raise DefinitionError(
+                where,
+                f"{side_name}.{field_name}",
+                f"{_RESERVED_READ_OUTPUT}; name this lifecycle tool otherwise",
+            )
