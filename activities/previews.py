@@ -26,9 +26,10 @@ def preview_message(message: Message, cap_tokens: int) -> tuple[Message, bool]:
     A preview's content (head and notice) is estimated at no more than `cap_tokens`, unless
     the cap is too small to hold the notice itself: then the head is empty.
     """
+    message, cut_calls = _cut_arguments(message, cap_tokens)
     content = message.content or ""
     if estimate_tokens(content) <= cap_tokens:
-        return message, False
+        return message, cut_calls
     ref = message_ref(message)
     # The notice names the length of the head, which is not known yet: reserve room for
     # the longest number it can name.
@@ -42,6 +43,25 @@ def preview_message(message: Message, cap_tokens: int) -> tuple[Message, bool]:
         }
     )
     return shown, True
+
+
+def _cut_arguments(message: Message, cap_tokens: int) -> tuple[Message, bool]:
+    """Tool-call arguments over the cap are replaced by a JSON note (providers need JSON)."""
+    calls = message.tool_calls or []
+    if not any(estimate_tokens(c.function.arguments) > cap_tokens for c in calls):
+        return message, False
+    kept = []
+    for call in calls:
+        arguments = call.function.arguments
+        if estimate_tokens(arguments) > cap_tokens:
+            note = (
+                f"{len(arguments)} characters of arguments, too large for the context, were "
+                "left out; the stored message keeps them and the call's result follows"
+            )
+            function = call.function.model_copy(update={"arguments": json.dumps({"weft": note})})
+            call = call.model_copy(update={"function": function})
+        kept.append(call)
+    return message.model_copy(update={"tool_calls": kept}), True
 
 
 def page_chars(cap_tokens: int) -> int:

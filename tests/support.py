@@ -272,3 +272,12 @@ def json_texts(node: Any) -> list[str]:
         except ValueError:
             pass
     return found
+
+
+def assert_preview_of(sent: str, content: str) -> None:
+    """The model got `content` as a preview: its head, then the notice naming the stored
+    output and the offset `read_output` reads on from (docs/context.md)."""
+    head, notice, rest = sent.partition("\n…[weft: this output has ")
+    assert notice, f"the model got no preview: {sent[-300:]!r}"
+    assert len(head) > 1_000 and content.startswith(head)
+    assert rest.startswith(f"{len(content)} characters") and "call read_output with" in rest

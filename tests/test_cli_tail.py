@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import yaml
-from support import add_script, agent_definitions, idle_after, wait_until
+from support import add_script, agent_definitions, assert_preview_of, idle_after, wait_until
 
 
 def _cli_config(tmp_path: Path, weft_config, task_queue: str) -> Path:
@@ -128,8 +128,8 @@ async def test_send_and_show(start_worker, temporal_client, scripted_server, wef
 async def test_send_spills_large_content_through_the_store(
     start_worker, temporal_client, scripted_server, weft_config, tmp_path
 ):
-    """`weft thread send` with content over 64 KiB uploads it as a blob; the model gets it all
-    and the signal carries only a preview."""
+    """`weft thread send` with content over 64 KiB uploads it as a blob; the store keeps it
+    whole, the signal carries only a preview, and so does the model's request."""
     script = add_script(scripted_server, {"replies": [{"text": "read it"}]})
     worker = await start_worker(agent_definitions(script))
     config = _cli_config(tmp_path, weft_config, worker.task_queue)
@@ -141,6 +141,6 @@ async def test_send_spills_large_content_through_the_store(
     [stored] = [m for m in worker.store.messages.list(thread_id) if m.role == "user"]
     assert stored.content == content and stored.metadata["contentRef"].startswith("blob:")
     [request] = [r for r in scripted_server.requests if r["model"] == script]
-    assert request["messages"][-1]["content"] == content
+    assert_preview_of(request["messages"][-1]["content"], content)  # the model pages the rest
     history = await handle.fetch_history()
     assert max(len(e.SerializeToString()) for e in history.events) < 16 * 1024

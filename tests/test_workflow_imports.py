@@ -13,6 +13,7 @@ ALLOWED_ROOTS = {
     "dataclasses",
     "datetime",
     "json",
+    "math",
     "typing",
     "types",
     "enum",
