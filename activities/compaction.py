@@ -32,7 +32,7 @@ from activities.context_window import (
     request_tokens,
     tools_for,
 )
-from activities.model_call import cost_of
+from activities.model_call import cost_of, provider_for
 from activities.providers import ChatProvider, ChatRequest
 from activities.snapshots import SnapshotCache
 from activities.spill import resolve_content_refs
@@ -93,7 +93,9 @@ class CompactionActivities:
         else:
             model_name = job.options.compaction_model or job.model
             async with Heartbeater():
-                summary, usage, cost = await self._summarise(job, snapshot, target, prepared)
+                summary, usage, cost = await self._summarise(
+                    job, snapshot, target, prepared, model_name
+                )
         boundary = ContextBoundary(
             boundary_id=job.boundary_id,
             thread_id=job.thread_id,
@@ -145,8 +147,8 @@ class CompactionActivities:
         snapshot: DefinitionSnapshot,
         target: ModelDef,
         prepared: _Prepared,
+        name: str,
     ) -> tuple[str, Usage, float | None]:
-        name = job.options.compaction_model or job.model
         model = snapshot.models.get(name)
         if model is None:
             raise ApplicationError(
@@ -155,14 +157,7 @@ class CompactionActivities:
                 type="UnknownCompactionModel",
                 non_retryable=True,
             )
-        provider = self._providers.get(model.provider)
-        if provider is None:
-            raise ApplicationError(
-                f"compaction model {name!r} uses provider {model.provider!r}, which this "
-                "worker has not configured",
-                type="ProviderNotConfigured",
-                non_retryable=True,
-            )
+        provider = provider_for(self._providers, model)
         instructions = job.options.compaction_prompt or DEFAULT_COMPACTION_PROMPT
         summary_tokens = max(
             MIN_SUMMARY_TOKENS,
@@ -219,7 +214,6 @@ class CompactionActivities:
             )
             price = cost_of(model, call)
             cost = None if price is None else (cost or 0.0) + price
-            activity.heartbeat()
         return summary, usage, cost
 
     def _started(self, job: CompactInput, plan: Plan) -> Event:

@@ -60,14 +60,7 @@ class ModelActivities:
         info = activity.info()
         snapshot = await self._snapshots.get(call.snapshot_id)
         model = snapshot.models[call.model]
-        provider = self._providers.get(model.provider)
-        if provider is None:
-            raise ApplicationError(
-                f"model {model.name!r} uses provider {model.provider!r}, "
-                "which this worker has not configured",
-                type="ProviderNotConfigured",
-                non_retryable=True,
-            )
+        provider = provider_for(self._providers, model)
         ids = _ids(call, info.attempt)
         started = self._event(
             call,
@@ -304,6 +297,19 @@ def _ids(call: ModelCallInput, attempt: int) -> _AttemptIds:
         "model_request_id": request_id,
         "attempt_id": f"{request_id}.a{attempt}",
     }
+
+
+def provider_for(providers: Mapping[str, ChatProvider], model: ModelDef) -> ChatProvider:
+    """The worker's provider for `model`, or a non-retryable error naming what is missing."""
+    provider = providers.get(model.provider)
+    if provider is None:
+        raise ApplicationError(
+            f"model {model.name!r} uses provider {model.provider!r}, "
+            "which this worker has not configured",
+            type="ProviderNotConfigured",
+            non_retryable=True,
+        )
+    return provider
 
 
 def with_estimate(err: ApplicationError, report: ContextReport) -> ApplicationError:

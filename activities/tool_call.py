@@ -116,9 +116,7 @@ class ToolActivities:
     ) -> ToolResult:
         name = call.tool_call.function.name
         spec = snapshot.tools.get(name)
-        if spec is None and name == READ_OUTPUT_TOOL:
-            return await self._read_output(call, snapshot)
-        if spec is None:
+        if spec is None and name != READ_OUTPUT_TOOL:
             return _error(
                 "unknown_tool",
                 f"unknown tool {name!r}; available tools: "
@@ -130,6 +128,8 @@ class ToolActivities:
             return _error("invalid_arguments", f"arguments of {name!r} are not valid JSON: {err}")
         if not isinstance(raw_args, dict):
             return _error("invalid_arguments", f"arguments of {name!r} must be a JSON object")
+        if spec is None:  # weft's read_output, which the definitions do not shadow
+            return await self._read_output(call, snapshot, raw_args)
         if spec.builtin:
             # Lifecycle tools (stopTool, sessionStop, …) only mark the step; the workflow's
             # stop rules read their arguments.
@@ -142,14 +142,10 @@ class ToolActivities:
             )
         return await _execute(tool, raw_args, state)
 
-    async def _read_output(self, call: ToolCallInput, snapshot: DefinitionSnapshot) -> ToolResult:
+    async def _read_output(
+        self, call: ToolCallInput, snapshot: DefinitionSnapshot, raw_args: dict[str, Any]
+    ) -> ToolResult:
         """weft's built-in pager, with pages sized for the calling prompt's model."""
-        try:
-            raw_args = json.loads(call.tool_call.function.arguments or "{}")
-        except ValueError as err:
-            return _error("invalid_arguments", f"arguments of read_output are not JSON: {err}")
-        if not isinstance(raw_args, dict):
-            return _error("invalid_arguments", "arguments of read_output must be a JSON object")
         prompt = snapshot.prompts[snapshot.agent_def(call.agent).side(call.side).prompt]
         budget = ContextBudget.for_model(snapshot.models[prompt.model]).prompt_budget
         cap = preview_cap_tokens(budget, ContextOptions().preview_share)

@@ -6,6 +6,8 @@ a `context_limit` with the provider's real HTTP 400, so an overflow is a real er
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -107,6 +109,33 @@ def chat_script(*, limit: int = WINDOW, extra_turns: list[dict[str, Any]] | None
     }
 
 
+@dataclass
+class Chat:
+    """A thread on its own script and worker; `handle` follows it across runs."""
+
+    script: str
+    worker: Any
+    started: WorkflowHandle[Any, Any]
+    handle: WorkflowHandle[Any, Any]
+
+
+async def chat_thread(
+    start_worker: Any,
+    temporal_client: Any,
+    scripted_server: Any,
+    script_body: dict[str, Any],
+    *,
+    options: dict[str, Any] | None = None,
+    **definition_fields: Any,
+) -> Chat:
+    """Register `script_body`, start a worker on `definitions` and a thread on it."""
+    script = f"ctx-{uuid.uuid4().hex[:10]}"
+    scripted_server.set_script(script, script_body)
+    worker = await start_worker(definitions(script, **definition_fields))
+    started = await start_thread(temporal_client, worker.task_queue, options=options or {})
+    return Chat(script, worker, started, temporal_client.get_workflow_handle(started.id))
+
+
 async def ask(handle: WorkflowHandle[Any, Any], text: str, turns_before: int) -> ThreadRead:
     await handle.signal("queue_message", {"role": "user", "content": text})
     return await wait_until(
@@ -131,13 +160,14 @@ def _last_user(record: dict[str, Any]) -> str:
 async def test_four_hundred_turns_on_an_8k_window(start_worker, temporal_client, scripted_server):
     """400 turns against an 8k model: every turn answers, no request is over the limit,
     boundaries exist, every original message stays in the store, and the runs replay."""
-    script = f"ctx-{id(object())}"
-    scripted_server.set_script(script, chat_script())
-    worker = await start_worker(definitions(script))
-    started = await start_thread(
-        temporal_client, worker.task_queue, options={"continueAsNewEvents": 1500}
+    chat = await chat_thread(
+        start_worker,
+        temporal_client,
+        scripted_server,
+        chat_script(),
+        options={"continueAsNewEvents": 1500},
     )
-    handle = temporal_client.get_workflow_handle(started.id)
+    script, worker, started, handle = chat.script, chat.worker, chat.started, chat.handle
     state = await read(handle)
     for turn in range(400):
         state = await ask(handle, f"turn {turn}: {FILLER}", state.counters.turns)
@@ -191,11 +221,10 @@ async def test_a_provider_context_length_error_recovers(
 ):
     """The model's real window (3,000) is smaller than it declares (8k): the provider's 400
     is caught, the thread compacts harder, retries, learns the window, and goes on."""
-    script = f"ctx-{id(object())}"
-    scripted_server.set_script(script, chat_script(limit=3_000))
-    worker = await start_worker(definitions(script))
-    started = await start_thread(temporal_client, worker.task_queue)
-    handle = temporal_client.get_workflow_handle(started.id)
+    chat = await chat_thread(
+        start_worker, temporal_client, scripted_server, chat_script(limit=3_000)
+    )
+    script, worker, started, handle = chat.script, chat.worker, chat.started, chat.handle
     state = await read(handle)
     for turn in range(60):
         state = await ask(handle, f"turn {turn}: {FILLER}", state.counters.turns)
@@ -221,11 +250,14 @@ async def test_a_request_that_cannot_fit_fails_the_turn_clearly(
 ):
     """A system prompt bigger than the window cannot be compacted away: the turn ends in a
     step_error that says so, after one retry, and the thread stays usable."""
-    script = f"ctx-{id(object())}"
-    scripted_server.set_script(script, chat_script())
-    worker = await start_worker(definitions(script, prompt="You are helpful. " * 4_000))
-    started = await start_thread(temporal_client, worker.task_queue)
-    handle = temporal_client.get_workflow_handle(started.id)
+    chat = await chat_thread(
+        start_worker,
+        temporal_client,
+        scripted_server,
+        chat_script(),
+        prompt="You are helpful. " * 4_000,
+    )
+    script, handle = chat.script, chat.handle
     await handle.signal("queue_message", {"role": "user", "content": "hello"})
     state = await wait_until(handle, lambda s: s.stop_reason == "step_error", timeout=60)
     assert "does not fit the context window of model 'small'" in (state.last_outcome or "")
@@ -239,17 +271,13 @@ async def test_summarising_fails_so_older_turns_are_cut(
     """A `compact` signal while idle, with a summariser that fails: a
     `context.compaction.failed` event, then a `cut` boundary, and the thread goes on. A
     malformed compact signal is a warning, nothing more."""
-    script = f"ctx-{id(object())}"
     failing = {
         "match": REQUEST_MARKER,
         "replies": [{"error": {"status": 400, "body": {"error": {"message": "no"}}}}],
     }
-    scripted_server.set_script(
-        script, {"turns": [failing, {"match": "*", "replies": [{"text": "ok"}]}]}
-    )
-    worker = await start_worker(definitions(script))
-    started = await start_thread(temporal_client, worker.task_queue)
-    handle = temporal_client.get_workflow_handle(started.id)
+    body = {"turns": [failing, {"match": "*", "replies": [{"text": "ok"}]}]}
+    chat = await chat_thread(start_worker, temporal_client, scripted_server, body)
+    script, worker, started, handle = chat.script, chat.worker, chat.started, chat.handle
     state = await read(handle)
     for turn in range(3):
         state = await ask(handle, f"turn {turn}", state.counters.turns)
@@ -281,7 +309,6 @@ async def test_summarising_fails_so_older_turns_are_cut(
 
 async def test_a_tool_compacts_its_thread(start_worker, temporal_client, scripted_server):
     """`state.compact()` in a tool: the thread compacts before its next model call."""
-    script = f"ctx-{id(object())}"
     tool_turn = {
         "match": "please compact",
         "replies": [
@@ -289,10 +316,10 @@ async def test_a_tool_compacts_its_thread(start_worker, temporal_client, scripte
             {"text": "compacted"},
         ],
     }
-    scripted_server.set_script(script, chat_script(extra_turns=[tool_turn]))
-    worker = await start_worker(definitions(script))
-    started = await start_thread(temporal_client, worker.task_queue)
-    handle = temporal_client.get_workflow_handle(started.id)
+    chat = await chat_thread(
+        start_worker, temporal_client, scripted_server, chat_script(extra_turns=[tool_turn])
+    )
+    script, worker, started, handle = chat.script, chat.worker, chat.started, chat.handle
     state = await read(handle)
     for turn in range(3):
         state = await ask(handle, f"turn {turn}", state.counters.turns)

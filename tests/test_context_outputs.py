@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from support import read, start_thread
-from test_context_compaction import FILLER, WINDOW, ask, chat_script, definitions
+from support import read
+from test_context_compaction import FILLER, WINDOW, ask, chat_script, chat_thread
 
 READ = {"ref": "{{preview.ref}}", "offset": "{{preview.offset}}"}
 READ_ON = {"ref": "{{preview.ref}}", "offset": "{{page.next_offset}}"}
@@ -14,7 +14,6 @@ READ_ON = {"ref": "{{preview.ref}}", "offset": "{{page.next_offset}}"}
 async def test_a_five_megabyte_output_is_previewed_and_paged(
     start_worker, temporal_client, scripted_server
 ):
-    script = f"out-{id(object())}"
     dump_turn = {
         "match": "dump it",
         "replies": [
@@ -24,10 +23,10 @@ async def test_a_five_megabyte_output_is_previewed_and_paged(
             {"text": "I read two pages."},
         ],
     }
-    scripted_server.set_script(script, chat_script(extra_turns=[dump_turn]))
-    worker = await start_worker(definitions(script))
-    started = await start_thread(temporal_client, worker.task_queue)
-    handle = temporal_client.get_workflow_handle(started.id)
+    chat = await chat_thread(
+        start_worker, temporal_client, scripted_server, chat_script(extra_turns=[dump_turn])
+    )
+    script, worker, started, handle = chat.script, chat.worker, chat.started, chat.handle
     state = await ask(handle, "dump it", 0)
     assert state.last_outcome == "I read two pages.", state.incidents
     for turn in range(10):

@@ -9,7 +9,7 @@ workflow can tell before the next call whether it would exceed the budget.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from contract.context import (
@@ -131,33 +131,15 @@ class ContextState:
         }
 
     def carry(self) -> ContextCarry:
-        return ContextCarry(
-            boundary=self.boundary,
-            compactions=self.compactions,
-            last_request_tokens=self.last_request_tokens,
-            pending_tokens=self.pending_tokens,
-            token_scale=self.token_scale,
-            learnt_limit=self.learnt_limit,
-            prompt_budget=self.prompt_budget,
-            requested=self.requested,
-            warnings=list(self.warnings),
-        )
+        # ContextCarry has exactly these fields (tests/unit/test_context_state.py).
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return ContextCarry(**{**values, "warnings": list(self.warnings)})
 
     @classmethod
     def restore(cls, carried: ContextCarry | None) -> ContextState:
         if carried is None:
             return cls()
-        return cls(
-            boundary=carried.boundary,
-            compactions=carried.compactions,
-            last_request_tokens=carried.last_request_tokens,
-            pending_tokens=carried.pending_tokens,
-            token_scale=carried.token_scale,
-            learnt_limit=carried.learnt_limit,
-            prompt_budget=carried.prompt_budget,
-            requested=carried.requested,
-            warnings=list(carried.warnings),
-        )
+        return cls(**{**dict(carried), "warnings": list(carried.warnings)})
 
     def _cap(self, options: ContextOptions) -> int | None:
         if self.prompt_budget is None:
