@@ -15,7 +15,9 @@ from contract.context import (
 )
 from contract.definitions import DefinitionSnapshot
 from contract.events import Event
+from contract.hooks import HookBlock
 from contract.messages import Message, Side, ToolCall
+from contract.prompt_tools import PromptScope
 from contract.wire import CamelModel, SnakeModel
 
 # Stable activity names: renaming one breaks replay of running threads.
@@ -75,6 +77,9 @@ class ModelCallInput(CamelModel):
     window: ContextWindow = Field(
         default_factory=ContextWindow, description="the part of the transcript to send"
     )
+    scope: PromptScope | None = Field(
+        default=None, description="inside a prompt tool: its prompt, parent call and depth"
+    )
 
 
 class ModelCallResult(CamelModel):
@@ -132,6 +137,9 @@ class ToolCallInput(CamelModel):
     prior_messages: list[Message] = Field(
         default_factory=list, description="messages to persist first (a queued tool's call)"
     )
+    scope: PromptScope | None = Field(
+        default=None, description="inside a prompt tool: its prompt, parent call and depth"
+    )
 
 
 class ToolCallResult(CamelModel):
@@ -142,6 +150,11 @@ class ToolCallResult(CamelModel):
 
     message: Message
     intents: list[Intent] = Field(default_factory=list)
+    blocked: HookBlock | None = Field(
+        default=None,
+        description="a before_* hook refused the result; the stored message says so and the "
+        "turn ends with hook_blocked",
+    )
 
 
 class FlushInput(CamelModel):

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from contract.actions import PermissionPolicy
+from contract.hooks import HookSpec
 from contract.wire import CamelModel
 
 NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
@@ -176,9 +177,17 @@ class ToolSpec(CamelModel):
     parameters: dict[str, Any]
     builtin: bool = Field(default=False, description="provided by the runtime, not a file")
     kind: Literal[
-        "function", "lifecycle", "subagent", "handoff", "subagent_create", "subagent_message"
+        "function",
+        "lifecycle",
+        "subagent",
+        "handoff",
+        "subagent_create",
+        "subagent_message",
+        "prompt",
     ] = Field(default="function", description="who runs it: a worker, or the workflow itself")
-    target: str | None = Field(default=None, description="the agent a subagent/handoff tool runs")
+    target: str | None = Field(
+        default=None, description="the agent a subagent/handoff tool runs, the prompt a prompt tool"
+    )
 
 
 class DefinitionSnapshot(CamelModel):
@@ -197,6 +206,9 @@ class DefinitionSnapshot(CamelModel):
     prompts: dict[str, PromptDef]
     models: dict[str, ModelDef]
     tools: dict[str, ToolSpec]
+    hooks: dict[str, HookSpec] = Field(
+        default_factory=dict, description="every hook a prompt or agent here names, by id"
+    )
 
     def agent_def(self, name: str | None) -> AgentDef:
         """The agent `name` (a handoff target), or the thread's own agent for None."""

@@ -161,6 +161,13 @@ class ParentLink(CamelModel):
     resumable: bool = False
     blocking: bool = True
     parent_communication: ParentCommunication = "implicit"
+    snapshot_id: str | None = Field(
+        default=None, description="the parent's definitions (its after_subagent_created hooks)"
+    )
+    hooks: list[str] = Field(
+        default_factory=list,
+        description="the parent's after_subagent_created hook ids in scope when it spawned",
+    )
 
 
 class SubagentReport(CamelModel):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from temporalio.exceptions import ApplicationError
 
 from contract.definitions import AgentDef, DefinitionSnapshot, PromptDef, SideConfig
+from contract.hooks import HookName, hook_ids_in_scope
 from contract.messages import Side
 from contract.thread_env import EnvEntry, merge_env
 from workflows.thread_state import ThreadMemory
@@ -39,3 +40,9 @@ class ActiveAgent:
     def env(self, side: Side) -> dict[str, EnvEntry]:
         """This thread's env as the workflow knows it: prompt, agent, then thread values."""
         return merge_env(self.prompt(side).env, self.agent().env, self._mem.start.env)
+
+    def hook_ids(self, side: Side, hook: HookName) -> list[str]:
+        """The ids of `hook` hooks in scope for the side's prompt (its list, else the agent's)."""
+        snapshot = self.snapshot()
+        ids = hook_ids_in_scope(self.prompt(side).hooks, self.agent().hooks)
+        return [i for i in ids if i in snapshot.hooks and snapshot.hooks[i].hook == hook]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from contract.hooks import HOOK_BLOCKED, HookBlock
+
 
 def failure_text(err: BaseException) -> str:
     """The error and its causes, outermost first, cut to 2,000 characters."""
@@ -11,3 +15,12 @@ def failure_text(err: BaseException) -> str:
         parts.append(str(current) or type(current).__name__)
         current = current.__cause__
     return ": ".join(p for p in parts if p)[:2000]
+
+
+def hook_block(err: ActivityError) -> HookBlock | None:
+    """The refusal of a `before_*` hook, when that is why the activity failed."""
+    cause = err.cause
+    if not isinstance(cause, ApplicationError) or cause.type != HOOK_BLOCKED:
+        return None
+    details = cause.details[0] if cause.details else None
+    return HookBlock.model_validate(details) if isinstance(details, dict) else None

@@ -13,7 +13,7 @@ from contract.messages import Message, Side
 from workflows.active_agent import ActiveAgent
 from workflows.activity_calls import Carried, Limits, start_within_budget
 from workflows.context_keeper import ContextKeeper, add_usage, overflow_details
-from workflows.failures import failure_text
+from workflows.failures import failure_text, hook_block
 from workflows.in_flight import InFlight
 from workflows.thread_state import ThreadMemory
 
@@ -101,6 +101,15 @@ class ModelCaller:
                 if mem.is_terminated() or isinstance(err.cause, CancelledError):
                     mem.stop_reason = "aborted_by_user"
                     break
+                blocked = hook_block(err)
+                if blocked is not None:
+                    # The activity stored all but the refused message, and its events.
+                    if blocked.message_id:
+                        mem.forget_message(blocked.message_id)
+                        messages = [m for m in messages if m.id != blocked.message_id]
+                    mem.stop_reason = "hook_blocked"
+                    mem.last_outcome = f"hook {blocked.hook_id!r} refused: {blocked.reason}"
+                    break
                 overflow = overflow_details(err) is not None
                 if overflow and not overflow_retried:
                     # The safety net: compact harder, then try the same model once more.
@@ -133,7 +142,7 @@ class ModelCaller:
             return result
         # Nothing answered: keep the drained messages (idempotent writes) and fail the turn.
         mem.outbox_messages.extend(messages)
-        if mem.stop_reason != "aborted_by_user":
+        if mem.stop_reason not in ("aborted_by_user", "hook_blocked"):
             mem.stop_reason = "step_error"
             mem.last_outcome = last_error
             mem.incident("step_error", last_error, turn_id=turn_id, step_id=step_id)

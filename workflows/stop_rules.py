@@ -17,6 +17,7 @@ class ToolOutcome:
 
     call: ToolCall
     succeeded: bool
+    blocked: bool = False
 
     def args(self) -> dict[str, Any]:
         """The call's arguments as an object ({} when they are not a JSON object)."""
@@ -51,6 +52,9 @@ class StepFacts:
 
 def evaluate_step(facts: StepFacts) -> Stop | None:
     """The first stop that applies, in spec order, or None to run another step."""
+    if any(o.blocked for o in facts.outcomes):
+        # A before_* hook refused to store a tool result: nothing after it may run.
+        return Stop("session", "hook_blocked")
     for tool, reason in (
         (facts.side.session_fail, "session_fail"),
         (facts.side.session_stop, "session_stop"),

@@ -261,6 +261,10 @@ class ThreadMemory:
             )
         )
 
+    def forget_message(self, message_id: str) -> None:
+        """Drop a message a hook refused to store from the index (it was never written)."""
+        self.index = [m for m in self.index if m.id != message_id]
+
     # ---- counters and usage ----------------------------------------------------------
 
     def count_step(self, side: Side) -> None:

@@ -217,7 +217,13 @@ class ToolRunner:
             self._in_flight.track(None)
         mem.index_message(result.message)
         self._host.apply_intents(result.intents)
-        return ToolOutcome(call, succeeded=result.message.tool_status == "success")
+        if result.blocked is not None:
+            mem.last_outcome = f"hook {result.blocked.hook_id!r} refused: {result.blocked.reason}"
+        return ToolOutcome(
+            call,
+            succeeded=result.message.tool_status == "success",
+            blocked=result.blocked is not None,
+        )
 
     def _record_result(
         self, call: ToolCall, side: Side, turn_id: str, step_id: str, result: ToolResult

@@ -101,6 +101,8 @@ class SubagentSpawner:
                 parent_communication=(
                     resumable.parent_communication if resumable is not False else "implicit"
                 ),
+                snapshot_id=snapshot.snapshot_id,
+                hooks=self._agents.hook_ids(mem.active_side or "a", "after_subagent_created"),
             ),
             arguments=request.arguments,
             scoped_env_request=request.scoped_env_request,
