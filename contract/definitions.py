@@ -71,6 +71,34 @@ class ToolRef(CamelModel):
     options: dict[str, Any] | None = None
 
 
+class VariableDef(CamelModel):
+    """A declared variable (Standard Agents): an env value a prompt or tool needs.
+
+    `required` ones must resolve (thread, agent or prompt env) when a thread starts; a value
+    given without a type takes the declared `type`.
+    """
+
+    type: Literal["text", "secret"] = "secret"
+    required: bool = False
+    scoped: bool = False
+    description: str | None = None
+
+
+def _variables_by_name(value: Any) -> Any:
+    """The spec's list form `[{name, type, ...}]` as the mapping `{name: {type, ...}}`."""
+    if not isinstance(value, list):
+        return value
+    named: dict[str, Any] = {}
+    for i, item in enumerate(value):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise ValueError(f"variables[{i}] needs a `name`")
+        name = item["name"]
+        if name in named:
+            raise ValueError(f"variables[{i}]: {name!r} is declared twice")
+        named[name] = {k: v for k, v in item.items() if k != "name"}
+    return named
+
+
 class PromptDef(CamelModel):
     """A prompt definition: the system prompt, its model and its tools."""
 
@@ -83,7 +111,7 @@ class PromptDef(CamelModel):
     parallel_tool_calls: bool = False
     tool_choice: Literal["auto", "none", "required"] | None = None
     required_schema: dict[str, Any] | None = None
-    variables: dict[str, Any] = Field(default_factory=dict)
+    variables: dict[str, VariableDef] = Field(default_factory=dict)
     env: dict[str, Any] = Field(default_factory=dict)
     reasoning: dict[str, Any] | None = None
     recent_image_threshold: int = 10
@@ -91,6 +119,11 @@ class PromptDef(CamelModel):
     hooks: list[str] | None = None
     tools: list[str | ToolRef] = Field(default_factory=list)
     permissions: PermissionPolicy | None = None
+
+    @field_validator("variables", mode="before")
+    @classmethod
+    def _variables_list(cls, value: Any) -> Any:
+        return _variables_by_name(value)
 
     def tool_options(self, name: str) -> dict[str, Any]:
         """The `options` of the tool entry `name` (empty for a plain name)."""
