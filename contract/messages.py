@@ -134,6 +134,9 @@ class MessageMeta(CamelModel):
     turn_id: str | None = None
     tool_call_id: str | None = None
     created_at: int
+    # Inside a prompt tool: the call that ran it, and how deep (0: the main transcript).
+    parent_id: str | None = None
+    depth: int = 0
 
 
 MessagePage.model_rebuild()

@@ -9,6 +9,8 @@ tool result shaped by the include flags.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from contract.wire import CamelModel
@@ -52,3 +54,12 @@ class PromptScope(CamelModel):
     )
     include_chat: bool = False
     include_past_tools: bool = False
+
+    def message_fields(self) -> dict[str, Any]:
+        """`parent_id` and `depth` of every message stored inside this prompt tool."""
+        return {"parent_id": self.tool_call_id, "depth": self.depth}
+
+    def event_fields(self) -> dict[str, Any]:
+        """What every event written inside this prompt tool adds to its payload, so a
+        client can fold the nested steps under the call that started them."""
+        return {"parentToolCallId": self.tool_call_id, "depth": self.depth}

@@ -245,8 +245,13 @@ class ThreadMemory:
         return position
 
     def index_message(self, message: Message) -> None:
-        """Remember a message's ids and role (never its content), and its estimated size."""
-        self.window.note_message(message, self.start.options.context)
+        """Remember a message's ids and role (never its content), and its estimated size.
+
+        A prompt tool's own messages (depth > 0) never join the main transcript, so they
+        do not count toward its context window.
+        """
+        if message.depth == 0:
+            self.window.note_message(message, self.start.options.context)
         if message.position >= self.counters.messages:
             self.counters.messages = message.position + 1
         self.index.append(
@@ -258,6 +263,8 @@ class ThreadMemory:
                 turn_id=message.turn_id,
                 tool_call_id=message.tool_call_id,
                 created_at=message.created_at,
+                parent_id=message.parent_id,
+                depth=message.depth,
             )
         )
 

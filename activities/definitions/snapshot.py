@@ -1,7 +1,8 @@
 """Freezing what one agent needs into a content-addressed `DefinitionSnapshot`.
 
-A thread keeps its snapshot for life: its prompts (with includes), models (with
-fallbacks), tool specs, and the agents it hands off to or runs as subagents.
+A thread keeps its snapshot for life: its prompts (with includes and the prompts it runs
+as prompt tools), models (with fallbacks), tool specs, and the agents it hands off to or
+runs as subagents.
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from activities.definitions.errors import DefinitionError, known_names
+from activities.definitions.prompt_tool_checks import prompt_tool_config
 from activities.definitions.tool_specs import (
     agent_tool_spec,
     ask_human_spec,
     lifecycle_specs,
+    prompt_tool_spec,
     resumable_subagent_specs,
 )
 from contract.actions import ASK_HUMAN_TOOL
@@ -49,6 +52,7 @@ def build_snapshot(definitions: Definitions, agent_name: str) -> DefinitionSnaps
             _collect_prompt(definitions, side.prompt, prompts)
             for name, spec in lifecycle_specs(side, definitions.tools).items():
                 tools.setdefault(name, spec)
+        _collect_prompt_tools(definitions, prompts)
         for prompt in list(prompts.values()):
             for tool_name in prompt.tool_names():
                 target = definitions.agents.get(tool_name)
@@ -95,7 +99,7 @@ def _collect_model(definitions: Definitions, name: str, into: dict[str, ModelDef
 
 
 def _collect_tools(definitions: Definitions, prompt: PromptDef, into: dict[str, ToolSpec]) -> None:
-    """The specs of the prompt's tools: function tools, ask_human and agent tools."""
+    """The specs of the prompt's tools: function tools, ask_human, agent and prompt tools."""
     for tool_name in prompt.tool_names():
         if tool_name in definitions.tools:
             spec = definitions.tools[tool_name].spec()
@@ -104,6 +108,21 @@ def _collect_tools(definitions: Definitions, prompt: PromptDef, into: dict[str, 
             into[tool_name] = ask_human_spec()
         elif tool_name in definitions.agents:
             into.setdefault(tool_name, agent_tool_spec(definitions.agents[tool_name], prompt))
+        elif tool_name in definitions.prompts:
+            sub = definitions.prompts[tool_name]
+            into.setdefault(tool_name, prompt_tool_spec(sub, prompt_tool_config(prompt, sub.name)))
+
+
+def _collect_prompt_tools(definitions: Definitions, into: dict[str, PromptDef]) -> None:
+    """The prompts that `into`'s prompts list as tools, and theirs, recursively: a prompt
+    tool runs in this thread, so its prompt, model and tools are frozen here too."""
+    pending = list(into.values())
+    while pending:
+        for name in pending.pop().tool_names():
+            if name in definitions.prompts and name not in into:
+                before = set(into)
+                _collect_prompt(definitions, name, into)
+                pending += [into[n] for n in into if n not in before]
 
 
 def _resumable_subagents(definitions: Definitions, prompts: dict[str, PromptDef]) -> list[str]:

@@ -1,8 +1,8 @@
 """The tool specs a snapshot offers the model for tools that are not function tools.
 
 Lifecycle tools (stop, session stop/fail/status), `ask_human`, agents exposed as tools
-(subagents and handoffs) and `subagent_create` / `subagent_message` for resumable
-subagents: each is built in, run by the workflow rather than by a tool activity.
+(subagents and handoffs), prompt tools and `subagent_create` / `subagent_message` for
+resumable subagents: each is built in, run by the workflow rather than by a tool activity.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 from contract.actions import ASK_HUMAN_PARAMETERS, ASK_HUMAN_TOOL
 from contract.definitions import AgentDef, PromptDef, SessionTool, SideConfig, ToolSpec
+from contract.prompt_tools import PromptToolConfig
 from contract.subagents import (
     DEFAULT_MESSAGE_PROPERTY,
     SUBAGENT_CREATE_TOOL,
@@ -106,6 +107,35 @@ def agent_tool_spec(agent: AgentDef, prompt: PromptDef) -> ToolSpec:
         builtin=True,
         kind="subagent",
         target=agent.name,
+    )
+
+
+def prompt_tool_spec(prompt: PromptDef, config: PromptToolConfig) -> ToolSpec:
+    """A prompt tool (Runtime §5.3): the model sees the prompt's toolDescription, and the
+    arguments that become its first message (and attachments, when mapped)."""
+    properties: JsonSchema = {
+        config.message_property(): {
+            "type": "string",
+            "description": "the request for this tool (its first message)",
+        }
+    }
+    if config.init_attachments_property:
+        properties[config.init_attachments_property] = {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "paths of files in this thread the request refers to",
+        }
+    return ToolSpec(
+        name=prompt.name,
+        description=prompt.tool_description,
+        parameters={
+            "type": "object",
+            "properties": properties,
+            "required": [config.message_property()],
+        },
+        builtin=True,
+        kind="prompt",
+        target=prompt.name,
     )
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from activities.definitions.errors import DefinitionError, known_names
+from activities.definitions.prompt_tool_checks import check_prompt_tool, check_prompt_tool_graph
 from contract.actions import ASK_HUMAN_TOOL, AskHumanOptions
 from contract.context import READ_OUTPUT_TOOL
 from contract.definitions import AgentDef, ModelDef, PromptDef, SideConfig
@@ -49,6 +50,7 @@ def check_definitions(definitions: Definitions, providers: Iterable[str] | None 
         _check_model(definitions, model, known_providers)
     for prompt in definitions.prompts.values():
         _check_prompt(definitions, prompt)
+    check_prompt_tool_graph(definitions)
     for agent in definitions.agents.values():
         for side_name, side in (("sideA", agent.side_a), ("sideB", agent.side_b)):
             if side is not None:
@@ -102,10 +104,13 @@ def _check_prompt(definitions: Definitions, prompt: PromptDef) -> None:
 def _check_tool(
     definitions: Definitions, where: str, index: int, prompt: PromptDef, tool_name: str
 ) -> None:
-    """One entry of a prompt's tools: a function tool, ask_human or an agent tool."""
+    """One entry of a prompt's tools: a prompt tool, function tool, ask_human or agent tool."""
     if tool_name == READ_OUTPUT_TOOL:
         # Whatever it would resolve to (an agent exposed as a tool, say), it is refused.
         raise DefinitionError(where, f"tools[{index}]", f"{_RESERVED_READ_OUTPUT}; do not list it")
+    if tool_name in definitions.prompts:
+        check_prompt_tool(definitions, where, index, prompt, tool_name)
+        return
     if tool_name in definitions.tools:
         return
     if tool_name == ASK_HUMAN_TOOL:
@@ -120,13 +125,6 @@ def _check_tool(
             f"tools[{index}]",
             f"{tool_name!r} is added by the runtime when a prompt has resumable "
             "subagents; list the subagent itself instead",
-        )
-    if tool_name in definitions.prompts:
-        raise DefinitionError(
-            where,
-            f"tools[{index}]",
-            f"{tool_name!r} is a prompt; sub-prompt tools are not supported by this "
-            "runtime version yet (use a dual_ai agent with exposeAsTool as a subagent)",
         )
     raise DefinitionError(
         where,
