@@ -27,6 +27,7 @@ from contract.context_budget import (
 )
 from contract.definitions import DefinitionSnapshot, ModelDef, PromptDef
 from contract.messages import Message, Side
+from contract.prompt_tools import PromptScope
 from contract.thread_env import merge_env
 from contract.tool_catalog import offered_tools
 
@@ -55,17 +56,27 @@ class Window:
 
 
 def frame(
-    store: Store, snapshot: DefinitionSnapshot, thread_id: str, agent: str | None, side: Side
+    store: Store,
+    snapshot: DefinitionSnapshot,
+    thread_id: str,
+    agent: str | None,
+    side: Side,
+    scope: PromptScope | None = None,
 ) -> Frame:
-    """The side's rendered system prompt and offered tools (env merged as Runtime §4 says)."""
+    """The side's rendered system prompt and offered tools (env merged as Runtime §4 says).
+
+    Inside a prompt tool (`scope`), its own prompt and tools, without the side's lifecycle
+    tools: ending turns and sessions is the caller's business.
+    """
     agent_def = snapshot.agent_def(agent)
     side_def = agent_def.side(side)
-    prompt = snapshot.prompts[side_def.prompt]
+    prompt = snapshot.prompts[scope.prompt if scope else side_def.prompt]
+    lifecycle = [] if scope else side_def.lifecycle_tools()
     row = store.threads.get(thread_id)
     env = merge_env(prompt.env, agent_def.env, row.env if row else {})
     tools = [
         snapshot.tools[n].model_dump(include={"name", "description", "parameters"})
-        for n in offered_tools(snapshot, prompt, side_def.lifecycle_tools(), env)
+        for n in offered_tools(snapshot, prompt, lifecycle, env)
     ]
     return Frame(prompt, render_prompt(prompt, snapshot, env), tools, agent_def.type == "dual_ai")
 
@@ -83,11 +94,14 @@ def budget_of(model: ModelDef, window: ContextWindow) -> ContextBudget:
 def load_window(
     store: Store, thread_id: str, window: ContextWindow
 ) -> tuple[ContextBoundary | None, list[Message], list[Message]]:
-    """The boundary in force, its pinned messages and the messages from it on."""
+    """The boundary in force, its pinned messages and the main transcript from it on.
+
+    A prompt tool's own messages (depth > 0) are never part of it.
+    """
     boundary = store.boundaries.get(thread_id, window.boundary_id) if window.boundary_id else None
     first = boundary.first_kept_position if boundary else 0
     pinned = store.messages.get_many(thread_id, boundary.pinned_message_ids) if boundary else []
-    return boundary, pinned, store.messages.list(thread_id, after_position=first - 1)
+    return boundary, pinned, store.messages.list(thread_id, after_position=first - 1, depth=0)
 
 
 def build_window(

@@ -27,6 +27,7 @@ from activities.context_window import (
     tools_for,
 )
 from activities.providers import ChatProvider, ChatReply, ChatRequest
+from activities.scoped_window import load_scoped_window
 from activities.snapshots import SnapshotCache
 from activities.spill import resolve_content_refs, spill_if_large
 from activities.store import Store
@@ -167,8 +168,12 @@ class ModelActivities:
     def _request(
         self, call: ModelCallInput, snapshot: DefinitionSnapshot, model: ModelDef
     ) -> tuple[ChatRequest, ContextReport]:
-        side_frame = frame(self._store, snapshot, call.thread_id, call.agent, call.side)
-        boundary, pinned, history = load_window(self._store, call.thread_id, call.window)
+        side_frame = frame(self._store, snapshot, call.thread_id, call.agent, call.side, call.scope)
+        boundary, pinned, history = (
+            load_window(self._store, call.thread_id, call.window)
+            if call.scope is None
+            else load_scoped_window(self._store, call.thread_id, call.window, call.scope)
+        )
         window = build_window(
             side_frame,
             boundary,
@@ -224,6 +229,7 @@ class ModelActivities:
             side=call.side,
             turn_id=call.turn_id,
             metadata={"model": model.name, "stepId": call.step_id},
+            **(call.scope.message_fields() if call.scope else {}),
         )
         returned, spilled = spill_if_large(
             message,
@@ -275,7 +281,8 @@ class ModelActivities:
             timestamp=now_iso(),
             thread_id=call.thread_id,
             session_id=call.session_id,
-            payload=payload,
+            # Inside a prompt tool, every event names the call that runs it.
+            payload={**payload, **call.scope.event_fields()} if call.scope else payload,
             **ids,
         )
 

@@ -55,6 +55,12 @@ def spill_if_large(
             "bytes": size,
             "previewChars": len(preview),
             "role": message.role,
+            # A prompt tool's message: the call that runs it, so a client can fold it.
+            **(
+                {"parentToolCallId": message.parent_id, "depth": message.depth}
+                if message.depth
+                else {}
+            ),
         },
         **ids,
     )

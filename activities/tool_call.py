@@ -29,7 +29,7 @@ from activities.tool_state import ThreadState
 from contract.activities import ACTIVITY_TOOL_CALL, ToolCallInput, ToolCallResult, ToolResult
 from contract.context import READ_OUTPUT_TOOL, ContextOptions
 from contract.context_budget import ContextBudget, preview_cap_tokens
-from contract.definitions import DefinitionSnapshot
+from contract.definitions import DefinitionSnapshot, PromptDef
 from contract.events import Event
 from contract.messages import Message
 from contract.thread_env import merge_env
@@ -83,6 +83,7 @@ class ToolActivities:
             tool_status=result.status,
             side=call.side,
             turn_id=call.turn_id,
+            **(call.scope.message_fields() if call.scope else {}),
         )
         outcome = "tool.result" if result.status == "success" else "tool.failed"
         done = self._event(
@@ -146,7 +147,7 @@ class ToolActivities:
         self, call: ToolCallInput, snapshot: DefinitionSnapshot, raw_args: dict[str, Any]
     ) -> ToolResult:
         """weft's built-in pager, with pages sized for the calling prompt's model."""
-        prompt = snapshot.prompts[snapshot.agent_def(call.agent).side(call.side).prompt]
+        prompt = _prompt_of(call, snapshot)
         budget = ContextBudget.for_model(snapshot.models[prompt.model]).prompt_budget
         cap = preview_cap_tokens(budget, ContextOptions().preview_share)
         return await read_output(self._store, call.thread_id, raw_args, page_chars(cap))
@@ -154,7 +155,7 @@ class ToolActivities:
     def _state(self, call: ToolCallInput, snapshot: DefinitionSnapshot) -> ThreadState:
         row = self._store.threads.get(call.thread_id)
         agent = snapshot.agent_def(call.agent)
-        prompt = snapshot.prompts[agent.side(call.side).prompt]
+        prompt = _prompt_of(call, snapshot)
         env = merge_env(prompt.env, agent.env, row.env if row else {})
         return ThreadState(
             store=self._store,
@@ -187,8 +188,16 @@ class ToolActivities:
             turn_id=call.turn_id,
             step_id=call.step_id,
             tool_call_id=call.tool_call.id,
-            payload=payload,
+            # Inside a prompt tool, every event names the call that runs it.
+            payload={**payload, **call.scope.event_fields()} if call.scope else payload,
         )
+
+
+def _prompt_of(call: ToolCallInput, snapshot: DefinitionSnapshot) -> PromptDef:
+    """The prompt whose model called the tool: a prompt tool's own, or the side's."""
+    if call.scope is not None:
+        return snapshot.prompts[call.scope.prompt]
+    return snapshot.prompts[snapshot.agent_def(call.agent).side(call.side).prompt]
 
 
 async def _execute(tool: FunctionTool, raw_args: dict[str, Any], state: ThreadState) -> ToolResult:

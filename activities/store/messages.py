@@ -29,14 +29,31 @@ class Messages:
             insert_messages(self._db, connection, rows)
 
     def list(
-        self, thread_id: str, *, after_position: int = -1, limit: int | None = None
+        self,
+        thread_id: str,
+        *,
+        after_position: int = -1,
+        limit: int | None = None,
+        before_position: int | None = None,
+        depth: int | None = None,
+        parent_id: str | None = None,
     ) -> builtins.list[Message]:
-        """The thread's messages with position > `after_position`, in position order."""
-        query = (
-            select(messages)
-            .where(messages.c.thread_id == thread_id, messages.c.position > after_position)
-            .order_by(messages.c.position, messages.c.created_at, messages.c.id)
-            .limit(limit)
+        """The thread's messages with position > `after_position`, in position order.
+
+        `before_position`, `depth` and `parent_id` narrow it: the main transcript is
+        `depth=0`; a prompt tool's own messages are those with its call as `parent_id`.
+        """
+        query = select(messages).where(
+            messages.c.thread_id == thread_id, messages.c.position > after_position
+        )
+        if before_position is not None:
+            query = query.where(messages.c.position < before_position)
+        if depth is not None:
+            query = query.where(messages.c.depth == depth)
+        if parent_id is not None:
+            query = query.where(messages.c.parent_id == parent_id)
+        query = query.order_by(messages.c.position, messages.c.created_at, messages.c.id).limit(
+            limit
         )
         with self._db.read() as connection:
             return [row_to_message(row) for row in connection.execute(query).mappings()]
