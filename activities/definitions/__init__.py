@@ -1,8 +1,11 @@
-"""Agent, prompt, model and tool definitions: loading, validation and snapshots."""
+"""Agent, prompt, model, tool and hook definitions: loading, validation and snapshots."""
 
 from activities.definitions.api import (
+    FunctionHook,
     FunctionTool,
+    HookBlocked,
     define_agent,
+    define_hook,
     define_model,
     define_prompt,
     define_tool,
@@ -14,8 +17,11 @@ from activities.definitions.loader import load_directory
 __all__ = [
     "DefinitionError",
     "Definitions",
+    "FunctionHook",
     "FunctionTool",
+    "HookBlocked",
     "define_agent",
+    "define_hook",
     "define_model",
     "define_prompt",
     "define_tool",

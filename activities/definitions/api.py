@@ -1,16 +1,18 @@
-"""Defining agents, prompts, models and tools from Python (the same shapes as the YAML)."""
+"""Defining agents, prompts, models, tools and hooks from Python (the same shapes as the YAML)."""
 
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
 from activities.definitions.errors import DefinitionError
 from contract.definitions import AgentDef, ModelDef, PromptDef, ToolSpec
+from contract.hooks import HOOK_ID_PATTERN, HOOK_NAMES, HookName
 from contract.validation import describe_validation_error
 
 Definition = TypeVar("Definition", bound=BaseModel)
@@ -65,6 +67,55 @@ def define_tool(
         execute=execute,
         side_effects=side_effects,
     )
+
+
+class HookBlocked(Exception):
+    """Raised by a `before_*` hook to refuse the write it was shown; `reason` says why.
+
+    The message or tool result is not stored as given and the turn ends with the stop
+    reason `hook_blocked` (docs/hooks.md).
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class FunctionHook:
+    """A hook (Standard Agents): the point it hooks, its id and `execute(state, data)`.
+
+    `execute` may be sync (run in a worker thread) or async; its return value replaces the
+    data where the hook point allows it, None keeps the data (contract/hooks.py).
+    """
+
+    id: str
+    hook: HookName
+    execute: Callable[..., Any]
+
+    @property
+    def name(self) -> str:
+        """The id, under the name every definition is kept by."""
+        return self.id
+
+    @property
+    def is_async(self) -> bool:
+        """Whether `execute` is a coroutine function (run on the event loop)."""
+        return inspect.iscoroutinefunction(self.execute)
+
+
+def define_hook(*, hook: str, execute: Callable[..., Any], id: str | None = None) -> FunctionHook:
+    """Define a hook; in a `hooks/ID.py` file the id defaults to ID (the file stem)."""
+    source = f"hook {id or getattr(execute, '__name__', '?')!r}"
+    if hook not in HOOK_NAMES:
+        raise DefinitionError(
+            source, "hook", f"unknown hook {hook!r}; the hooks are: {', '.join(HOOK_NAMES)}"
+        )
+    if not callable(execute):
+        raise DefinitionError(source, "execute", "must be callable as execute(state, data)")
+    if id is not None and not re.fullmatch(HOOK_ID_PATTERN, id):
+        raise DefinitionError(source, "id", f"{id!r} must be snake_case ({HOOK_ID_PATTERN})")
+    return FunctionHook(id=id or "", hook=cast(HookName, hook), execute=execute)
 
 
 def define_model(**fields: Any) -> ModelDef:

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
-from activities.definitions.api import FunctionTool
+from activities.definitions.api import FunctionHook, FunctionTool
 from activities.definitions.errors import DefinitionError
 from activities.definitions.snapshot import build_snapshot
 from activities.definitions.validation import check_definitions
@@ -27,16 +27,19 @@ Named = TypeVar("Named", bound=_Named)
 
 @dataclass
 class Definitions:
-    """Models, prompts, agents and function tools by name, with where each came from."""
+    """Models, prompts, agents, function tools and hooks (by id), with where each came from."""
 
     models: dict[str, ModelDef] = field(default_factory=dict)
     prompts: dict[str, PromptDef] = field(default_factory=dict)
     agents: dict[str, AgentDef] = field(default_factory=dict)
     tools: dict[str, FunctionTool] = field(default_factory=dict)
+    hooks: dict[str, FunctionHook] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 
     def add(
-        self, *items: ModelDef | PromptDef | AgentDef | FunctionTool, source: str | None = None
+        self,
+        *items: ModelDef | PromptDef | AgentDef | FunctionTool | FunctionHook,
+        source: str | None = None,
     ) -> Definitions:
         """Add definitions made in Python; a second definition of a name is an error."""
         for item in items:
@@ -48,6 +51,11 @@ class Definitions:
                 self._add("agent", self.agents, item, source)
             elif isinstance(item, FunctionTool):
                 self._add("tool", self.tools, item, source)
+            elif isinstance(item, FunctionHook):
+                if not item.id:
+                    where = source or f"hook for {item.hook!r} (Python)"
+                    raise DefinitionError(where, "id", "is required (or use hooks/<id>.py)")
+                self._add("hook", self.hooks, item, source)
             else:
                 raise TypeError(f"cannot add {type(item).__name__} to definitions")
         return self

@@ -11,6 +11,7 @@ class DefinitionError(ValueError):
     def __init__(self, source: str, field: str | None, message: str) -> None:
         self.source = source
         self.field = field
+        self.detail = message
         where = f"{source}: {field}" if field else source
         super().__init__(f"{where}: {message}")
 

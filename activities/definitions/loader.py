@@ -1,22 +1,25 @@
-"""Loads a definitions directory: models/, prompts/, agents/ (YAML) and tools/ (Python).
+"""Loads a definitions directory: models/, prompts/, agents/ (YAML), tools/, hooks/ (Python).
 
-One definition per file; the file stem is the name. Every problem is a DefinitionError
-that names the file and the field.
+One definition per file; the file stem is the name (a hook's id). Every problem is a
+DefinitionError that names the file and the field.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import yaml
 from pydantic import ValidationError
 
-from activities.definitions.api import FunctionTool
+from activities.definitions.api import FunctionHook, FunctionTool
 from activities.definitions.definition_set import Definitions
 from activities.definitions.errors import DefinitionError
 from contract.definitions import AgentDef, ModelDef, PromptDef
+from contract.hooks import HOOK_ID_PATTERN
 from contract.validation import describe_validation_error
 
 # A definition written in YAML, one per file.
@@ -41,6 +44,9 @@ def load_directory(root: str | Path, *, into: Definitions | None = None) -> Defi
     for path in sorted((root / "tools").glob("*.py")):
         if not path.name.startswith("_"):
             definitions.add(_load_tool(path, root), source=_rel(path, root))
+    for path in sorted((root / "hooks").glob("*.py")):
+        if not path.name.startswith("_"):
+            definitions.add(_load_hook(path, root), source=_rel(path, root))
     return definitions
 
 
@@ -67,20 +73,7 @@ def _load_yaml(path: Path, model: type[YamlDefinition], root: Path) -> YamlDefin
 
 def _load_tool(path: Path, root: Path) -> FunctionTool:
     where = _rel(path, root)
-    module_name = f"weft_tools.{root.name}.{path.stem}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise DefinitionError(where, None, "cannot be imported")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except DefinitionError:
-        raise
-    except Exception as err:
-        raise DefinitionError(
-            where, None, f"failed to import: {type(err).__name__}: {err}"
-        ) from None
+    module = _import(path, root, "weft_tools")
     found = [v for v in vars(module).values() if isinstance(v, FunctionTool)]
     if len(found) != 1:
         raise DefinitionError(
@@ -100,6 +93,57 @@ def _load_tool(path: Path, root: Path) -> FunctionTool:
         execute=tool.execute,
         side_effects=tool.side_effects,
     )
+
+
+def _load_hook(path: Path, root: Path) -> FunctionHook:
+    where = _rel(path, root)
+    if not re.fullmatch(HOOK_ID_PATTERN, path.stem):
+        raise DefinitionError(
+            where,
+            "id",
+            f"the file stem {path.stem!r} is the hook's id and must be snake_case "
+            f"({HOOK_ID_PATTERN})",
+        )
+    try:
+        module = _import(path, root, "weft_hooks")
+    except DefinitionError as err:
+        if err.source == where:
+            raise
+        # define_hook() names the hook, not the file: say which file.
+        raise DefinitionError(where, err.field, err.detail) from None
+    found = [v for v in vars(module).values() if isinstance(v, FunctionHook)]
+    if len(found) != 1:
+        raise DefinitionError(
+            where, None, f"must define exactly one hook with define_hook(), found {len(found)}"
+        )
+    hook = found[0]
+    if hook.id and hook.id != path.stem:
+        raise DefinitionError(
+            where,
+            "id",
+            f"{hook.id!r} differs from the file stem {path.stem!r}; the file stem is the id",
+        )
+    return FunctionHook(id=path.stem, hook=hook.hook, execute=hook.execute)
+
+
+def _import(path: Path, root: Path, package: str) -> ModuleType:
+    """Import one definition file as its own module; failures name the file."""
+    where = _rel(path, root)
+    module_name = f"{package}.{root.name}.{path.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise DefinitionError(where, None, "cannot be imported")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except DefinitionError:
+        raise
+    except Exception as err:
+        raise DefinitionError(
+            where, None, f"failed to import: {type(err).__name__}: {err}"
+        ) from None
+    return module
 
 
 def _rel(path: Path, root: Path) -> str:

@@ -22,6 +22,7 @@ from activities.definitions.tool_specs import (
 )
 from contract.actions import ASK_HUMAN_TOOL
 from contract.definitions import AgentDef, DefinitionSnapshot, ModelDef, PromptDef, ToolSpec
+from contract.hooks import HookSpec
 from contract.tool_catalog import tool_entry
 
 if TYPE_CHECKING:
@@ -69,13 +70,15 @@ def build_snapshot(definitions: Definitions, agent_name: str) -> DefinitionSnaps
     resumable = _resumable_subagents(definitions, prompts)
     if resumable:
         tools.update(resumable_subagent_specs(definitions.agents, resumable))
+    hooks = _collect_hooks(definitions, [agent, *agents.values()], prompts)
     return DefinitionSnapshot(
-        snapshot_id=_snapshot_id(agent, agents, prompts, models, tools),
+        snapshot_id=_snapshot_id(agent, agents, prompts, models, tools, hooks),
         agent=agent,
         agents=agents,
         prompts=prompts,
         models=models,
         tools=tools,
+        hooks=hooks,
     )
 
 
@@ -88,6 +91,19 @@ def _collect_prompt(definitions: Definitions, name: str, into: dict[str, PromptD
         for part in prompt.prompt:
             if part.type == "include" and part.prompt:
                 _collect_prompt(definitions, part.prompt, into)
+
+
+def _collect_hooks(
+    definitions: Definitions, agents: list[AgentDef], prompts: dict[str, PromptDef]
+) -> dict[str, HookSpec]:
+    """The id and point of every hook the snapshot's agents and prompts name (validated)."""
+    named = [i for a in agents for i in a.hooks]
+    named += [i for p in prompts.values() for i in p.hooks or []]
+    return {
+        i: HookSpec(id=i, hook=definitions.hooks[i].hook)
+        for i in dict.fromkeys(named)
+        if i in definitions.hooks
+    }
 
 
 def _collect_model(definitions: Definitions, name: str, into: dict[str, ModelDef]) -> None:
@@ -144,6 +160,7 @@ def _snapshot_id(
     prompts: dict[str, PromptDef],
     models: dict[str, ModelDef],
     tools: dict[str, ToolSpec],
+    hooks: dict[str, HookSpec],
 ) -> str:
     """The content address: a digest of everything the snapshot freezes."""
     body: dict[str, Any] = {
@@ -154,5 +171,7 @@ def _snapshot_id(
     }
     if agents:  # keeps the ids of snapshots without agent tools as they were
         body["agents"] = {k: v.model_dump(mode="json") for k, v in agents.items()}
+    if hooks:  # likewise for snapshots without hooks
+        body["hooks"] = {k: v.model_dump(mode="json") for k, v in hooks.items()}
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]
     return f"snap_{digest}"

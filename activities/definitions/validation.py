@@ -12,8 +12,11 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from activities.definitions.capabilities import check_model_capabilities
 from activities.definitions.errors import DefinitionError, known_names
+from activities.definitions.field_check import check_field_support
 from activities.definitions.prompt_tool_checks import check_prompt_tool, check_prompt_tool_graph
+from activities.definitions.schema_checks import check_model_requests
 from contract.actions import ASK_HUMAN_TOOL, AskHumanOptions
 from contract.context import READ_OUTPUT_TOOL
 from contract.definitions import AgentDef, ModelDef, PromptDef, SideConfig
@@ -50,11 +53,28 @@ def check_definitions(definitions: Definitions, providers: Iterable[str] | None 
         _check_model(definitions, model, known_providers)
     for prompt in definitions.prompts.values():
         _check_prompt(definitions, prompt)
+        _check_hooks(definitions, definitions.where("prompt", prompt.name), prompt.hooks or [])
     check_prompt_tool_graph(definitions)
     for agent in definitions.agents.values():
+        _check_hooks(definitions, definitions.where("agent", agent.name), agent.hooks)
         for side_name, side in (("sideA", agent.side_a), ("sideB", agent.side_b)):
             if side is not None:
                 _check_side(definitions, agent, side_name, side)
+    check_model_capabilities(definitions)
+    check_model_requests(definitions)
+    check_field_support(definitions)
+
+
+def _check_hooks(definitions: Definitions, where: str, hook_ids: list[str]) -> None:
+    """Every hook id an agent or prompt lists names a hook these definitions hold."""
+    for i, hook_id in enumerate(hook_ids):
+        if hook_id not in definitions.hooks:
+            raise DefinitionError(
+                where,
+                f"hooks[{i}]",
+                f"unknown hook {hook_id!r}; known hooks: {known_names(definitions.hooks)} "
+                "(a hook is hooks/<id>.py, or define_hook(...) in Python)",
+            )
 
 
 def _check_model(definitions: Definitions, model: ModelDef, providers: set[str] | None) -> None:
