@@ -21,5 +21,4 @@ tool = define_tool(
     description="Current weather for a city",
     args=WeatherArgs,
     execute=get_weather,
-    side_effects=False,
 )
