@@ -13,9 +13,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from activities.definitions.capabilities import check_model_capabilities
-from activities.definitions.capabilities import check_model_capabilities
 from activities.definitions.errors import DefinitionError, known_names
-from activities.definitions.field_check import check_field_support
 from activities.definitions.field_check import check_field_support
 from activities.definitions.prompt_tool_checks import check_prompt_tool, check_prompt_tool_graph
 from activities.definitions.schema_checks import check_model_requests
@@ -62,8 +60,6 @@ def check_definitions(definitions: Definitions, providers: Iterable[str] | None 
         for side_name, side in (("sideA", agent.side_a), ("sideB", agent.side_b)):
             if side is not None:
                 _check_side(definitions, agent, side_name, side)
-    check_model_capabilities(definitions)
-    check_field_support(definitions)
     check_model_capabilities(definitions)
     check_model_requests(definitions)
     check_field_support(definitions)
