@@ -84,7 +84,7 @@ class VariableDef(CamelModel):
     description: str | None = None
 
 
-def _variables_by_name(value: Any) -> Any:
+def variables_by_name(value: Any) -> Any:
     """The spec's list form `[{name, type, ...}]` as the mapping `{name: {type, ...}}`."""
     if not isinstance(value, list):
         return value
@@ -123,7 +123,7 @@ class PromptDef(CamelModel):
     @field_validator("variables", mode="before")
     @classmethod
     def _variables_list(cls, value: Any) -> Any:
-        return _variables_by_name(value)
+        return variables_by_name(value)
 
     def tool_options(self, name: str) -> dict[str, Any]:
         """The `options` of the tool entry `name` (empty for a plain name)."""

@@ -5,25 +5,35 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from activities.definitions.errors import DefinitionError
-from contract.definitions import AgentDef, ModelDef, PromptDef, ToolSpec
+from contract.definitions import (
+    AgentDef,
+    ModelDef,
+    PromptDef,
+    ToolSpec,
+    VariableDef,
+    variables_by_name,
+)
 from contract.hooks import HOOK_ID_PATTERN, HOOK_NAMES, HookName
 from contract.validation import describe_validation_error
 
 Definition = TypeVar("Definition", bound=BaseModel)
+
+_VARIABLES = TypeAdapter(dict[str, VariableDef])
 
 
 @dataclass(frozen=True)
 class FunctionTool:
     """A function tool: a pydantic args model and `execute(state, args)`, sync or async.
 
-    `side_effects` says whether running the tool twice could do harm; when such a tool is
-    interrupted and its retries run out, the model is told the outcome is unknown.
+    `variables` declares the env values it needs (required ones are checked when a thread
+    starts). `side_effects=False` is refused (docs/definitions-fields.md): every tool is
+    treated as having side effects.
     """
 
     name: str
@@ -31,6 +41,7 @@ class FunctionTool:
     args: type[BaseModel]
     execute: Callable[..., Any]
     side_effects: bool = True
+    variables: dict[str, VariableDef] = field(default_factory=dict)
 
     def spec(self) -> ToolSpec:
         """What the model sees: name, description and the JSON schema of the arguments."""
@@ -51,6 +62,7 @@ def define_tool(
     execute: Callable[..., Any],
     name: str | None = None,
     side_effects: bool = True,
+    variables: list[dict[str, Any]] | dict[str, Any] | None = None,
 ) -> FunctionTool:
     """Define a function tool; in a `tools/NAME.py` file the name defaults to NAME."""
     source = f"tool {name or getattr(execute, '__name__', '?')!r}"
@@ -60,12 +72,18 @@ def define_tool(
         raise DefinitionError(source, "execute", "must be callable as execute(state, args)")
     if not description.strip():
         raise DefinitionError(source, "description", "must not be empty")
+    try:
+        declared = _VARIABLES.validate_python(variables_by_name(variables or {}))
+    except (ValueError, ValidationError) as err:
+        text = describe_validation_error(err) if isinstance(err, ValidationError) else str(err)
+        raise DefinitionError(source, "variables", text) from None
     return FunctionTool(
         name=name or "",
         description=description,
         args=args,
         execute=execute,
         side_effects=side_effects,
+        variables=declared,
     )
 
 

@@ -6,6 +6,7 @@ DefinitionError that names the file and the field.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import re
 import sys
@@ -86,13 +87,7 @@ def _load_tool(path: Path, root: Path) -> FunctionTool:
             "name",
             f"{tool.name!r} differs from the file stem {path.stem!r}; the file stem is the name",
         )
-    return FunctionTool(
-        name=path.stem,
-        description=tool.description,
-        args=tool.args,
-        execute=tool.execute,
-        side_effects=tool.side_effects,
-    )
+    return dataclasses.replace(tool, name=path.stem)
 
 
 def _load_hook(path: Path, root: Path) -> FunctionHook:
