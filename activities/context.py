@@ -56,6 +56,10 @@ def _assistant(message: Message) -> dict[str, Any]:
     entry: dict[str, Any] = {"role": "assistant", "content": message.content}
     if message.tool_calls:
         entry["tool_calls"] = [c.model_dump() for c in message.tool_calls]
+    signature = message.metadata.get("reasoningSignature")
+    if signature and message.reasoning_content:
+        # Anthropic needs its signed thinking back in a tool-use turn; other adapters drop it.
+        entry["thinking"] = {"text": message.reasoning_content, "signature": signature}
     return entry
 
 

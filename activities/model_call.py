@@ -27,11 +27,13 @@ from activities.context_window import (
     tools_for,
 )
 from activities.providers import ChatProvider, ChatReply, ChatRequest
+from activities.providers.definition_fields import definition_fields
 from activities.scoped_window import load_scoped_window
 from activities.snapshots import SnapshotCache
 from activities.spill import resolve_content_refs, spill_if_large
 from activities.store import Store
-from activities.streaming import DeltaBatcher, Heartbeater
+from activities.streaming import DeltaBatcher, Heartbeater, delta_event
+from activities.structured_output import checked_reply
 from contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult, Usage
 from contract.context import CONTEXT_TOO_LONG, ContextReport
 from contract.definitions import DefinitionSnapshot, ModelDef
@@ -84,11 +86,7 @@ class ModelActivities:
         batcher = DeltaBatcher(
             self._store,
             lambda n, text, kind: self._event(
-                call,
-                ids,
-                f"delta{n}",
-                "model.delta",
-                {"text": text, "kind": kind, "attempt": info.attempt},
+                call, ids, f"delta{n}", *delta_event(kind, text, info.attempt)
             ),
             interval=self._delta_interval,
         )
@@ -97,6 +95,7 @@ class ModelActivities:
             async with Heartbeater():
                 reply = await provider.complete(request, on_delta=batcher.add)
                 await batcher.flush()
+                reply = checked_reply(request, reply, attempt=info.attempt)
         except ApplicationError as err:
             await batcher.flush()
             err = with_estimate(err, report)
@@ -195,10 +194,13 @@ class ModelActivities:
             model=model.model,
             messages=window.messages,
             tools=tools,
-            tool_choice=prompt.tool_choice if tools else None,
-            parallel_tool_calls=prompt.parallel_tool_calls if tools else None,
+            tool_choice=prompt.tool_choice if tools or model.provider_tools else None,
+            parallel_tool_calls=(
+                prompt.parallel_tool_calls if tools or model.provider_tools else None
+            ),
             max_output_tokens=model.capabilities.max_output_tokens if model.capabilities else None,
             provider_options={**model.provider_options, **prompt.provider_options},
+            **definition_fields(prompt, model),
         )
         return request, report
 
@@ -228,7 +230,7 @@ class ModelActivities:
             created_at=now_micros(),
             side=call.side,
             turn_id=call.turn_id,
-            metadata={"model": model.name, "stepId": call.step_id},
+            metadata={"model": model.name, "stepId": call.step_id, **reply.message_metadata()},
             **(call.scope.message_fields() if call.scope else {}),
         )
         returned, spilled = spill_if_large(

@@ -41,7 +41,11 @@ def spill_if_large(
     short = message.model_copy(
         update={
             "content": f"{preview}\n…[{size} bytes in total; full content at {ref}]",
-            "metadata": {**message.metadata, "spilled": {"ref": ref, "bytes": size}},
+            # A parsed structured answer is the content again: the store keeps it.
+            "metadata": {
+                **{k: v for k, v in message.metadata.items() if k != "parsed"},
+                "spilled": {"ref": ref, "bytes": size},
+            },
         }
     )
     event = Event(

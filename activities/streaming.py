@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from types import TracebackType
+from typing import Any
 
 from temporalio import activity
 
@@ -16,8 +17,19 @@ from contract.events import Event
 EventMaker = Callable[[int, str, str], Event]
 
 
+def delta_event(kind: str, text: str, attempt: int) -> tuple[str, dict[str, Any]]:
+    """The event type and payload of one batch of `kind`.
+
+    Reasoning is its own Agent Runtime class (`reasoning.delta`), outside the final text;
+    text and tool-call arguments are `model.delta` with their `kind`.
+    """
+    if kind == "reasoning":
+        return "reasoning.delta", {"text": text, "attempt": attempt}
+    return "model.delta", {"text": text, "kind": kind, "attempt": attempt}
+
+
 class DeltaBatcher:
-    """Collects streamed text and writes one `model.delta` event per kind per interval.
+    """Collects streamed text and writes one delta event per kind per interval.
 
     One write per token would make the store the bottleneck; about 100 ms batches keep
     a live tail smooth at a few writes a second.
@@ -33,8 +45,7 @@ class DeltaBatcher:
 
     async def add(self, delta: Delta) -> None:
         """Take one delta; write a batch when the interval has passed."""
-        kind = "tool_call" if delta.kind == "tool_call" else delta.kind
-        self._pending.setdefault(kind, []).append(delta.text)
+        self._pending.setdefault(delta.kind, []).append(delta.text)
         if time.monotonic() - self._last >= self._interval:
             await self.flush()
 

@@ -1,10 +1,17 @@
 """Anthropic Messages adapter: maps OpenAI-shaped chat to `/v1/messages` and reads its stream.
 
 Defaults worth knowing: `max_tokens` is required by Anthropic, so it is
-`DEFAULT_MAX_TOKENS` when the request sets none; `reasoning_content` of earlier assistant
-messages is not sent back (Anthropic would need the thinking block's signature);
-`finish_reason` is translated to OpenAI's vocabulary; `input_tokens` includes cache reads
-and writes, as OpenAI's `prompt_tokens` does.
+`DEFAULT_MAX_TOKENS` when the request sets none (and raised above a thinking budget, which
+it includes); earlier reasoning goes back only as signed thinking blocks while thinking is
+enabled; `finish_reason` is translated to OpenAI's vocabulary; `input_tokens` includes cache
+reads and writes, as OpenAI's `prompt_tokens` does.
+
+Structured output (a request's `response_schema`) is a tool, `structured_output`, whose
+input is the answer: forced when the prompt has no tools of its own, required as one of
+the tools when it has (`tool_choice: any`), and merely offered while thinking is enabled
+(Anthropic refuses forced tool use with thinking; a text answer is then the JSON). A reply
+whose only tool call is `structured_output` becomes a text reply holding its input; next
+to other tool calls it is dropped, since those results are still to come.
 """
 
 from __future__ import annotations
@@ -14,20 +21,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from temporalio.exceptions import ApplicationError
 
+from activities.providers.anthropic_mapping import map_messages
 from activities.providers.base import (
+    STRUCTURED_OUTPUT_TOOL,
     ChatReply,
     ChatRequest,
     Delta,
     DeltaCallback,
     Usage,
+    emit_whole,
     make_tool_call,
 )
-from activities.providers.errors import classify_http_error, excerpt, protocol_error
+from activities.providers.errors import classify_http_error, protocol_error
 from activities.providers.sse import iter_sse
 from activities.providers.transport import loads, open_stream, post_json
-from contract.messages import ToolCall
 
 DEFAULT_MAX_TOKENS = 4096
 ANTHROPIC_VERSION = "2023-06-01"
@@ -75,12 +83,15 @@ class AnthropicMessagesProvider:
     async def complete(
         self, request: ChatRequest, *, on_delta: DeltaCallback | None = None
     ) -> ChatReply:
-        """Run one completion, streaming unless `provider_options["stream"] is False`."""
+        """Run one completion, streamed unless the request (or `provider_options`) says not."""
         body = self.build_body(request)
+        structured = request.response_schema is not None
         if body.get("stream") is False:
             data = await post_json(self._client, self._url, body=body, headers=self._headers)
-            return parse_message(data, request.model)
-        state = _StreamState(model=request.model)
+            reply = parse_message(data, request.model, structured=structured)
+            await emit_whole(reply, on_delta)
+            return reply
+        state = _StreamState(model=request.model, structured=structured)
         async with open_stream(
             self._client, self._url, body=body, headers=self._headers
         ) as response:
@@ -94,146 +105,93 @@ class AnthropicMessagesProvider:
 
     def build_body(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body for `request`; `provider_options` are merged last."""
-        system, messages = map_messages(request.messages)
+        budget = request.reasoning.anthropic_budget() if request.reasoning else None
+        system, messages = map_messages(request.messages, thinking=budget is not None)
+        max_tokens = request.max_output_tokens or self._default_max_tokens
         body: dict[str, Any] = {
             "model": request.model,
             "messages": messages,
-            "max_tokens": request.max_output_tokens or self._default_max_tokens,
-            "stream": True,
+            "max_tokens": max_tokens,
+            "stream": request.stream,
         }
         if system:
             body["system"] = system
-        if request.tools:
-            body["tools"] = [
+        if budget is not None:
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            if max_tokens <= budget:
+                # max_tokens counts the thinking too: the answer keeps its own allowance.
+                body["max_tokens"] = budget + max_tokens
+        tools = [
+            {
+                "name": t["name"],
+                "description": t.get("description", ""),
+                "input_schema": t.get("parameters") or {"type": "object", "properties": {}},
+            }
+            for t in request.tools
+        ]
+        if request.response_schema is not None:
+            tools.append(
                 {
-                    "name": t["name"],
-                    "description": t.get("description", ""),
-                    "input_schema": t.get("parameters") or {"type": "object", "properties": {}},
+                    "name": STRUCTURED_OUTPUT_TOOL,
+                    "description": "Give your final answer: its input is the answer.",
+                    "input_schema": request.response_schema,
                 }
-                for t in request.tools
-            ]
-        choice = _tool_choice(request.tool_choice, request.parallel_tool_calls)
-        if choice is not None and request.tools:
-            body["tool_choice"] = choice
+            )
+        tools += request.provider_tools
+        if tools:
+            body["tools"] = tools
+            choice = _tool_choice(request, thinking=budget is not None)
+            if choice is not None:
+                body["tool_choice"] = choice
         body.update(request.provider_options)
         return body
 
 
-def _tool_choice(choice: str | None, parallel: bool | None) -> dict[str, Any] | None:
-    if choice is None and parallel is None:
-        return None
+def _tool_choice(request: ChatRequest, *, thinking: bool) -> dict[str, Any] | None:
+    choice, parallel = request.tool_choice, request.parallel_tool_calls
     kind = {"required": "any", "none": "none"}.get(choice or "auto", "auto")
     result: dict[str, Any] = {"type": kind}
-    if parallel is False and kind != "none":
+    if request.response_schema is not None and not thinking:
+        if not request.tools or kind == "none":
+            result = {"type": "tool", "name": STRUCTURED_OUTPUT_TOOL}
+        else:
+            result = {"type": "any"}  # a prompt tool, or the answer
+    elif choice is None and parallel is None:
+        return None
+    if parallel is False and result["type"] != "none":
         result["disable_parallel_tool_use"] = True
     return result
 
 
-def map_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-    """Split out the system text and map OpenAI messages to Anthropic content blocks.
-
-    Tool results become `tool_result` blocks in a user message; adjacent messages of one role
-    are merged, which joins consecutive tool results (and a user note after them) into one
-    user message as Anthropic's strict alternation requires.
-    """
-    system: list[str] = []
-    out: list[dict[str, Any]] = []
-    for index, message in enumerate(messages):
-        role = message.get("role")
-        if role in ("system", "developer"):
-            system.append(_text_of(message.get("content")))
-            continue
-        if role == "tool":
-            role, blocks = "user", [_tool_result(message)]
-        elif role == "assistant":
-            blocks = _text_blocks(message.get("content")) + [
-                _tool_use(index, call) for call in message.get("tool_calls") or []
-            ]
-        elif role == "user":
-            blocks = _text_blocks(message.get("content"))
-        else:
-            raise ApplicationError(
-                f"message #{index} has unsupported role {role!r}",
-                type="ProviderRequestRejected",
-                non_retryable=True,
-            )
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
-    return "\n\n".join(s for s in system if s), out
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
-
-
-def _text_blocks(content: Any) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
-    blocks: list[dict[str, Any]] = []
-    for part in content or []:
-        if part.get("type") == "text" and part.get("text"):
-            blocks.append({"type": "text", "text": part["text"]})
-        elif part.get("type") == "image_url":
-            blocks.append(_image_block(part["image_url"].get("url", "")))
-    return blocks
-
-
-def _image_block(url: str) -> dict[str, Any]:
-    if url.startswith("data:") and ";base64," in url:
-        media_type, _, data = url[5:].partition(";base64,")
-        source = {"type": "base64", "media_type": media_type, "data": data}
-    else:
-        source = {"type": "url", "url": url}
-    return {"type": "image", "source": source}
-
-
-def _tool_use(index: int, call: dict[str, Any]) -> dict[str, Any]:
-    function = call.get("function") or {}
-    raw = function.get("arguments") or "{}"
-    try:
-        arguments = json.loads(raw)
-    except ValueError:
-        arguments = None
-    if not isinstance(arguments, dict):
-        # Stored history is ours; a retry cannot repair it, so fail loudly and for good.
-        raise ApplicationError(
-            f"message #{index}: tool call {call.get('id')} has arguments that are not a "
-            f"JSON object: {excerpt(raw, 120)}",
-            type="ProviderRequestRejected",
-            non_retryable=True,
-        )
-    return {
-        "type": "tool_use",
-        "id": call.get("id"),
-        "name": function.get("name"),
-        "input": arguments,
-    }
-
-
-def _tool_result(message: dict[str, Any]) -> dict[str, Any]:
-    block: dict[str, Any] = {
-        "type": "tool_result",
-        "tool_use_id": message.get("tool_call_id"),
-        "content": _text_of(message.get("content")),
-    }
-    if message.get("is_error"):
-        block["is_error"] = True
-    return block
-
-
 @dataclass
 class _Block:
+    """One content block; `structured` is a `structured_output` tool_use holding the answer."""
+
     type: str
     parts: list[str] = field(default_factory=list)
     id: str | None = None
     name: str | None = None
     initial_input: Any = None
+    signature: str | None = None
+
+    @classmethod
+    def opened(cls, raw: dict[str, Any], *, structured: bool) -> _Block:
+        kind = raw.get("type", "")
+        if structured and kind == "tool_use" and raw.get("name") == STRUCTURED_OUTPUT_TOOL:
+            kind = "structured"
+        return cls(
+            type=kind,
+            id=raw.get("id"),
+            name=raw.get("name"),
+            initial_input=raw.get("input"),
+            signature=raw.get("signature") or None,
+        )
+
+    def arguments(self) -> str:
+        text = "".join(self.parts)
+        if not text and self.initial_input:
+            text = json.dumps(self.initial_input)
+        return text
 
 
 @dataclass
@@ -241,6 +199,7 @@ class _StreamState:
     """Accumulates content blocks by index until `message_stop`."""
 
     model: str
+    structured: bool = False
     done: bool = False
     blocks: dict[int, _Block] = field(default_factory=dict)
     stop_reason: str | None = None
@@ -256,16 +215,13 @@ class _StreamState:
             self.usage.update(message.get("usage") or {})
         elif kind == "content_block_start":
             block = event.get("content_block") or {}
-            self.blocks[_index(event)] = _Block(
-                type=block.get("type", ""),
-                id=block.get("id"),
-                name=block.get("name"),
-                initial_input=block.get("input"),
-            )
+            self.blocks[_index(event)] = _Block.opened(block, structured=self.structured)
             if block.get("text"):
                 await self._append(_index(event), block["text"], on_delta)
         elif kind == "content_block_delta":
             delta = event.get("delta") or {}
+            if delta.get("type") == "signature_delta":
+                self._block(_index(event)).signature = delta.get("signature") or None
             piece = delta.get("text") or delta.get("thinking") or delta.get("partial_json")
             if isinstance(piece, str) and piece:
                 await self._append(_index(event), piece, on_delta)
@@ -279,10 +235,14 @@ class _StreamState:
             status = _ERROR_STATUS.get(str(error.get("type")), 500)
             raise classify_http_error(status, {}, json.dumps(event))
 
-    async def _append(self, index: int, piece: str, on_delta: DeltaCallback | None) -> None:
+    def _block(self, index: int) -> _Block:
         block = self.blocks.get(index)
         if block is None:
             raise protocol_error(f"delta for content block {index} that was never started")
+        return block
+
+    async def _append(self, index: int, piece: str, on_delta: DeltaCallback | None) -> None:
+        block = self._block(index)
         block.parts.append(piece)
         if on_delta is None:
             return
@@ -291,26 +251,37 @@ class _StreamState:
             await on_delta(Delta(kind="tool_call", text=piece, tool_call_index=position))
         elif block.type == "thinking":
             await on_delta(Delta(kind="reasoning", text=piece))
-        elif block.type == "text":
+        elif block.type in ("text", "structured"):
             await on_delta(Delta(kind="text", text=piece))
 
     def reply(self) -> ChatReply:
         ordered = [b for _, b in sorted(self.blocks.items())]
-        calls = []
-        for position, block in enumerate(b for b in ordered if b.type == "tool_use"):
-            arguments = "".join(block.parts)
-            if not arguments and block.initial_input:
-                arguments = json.dumps(block.initial_input)
-            calls.append(make_tool_call(position, block.id, block.name, arguments))
-        return ChatReply(
-            content="".join(p for b in ordered if b.type == "text" for p in b.parts) or None,
-            tool_calls=calls,
-            reasoning_content="".join(p for b in ordered if b.type == "thinking" for p in b.parts)
-            or None,
-            usage=_usage(self.usage),
-            finish_reason=_FINISH_REASONS.get(self.stop_reason or "", self.stop_reason),
-            model=self.model,
-        )
+        return _assemble(ordered, self.stop_reason, self.usage, self.model)
+
+
+def _assemble(
+    blocks: list[_Block], stop: str | None, usage: dict[str, Any], model: str
+) -> ChatReply:
+    calls = [
+        make_tool_call(position, b.id, b.name, b.arguments())
+        for position, b in enumerate(b for b in blocks if b.type == "tool_use")
+    ]
+    content = "".join(p for b in blocks if b.type == "text" for p in b.parts) or None
+    finish = _FINISH_REASONS.get(stop or "", stop)
+    answers = [b for b in blocks if b.type == "structured"]
+    if answers and not calls:
+        content, finish = answers[-1].arguments() or "{}", "stop"
+    thoughts = [b for b in blocks if b.type == "thinking"]
+    return ChatReply(
+        content=content,
+        tool_calls=calls,
+        reasoning_content="".join(p for b in thoughts for p in b.parts) or None,
+        # One signature covers one block: several cannot be joined and sent back as one.
+        reasoning_signature=thoughts[0].signature if len(thoughts) == 1 else None,
+        usage=_usage(usage),
+        finish_reason=finish,
+        model=model,
+    )
 
 
 def _index(event: dict[str, Any]) -> int:
@@ -330,27 +301,20 @@ def _usage(raw: dict[str, Any]) -> Usage:
     )
 
 
-def parse_message(data: Any, model: str) -> ChatReply:
+def parse_message(data: Any, model: str, *, structured: bool = False) -> ChatReply:
     """Read a non-streaming Messages reply."""
     if not isinstance(data, dict) or not isinstance(data.get("content"), list):
         raise protocol_error("reply has no content list")
-    texts: list[str] = []
-    thoughts: list[str] = []
-    calls: list[ToolCall] = []
-    for block in data["content"]:
-        if block.get("type") == "text":
-            texts.append(block.get("text", ""))
-        elif block.get("type") == "thinking":
-            thoughts.append(block.get("thinking", ""))
-        elif block.get("type") == "tool_use":
-            arguments = json.dumps(block.get("input") or {})
-            calls.append(make_tool_call(len(calls), block.get("id"), block.get("name"), arguments))
-    stop = data.get("stop_reason")
-    return ChatReply(
-        content="".join(texts) or None,
-        tool_calls=calls,
-        reasoning_content="".join(thoughts) or None,
-        usage=_usage(data.get("usage") or {}),
-        finish_reason=_FINISH_REASONS.get(stop or "", stop),
-        model=data.get("model") or model,
+    blocks: list[_Block] = []
+    for raw in data["content"]:
+        block = _Block.opened(raw, structured=structured)
+        if block.type == "text":
+            block.parts.append(raw.get("text", ""))
+        elif block.type == "thinking":
+            block.parts.append(raw.get("thinking", ""))
+        elif block.type in ("tool_use", "structured"):
+            block.parts.append(json.dumps(raw.get("input") or {}))
+        blocks.append(block)
+    return _assemble(
+        blocks, data.get("stop_reason"), data.get("usage") or {}, data.get("model") or model
     )

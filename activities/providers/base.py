@@ -8,8 +8,12 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from activities.providers.errors import excerpt, protocol_error
+from activities.providers.reasoning import ReasoningConfig
 from activities.providers.transport import loads
 from contract.messages import ToolCall, ToolCallFunction
+
+# The tool the Anthropic adapter forces for structured output (a prompt's requiredSchema).
+STRUCTURED_OUTPUT_TOOL = "structured_output"
 
 
 class ChatRequest(BaseModel):
@@ -17,6 +21,8 @@ class ChatRequest(BaseModel):
 
     model: str
     # OpenAI chat format: {role, content, name?, tool_calls?, tool_call_id?}; system first.
+    # An assistant entry may add `thinking: {text, signature}` (signed Anthropic reasoning,
+    # which Anthropic needs back in a tool-use turn); other adapters drop it.
     messages: list[dict[str, Any]]
     # [{name, description, parameters (JSON schema)}]: adapters map to their wire shape.
     tools: list[dict[str, Any]] = Field(default_factory=list)
@@ -25,6 +31,13 @@ class ChatRequest(BaseModel):
     max_output_tokens: int | None = None
     # Merged into the request body last, so it can override anything the adapter set.
     provider_options: dict[str, Any] = Field(default_factory=dict)
+    # Raw provider tool objects (ModelDef.providerTools), appended to the function tools.
+    provider_tools: list[dict[str, Any]] = Field(default_factory=list)
+    # A prompt's requiredSchema: the final answer is a JSON object valid against it.
+    response_schema: dict[str, Any] | None = None
+    reasoning: ReasoningConfig | None = None
+    # False for a model whose capabilities say it cannot stream: one plain request.
+    stream: bool = True
 
 
 class Usage(BaseModel):
@@ -49,13 +62,36 @@ class ChatReply(BaseModel):
     content: str | None
     tool_calls: list[ToolCall]
     reasoning_content: str | None = None
+    # Anthropic signs its thinking; the signature must come back with a tool-use turn.
+    reasoning_signature: str | None = None
     usage: Usage
     # OpenAI vocabulary (stop, tool_calls, length, content_filter) whatever the provider.
     finish_reason: str | None
     model: str
+    # The content parsed and validated against the request's response_schema.
+    parsed: dict[str, Any] | None = None
+
+    def message_metadata(self) -> dict[str, Any]:
+        """What the stored assistant message keeps of this reply besides its text."""
+        kept: dict[str, Any] = {}
+        if self.parsed is not None:
+            kept["parsed"] = self.parsed
+        if self.reasoning_signature:
+            kept["reasoningSignature"] = self.reasoning_signature
+        return kept
 
 
 DeltaCallback = Callable[[Delta], Awaitable[None]]
+
+
+async def emit_whole(reply: ChatReply, on_delta: DeltaCallback | None) -> None:
+    """A reply that was not streamed still reaches listeners: one delta per kind."""
+    if on_delta is None:
+        return
+    if reply.reasoning_content:
+        await on_delta(Delta(kind="reasoning", text=reply.reasoning_content))
+    if reply.content:
+        await on_delta(Delta(kind="text", text=reply.content))
 
 
 class ChatProvider(Protocol):

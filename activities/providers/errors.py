@@ -24,6 +24,8 @@ RETRYABLE = "ProviderRetryableError"
 REJECTED = "ProviderRequestRejected"
 CONNECTION = "ProviderConnectionError"
 PROTOCOL = "ProviderProtocolError"
+# A final answer that is not valid against the prompt's requiredSchema.
+STRUCTURED_OUTPUT_INVALID = "StructuredOutputInvalid"
 # The prompt is over the model's window: never retryable, and a later compaction's cue.
 
 # 408 timeout, 409 conflict (lock contention at OpenAI), 429 rate limit; 5xx below.
@@ -154,3 +156,13 @@ def classify_transport_error(exc: httpx.RequestError) -> ApplicationError:
 def protocol_error(problem: str) -> ApplicationError:
     """A reply we could not understand; retryable, as the next attempt may be well formed."""
     return ApplicationError(f"malformed provider reply: {problem}", type=PROTOCOL)
+
+
+def structured_output_invalid(problem: str, *, last_attempt: bool) -> ApplicationError:
+    """A reply that breaks the prompt's requiredSchema: asked again (a model's answers vary)
+    until `last_attempt`, then final, so the model's fallbacks and then step_error follow."""
+    return ApplicationError(
+        f"the reply does not satisfy requiredSchema: {problem}",
+        type=STRUCTURED_OUTPUT_INVALID,
+        non_retryable=last_attempt,
+    )

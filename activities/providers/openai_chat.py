@@ -9,11 +9,13 @@ from typing import Any
 import httpx
 
 from activities.providers.base import (
+    STRUCTURED_OUTPUT_TOOL,
     ChatReply,
     ChatRequest,
     Delta,
     DeltaCallback,
     Usage,
+    emit_whole,
     make_tool_call,
 )
 from activities.providers.errors import classify_http_error, protocol_error
@@ -42,12 +44,14 @@ class OpenAIChatProvider:
     async def complete(
         self, request: ChatRequest, *, on_delta: DeltaCallback | None = None
     ) -> ChatReply:
-        """Run one completion, streaming unless `provider_options["stream"] is False`."""
+        """Run one completion, streamed unless the request (or `provider_options`) says not."""
         body = self.build_body(request)
         if body.get("stream") is False:
             body.pop("stream_options", None)
             data = await post_json(self._client, self._url, body=body, headers=self._headers)
-            return parse_completion(data, request.model)
+            reply = parse_completion(data, request.model)
+            await emit_whole(reply, on_delta)
+            return reply
         state = _StreamState(model=request.model)
         async with open_stream(
             self._client, self._url, body=body, headers=self._headers
@@ -67,31 +71,50 @@ class OpenAIChatProvider:
         """The JSON body for `request`; `provider_options` are merged last."""
         body: dict[str, Any] = {
             "model": request.model,
-            "messages": request.messages,
-            "stream": True,
-            "stream_options": {"include_usage": True},
+            "messages": [_wire_message(m) for m in request.messages],
+            "stream": request.stream,
         }
-        if request.tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t["name"],
-                        "description": t.get("description", ""),
-                        "parameters": t.get("parameters") or {"type": "object", "properties": {}},
-                    },
-                }
-                for t in request.tools
-            ]
+        if request.stream:
+            body["stream_options"] = {"include_usage": True}
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t["name"],
+                    "description": t.get("description", ""),
+                    "parameters": t.get("parameters") or {"type": "object", "properties": {}},
+                },
+            }
+            for t in request.tools
+        ] + request.provider_tools
+        if tools:
+            body["tools"] = tools
             # OpenAI rejects tool_choice and parallel_tool_calls when no tools are sent.
             if request.parallel_tool_calls is not None:
                 body["parallel_tool_calls"] = request.parallel_tool_calls
             if request.tool_choice is not None:
                 body["tool_choice"] = request.tool_choice
+        if request.response_schema is not None:
+            # Strict: the schema was checked at start-up to be strict-compatible.
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": STRUCTURED_OUTPUT_TOOL,
+                    "schema": request.response_schema,
+                    "strict": True,
+                },
+            }
+        if request.reasoning is not None:
+            body["reasoning_effort"] = request.reasoning.openai_effort()
         if request.max_output_tokens is not None:
             body[self._max_tokens_field] = request.max_output_tokens
         body.update(request.provider_options)
         return body
+
+
+def _wire_message(message: dict[str, Any]) -> dict[str, Any]:
+    # Anthropic's signed thinking means nothing here, and OpenAI refuses unknown fields.
+    return {k: v for k, v in message.items() if k != "thinking"}
 
 
 @dataclass

@@ -31,6 +31,8 @@ class View:
     messages: list[Said]
     tool_names: list[str]
     request_chars: int
+    # The one tool an Anthropic request forces (`tool_choice: {type: tool, name}`).
+    forced_tool: str | None = None
 
     @property
     def last_user_index(self) -> int:
@@ -154,4 +156,7 @@ def anthropic_view(body: dict[str, Any], raw_chars: int) -> View:
         if any(b.get("type") != "tool_result" for b in blocks):
             turns.append(Said("user", _text(blocks)))
     tools = [t.get("name", "") for t in body.get("tools") or []]
-    return View("anthropic", str(body.get("model", "")), _text(system), turns, tools, raw_chars)
+    choice = body.get("tool_choice") or {}
+    forced = choice.get("name") if choice.get("type") == "tool" else None
+    model = str(body.get("model", ""))
+    return View("anthropic", model, _text(system), turns, tools, raw_chars, forced)

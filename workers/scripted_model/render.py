@@ -35,8 +35,11 @@ class Planned:
     interleave: bool
 
 
-def plan(script: str, view: View, reply: Reply, index: int) -> Planned:
-    """Fix ids deterministically from (script, conversation, reply index) so retries agree."""
+def plan(script: str, view: View, reply: Reply, index: int, *, faulty: bool = False) -> Planned:
+    """Fix ids deterministically from (script, conversation, reply index) so retries agree.
+
+    `faulty`: this request gets the reply's `faulty_text`, if it has one, for its text.
+    """
     seed = f"{script}|{view.conversation_key}|{index}"
     prefix = "toolu_" if view.protocol == "anthropic" else "call_"
     calls = []
@@ -46,6 +49,11 @@ def plan(script: str, view: View, reply: Reply, index: int) -> Planned:
         call_id = call.id or prefix + _hash(f"{seed}|{position}", 24)
         calls.append((call_id, call.name, args))
     text, reasoning = reply.text or "", reply.reasoning or ""
+    if faulty and reply.faulty_text is not None:
+        text = reply.faulty_text
+    if view.forced_tool and text and not calls:
+        # A forced tool is always called: the scripted answer is its input.
+        calls, text = [(prefix + _hash(f"{seed}|forced", 24), view.forced_tool, text)], ""
     out_chars = len(text) + len(reasoning) + sum(len(n) + len(a) for _, n, a in calls)
     usage = reply.usage or UsageSpec()
     return Planned(

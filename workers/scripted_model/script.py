@@ -7,6 +7,12 @@ request, so retries and concurrent conversations need no server-side state.
 
 A script may set `context_limit` (tokens): a request whose messages estimate above it, by
 `contract.context_budget`, gets the provider's own "context length exceeded" HTTP 400.
+
+Structured output: a reply's `text` is the answer. When an Anthropic request forces one
+tool (`tool_choice: {type: tool, name}`, as weft does for requiredSchema), a reply with
+text and no tool calls is played as that tool's call with the text (JSON) as its input, as
+Anthropic would answer. `faulty_text` is a fault like the others: the first `times`
+requests get it instead of `text` (an invalid answer, then a valid one on the retry).
 """
 
 from __future__ import annotations
@@ -81,6 +87,7 @@ class Reply(_Strict):
     drop_after_chunks: int | None = Field(default=None, ge=0)
     truncate: bool = False
     invalid_json_after_chunks: int | None = Field(default=None, ge=0)
+    faulty_text: str | None = None
     expect: Expect | None = None
 
     @property
@@ -91,6 +98,7 @@ class Reply(_Strict):
             or self.truncate
             or self.drop_after_chunks is not None
             or self.invalid_json_after_chunks is not None
+            or self.faulty_text is not None
         )
 
 

@@ -17,6 +17,7 @@ from workers.scripted_model import render
 from workers.scripted_model.context_limit import overflow_body, request_tokens
 from workers.scripted_model.conversation import View, anthropic_view, openai_view
 from workers.scripted_model.http11 import HttpServer, Request, Response
+from workers.scripted_model.protocol_rules import request_problem
 from workers.scripted_model.script import CompiledScript, Reply, ScriptError, compile_script
 
 MAX_RECORDS = 10_000
@@ -149,7 +150,12 @@ class ScriptedModelServer:
         reader = openai_view if protocol == "openai" else anthropic_view
         view = reader(body, len(request.body))
         outcome = _Outcome(200, tokens=request_tokens(protocol, body))
-        response = self._reply(body, view, outcome)
+        problem = request_problem(protocol, body)
+        if problem is not None:
+            outcome.status, outcome.error = 400, problem
+            response = self._fail(protocol, outcome)
+        else:
+            response = self._reply(body, view, outcome)
         self._record(request.path, body, view, outcome)
         return response
 
@@ -185,7 +191,7 @@ class ScriptedModelServer:
         faulty = reply.has_fault and self._take_fault(script.name, view, index, reply)
         if faulty and reply.error is not None:
             return self._scripted_error(view, outcome, reply)
-        planned = render.plan(script.name, view, reply, index)
+        planned = render.plan(script.name, view, reply, index, faulty=faulty)
         stream = body.get("stream") is True
         if not stream:
             payload = (
