@@ -47,6 +47,7 @@ from workflows.in_flight import InFlight
 from workflows.intake import Intake
 from workflows.model_step import ModelCaller, ModelInterrupted
 from workflows.outbox import flush
+from workflows.prompt_tools import PromptToolRunner
 from workflows.queue import ThreadQueue
 from workflows.stop_rules import (
     StepFacts,
@@ -114,9 +115,10 @@ class AgentThreadWorkflow:
             self,
         )
         gate = HumanGate(mem, self._agents, self)
-        self._tools = ToolRunner(mem, self._agents, gate, self._in_flight, self)
-        self._intake = Intake(mem, self._queue, self._tools)
         self._model = ModelCaller(mem, self._agents, self._in_flight, self._context)
+        prompts = PromptToolRunner(mem, self._agents, self._model)
+        self._tools = ToolRunner(mem, self._agents, gate, self._in_flight, self, prompts)
+        self._intake = Intake(mem, self._queue, self._tools)
         self._continuation = Continuation(mem, self._agents, self._background)
         if carried is None and self._start_error is None:
             for message in valid.messages:

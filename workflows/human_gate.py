@@ -88,15 +88,16 @@ class HumanGate:
         self._agents = agents
         self._host = host
 
-    def _own_prompt(self, side: Side) -> PromptDef:
-        # The thread's own agent's prompt (not a handoff target's), as it always was.
+    def _own_prompt(self, side: Side, prompt: str | None = None) -> PromptDef:
+        # The thread's own agent's prompt (not a handoff target's), as it always was; inside
+        # a prompt tool, that prompt's (its tool options and permission rules).
         snapshot = self._agents.snapshot()
-        return snapshot.prompts[snapshot.agent.side(side).prompt]
+        return snapshot.prompts[prompt or snapshot.agent.side(side).prompt]
 
     # ---- ask_human -------------------------------------------------------------------
 
     async def ask_human(
-        self, call: ToolCall, *, side: Side, turn_id: str, step_id: str
+        self, call: ToolCall, *, side: Side, turn_id: str, step_id: str, prompt: str | None = None
     ) -> ToolResult:
         """Wait for a human's answer to the model's question; it becomes the tool result."""
         args, error = _args(call)
@@ -107,7 +108,7 @@ class HumanGate:
                 error=error or "ask_human needs a non-empty string 'question'",
                 error_code="invalid_args",
             )
-        options = self._ask_options(side)
+        options = self._ask_options(side, prompt)
         action = self._action(
             "ask_human",
             call,
@@ -138,21 +139,22 @@ class HumanGate:
             status="error", error=f"the human declined to answer{why}", error_code="declined"
         )
 
-    def _ask_options(self, side: Side) -> AskHumanOptions:
-        prompt = self._own_prompt(side)
+    def _ask_options(self, side: Side, prompt: str | None) -> AskHumanOptions:
         try:
-            return AskHumanOptions.model_validate(prompt.tool_options("ask_human"))
+            return AskHumanOptions.model_validate(
+                self._own_prompt(side, prompt).tool_options("ask_human")
+            )
         except ValidationError:
             return AskHumanOptions()  # validated when the definitions loaded
 
     # ---- permissions -----------------------------------------------------------------
 
     async def permit(
-        self, call: ToolCall, *, side: Side, turn_id: str, step_id: str
+        self, call: ToolCall, *, side: Side, turn_id: str, step_id: str, prompt: str | None = None
     ) -> ToolResult | None:
         """None when the call may run; otherwise the error result that replaces it."""
         snapshot = self._agents.snapshot()
-        policy = effective_policy(snapshot.agent, self._own_prompt(side))
+        policy = effective_policy(snapshot.agent, self._own_prompt(side, prompt))
         spec = snapshot.tools.get(call.function.name)
         if policy is None or spec is None or spec.builtin:
             # No policy; an unknown tool (tool.call answers it with an error); or a runtime

@@ -10,6 +10,7 @@ from temporalio.exceptions import ActivityError, CancelledError
 
 from contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult
 from contract.messages import Message, Side
+from contract.prompt_tools import PromptScope
 from workflows.active_agent import ActiveAgent
 from workflows.activity_calls import Carried, Limits, start_within_budget
 from workflows.context_keeper import ContextKeeper, add_usage, overflow_details
@@ -21,6 +22,14 @@ from workflows.thread_state import ThreadMemory
 class ModelInterrupted(Exception):
     """submit_turn(policy=interrupt) cancelled the call; the drained messages went back to
     the outbox, and the step restarts with whatever is queued now."""
+
+
+class PromptModelFailed(Exception):
+    """Every model of a prompt tool's step failed: the prompt tool fails, not the turn."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
 
 
 class ModelCaller:
@@ -36,18 +45,28 @@ class ModelCaller:
         self._limits = Limits.of_models(mem.start.options)
 
     async def call(
-        self, side: Side, turn_id: str, step_id: str, new_messages: list[Message]
+        self,
+        side: Side,
+        turn_id: str,
+        step_id: str,
+        new_messages: list[Message],
+        scope: PromptScope | None = None,
     ) -> ModelCallResult | None:
         """The assistant's reply; None when every model failed (the stop reason says why).
 
-        Raises `ModelInterrupted` when a newer message interrupted the call.
+        Raises `ModelInterrupted` when a newer message interrupted the call. Inside a
+        prompt tool (`scope`) it calls that prompt's model, raises `PromptModelFailed`
+        when every model failed, and leaves the thread's context alone: a prompt tool's
+        messages are not the caller's transcript, so they are neither fitted nor counted,
+        and a newer message waits for the main loop instead of interrupting.
         """
         mem, snapshot = self._mem, self._agents.snapshot()
-        prompt = self._agents.prompt(side)
+        prompt = snapshot.prompts[scope.prompt] if scope else self._agents.prompt(side)
         candidates = [prompt.model, *snapshot.models[prompt.model].fallbacks]
         message_id, position = mem.new_id("msg"), mem.reserve_position()
         messages = [*mem.take_outbox_messages(), *new_messages]
-        messages = await self._context.fit(prompt.model, side, turn_id, step_id, messages)
+        if scope is None:
+            messages = await self._context.fit(prompt.model, side, turn_id, step_id, messages)
         last_error = "no model was tried"
         overflow_retried = False
         index = 0
@@ -72,6 +91,7 @@ class ModelCaller:
                 new_messages=carried.messages,
                 outbox=carried.events,
                 window=mem.window.window(mem.start.options.context),
+                scope=scope,
             )
             handle, carried = await start_within_budget(
                 mem,
@@ -84,7 +104,7 @@ class ModelCaller:
             )
             # Persisted messages are not carried again by a fallback.
             messages = carried.messages
-            self._in_flight.track(handle, model=True)
+            self._in_flight.track(handle, model=scope is None)
             try:
                 result = await handle
             except ActivityError as err:
@@ -110,7 +130,7 @@ class ModelCaller:
                     mem.stop_reason = "hook_blocked"
                     mem.last_outcome = f"hook {blocked.hook_id!r} refused: {blocked.reason}"
                     break
-                overflow = overflow_details(err) is not None
+                overflow = overflow_details(err) is not None and scope is None
                 if overflow and not overflow_retried:
                     # The safety net: compact harder, then try the same model once more.
                     overflow_retried = True
@@ -127,7 +147,12 @@ class ModelCaller:
                 mem.incident("model_failed", last_error, turn_id=turn_id, step_id=step_id)
                 mem.emit(
                     "runtime.warning",
-                    {"code": "model_failed", "model": model_name, "message": last_error},
+                    {
+                        "code": "model_failed",
+                        "model": model_name,
+                        "message": last_error,
+                        **(scope.event_fields() if scope else {}),
+                    },
                     turn_id=turn_id,
                     step_id=step_id,
                 )
@@ -136,12 +161,15 @@ class ModelCaller:
             finally:
                 self._in_flight.track(None)
             self._in_flight.clear_interrupt()
-            mem.window.observe(result.context)
+            if scope is None:
+                mem.window.observe(result.context)
             mem.index_message(result.message)
             add_usage(mem, result.usage, result.cost_usd)
             return result
         # Nothing answered: keep the drained messages (idempotent writes) and fail the turn.
         mem.outbox_messages.extend(messages)
+        if scope is not None and index >= len(candidates):
+            raise PromptModelFailed(last_error)
         if mem.stop_reason not in ("aborted_by_user", "hook_blocked"):
             mem.stop_reason = "step_error"
             mem.last_outcome = last_error

@@ -18,6 +18,8 @@ class ToolOutcome:
     call: ToolCall
     succeeded: bool
     blocked: bool = False
+    # What went wrong, when known (a prompt tool reports its nested calls' errors).
+    error: str | None = None
 
     def args(self) -> dict[str, Any]:
         """The call's arguments as an object ({} when they are not a JSON object)."""

@@ -21,11 +21,13 @@ from contract.activities import (
 )
 from contract.definitions import ToolSpec
 from contract.messages import Message, QueuedTool, Side, ToolCall, ToolCallFunction
+from contract.prompt_tools import PromptScope
 from workflows.active_agent import ActiveAgent
 from workflows.activity_calls import Carried, Limits, start_within_budget
 from workflows.human_gate import HumanGate
 from workflows.in_flight import InFlight
 from workflows.payload_budget import encoded_size, megabytes
+from workflows.prompt_tools import PromptToolRunner, error_text, with_scope
 from workflows.stop_rules import ToolOutcome
 from workflows.thread_state import ThreadMemory
 
@@ -59,18 +61,27 @@ class ToolRunner:
         gate: HumanGate,
         in_flight: InFlight,
         host: ToolHost,
+        prompts: PromptToolRunner,
     ) -> None:
         self._mem = mem
         self._agents = agents
         self._gate = gate
         self._in_flight = in_flight
         self._host = host
+        self._prompts = prompts
         self._limits = Limits.of_tools(mem.start.options)
 
     async def run_calls(
-        self, calls: list[ToolCall], *, side: Side, turn_id: str, step_id: str
+        self,
+        calls: list[ToolCall],
+        *,
+        side: Side,
+        turn_id: str,
+        step_id: str,
+        scope: PromptScope | None = None,
     ) -> list[ToolOutcome]:
-        """Run the model's tool calls sequentially, in the order it returned them."""
+        """Run the model's tool calls sequentially, in the order it returned them (inside
+        the prompt tool `scope`, when one runs them)."""
         # Calls after a handoff in the same step still run for the agent that asked.
         agent = self._mem.active_agent
         outcomes: list[ToolOutcome] = []
@@ -85,9 +96,10 @@ class ToolRunner:
                     step_id,
                     "not run: the thread was terminated",
                     code="aborted",
+                    scope=scope,
                 )
                 continue
-            outcomes.append(await self._run_one(call, [], side, turn_id, step_id, agent))
+            outcomes.append(await self._run_one(call, [], side, turn_id, step_id, agent, scope))
         return outcomes
 
     async def run_queued(
@@ -119,34 +131,49 @@ class ToolRunner:
         turn_id: str,
         step_id: str,
         agent: str | None,
+        scope: PromptScope | None = None,
     ) -> ToolOutcome:
-        gate = self._gate
+        gate, prompt = self._gate, scope.prompt if scope else None
         spec = self._agents.snapshot().tools.get(call.function.name)
-        local: ToolResult | None
-        if call.function.name == ASK_HUMAN_TOOL and spec is not None and spec.builtin:
-            local = await gate.ask_human(call, side=side, turn_id=turn_id, step_id=step_id)
-        else:
-            local = await gate.permit(call, side=side, turn_id=turn_id, step_id=step_id)
-        if local is None and spec is not None and spec.kind in AGENT_TOOL_KINDS:
+        local = self._prompts.refuse_unlisted(call, scope)
+        blocked = False
+        if local is None and call.function.name == ASK_HUMAN_TOOL and spec and spec.builtin:
+            local = await gate.ask_human(
+                call, side=side, turn_id=turn_id, step_id=step_id, prompt=prompt
+            )
+        elif local is None:
+            local = await gate.permit(
+                call, side=side, turn_id=turn_id, step_id=step_id, prompt=prompt
+            )
+        if local is None and spec is not None and spec.kind in (*AGENT_TOOL_KINDS, "prompt"):
             self._mem.outbox_messages.extend(prior)
             prior = []
             self._mem.emit(
                 "tool.started",
-                {"name": call.function.name, "arguments": call.function.arguments},
+                with_scope(
+                    {"name": call.function.name, "arguments": call.function.arguments}, scope
+                ),
                 turn_id=turn_id,
                 step_id=step_id,
                 tool_call_id=call.id,
             )
-            local = await self._host.run_agent_tool(
-                call, spec, side=side, turn_id=turn_id, step_id=step_id
-            )
+            if spec.kind == "prompt":
+                ran = await self._prompts.run(
+                    call, spec, scope, side=side, turn_id=turn_id, tools=self
+                )
+                local, blocked = ran.result, ran.blocked
+            else:
+                local = await self._host.run_agent_tool(
+                    call, spec, side=side, turn_id=turn_id, step_id=step_id
+                )
         if local is not None:
-            # Answered by the workflow itself (a human's answer, a permission denial, or
-            # an agent tool).
+            # Answered by the workflow itself (a human's answer, a permission denial, an
+            # agent tool or a prompt tool).
             self._mem.outbox_messages.extend(prior)
-            self._record_result(call, side, turn_id, step_id, local)
-            return ToolOutcome(call, succeeded=local.status == "success")
-        return await self._run_activity(call, prior, side, turn_id, step_id, agent)
+            self._record_result(call, side, turn_id, step_id, local, scope)
+            succeeded = local.status == "success"
+            return ToolOutcome(call, succeeded, blocked, None if succeeded else local.error)
+        return await self._run_activity(call, prior, side, turn_id, step_id, agent, scope)
 
     async def _run_activity(
         self,
@@ -156,6 +183,7 @@ class ToolRunner:
         turn_id: str,
         step_id: str,
         agent: str | None,
+        scope: PromptScope | None,
     ) -> ToolOutcome:
         mem, budget = self._mem, self._mem.start.options.payload_budget_bytes
         message_id, position = mem.new_id("msg"), mem.reserve_position()
@@ -168,9 +196,17 @@ class ToolRunner:
                 "refuses payloads over 2 MB); pass large data by reference"
             )
             self._record_failure(
-                call, message_id, position, side, turn_id, step_id, text, code="payload_too_large"
+                call,
+                message_id,
+                position,
+                side,
+                turn_id,
+                step_id,
+                text,
+                code="payload_too_large",
+                scope=scope,
             )
-            return ToolOutcome(call, succeeded=False)
+            return ToolOutcome(call, succeeded=False, error=text)
         carried = Carried(mem.take_outbox(), [*mem.take_outbox_messages(), *prior])
         tool_input = ToolCallInput(
             thread_id=mem.thread_id,
@@ -185,6 +221,7 @@ class ToolRunner:
             result_position=position,
             outbox=carried.events,
             prior_messages=carried.messages,
+            scope=scope,
         )
         handle, carried = await start_within_budget(
             mem,
@@ -211,8 +248,9 @@ class ToolRunner:
                 step_id,
                 text,
                 code="aborted" if cancelled else "outcome_unknown",
+                scope=scope,
             )
-            return ToolOutcome(call, succeeded=False)
+            return ToolOutcome(call, succeeded=False, error=text)
         finally:
             self._in_flight.track(None)
         mem.index_message(result.message)
@@ -223,10 +261,17 @@ class ToolRunner:
             call,
             succeeded=result.message.tool_status == "success",
             blocked=result.blocked is not None,
+            error=error_text(result.message),
         )
 
     def _record_result(
-        self, call: ToolCall, side: Side, turn_id: str, step_id: str, result: ToolResult
+        self,
+        call: ToolCall,
+        side: Side,
+        turn_id: str,
+        step_id: str,
+        result: ToolResult,
+        scope: PromptScope | None = None,
     ) -> None:
         """Store a result the workflow produced without running the tool."""
         if result.status == "error":
@@ -240,14 +285,15 @@ class ToolRunner:
                 result.error or "error",
                 code=result.error_code or "error",
                 data=result.error_data,
+                scope=scope,
+                result=result,
             )
             return
-        self._store_message(
-            call, self._mem.new_id("msg"), self._mem.reserve_position(), side, turn_id, result
-        )
+        message_id, position = self._mem.new_id("msg"), self._mem.reserve_position()
+        self._store_message(call, message_id, position, side, turn_id, result, scope)
         self._mem.emit(
             "tool.result",
-            {"name": call.function.name, "status": "success"},
+            with_scope({"name": call.function.name, "status": "success"}, scope),
             turn_id=turn_id,
             step_id=step_id,
             tool_call_id=call.id,
@@ -265,14 +311,17 @@ class ToolRunner:
         *,
         code: str,
         data: Any = None,
+        scope: PromptScope | None = None,
+        result: ToolResult | None = None,
     ) -> None:
-        result = ToolResult(status="error", error=text, error_code=code, error_data=data)
-        self._store_message(call, message_id, position, side, turn_id, result)
+        # `result`: an error result the workflow produced whole (a prompt tool's, say).
+        result = result or ToolResult(status="error", error=text, error_code=code, error_data=data)
+        self._store_message(call, message_id, position, side, turn_id, result, scope)
         if code != "permission_denied":
             self._mem.incident(f"tool_{code}", text, turn_id=turn_id, tool_call_id=call.id)
         self._mem.emit(
             "tool.failed",
-            {"name": call.function.name, "errorCode": code, "message": text},
+            with_scope({"name": call.function.name, "errorCode": code, "message": text}, scope),
             turn_id=turn_id,
             step_id=step_id,
             tool_call_id=call.id,
@@ -286,6 +335,7 @@ class ToolRunner:
         side: Side,
         turn_id: str,
         result: ToolResult,
+        scope: PromptScope | None = None,
     ) -> None:
         message = Message(
             id=message_id,
@@ -299,6 +349,7 @@ class ToolRunner:
             tool_status=result.status,
             side=side,
             turn_id=turn_id,
+            **(scope.message_fields() if scope else {}),
         )
         self._mem.index_message(message)
         self._mem.outbox_messages.append(message)
