@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.definitions import DefinitionError, Definitions
+from activities.definitions.variables import MissingVariable, thread_env
 from activities.snapshots import SnapshotCache
 from activities.spill import resolve_content_refs
 from activities.store import Store, ThreadRow
@@ -24,6 +26,7 @@ from contract.activities import (
     ThreadInitInput,
     ThreadInitResult,
 )
+from contract.definitions import DefinitionSnapshot
 
 
 class ThreadRecordActivities:
@@ -42,13 +45,15 @@ class ThreadRecordActivities:
         except DefinitionError as err:
             raise ApplicationError(str(err), type="UnknownAgent", non_retryable=True) from None
         await asyncio.to_thread(
-            self._init, start, snapshot.snapshot_id, snapshot.model_dump(mode="json", by_alias=True)
+            self._init, start, snapshot, snapshot.model_dump(mode="json", by_alias=True)
         )
         self._snapshots.remember(snapshot)
         return ThreadInitResult(snapshot=snapshot)
 
-    def _init(self, start: ThreadInitInput, snapshot_id: str, data: dict[str, object]) -> None:
-        self._store.snapshots.put(snapshot_id, data)
+    def _init(
+        self, start: ThreadInitInput, snapshot: DefinitionSnapshot, data: dict[str, object]
+    ) -> None:
+        self._store.snapshots.put(snapshot.snapshot_id, data)
         if self._store.threads.get(start.thread_id) is None:
             self._store.threads.upsert(
                 ThreadRow(
@@ -59,11 +64,22 @@ class ThreadRecordActivities:
                     user_id=start.user_id,
                     parent_thread_id=start.parent_thread_id,
                     created_at=datetime.now(UTC),
-                    env={**start.env, **self._scoped_env(start)},
+                    env=self._env(start, snapshot),
                 )
             )
         if start.outbox:
             self._store.events.append(start.outbox)
+
+    def _env(self, start: ThreadInitInput, snapshot: DefinitionSnapshot) -> dict[str, Any]:
+        """The thread's env (scoped values too), typed as declared; a required variable
+        that resolves nowhere stops the thread here, naming the file that declares it."""
+        env = {**start.env, **self._scoped_env(start)}
+        try:
+            return thread_env(self._definitions, snapshot, env)
+        except MissingVariable as err:
+            raise ApplicationError(
+                f"thread {start.thread_id}: {err}", type="MissingVariable", non_retryable=True
+            ) from None
 
     def _scoped_env(self, start: ThreadInitInput) -> dict[str, dict[str, VariableValue]]:
         """The §7.5 request's values as secret env: runtime-only, never model-visible."""

@@ -20,16 +20,18 @@ def check_model_capabilities(definitions: Definitions) -> None:
     """Refuse tools offered to a model (or a fallback) that cannot call tools."""
     for prompt in definitions.prompts.values():
         if prompt.tools:
-            _refuse_toolless(
-                definitions, prompt, definitions.where("prompt", prompt.name), "tools"
-            )
+            _refuse_toolless(definitions, prompt, definitions.where("prompt", prompt.name), "tools")
     for agent in definitions.agents.values():
         for side_name, side in (("sideA", agent.side_a), ("sideB", agent.side_b)):
-            prompt = definitions.prompts.get(side.prompt) if side else None
-            lifecycle = side.lifecycle_tools() if side else []
-            if prompt is not None and lifecycle:
-                where = definitions.where("agent", agent.name)
-                _refuse_toolless(definitions, prompt, where, f"{side_name}.prompt", lifecycle)
+            if side is None or side.prompt not in definitions.prompts or not side.lifecycle_tools():
+                continue
+            _refuse_toolless(
+                definitions,
+                definitions.prompts[side.prompt],
+                definitions.where("agent", agent.name),
+                f"{side_name}.prompt",
+                side.lifecycle_tools(),
+            )
 
 
 def _refuse_toolless(

@@ -59,8 +59,9 @@ _VARIABLES = "activities/definitions/variables.py"
 _TOOL_SPECS = "activities/definitions/tool_specs.py"
 _HOOKS = "activities/hooks/runner.py"
 _PROMPT_TOOLS = "workflows/prompt_tools.py"
-_STRUCTURED = "activities/providers/structured.py"
-_REASONING = "activities/providers/reasoning.py"
+_STRUCTURED = "activities/providers/definition_fields.py"
+_SCHEMA_CHECKS = "activities/definitions/schema_checks.py"
+_SCOPED = "activities/scoped_window.py"
 _READ = "workflows/read_models.py"
 
 _NO_TOOL_ENV = (
@@ -114,17 +115,17 @@ FIELDS: dict[str, Support] = {
     "PermissionRule.reason": _I(_GATE, "weft: shown with a denial"),
     # -- prompts ---------------------------------------------------------------------------
     "PromptDef.name": _I(_LOADER, "the file stem"),
-    "PromptDef.toolDescription": _I(_PROMPT_TOOLS, "the prompt tool's description"),
+    "PromptDef.toolDescription": _I(_TOOL_SPECS, "the prompt tool's description"),
     "PromptDef.prompt": _I(_CONTEXT, "the rendered system prompt"),
     "PromptDef.model": _I(_MODEL_STEP, "the model of each step"),
-    "PromptDef.includeChat": _I(_PROMPT_TOOLS, "a prompt tool sees the caller's chat"),
-    "PromptDef.includePastTools": _I(_PROMPT_TOOLS, "a prompt tool sees past tool calls"),
+    "PromptDef.includeChat": _I(_SCOPED, "a prompt tool sees the caller's chat"),
+    "PromptDef.includePastTools": _I(_SCOPED, "a prompt tool sees past tool calls"),
     "PromptDef.parallelToolCalls": _I(_MODEL_CALL, "sent with the request"),
     "PromptDef.toolChoice": _I(_MODEL_CALL, "sent with the request"),
     "PromptDef.requiredSchema": _I(_STRUCTURED, "structured output, validated"),
     "PromptDef.variables": _I(_VARIABLES, "declared env values, checked at thread start"),
     "PromptDef.env": _I(_ACTIVE, "prompt-level env (lowest)"),
-    "PromptDef.reasoning": _I(_REASONING, "passed to providers that take it"),
+    "PromptDef.reasoning": _I(_STRUCTURED, "passed to providers that take it"),
     "PromptDef.recentImageThreshold": _I(_IMAGES, "older images become a placeholder"),
     "PromptDef.providerOptions": _I(_MODEL_CALL, "merged over the model's"),
     "PromptDef.hooks": _I(_HOOKS, "replaces the agent's hooks"),
@@ -151,7 +152,9 @@ FIELDS: dict[str, Support] = {
     "PromptToolConfig.includeTextResponse": _I(_PROMPT_TOOLS, "shapes the tool result"),
     "PromptToolConfig.includeToolCalls": _I(_PROMPT_TOOLS, "shapes the tool result"),
     "PromptToolConfig.includeErrors": _I(_PROMPT_TOOLS, "shapes the tool result"),
-    "PromptToolConfig.initUserMessageProperty": _I(_PROMPT_TOOLS, "the first message"),
+    "PromptToolConfig.initUserMessageProperty": _I(
+        "contract/prompt_tools.py", "the prompt tool's first message"
+    ),
     "PromptToolConfig.initAttachmentsProperty": _I(_PROMPT_TOOLS, "the first attachments"),
     "SubagentToolConfig.name": _I(_SUBAGENTS, "the dual_ai agent spawned"),
     "SubagentToolConfig.blocking": _I(_SUBAGENTS, "wait for the child's report"),
@@ -186,6 +189,8 @@ FIELDS: dict[str, Support] = {
     ),
     "HookSpec.id": _I(_HOOKS, "the id prompts and agents list"),
     "HookSpec.hook": _I(_HOOKS, "the hook point"),
+    "define_hook.id": _I(_LOADER, "the file stem; what prompts and agents list"),
+    "define_hook.hook": _I(_HOOKS, "the hook point it runs at"),
     "define_hook.execute": _I(_HOOKS, "run inside the activity of the fact"),
     # -- models ----------------------------------------------------------------------------
     "ModelDef.name": _I(_LOADER, "the file stem"),
@@ -200,11 +205,11 @@ FIELDS: dict[str, Support] = {
     "ModelDef.capabilities": _I(_BUDGET, "see Capabilities"),
     "Capabilities.supportsImages": _I(_IMAGES, "false: images left out"),
     "Capabilities.supportsToolCalls": _I(_CAPABILITIES, "false: prompts with tools refused"),
-    "Capabilities.supportsStreaming": _I(_OPENAI, "false: one response, no deltas"),
-    "Capabilities.supportsJsonMode": _I(_STRUCTURED, "how requiredSchema is asked for"),
+    "Capabilities.supportsStreaming": _I(_STRUCTURED, "false: one response, no deltas"),
+    "Capabilities.supportsJsonMode": _I(_SCHEMA_CHECKS, "false: requiredSchema refused"),
     "Capabilities.maxContextTokens": _I(_BUDGET, "the context budget"),
     "Capabilities.maxOutputTokens": _I(_BUDGET, "reserved and sent as max tokens"),
-    "Capabilities.reasoningLevels": _I(_REASONING, "reasoning efforts the model accepts"),
+    "Capabilities.reasoningLevels": _I(_SCHEMA_CHECKS, "other reasoning efforts refused"),
 }
 
 
