@@ -145,6 +145,18 @@ class UsageTotals(CamelModel):
     cost_usd: float | None = Field(default=None, description="None when a model has no price")
 
 
+class AgentInfo(CamelModel):
+    """What a client shows of the agent running a thread: its definition's display fields."""
+
+    name: str
+    title: str | None = None
+    description: str | None = None
+    icon: str | None = None
+    side_labels: dict[str, str] = Field(
+        default_factory=dict, description="each side's `label`, by side (a, b)"
+    )
+
+
 class ThreadRead(CamelModel):
     """The thread read model (seed 001 `thread_read_model`), served by query."""
 
@@ -178,6 +190,9 @@ class ThreadRead(CamelModel):
         default=None,
         description="the model context: estimated tokens of the last request against the "
         "budget, compactions and the latest boundary (without its summary)",
+    )
+    agent_info: AgentInfo | None = Field(
+        default=None, description="the running agent's title, description, icon, side labels"
     )
 
 

@@ -10,9 +10,10 @@ from typing import Any
 
 from contract.actions import PermissionPolicy
 from contract.context import boundary_snapshot
+from contract.definitions import AgentDef
 from contract.messages import MessagePage
 from contract.read_models import session_snapshot
-from contract.thread import ThreadRead
+from contract.thread import AgentInfo, ThreadRead
 from workflows.thread_state import ThreadMemory
 
 MAX_MESSAGES_PAGE = 500
@@ -21,10 +22,12 @@ MAX_MESSAGES_PAGE = 500
 def thread_read(mem: ThreadMemory) -> ThreadRead:
     """Everything `thread_read` shows, from the workflow's own state."""
     snapshot = mem.snapshot
+    info = None
     if snapshot is None:  # preparing: only the start input is known
         agent, policy = mem.start.agent, {}
     else:
         agent = snapshot.agent_def(mem.active_agent).name
+        info = agent_info(snapshot.agent_def(mem.active_agent))
         own = snapshot.agent
         prompt = snapshot.prompts[own.side(mem.active_side or "a").prompt]
         policy = permission_state(mem, own.permissions, prompt.permissions)
@@ -57,6 +60,19 @@ def thread_read(mem: ThreadMemory) -> ThreadRead:
         unknown=unknown,
         updated_at=mem.timestamp(),
         context=mem.window.read(),
+        agent_info=info,
+    )
+
+
+def agent_info(agent: AgentDef) -> AgentInfo:
+    """The display fields of `agent` (title, description, icon, side labels)."""
+    sides = {"a": agent.side_a, "b": agent.side_b}
+    return AgentInfo(
+        name=agent.name,
+        title=agent.title,
+        description=agent.description,
+        icon=agent.icon,
+        side_labels={k: side.label for k, side in sides.items() if side and side.label},
     )
 
 
