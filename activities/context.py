@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from activities.images import ImageView, user_content
 from contract.definitions import DefinitionSnapshot, PromptDef
 from contract.messages import Message, Side
 from contract.thread_env import EnvEntry, model_visible
@@ -24,14 +25,18 @@ def render_prompt(prompt: PromptDef, snapshot: DefinitionSnapshot, env: dict[str
     return "".join(pieces)
 
 
-def project_messages(messages: list[Message], *, side: Side, dual: bool) -> list[dict[str, Any]]:
+def project_messages(
+    messages: list[Message], *, side: Side, dual: bool, images: ImageView | None = None
+) -> list[dict[str, Any]]:
     """OpenAI-shaped history as `side` sees it.
 
     In `dual_ai`, a side sees its own messages as `assistant` and the other side's text as
-    `user`, and never the other side's tool calls or results.
+    `user`, and never the other side's tool calls or results. With `images`, a user
+    message's image attachments are sent as image parts (activities/images.py).
     """
     out: list[dict[str, Any]] = []
-    for message in messages:
+    first_recent = len(messages) - images.recent if images else 0
+    for index, message in enumerate(messages):
         own = not dual or message.side in (side, None)
         if message.role == "assistant":
             if own:
@@ -47,6 +52,10 @@ def project_messages(messages: list[Message], *, side: Side, dual: bool) -> list
                         "content": message.content or "",
                     }
                 )
+        elif message.role == "user":
+            recent = index >= first_recent
+            content = user_content(message, _with_attachments(message), images, recent=recent)
+            out.append({"role": "user", "content": content})
         else:
             out.append({"role": message.role, "content": _with_attachments(message)})
     return out
@@ -64,8 +73,8 @@ def _assistant(message: Message) -> dict[str, Any]:
 
 
 def _with_attachments(message: Message) -> str:
-    # Attachments are files of the thread's filesystem; until a provider takes them as
-    # content parts, the model is told their paths.
+    # Attachments are files of the thread's filesystem: the model is always told their
+    # paths (the images among them may also go as image parts, see activities/images.py).
     text = message.content or ""
     if message.attachments:
         text += "\n\n[attachments: " + ", ".join(message.attachments) + "]"

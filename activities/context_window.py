@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from activities.context import project_messages, render_prompt
+from activities.images import ImageView
 from activities.previews import preview_message
 from activities.read_output import READ_OUTPUT_SPEC
 from activities.store import Store
@@ -112,8 +113,10 @@ def build_window(
     *,
     side: Side,
     cap: int,
+    images: ImageView | None = None,
 ) -> Window:
-    """System (with the summary), pinned messages, then the tail; big messages previewed."""
+    """System (with the summary), pinned messages, then the tail; big messages previewed;
+    with `images`, recent image attachments as image parts."""
     system = frame_.system
     if boundary is not None:
         system += SUMMARY_HEADING + boundary.summary
@@ -123,7 +126,7 @@ def build_window(
         shown, previewed = preview_message(message, cap)
         previews += previewed
         sent.append(shown)
-    transcript = project_messages(sent, side=side, dual=frame_.dual)
+    transcript = project_messages(sent, side=side, dual=frame_.dual, images=images)
     if boundary is not None and transcript and transcript[0]["role"] != "user":
         transcript.insert(0, {"role": "user", "content": BRIDGE_TEXT})
     return Window([{"role": "system", "content": system}, *transcript], previews)

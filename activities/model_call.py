@@ -26,6 +26,7 @@ from activities.context_window import (
     request_tokens,
     tools_for,
 )
+from activities.images import image_view
 from activities.providers import ChatProvider, ChatReply, ChatRequest
 from activities.providers.definition_fields import definition_fields
 from activities.scoped_window import load_scoped_window
@@ -180,6 +181,7 @@ class ModelActivities:
             history,
             side=call.side,
             cap=preview_cap(model, call.window),
+            images=image_view(self._store, call.thread_id, model, side_frame.prompt),
         )
         tools = tools_for(side_frame, window, boundary)
         report = ContextReport(
