@@ -33,8 +33,7 @@ def prompt_tool_definitions(
             toolDescription="Asks the advisor, who checks facts with tools.",
             model="advisor_model",
             prompt="You are the advisor.",
-            tools=advisor_tools,
-            **(advisor_fields or {}),
+            **{"tools": advisor_tools, **(advisor_fields or {})},
         ),
     )
     if deep is not None:

@@ -121,6 +121,8 @@ async def record(out: Path, only: set[str]) -> None:
                 await _scenario(client, scripted, address, name, script, out, extra)
         if not only or SUBAGENTS in only:
             await _subagents(client, scripted, address, out)
+        if not only or PROMPT_TOOL in only:
+            await _prompt_tool(client, scripted, address, out)
 
 
 async def _scenario(
@@ -263,6 +265,64 @@ async def _subagents(client: Any, scripted: ScriptedModelServer, address: str, o
             history = await recorded.fetch_history()
             (out / f"{SUBAGENTS}_{name}.json").write_text(history.to_json())
             print(f"recorded {SUBAGENTS} {name}: {len(history.events)} events")
+
+
+PROMPT_TOOL = "prompt_tool"
+
+
+async def _prompt_tool(client: Any, scripted: ScriptedModelServer, address: str, out: Path) -> None:
+    """A prompt tool that runs a tool of its own and calls a nested prompt tool, then
+    answers; the caller answers after its one result."""
+    from prompt_tool_support import prompt_tool_definitions
+
+    tmp = Path(f"/tmp/weft-record-{uuid.uuid4().hex[:8]}")
+    config = scratch_config(tmp)
+    config.temporal.address = address
+    main = add_script(
+        scripted,
+        {
+            "replies": [
+                {"tool_calls": [{"name": "advisor", "arguments": {"message": "Check Paris"}}]},
+                {"text": "The advisor says sunny."},
+            ]
+        },
+    )
+    advisor = add_script(
+        scripted,
+        {
+            "replies": [
+                {"tool_calls": [{"name": "weather", "arguments": {"city": "Paris"}}]},
+                {"tool_calls": [{"name": "deep", "arguments": {"message": "Go deeper"}}]},
+                {"text": "Paris is sunny."},
+            ]
+        },
+    )
+    deep = add_script(
+        scripted,
+        {
+            "replies": [
+                {"tool_calls": [{"name": "note", "arguments": {"text": "deep"}}]},
+                {"text": "Deep done."},
+            ]
+        },
+    )
+    definitions = prompt_tool_definitions(main, advisor, deep=deep)
+    async with AgentWorker(
+        client,
+        config,
+        definitions=definitions,
+        task_queue=f"record-{PROMPT_TOOL}",
+        scripted=scripted,
+    ) as worker:
+        handle = await start_thread(
+            client, worker.task_queue, messages=[{"role": "user", "content": "hello"}]
+        )
+        await wait_until(handle, idle_after(1), timeout=60)
+        await handle.signal("terminate", {"reason": "recorded"})
+        await handle.result()
+        history = await handle.fetch_history()
+        (out / f"{PROMPT_TOOL}.json").write_text(history.to_json())
+        print(f"recorded {PROMPT_TOOL}: {len(history.events)} events")
 
 
 async def _drive_hitl(name: str, handle: Any) -> None:

@@ -6,6 +6,7 @@ model was sent; the store holds every message with its `parent_id` and `depth`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -414,3 +415,52 @@ async def test_unlisted_tool_is_refused_inside(start_worker, temporal_client, sc
     assert call["status"] == "error" and call["error"].startswith("unknown tool 'note'")
     assert worker.store.values.get(handle.id, "notes") is None
     await handle.signal("terminate", {})
+
+
+async def test_ask_human_inside_uses_the_prompts_options(
+    start_worker, temporal_client, scripted_server
+):
+    """ask_human inside a prompt tool waits like any other, with the options of the
+    prompt that lists it: here its timeout and default answer."""
+    main = add_script(scripted_server, {"replies": [ASK, {"text": "ok"}]})
+    advisor = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {"tool_calls": [{"name": "ask_human", "arguments": {"question": "Which city?"}}]},
+                {"text": "Lisbon it is."},
+            ]
+        },
+    )
+    options = {"timeoutSeconds": 1, "default": "Lisbon"}
+    definitions = prompt_tool_definitions(
+        main, advisor, advisor_fields={"tools": [{"name": "ask_human", "options": options}]}
+    )
+    _, handle, _, messages = await _run(start_worker, temporal_client, definitions)
+    [answer] = [m for m in messages if m.role == "tool" and m.name == "ask_human"]
+    assert answer.depth == 1
+    assert json.loads(answer.content) == {"status": "success", "result": "Lisbon"}
+    assert _tool_result(messages, "advisor")["result"]["response"] == "Lisbon it is."
+    await handle.signal("terminate", {})
+
+
+async def test_terminate_aborts_a_prompt_tool(start_worker, temporal_client, scripted_server):
+    """terminate while the prompt's model streams aborts the prompt tool: its call gets an
+    `aborted` result and the thread closes."""
+    main = add_script(scripted_server, {"replies": [ASK, {"text": "never"}]})
+    advisor = add_script(scripted_server, {"replies": [{"text": "slow", "delay_ms": 20_000}]})
+    worker = await start_worker(prompt_tool_definitions(main, advisor))
+    handle = await start_thread(
+        temporal_client, worker.task_queue, messages=[{"role": "user", "content": "hello"}]
+    )
+    for _ in range(400):
+        if _requests(scripted_server, advisor):
+            break
+        await asyncio.sleep(0.05)
+    await handle.signal("terminate", {"reason": "enough"})
+    result = await handle.result()
+    assert result["status"] == "cancelled"
+    messages = worker.store.messages.list(handle.id)
+    failed = _tool_result(messages, "advisor")
+    assert failed["status"] == "error" and failed["error_code"] == "aborted"
+    assert not [m for m in messages if m.role == "assistant" and m.depth == 1]

@@ -30,6 +30,7 @@ def test_histories_are_committed():
         "continued_as_new_run2",
         "subagents_parent",
         "subagents_child",
+        "prompt_tool",
     } <= names
 
 
