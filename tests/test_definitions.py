@@ -31,7 +31,8 @@ def test_demo_definitions_load_and_validate():
     definitions = load_directory(DEMO)
     definitions.validate(providers=["scripted"])
     snapshot = definitions.snapshot("travel_assistant")
-    assert set(snapshot.tools) == {"get_weather", "packing_list"}
+    assert set(snapshot.tools) == {"get_weather", "packing_advisor", "packing_list"}
+    assert snapshot.tools["packing_advisor"].kind == "prompt"
     assert snapshot.tools["get_weather"].parameters["required"] == ["city"]
 
 
