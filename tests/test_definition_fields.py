@@ -419,3 +419,15 @@ def test_worker_exits_on_an_unknown_key(tmp_path):
     assert done.returncode == 1
     assert "agents/a.yaml: field 'colour': Extra inputs are not permitted" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_docs_render_every_row():
+    """docs/definitions-fields.md shows each row as the table holds it (no stale page)."""
+    page = (ROOT / "docs" / "definitions-fields.md").read_text()
+    for key, row in FIELDS.items():
+        field = key.split(".", 1)[1]
+        if isinstance(row, Implemented):
+            line = f"| `{field}` | implemented | {row.how} (`{row.where}`) |"
+        else:
+            line = f"| `{field}` | **refused** | {row.why} |"
+        assert line in page, f"{key}: regenerate the table in docs/definitions-fields.md"

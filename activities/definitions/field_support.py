@@ -58,6 +58,7 @@ _MODEL_CALL = "activities/model_call.py"
 _VARIABLES = "activities/definitions/variables.py"
 _TOOL_SPECS = "activities/definitions/tool_specs.py"
 _HOOKS = "activities/hooks/runner.py"
+_HOOK_SCOPE = "activities/hooks/registry.py"
 _PROMPT_TOOLS = "workflows/prompt_tools.py"
 _STRUCTURED = "activities/providers/definition_fields.py"
 _SCHEMA_CHECKS = "activities/definitions/schema_checks.py"
@@ -91,7 +92,7 @@ FIELDS: dict[str, Support] = {
     "AgentDef.exposeAsTool": _I(_VALIDATION, "required to list it as a tool"),
     "AgentDef.toolDescription": _I(_TOOL_SPECS, "the agent tool's description"),
     "AgentDef.env": _I(_ACTIVE, "agent-level env defaults"),
-    "AgentDef.hooks": _I(_HOOKS, "hooks in scope when the prompt lists none"),
+    "AgentDef.hooks": _I(_HOOK_SCOPE, "hooks in scope when the prompt lists none"),
     "AgentDef.permissions": _I(_PERMISSIONS, "weft: tool permission rules and mode"),
     "SideConfig.prompt": _I(_ACTIVE, "the side's prompt"),
     "SideConfig.label": _I(_READ, "thread_read agentInfo.sides"),
@@ -128,7 +129,7 @@ FIELDS: dict[str, Support] = {
     "PromptDef.reasoning": _I(_STRUCTURED, "passed to providers that take it"),
     "PromptDef.recentImageThreshold": _I(_IMAGES, "older images become a placeholder"),
     "PromptDef.providerOptions": _I(_MODEL_CALL, "merged over the model's"),
-    "PromptDef.hooks": _I(_HOOKS, "replaces the agent's hooks"),
+    "PromptDef.hooks": _I(_HOOK_SCOPE, "replaces the agent's hooks"),
     "PromptDef.tools": _I(_TOOL_SPECS, "the tools the model is offered"),
     "PromptDef.permissions": _I(_PERMISSIONS, "weft: the prompt's permission rules"),
     "PromptPart.type": _I(_CONTEXT, "text, include or env"),
