@@ -17,6 +17,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.clock import now_iso, now_micros
 from activities.context_window import (
+    Frame,
+    Window,
     budget_of,
     build_window,
     frame,
@@ -26,6 +28,8 @@ from activities.context_window import (
     request_tokens,
     tools_for,
 )
+from activities.hooks import HookRegistry
+from activities.hooks.model_hooks import ModelHooks
 from activities.images import image_view
 from activities.providers import ChatProvider, ChatReply, ChatRequest
 from activities.providers.definition_fields import definition_fields
@@ -36,7 +40,7 @@ from activities.store import Store
 from activities.streaming import DeltaBatcher, Heartbeater, delta_event
 from activities.structured_output import checked_reply
 from contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult, Usage
-from contract.context import CONTEXT_TOO_LONG, ContextReport
+from contract.context import CONTEXT_TOO_LONG, ContextBoundary, ContextReport
 from contract.definitions import DefinitionSnapshot, ModelDef
 from contract.events import Event
 from contract.messages import Message
@@ -51,11 +55,13 @@ class ModelActivities:
         providers: Mapping[str, ChatProvider],
         snapshots: SnapshotCache,
         *,
+        hooks: HookRegistry | None = None,
         delta_interval: float = 0.1,
     ) -> None:
         self._store = store
         self._providers = providers
         self._snapshots = snapshots
+        self._hooks = hooks or HookRegistry(store)
         self._delta_interval = delta_interval
 
     @activity.defn(name=ACTIVITY_MODEL_CALL)
@@ -79,9 +85,15 @@ class ModelActivities:
                 "reset": info.attempt > 1,
             },
         )
-        request, report = await asyncio.to_thread(
-            self._prepare, call, snapshot, model, [*call.outbox, started]
+        hooks = ModelHooks(
+            self._hooks,
+            self._store,
+            snapshot,
+            call,
+            make_event=lambda suffix, kind, data: self._event(call, ids, suffix, kind, data),
+            attempt_id=ids["attempt_id"],
         )
+        request, report = await self._prepare(call, snapshot, model, started, hooks)
         if report.request_tokens * call.window.token_scale > report.prompt_budget:
             await self._refuse_over_budget(call, ids, model, report)
         batcher = DeltaBatcher(
@@ -115,9 +127,17 @@ class ModelActivities:
             )
             await asyncio.to_thread(self._store.events.append, [failed])
             raise err from None
-        return await asyncio.to_thread(
-            self._finish, call, model, reply, ids, int((time.monotonic() - began) * 1000), report
+        duration_ms = int((time.monotonic() - began) * 1000)
+        message, refusal = await hooks.reply(self._reply_message(call, model, reply))
+        events = hooks.runner.take_events()
+        result = await asyncio.to_thread(
+            self._finish, call, model, reply, message, ids, duration_ms, report, events
         )
+        if result is None:
+            await hooks.runner.flush()
+            raise refusal or ApplicationError("the reply was not stored", non_retryable=True)
+        await hooks.created([message] if message else [])
+        return result
 
     async def _refuse_over_budget(
         self, call: ModelCallInput, ids: _AttemptIds, model: ModelDef, report: ContextReport
@@ -153,28 +173,65 @@ class ModelActivities:
             non_retryable=True,
         )
 
-    def _prepare(
+    async def _prepare(
         self,
         call: ModelCallInput,
         snapshot: DefinitionSnapshot,
         model: ModelDef,
-        events: list[Event],
+        started: Event,
+        hooks: ModelHooks,
     ) -> tuple[ChatRequest, ContextReport]:
+        messages, events, resolved = await hooks.new_messages(call.new_messages, call.outbox)
+        side_frame, loaded = await asyncio.to_thread(
+            self._load, call, snapshot, messages, [*events, started], resolved
+        )
+        await hooks.created(messages)
+        boundary, pinned, history = loaded
+        if hooks.runner.has("filter_messages"):
+            pinned, history = [], await hooks.filter_messages([*pinned, *history])
+        side_frame = await hooks.system_prompt(side_frame)
+        window = await asyncio.to_thread(
+            self._window, call, model, side_frame, boundary, pinned, history
+        )
+        # Filtered before it is measured: the budget counts what is really sent.
+        window = await hooks.prefilter(window)
+        request, report = await asyncio.to_thread(
+            self._request, call, model, side_frame, window, boundary
+        )
+        await hooks.runner.flush()
+        return request, report
+
+    def _load(
+        self,
+        call: ModelCallInput,
+        snapshot: DefinitionSnapshot,
+        messages: list[Message],
+        events: list[Event],
+        resolved: bool,
+    ) -> tuple[Frame, tuple[ContextBoundary | None, list[Message], list[Message]]]:
         # One commit for what the step brings (queued messages, the workflow's events,
         # model.requested), then the context is read back in the same thread hop.
-        self._store.events.record(*resolve_content_refs(self._store, call.new_messages, events))
-        return self._request(call, snapshot, model)
-
-    def _request(
-        self, call: ModelCallInput, snapshot: DefinitionSnapshot, model: ModelDef
-    ) -> tuple[ChatRequest, ContextReport]:
+        if not resolved:
+            messages, events = resolve_content_refs(self._store, messages, events)
+        self._store.events.record(messages, events)
         side_frame = frame(self._store, snapshot, call.thread_id, call.agent, call.side, call.scope)
-        boundary, pinned, history = (
+        loaded = (
             load_window(self._store, call.thread_id, call.window)
             if call.scope is None
             else load_scoped_window(self._store, call.thread_id, call.window, call.scope)
         )
-        window = build_window(
+        return side_frame, loaded
+
+    def _window(
+        self,
+        call: ModelCallInput,
+        model: ModelDef,
+        side_frame: Frame,
+        boundary: ContextBoundary | None,
+        pinned: list[Message],
+        history: list[Message],
+    ) -> Window:
+        return build_window(
             side_frame,
             boundary,
             pinned,
@@ -183,6 +240,15 @@ class ModelActivities:
             cap=preview_cap(model, call.window),
             images=image_view(self._store, call.thread_id, model, side_frame.prompt),
         )
+
+    def _request(
+        self,
+        call: ModelCallInput,
+        model: ModelDef,
+        side_frame: Frame,
+        window: Window,
+        boundary: ContextBoundary | None,
+    ) -> tuple[ChatRequest, ContextReport]:
         tools = tools_for(side_frame, window, boundary)
         report = ContextReport(
             request_tokens=request_tokens(window.messages, tools),
@@ -206,22 +272,10 @@ class ModelActivities:
         )
         return request, report
 
-    def _finish(
-        self,
-        call: ModelCallInput,
-        model: ModelDef,
-        reply: ChatReply,
-        ids: _AttemptIds,
-        duration_ms: int,
-        report: ContextReport,
-    ) -> ModelCallResult:
-        usage = Usage(
-            input_tokens=reply.usage.input_tokens,
-            output_tokens=reply.usage.output_tokens,
-            cached_tokens=reply.usage.cached_tokens,
-        )
-        cost = cost_of(model, usage)
-        message = Message(
+    @staticmethod
+    def _reply_message(call: ModelCallInput, model: ModelDef, reply: ChatReply) -> Message:
+        """The assistant message the reply becomes (before the create hooks see it)."""
+        return Message(
             id=call.assistant_message_id,
             thread_id=call.thread_id,
             position=call.assistant_position,
@@ -235,33 +289,49 @@ class ModelActivities:
             metadata={"model": model.name, "stepId": call.step_id, **reply.message_metadata()},
             **(call.scope.message_fields() if call.scope else {}),
         )
+
+    def _finish(
+        self,
+        call: ModelCallInput,
+        model: ModelDef,
+        reply: ChatReply,
+        message: Message | None,
+        ids: _AttemptIds,
+        duration_ms: int,
+        report: ContextReport,
+        events: list[Event],
+    ) -> ModelCallResult | None:
+        usage = Usage(
+            input_tokens=reply.usage.input_tokens,
+            output_tokens=reply.usage.output_tokens,
+            cached_tokens=reply.usage.cached_tokens,
+        )
+        cost = cost_of(model, usage)
+        completed = self._event(
+            call,
+            ids,
+            "completed",
+            "model.completed",
+            {
+                "model": model.name,
+                "providerModel": reply.model,
+                "messageId": message.id if message else None,
+                "finishReason": reply.finish_reason,
+                "toolCalls": len(reply.tool_calls),
+                "usage": usage.model_dump(by_alias=True),
+                "costUsd": cost,
+                "durationMs": duration_ms,
+                "context": report.model_dump(by_alias=True),
+            },
+        )
+        if message is None:  # a before_create_message hook refused the reply
+            self._store.events.append([*events, completed])
+            return None
         returned, spilled = spill_if_large(
             message,
             ids={"session_id": call.session_id, "turn_id": call.turn_id, "step_id": call.step_id},
         )
-        self._store.events.record(
-            [message],
-            [
-                *filter(None, [spilled]),
-                self._event(
-                    call,
-                    ids,
-                    "completed",
-                    "model.completed",
-                    {
-                        "model": model.name,
-                        "providerModel": reply.model,
-                        "messageId": message.id,
-                        "finishReason": reply.finish_reason,
-                        "toolCalls": len(reply.tool_calls),
-                        "usage": usage.model_dump(by_alias=True),
-                        "costUsd": cost,
-                        "durationMs": duration_ms,
-                        "context": report.model_dump(by_alias=True),
-                    },
-                ),
-            ],
-        )
+        self._store.events.record([message], [*events, *filter(None, [spilled]), completed])
         return ModelCallResult(
             message=returned,
             usage=usage,

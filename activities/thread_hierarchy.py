@@ -11,7 +11,6 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from activities.store.subagents import SubagentEntry
-from contract.activities import Intent
 
 if TYPE_CHECKING:
     from activities.store import Store, ThreadRow
@@ -22,7 +21,8 @@ class ThreadHierarchy:
 
     _store: Store
     thread_id: str
-    intents: list[Intent]
+
+    def _intent(self, kind: str, data: dict[str, Any]) -> None: ...
 
     async def children(self) -> list[SubagentEntry]:
         """This thread's subagent registry: reference, name, status, … per child."""
@@ -57,7 +57,7 @@ class ThreadHierarchy:
     def notify_parent(self, content: str) -> None:
         """Send `content` to the parent thread as a queued message (works with explicit
         parentCommunication too); in a root thread it is recorded as a status note."""
-        self.intents.append(Intent(kind="notify_parent", data={"content": str(content)}))
+        self._intent("notify_parent", {"content": str(content)})
 
 
 def _summary(row: ThreadRow | None) -> dict[str, str | None] | None:

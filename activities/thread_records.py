@@ -15,6 +15,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.definitions import DefinitionError, Definitions
 from activities.definitions.variables import MissingVariable, thread_env
+from activities.hooks import HookRegistry
+from activities.hooks.thread_hooks import thread_created
 from activities.snapshots import SnapshotCache
 from activities.spill import resolve_content_refs
 from activities.store import Store, ThreadRow
@@ -32,10 +34,18 @@ from contract.definitions import DefinitionSnapshot
 class ThreadRecordActivities:
     """Snapshotting at start, and flushing the workflow's own facts."""
 
-    def __init__(self, store: Store, definitions: Definitions, snapshots: SnapshotCache) -> None:
+    def __init__(
+        self,
+        store: Store,
+        definitions: Definitions,
+        snapshots: SnapshotCache,
+        *,
+        hooks: HookRegistry | None = None,
+    ) -> None:
         self._store = store
         self._definitions = definitions
         self._snapshots = snapshots
+        self._hooks = hooks or HookRegistry(store)
 
     @activity.defn(name=ACTIVITY_THREAD_INIT)
     async def init_thread(self, start: ThreadInitInput) -> ThreadInitResult:
@@ -48,6 +58,14 @@ class ThreadRecordActivities:
             self._init, start, snapshot, snapshot.model_dump(mode="json", by_alias=True)
         )
         self._snapshots.remember(snapshot)
+        await thread_created(
+            self._hooks,
+            self._store,
+            self._snapshots,
+            snapshot,
+            start,
+            attempt=activity.info().attempt,
+        )
         return ThreadInitResult(snapshot=snapshot)
 
     def _init(
@@ -99,6 +117,10 @@ class ThreadRecordActivities:
         await asyncio.to_thread(self._flush, batch)
 
     def _flush(self, batch: FlushInput) -> None:
+        # No message hooks here: these messages are the workflow's own (agent tool results,
+        # denials, messages re-flushed after a failed step), already indexed and acted on,
+        # so a hook could not refuse them; and this local activity must stay quick and
+        # idempotent, running no user code (docs/hooks.md).
         # Queued messages written ahead of a step may be previews of spilled content.
         self._store.events.record(*resolve_content_refs(self._store, batch.messages, batch.events))
         if batch.thread_row is not None:

@@ -18,6 +18,8 @@ from temporalio import activity
 
 from activities.clock import now_iso, now_micros
 from activities.definitions import Definitions, FunctionTool
+from activities.hooks import HookRegistry
+from activities.hooks.tool_hooks import ToolHooks, refused
 from activities.previews import page_chars
 from activities.read_output import read_output
 from activities.sandbox import SandboxPool
@@ -46,11 +48,13 @@ class ToolActivities:
         snapshots: SnapshotCache,
         *,
         sandbox: SandboxPool | None = None,
+        hooks: HookRegistry | None = None,
     ) -> None:
         self._store = store
         self._definitions = definitions
         self._snapshots = snapshots
         self._sandbox = sandbox
+        self._hooks = hooks or HookRegistry(store)
 
     @activity.defn(name=ACTIVITY_TOOL_CALL)
     async def call_tool(self, call: ToolCallInput) -> ToolCallResult:
@@ -65,26 +69,28 @@ class ToolActivities:
         )
         snapshot = await self._snapshots.get(call.snapshot_id)
         state = await asyncio.to_thread(self._begin, call, snapshot, [*call.outbox, started])
+        hooks = ToolHooks(
+            self._hooks,
+            snapshot,
+            call,
+            state,
+            make_event=lambda suffix, kind, data: self._event(
+                call, f"a{info.attempt}.{suffix}", kind, data
+            ),
+        )
         try:
             async with Heartbeater():
                 result = await self._run(call, snapshot, state)
         except asyncio.CancelledError:
             state.abort.set()  # stop any sandboxed code the tool started
             raise
-        message = Message(
-            id=call.result_message_id,
-            thread_id=call.thread_id,
-            position=call.result_position,
-            role="tool",
-            content=result.model_dump_json(exclude_none=True),
-            name=name,
-            tool_call_id=call.tool_call.id,
-            created_at=now_micros(),
-            tool_status=result.status,
-            side=call.side,
-            turn_id=call.turn_id,
-            **(call.scope.message_fields() if call.scope else {}),
-        )
+        result, blocked = await hooks.result(call.tool_call, result)
+        message = _message(call, result)
+        if blocked is None:
+            message, blocked = await hooks.message(message)
+        if blocked is not None:  # stored as an error naming the hook: the pair stays whole
+            result = refused(blocked)
+            message = _message(call, result)
         outcome = "tool.result" if result.status == "success" else "tool.failed"
         done = self._event(
             call,
@@ -108,9 +114,12 @@ class ToolActivities:
             },
         )
         await asyncio.to_thread(
-            self._store.events.record, [message], [done, *filter(None, [spilled])]
+            self._store.events.record,
+            [message],
+            [*hooks.runner.take_events(), done, *filter(None, [spilled])],
         )
-        return ToolCallResult(message=returned, intents=state.intents)
+        await hooks.created(message)
+        return ToolCallResult(message=returned, intents=state.intents, blocked=blocked)
 
     async def _run(
         self, call: ToolCallInput, snapshot: DefinitionSnapshot, state: ThreadState
@@ -198,6 +207,24 @@ def _prompt_of(call: ToolCallInput, snapshot: DefinitionSnapshot) -> PromptDef:
     if call.scope is not None:
         return snapshot.prompts[call.scope.prompt]
     return snapshot.prompts[snapshot.agent_def(call.agent).side(call.side).prompt]
+
+
+def _message(call: ToolCallInput, result: ToolResult) -> Message:
+    """The tool message that stores `result` as the answer to `call.tool_call`."""
+    return Message(
+        id=call.result_message_id,
+        thread_id=call.thread_id,
+        position=call.result_position,
+        role="tool",
+        content=result.model_dump_json(exclude_none=True),
+        name=call.tool_call.function.name,
+        tool_call_id=call.tool_call.id,
+        created_at=now_micros(),
+        tool_status=result.status,
+        side=call.side,
+        turn_id=call.turn_id,
+        **(call.scope.message_fields() if call.scope else {}),
+    )
 
 
 async def _execute(tool: FunctionTool, raw_args: dict[str, Any], state: ThreadState) -> ToolResult:

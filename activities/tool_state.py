@@ -1,15 +1,18 @@
-"""ThreadState for function tools: reads go to the store, changes become intents.
+"""ThreadState for function tools and hooks: reads go to the store, changes become intents.
 
 A tool never signals its own workflow. `queue_message`, `queue_tool`, `terminate` and
 `set_status` are returned with the tool result and applied by the workflow afterwards.
+Hooks get the same ThreadState; outside `tool.call` no result carries intents back, so
+there those methods raise (`IntentUnavailable`) instead of being dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from activities.clock import now_iso
+from activities.hooks.messages import UPDATABLE_FIELDS, UpdateRefused, before_update
 from activities.sandbox import CodeExecution, SandboxPool, run_code
 from activities.store import Store
 from activities.thread_files import ThreadFiles
@@ -18,6 +21,15 @@ from contract.activities import Intent
 from contract.events import Event
 from contract.messages import Message
 from contract.thread_env import EnvEntry, EnvType
+
+if TYPE_CHECKING:
+    from activities.hooks.runner import HookRunner
+
+__all__ = ["IntentUnavailable", "ThreadState", "UpdateRefused"]
+
+
+class IntentUnavailable(RuntimeError):
+    """A hook asked for a workflow change where no result can carry it (not in tool.call)."""
 
 
 class ThreadState(ThreadFiles, ThreadHierarchy):
@@ -31,12 +43,16 @@ class ThreadState(ThreadFiles, ThreadHierarchy):
         agent_id: str,
         user_id: str | None,
         session_id: str | None,
-        turn_id: str,
-        tool_call_id: str,
+        turn_id: str | None,
+        tool_call_id: str | None,
         env: dict[str, EnvEntry],
         abort: asyncio.Event,
         sandbox: SandboxPool | None = None,
+        event_prefix: str | None = None,
+        intents_from: str | None = None,
     ) -> None:
+        """`event_prefix` names the events this state writes (default: the tool call id);
+        `intents_from` says where intents cannot be applied (None: they can)."""
         self._store = store
         self.thread_id = thread_id
         self.agent_id = agent_id
@@ -48,7 +64,12 @@ class ThreadState(ThreadFiles, ThreadHierarchy):
         self.abort = abort
         self._sandbox = sandbox
         self.intents: list[Intent] = []
+        self._event_prefix = event_prefix or tool_call_id or thread_id
+        self._intents_from = intents_from
         self._emitted = 0
+        self._updates = 0
+        # The message hooks in scope, attached by the activity that built this state.
+        self.hooks: HookRunner | None = None
 
     # -- messages ---------------------------------------------------------------------
     async def get_messages(self, *, limit: int = 100, offset: int = 0) -> list[Message]:
@@ -60,6 +81,59 @@ class ThreadState(ThreadFiles, ThreadHierarchy):
         """One message by id, or None."""
         return await asyncio.to_thread(self._store.messages.get, self.thread_id, message_id)
 
+    async def update_message(self, message_id: str, patch: dict[str, Any]) -> Message:
+        """Change a message's `content` and/or `metadata` (each given field replaces the
+        old one). `before_update_message` hooks may rewrite the patch or refuse it
+        (`UpdateRefused`); `after_update_message` hooks see the result."""
+        unknown = sorted(set(patch) - set(UPDATABLE_FIELDS))
+        if unknown:
+            raise ValueError(
+                f"update_message may change {' and '.join(UPDATABLE_FIELDS)} only, "
+                f"not {', '.join(unknown)}"
+            )
+        current = await self.get_message(message_id)
+        if current is None:
+            raise KeyError(f"thread {self.thread_id} has no message {message_id!r}")
+        patch = await before_update(self.hooks, current, patch)
+        self._updates += 1
+        event = Event(
+            # The Agent Runtime vocabulary has no message class: a stored message is an
+            # artifact of the thread, and `change` says what happened to it.
+            type="artifact.changed",
+            event_id=f"{self._event_prefix}:update{self._updates}",
+            timestamp=now_iso(),
+            thread_id=self.thread_id,
+            session_id=self.session_id,
+            turn_id=self.turn_id,
+            tool_call_id=self.tool_call_id,
+            payload={"change": "message.updated", "messageId": message_id, "fields": sorted(patch)},
+        )
+        pending = self.hooks.take_events() if self.hooks else []
+        updated = await asyncio.to_thread(self._update, message_id, patch, [*pending, event])
+        if self.hooks is not None:
+            await self.hooks.run(
+                "after_update_message",
+                updated.model_dump(mode="json"),
+                about={"messageId": message_id},
+            )
+        return updated
+
+    def _update(self, message_id: str, patch: dict[str, Any], events: list[Event]) -> Message:
+        *before, event = events
+        self._store.events.append(before)
+        updated = self._store.events.update_message(self.thread_id, message_id, patch, event)
+        if updated is None:
+            raise KeyError(f"thread {self.thread_id} has no message {message_id!r}")
+        return updated
+
+    def _intent(self, kind: str, data: dict[str, Any]) -> None:
+        if self._intents_from is not None:
+            raise IntentUnavailable(
+                f"{kind} is not available to hooks in {self._intents_from}: nothing there "
+                "carries it back to the workflow (use it from a tool, or from a tool.call hook)"
+            )
+        self.intents.append(Intent.model_validate({"kind": kind, "data": data}))
+
     def queue_message(
         self,
         content: str,
@@ -70,35 +144,33 @@ class ThreadState(ThreadFiles, ThreadHierarchy):
         metadata: dict[str, Any] | None = None,
     ) -> None:
         """Queue a message; the workflow injects it before the next model call."""
-        self.intents.append(
-            Intent(
-                kind="queue_message",
-                data={
-                    "role": role,
-                    "content": content,
-                    "silent": silent,
-                    "attachments": attachments or [],
-                    "metadata": metadata or {},
-                },
-            )
+        self._intent(
+            "queue_message",
+            {
+                "role": role,
+                "content": content,
+                "silent": silent,
+                "attachments": attachments or [],
+                "metadata": metadata or {},
+            },
         )
 
     # -- tools and lifecycle ------------------------------------------------------------
     def queue_tool(self, name: str, args: dict[str, Any] | None = None) -> None:
         """Schedule a tool call through the normal tool flow."""
-        self.intents.append(Intent(kind="queue_tool", data={"name": name, "args": args or {}}))
+        self._intent("queue_tool", {"name": name, "args": args or {}})
 
     def terminate(self, reason: str | None = None) -> None:
         """Ask the thread to shut down softly once this tool's result is stored."""
-        self.intents.append(Intent(kind="terminate", data={"reason": reason}))
+        self._intent("terminate", {"reason": reason})
 
     def compact(self, reason: str | None = None) -> None:
         """Ask the thread to compact its model context before its next model call."""
-        self.intents.append(Intent(kind="compact", data={"reason": reason}))
+        self._intent("compact", {"reason": reason})
 
     def set_status(self, status: str) -> None:
         """Record a status note for the thread (it ends nothing)."""
-        self.intents.append(Intent(kind="set_status", data={"status": status}))
+        self._intent("set_status", {"status": status})
 
     # -- env --------------------------------------------------------------------------
     def env(self, name: str) -> Any | None:
@@ -126,7 +198,7 @@ class ThreadState(ThreadFiles, ThreadHierarchy):
         self._emitted += 1
         record = Event(
             type="run.status",
-            event_id=f"{self.tool_call_id}:emit{self._emitted}",
+            event_id=f"{self._event_prefix}:emit{self._emitted}",
             timestamp=now_iso(),
             thread_id=self.thread_id,
             session_id=self.session_id,

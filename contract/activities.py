@@ -18,6 +18,7 @@ from contract.events import Event
 from contract.hooks import HookBlock
 from contract.messages import Message, Side, ToolCall
 from contract.prompt_tools import PromptScope
+from contract.subagents import ParentLink
 from contract.wire import CamelModel, SnakeModel
 
 # Stable activity names: renaming one breaks replay of running threads.
@@ -42,6 +43,10 @@ class ThreadInitInput(CamelModel):
         default=None, description="a §7.5 request whose stored values join the thread's env"
     )
     outbox: list[Event] = Field(default_factory=list)
+    parent: ParentLink | None = Field(
+        default=None,
+        description="a subagent's parent: its snapshot and after_subagent_created hooks",
+    )
 
 
 class ThreadInitResult(CamelModel):

@@ -15,6 +15,7 @@ from activities.code_run import CodeRunActivities
 from activities.compaction import CompactionActivities
 from activities.definitions import Definitions, load_directory
 from activities.files_copy import FileCopyActivities
+from activities.hooks import HookRegistry
 from activities.model_call import ModelActivities
 from activities.sandbox import SandboxPool
 from activities.snapshots import SnapshotCache
@@ -107,10 +108,11 @@ class AgentWorker:
         pool = SandboxPool()
         self._stack.callback(pool.close)
         snapshots = SnapshotCache(store)
-        records = ThreadRecordActivities(store, self.definitions, snapshots)
-        models = ModelActivities(store, providers, snapshots)
+        hooks = HookRegistry(store, self.definitions.hooks)
+        records = ThreadRecordActivities(store, self.definitions, snapshots, hooks=hooks)
+        models = ModelActivities(store, providers, snapshots, hooks=hooks)
         compaction = CompactionActivities(store, providers, snapshots)
-        tools = ToolActivities(store, self.definitions, snapshots, sandbox=pool)
+        tools = ToolActivities(store, self.definitions, snapshots, sandbox=pool, hooks=hooks)
         code = CodeRunActivities(pool)
         copies = FileCopyActivities(store)
         variable_requests = VariableRequestActivities(store)

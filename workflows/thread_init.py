@@ -33,6 +33,7 @@ async def take_snapshot(mem: ThreadMemory) -> DefinitionSnapshot:
                 env=start.env,
                 scoped_env_request=start.scoped_env_request,
                 outbox=mem.take_outbox(),
+                parent=start.parent,
             ),
             result_type=ThreadInitResult,
             start_to_close_timeout=timedelta(seconds=30),

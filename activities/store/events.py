@@ -8,7 +8,12 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 
 from activities.store.database import Database
-from activities.store.messages import insert_messages, message_rows
+from activities.store.messages import (
+    get_message,
+    insert_messages,
+    message_rows,
+    update_message,
+)
 from activities.store.rows import event_to_row, row_to_event
 from activities.store.subagents import project_subagents
 from activities.store.tables import events
@@ -42,6 +47,32 @@ class Events:
         if not rows and not by_thread:
             return []
         return self._db.retrying(lambda: self._record_once(rows, by_thread))
+
+    def update_message(
+        self, thread_id: str, message_id: str, changes: dict[str, Any], event: Event
+    ) -> Message | None:
+        """Change a stored message and record `event` about it, in one transaction.
+
+        Idempotent by the event's id: when it is already stored, the change was made and
+        the message is returned as it is now. None when the thread has no such message.
+        """
+
+        def once() -> Message | None:
+            with self._db.write() as connection:
+                self._db.lock_thread(connection, thread_id)
+                known = connection.scalar(
+                    select(events.c.event_id).where(
+                        events.c.thread_id == thread_id, events.c.event_id == event.event_id
+                    )
+                )
+                if known is not None:
+                    return get_message(connection, thread_id, message_id)
+                updated = update_message(connection, thread_id, message_id, changes)
+                if updated is not None:
+                    insert_events(self._db, connection, {thread_id: [event]})
+                return updated
+
+        return self._db.retrying(once)
 
     def read(
         self,

@@ -80,19 +80,8 @@ class Messages:
 
     def update(self, thread_id: str, message_id: str, **changes: Any) -> Message | None:
         """Apply `changes` (validated as `Message` fields) and return the message, or None."""
-        if {"id", "thread_id"} & changes.keys():
-            raise ValueError("a message's id and thread_id cannot be changed")
         with self._db.write() as connection:
-            current = _get(connection, thread_id, message_id)
-            if current is None:
-                return None
-            updated = Message.model_validate({**current.model_dump(), **changes})
-            connection.execute(
-                update(messages)
-                .where(messages.c.thread_id == thread_id, messages.c.id == message_id)
-                .values(message_to_row(updated))
-            )
-            return updated
+            return update_message(connection, thread_id, message_id, changes)
 
     def delete(self, thread_id: str, message_id: str) -> bool:
         """Delete a message and the tool results answering its tool calls; False if absent."""
@@ -125,6 +114,29 @@ def message_rows(messages_: Sequence[Message]) -> list[dict[str, Any]]:
 def insert_messages(database: Database, connection: Connection, rows: list[dict[str, Any]]) -> None:
     """Insert message rows in the caller's transaction, skipping those already stored."""
     connection.execute(database.insert_ignoring_duplicates(messages, ["thread_id", "id"]), rows)
+
+
+def update_message(
+    connection: Connection, thread_id: str, message_id: str, changes: dict[str, Any]
+) -> Message | None:
+    """Apply `changes` in the caller's write transaction; the message, or None if absent."""
+    if {"id", "thread_id"} & changes.keys():
+        raise ValueError("a message's id and thread_id cannot be changed")
+    current = _get(connection, thread_id, message_id)
+    if current is None:
+        return None
+    updated = Message.model_validate({**current.model_dump(), **changes})
+    connection.execute(
+        update(messages)
+        .where(messages.c.thread_id == thread_id, messages.c.id == message_id)
+        .values(message_to_row(updated))
+    )
+    return updated
+
+
+def get_message(connection: Connection, thread_id: str, message_id: str) -> Message | None:
+    """One message read in the caller's transaction, or None."""
+    return _get(connection, thread_id, message_id)
 
 
 def _get(connection: Connection, thread_id: str, message_id: str) -> Message | None:
