@@ -114,7 +114,7 @@ class PromptDef(CamelModel):
     variables: dict[str, VariableDef] = Field(default_factory=dict)
     env: dict[str, Any] = Field(default_factory=dict)
     reasoning: dict[str, Any] | None = None
-    recent_image_threshold: int = 10
+    recent_image_threshold: int = Field(default=10, ge=0)
     provider_options: dict[str, Any] = Field(default_factory=dict)
     hooks: list[str] | None = None
     tools: list[str | ToolRef] = Field(default_factory=list)
