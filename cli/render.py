@@ -9,11 +9,13 @@ from contract.events import Event
 
 
 class TranscriptPrinter:
-    """Prints streamed text as it arrives, and one line per tool call and turn boundary."""
+    """Prints streamed reasoning and text as they arrive, and one line per tool call and turn
+    boundary."""
 
     def __init__(self, out: TextIO) -> None:
         self._out = out
         self._mid_line = False
+        self._label = ""  # what the current streamed line is: reasoning or the answer
 
     def show(self, event: Event) -> None:
         """Print what `event` adds to the transcript (most bookkeeping events print nothing)."""
@@ -22,10 +24,9 @@ class TranscriptPrinter:
         if kind == "model.requested" and payload.get("reset"):
             self._line(f"  (retrying the model call, attempt {payload.get('attempt')})")
         elif kind == "model.delta" and payload.get("kind") == "text":
-            if not self._mid_line:
-                self._out.write("assistant: ")
-            self._out.write(str(payload.get("text", "")))
-            self._mid_line = True
+            self._stream("assistant: ", str(payload.get("text", "")))
+        elif kind == "reasoning.delta":
+            self._stream("  (thinking) ", str(payload.get("text", "")))
         elif kind == "model.completed":
             self._end_line()
         elif kind == "model.failed":
@@ -57,6 +58,16 @@ class TranscriptPrinter:
     def _line(self, text: str) -> None:
         self._end_line()
         self._out.write(text + "\n")
+
+    def _stream(self, label: str, text: str) -> None:
+        """Continue the streamed line, or start one under `label` when the kind changes."""
+        if self._mid_line and self._label != label:
+            self._end_line()
+        if not self._mid_line:
+            self._out.write(label)
+            self._label = label
+        self._out.write(text)
+        self._mid_line = True
 
     def _end_line(self) -> None:
         if self._mid_line:
