@@ -16,11 +16,14 @@ class TranscriptPrinter:
         self._out = out
         self._mid_line = False
         self._label = ""  # what the current streamed line is: reasoning or the answer
+        self._indent = ""  # inside a prompt tool: one step in per depth
 
     def show(self, event: Event) -> None:
         """Print what `event` adds to the transcript (most bookkeeping events print nothing)."""
         payload: Any = event.payload if isinstance(event.payload, dict) else {}
         kind = event.type
+        nested = "parentToolCallId" in payload  # written inside a prompt tool
+        self._indent = "    " * int(payload.get("depth") or 0) if nested else ""
         if kind == "model.requested" and payload.get("reset"):
             self._line(f"  (retrying the model call, attempt {payload.get('attempt')})")
         elif kind == "model.delta" and payload.get("kind") == "text":
@@ -53,14 +56,16 @@ class TranscriptPrinter:
 
     def user(self, text: str) -> None:
         """Print a message the user sent."""
+        self._indent = ""
         self._line(f"user: {text}")
 
     def _line(self, text: str) -> None:
         self._end_line()
-        self._out.write(text + "\n")
+        self._out.write(self._indent + text + "\n")
 
     def _stream(self, label: str, text: str) -> None:
         """Continue the streamed line, or start one under `label` when the kind changes."""
+        label = self._indent + label
         if self._mid_line and self._label != label:
             self._end_line()
         if not self._mid_line:

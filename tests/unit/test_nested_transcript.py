@@ -1,0 +1,43 @@
+"""The CLI's live transcript indents what happens inside a prompt tool, by depth."""
+
+from __future__ import annotations
+
+import io
+
+from cli.render import TranscriptPrinter
+from contract.events import Event
+
+
+def _event(kind: str, payload: dict[str, object]) -> Event:
+    return Event(
+        type=kind,
+        event_id=f"e-{kind}",
+        timestamp="2026-01-01T00:00:00Z",
+        thread_id="t",
+        payload=payload,
+    )
+
+
+def test_prompt_tool_steps_are_indented_under_its_call() -> None:
+    """Events carrying parentToolCallId print one step in per depth; the caller's do not."""
+    out = io.StringIO()
+    printer = TranscriptPrinter(out)
+    inside = {"parentToolCallId": "c1", "depth": 1}
+    for kind, payload in [
+        ("tool.started", {"name": "advisor", "arguments": "{}"}),
+        ("model.delta", {"text": "Thinking", "kind": "text", **inside}),
+        ("model.completed", inside),
+        ("tool.started", {"name": "weather", "arguments": "{}", **inside}),
+        ("tool.result", {"name": "weather", "status": "success", **inside}),
+        ("tool.result", {"name": "advisor", "status": "success"}),
+        ("model.delta", {"text": "Done.", "kind": "text"}),
+    ]:
+        printer.show(_event(kind, payload))
+    assert out.getvalue().splitlines() == [
+        "  → advisor({})",
+        "    assistant: Thinking",
+        "      → weather({})",
+        "      ← weather success",
+        "  ← advisor success",
+        "assistant: Done.",
+    ]
