@@ -34,6 +34,7 @@ from activities.context_window import (
 )
 from activities.model_call import cost_of, provider_for
 from activities.providers import ChatProvider, ChatRequest
+from activities.providers.definition_fields import streams
 from activities.snapshots import SnapshotCache
 from activities.spill import resolve_content_refs
 from activities.store import Store
@@ -194,6 +195,7 @@ class CompactionActivities:
                     ],
                     max_output_tokens=summary_tokens,
                     provider_options=dict(model.provider_options),
+                    stream=streams(model),
                 ),
             )
             text = (reply.content or "").strip()

@@ -23,10 +23,15 @@ class DefinitionFields(TypedDict):
 
 def definition_fields(prompt: PromptDef, model: ModelDef) -> DefinitionFields:
     """requiredSchema, reasoning, the model's providerTools and whether it can stream."""
-    capabilities = model.capabilities
     return DefinitionFields(
         response_schema=prompt.required_schema,
         reasoning=reasoning_of(prompt.reasoning),
         provider_tools=[dict(tool) for tool in model.provider_tools],
-        stream=not (capabilities is not None and capabilities.supports_streaming is False),
+        stream=streams(model),
     )
+
+
+def streams(model: ModelDef) -> bool:
+    """False when the model declares `capabilities.supportsStreaming: false`."""
+    capabilities = model.capabilities
+    return not (capabilities is not None and capabilities.supports_streaming is False)
