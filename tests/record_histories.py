@@ -123,6 +123,8 @@ async def record(out: Path, only: set[str]) -> None:
             await _subagents(client, scripted, address, out)
         if not only or PROMPT_TOOL in only:
             await _prompt_tool(client, scripted, address, out)
+        if not only or HOOKS in only:
+            await _hooks(client, scripted, address, out)
 
 
 async def _scenario(
@@ -323,6 +325,55 @@ async def _prompt_tool(client: Any, scripted: ScriptedModelServer, address: str,
         history = await handle.fetch_history()
         (out / f"{PROMPT_TOOL}.json").write_text(history.to_json())
         print(f"recorded {PROMPT_TOOL}: {len(history.events)} events")
+
+
+HOOKS = "hooks"
+
+
+async def _hooks(client: Any, scripted: ScriptedModelServer, address: str, out: Path) -> None:
+    """A thread with hooks: results replaced, a user message refused (hook_blocked in the
+    model step), then a tool result refused (hook_blocked after the tool), then answered."""
+    from hook_support import hook_definitions
+
+    tmp = Path(f"/tmp/weft-record-{uuid.uuid4().hex[:8]}")
+    config = scratch_config(tmp)
+    config.temporal.address = address
+    model = add_script(
+        scripted,
+        {
+            "turns": [
+                {
+                    "match": "boom",
+                    "replies": [{"tool_calls": [{"name": "explode", "arguments": {"text": "x"}}]}],
+                },
+                {
+                    "match": "*",
+                    "replies": [
+                        {"tool_calls": [{"name": "weather", "arguments": {"city": "Paris"}}]},
+                        {"text": "Sunny in Paris."},
+                    ],
+                },
+            ]
+        },
+    )
+    definitions = hook_definitions(
+        model, agent_hooks=["created_audit", "stamp", "guard", "success_audit", "refuse_explosions"]
+    )
+    async with AgentWorker(
+        client, config, definitions=definitions, task_queue=f"record-{HOOKS}", scripted=scripted
+    ) as worker:
+        handle = await start_thread(
+            client, worker.task_queue, messages=[{"role": "user", "content": "hello"}]
+        )
+        await wait_until(handle, idle_after(1), timeout=60)
+        for turns, text in ((2, "a forbidden thing"), (3, "boom"), (4, "thanks")):
+            await handle.signal("queue_message", {"role": "user", "content": text})
+            await wait_until(handle, idle_after(turns), timeout=60)
+        await handle.signal("terminate", {"reason": "recorded"})
+        await handle.result()
+        history = await handle.fetch_history()
+        (out / f"{HOOKS}.json").write_text(history.to_json())
+        print(f"recorded {HOOKS}: {len(history.events)} events")
 
 
 async def _drive_hitl(name: str, handle: Any) -> None:

@@ -31,6 +31,7 @@ def test_histories_are_committed():
         "subagents_parent",
         "subagents_child",
         "prompt_tool",
+        "hooks",
     } <= names
 
 
