@@ -410,3 +410,53 @@ async def test_a_refused_tool_result_is_stored_as_an_error_and_the_turn_ends(
     assert last["status"] == 200
     assert [m["role"] for m in last["messages"]] == ["system", "user", "assistant", "tool", "user"]
     valid_events(worker.store, handle.id)
+
+
+async def test_inside_a_prompt_tool_its_prompt_chooses_the_hooks(
+    start_worker, temporal_client, scripted_server
+):
+    """A prompt tool's model and tool calls run the hooks its own prompt lists, in place of
+    the agent's; the caller's calls keep the agent's."""
+    from prompt_tool_support import prompt_tool_definitions
+
+    main = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {"tool_calls": [{"name": "advisor", "arguments": {"message": "Check Paris"}}]},
+                {"text": "The advisor says sunny."},
+            ]
+        },
+    )
+    advisor = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {"tool_calls": [{"name": "weather", "arguments": {"city": "Paris"}}]},
+                {"text": "Paris is sunny."},
+            ]
+        },
+    )
+    definitions = prompt_tool_definitions(
+        main, advisor, advisor_fields={"hooks": ["tag_prompt", "success_audit"]}
+    )
+    definitions.add(*hook_definitions("unused", agent_hooks=[]).hooks.values())
+    definitions.agents["helper"] = definitions.agents["helper"].model_copy(
+        update={"hooks": ["tag_agent"]}
+    )
+    worker = await start_worker(definitions)
+    handle = await start_thread(
+        temporal_client, worker.task_queue, messages=[{"role": "user", "content": "go"}]
+    )
+    await wait_until(handle, idle_after(1), timeout=60)
+    assert {system_of(r) for r in sent(scripted_server, main)} == {
+        "You are a helpful agent. [agent]"
+    }
+    assert {system_of(r) for r in sent(scripted_server, advisor)} == {
+        "You are the advisor. [prompt]"
+    }
+    weather, _ = tool_message(worker.store, handle.id, "weather")
+    assert weather["result"]["audited"] is True
+    events = valid_events(worker.store, handle.id)
+    [audit] = hook_runs(events, "success_audit")
+    assert audit["payload"]["depth"] == 1  # the prompt tool's events say where they ran
