@@ -52,6 +52,8 @@ class TranscriptPrinter:
             self._line(f"[turn failed: {payload.get('reason')}]")
         elif kind == "runtime.warning":
             self._line(f"  ! warning: {payload.get('message')}")
+        elif kind in ("hook.completed", "hook.failed"):
+            self._line(_hook_line(payload))
         self._out.flush()
 
     def user(self, text: str) -> None:
@@ -78,6 +80,15 @@ class TranscriptPrinter:
         if self._mid_line:
             self._out.write("\n")
             self._mid_line = False
+
+
+def _hook_line(payload: dict[str, Any]) -> str:
+    """One line per hook run: what it did to the data, or why it failed (docs/hooks.md)."""
+    hook = f"hook {payload.get('hookId')} ({payload.get('hook')})"
+    if "error" in payload:
+        return f"  ! {hook} failed: {payload['error']}"
+    reason = f": {payload['reason']}" if payload.get("reason") else ""
+    return f"  · {hook} {payload.get('outcome')}{reason}"
 
 
 def _short(arguments: Any, limit: int = 80) -> str:
