@@ -68,8 +68,7 @@ class ThreadState(ThreadFiles, ThreadHierarchy):
         self._intents_from = intents_from
         self._emitted = 0
         self._updates = 0
-        # The message hooks in scope, attached by the activity that built this state.
-        self.hooks: HookRunner | None = None
+        self._hooks: HookRunner | None = None
 
     # -- messages ---------------------------------------------------------------------
     async def get_messages(self, *, limit: int = 100, offset: int = 0) -> list[Message]:
@@ -80,6 +79,11 @@ class ThreadState(ThreadFiles, ThreadHierarchy):
     async def get_message(self, message_id: str) -> Message | None:
         """One message by id, or None."""
         return await asyncio.to_thread(self._store.messages.get, self.thread_id, message_id)
+
+    def use_hooks(self, runner: HookRunner) -> None:
+        """Run the message hooks in scope of the activity that built this state (its
+        `update_message` runs `before/after_update_message`)."""
+        self._hooks = runner
 
     async def update_message(self, message_id: str, patch: dict[str, Any]) -> Message:
         """Change a message's `content` and/or `metadata` (each given field replaces the
@@ -94,7 +98,7 @@ class ThreadState(ThreadFiles, ThreadHierarchy):
         current = await self.get_message(message_id)
         if current is None:
             raise KeyError(f"thread {self.thread_id} has no message {message_id!r}")
-        patch = await before_update(self.hooks, current, patch)
+        patch = await before_update(self._hooks, current, patch)
         self._updates += 1
         event = Event(
             # The Agent Runtime vocabulary has no message class: a stored message is an
@@ -108,10 +112,10 @@ class ThreadState(ThreadFiles, ThreadHierarchy):
             tool_call_id=self.tool_call_id,
             payload={"change": "message.updated", "messageId": message_id, "fields": sorted(patch)},
         )
-        pending = self.hooks.take_events() if self.hooks else []
+        pending = self._hooks.take_events() if self._hooks else []
         updated = await asyncio.to_thread(self._update, message_id, patch, [*pending, event])
-        if self.hooks is not None:
-            await self.hooks.run(
+        if self._hooks is not None:
+            await self._hooks.run(
                 "after_update_message",
                 updated.model_dump(mode="json"),
                 about={"messageId": message_id},

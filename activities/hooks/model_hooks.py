@@ -50,7 +50,7 @@ class ModelHooks:
         prompt = call.scope.prompt if call.scope else None
 
         async def state() -> ThreadState:
-            return await asyncio.to_thread(
+            built = await asyncio.to_thread(
                 hook_state,
                 store,
                 snapshot,
@@ -63,6 +63,8 @@ class ModelHooks:
                 event_prefix=f"{attempt_id}:hooks",
                 where="model.call",
             )
+            built.use_hooks(self.runner)  # update_message runs the update hooks too
+            return built
 
         self.runner: HookRunner = registry.runner(
             snapshot,

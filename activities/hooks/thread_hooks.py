@@ -81,7 +81,7 @@ async def _run_in(
     envelope: dict[str, Any] | None = None,
 ) -> None:
     async def state() -> ThreadState:
-        return await asyncio.to_thread(
+        built = await asyncio.to_thread(
             hook_state,
             store,
             snapshot,
@@ -94,6 +94,8 @@ async def _run_in(
             event_prefix=f"{prefix}:hooks",
             where="thread.init",
         )
+        built.use_hooks(runner)
+        return built
 
     def make_event(suffix: str, kind: str, payload: dict[str, Any]) -> Event:
         return Event(

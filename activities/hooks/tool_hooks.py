@@ -45,7 +45,7 @@ class ToolHooks:
             state=same_state,
             make_event=make_event,
         )
-        state.hooks = self.runner
+        state.use_hooks(self.runner)
 
     async def result(
         self, tool_call: ToolCall, result: ToolResult
