@@ -32,7 +32,7 @@ from activities.context_window import (
     request_tokens,
     tools_for,
 )
-from activities.model_call import cost_of, provider_for
+from activities.model_support import cost_of, provider_for
 from activities.providers import ChatProvider, ChatRequest
 from activities.providers.definition_fields import streams
 from activities.snapshots import SnapshotCache

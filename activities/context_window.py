@@ -133,11 +133,23 @@ def build_window(
 
 
 def tools_for(
-    frame_: Frame, window: Window, boundary: ContextBoundary | None
+    frame_: Frame,
+    window: Window,
+    boundary: ContextBoundary | None,
+    *,
+    model_calls_tools: bool = True,
 ) -> list[dict[str, Any]]:
-    """The frame's tools, plus `read_output` while a preview or a summary may need it."""
+    """The frame's tools, plus `read_output` while a preview or a summary may need it.
+
+    A model that cannot call tools (`supportsToolCalls: false`) is never offered the reader:
+    its previews stay previews.
+    """
     needs_reader = window.previews > 0 or (boundary is not None and "weft://" in boundary.summary)
-    if not needs_reader or any(t["name"] == READ_OUTPUT_TOOL for t in frame_.tools):
+    if (
+        not needs_reader
+        or not model_calls_tools
+        or any(t["name"] == READ_OUTPUT_TOOL for t in frame_.tools)
+    ):
         return frame_.tools
     return [*frame_.tools, READ_OUTPUT_SPEC]
 

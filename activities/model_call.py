@@ -31,6 +31,7 @@ from activities.context_window import (
 from activities.hooks import HookRegistry
 from activities.hooks.model_hooks import ModelHooks
 from activities.images import image_view
+from activities.model_support import cost_of, provider_for, with_estimate
 from activities.providers import ChatProvider, ChatReply, ChatRequest
 from activities.providers.definition_fields import definition_fields
 from activities.scoped_window import load_scoped_window
@@ -249,7 +250,13 @@ class ModelActivities:
         window: Window,
         boundary: ContextBoundary | None,
     ) -> tuple[ChatRequest, ContextReport]:
-        tools = tools_for(side_frame, window, boundary)
+        capabilities = model.capabilities
+        tools = tools_for(
+            side_frame,
+            window,
+            boundary,
+            model_calls_tools=capabilities is None or capabilities.supports_tool_calls is not False,
+        )
         report = ContextReport(
             request_tokens=request_tokens(window.messages, tools),
             request_bytes=request_bytes(window.messages, tools),
@@ -378,43 +385,3 @@ def _ids(call: ModelCallInput, attempt: int) -> _AttemptIds:
         "model_request_id": request_id,
         "attempt_id": f"{request_id}.a{attempt}",
     }
-
-
-def provider_for(providers: Mapping[str, ChatProvider], model: ModelDef) -> ChatProvider:
-    """The worker's provider for `model`, or a non-retryable error naming what is missing."""
-    provider = providers.get(model.provider)
-    if provider is None:
-        raise ApplicationError(
-            f"model {model.name!r} uses provider {model.provider!r}, "
-            "which this worker has not configured",
-            type="ProviderNotConfigured",
-            non_retryable=True,
-        )
-    return provider
-
-
-def with_estimate(err: ApplicationError, report: ContextReport) -> ApplicationError:
-    """A provider's context-length error, with weft's estimate of the request added so the
-    workflow can learn how far off the estimate was."""
-    if err.type != CONTEXT_TOO_LONG:
-        return err
-    first = err.details[0] if err.details else None
-    details = {
-        **(first if isinstance(first, dict) else {}),
-        "estimated_tokens": report.request_tokens,
-    }
-    return ApplicationError(err.message, details, type=err.type, non_retryable=err.non_retryable)
-
-
-def cost_of(model: ModelDef, usage: Usage) -> float | None:
-    """USD for this call, from per-million prices; None when the model has no prices."""
-    if model.input_price is None and model.output_price is None:
-        return None
-    cached_price = model.cached_price if model.cached_price is not None else model.input_price
-    fresh = max(usage.input_tokens - usage.cached_tokens, 0)
-    total = (
-        fresh * (model.input_price or 0)
-        + usage.cached_tokens * (cached_price or 0)
-        + usage.output_tokens * (model.output_price or 0)
-    )
-    return round(total / 1_000_000, 10)

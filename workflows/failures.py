@@ -17,10 +17,9 @@ def failure_text(err: BaseException) -> str:
     return ": ".join(p for p in parts if p)[:2000]
 
 
-def hook_block(err: ActivityError) -> HookBlock | None:
-    """The refusal of a `before_*` hook, when that is why the activity failed."""
+def hook_blocks(err: ActivityError) -> list[HookBlock]:
+    """The refusals of `before_*` hooks, when that is why the activity failed (else [])."""
     cause = err.cause
     if not isinstance(cause, ApplicationError) or cause.type != HOOK_BLOCKED:
-        return None
-    details = cause.details[0] if cause.details else None
-    return HookBlock.model_validate(details) if isinstance(details, dict) else None
+        return []
+    return [HookBlock.model_validate(d) for d in cause.details if isinstance(d, dict)]

@@ -14,7 +14,7 @@ from contract.prompt_tools import PromptScope
 from workflows.active_agent import ActiveAgent
 from workflows.activity_calls import Carried, Limits, start_within_budget
 from workflows.context_keeper import ContextKeeper, add_usage, overflow_details
-from workflows.failures import failure_text, hook_block
+from workflows.failures import failure_text, hook_blocks
 from workflows.in_flight import InFlight
 from workflows.thread_state import ThreadMemory
 
@@ -121,14 +121,16 @@ class ModelCaller:
                 if mem.is_terminated() or isinstance(err.cause, CancelledError):
                     mem.stop_reason = "aborted_by_user"
                     break
-                blocked = hook_block(err)
-                if blocked is not None:
-                    # The activity stored all but the refused message, and its events.
-                    if blocked.message_id:
-                        mem.forget_message(blocked.message_id)
-                        messages = [m for m in messages if m.id != blocked.message_id]
+                blocks = hook_blocks(err)
+                if blocks:
+                    # The activity stored all but the refused messages, and its events.
+                    refused = {b.message_id for b in blocks if b.message_id}
+                    for message_id in refused:
+                        mem.forget_message(message_id)
+                    messages = [m for m in messages if m.id not in refused]
+                    first = blocks[0]
                     mem.stop_reason = "hook_blocked"
-                    mem.last_outcome = f"hook {blocked.hook_id!r} refused: {blocked.reason}"
+                    mem.last_outcome = f"hook {first.hook_id!r} refused: {first.reason}"
                     break
                 overflow = overflow_details(err) is not None and scope is None
                 if overflow and not overflow_retried:

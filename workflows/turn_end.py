@@ -11,7 +11,8 @@ def finish_turn(mem: ThreadMemory, side: Side, turn_id: str, stop: Stop) -> None
     """Count the turn, record its outcome, and write the lifecycle tool's response."""
     mem.count_turn(side)
     mem.stop_reason = stop.reason
-    mem.last_outcome = stop.response
+    if stop.reason != "hook_blocked":  # keep the refusal the step recorded
+        mem.last_outcome = stop.response
     if stop.response is not None and stop.reason != "stop_on_response":
         # The lifecycle tool's argument becomes the visible response of the turn.
         mem.outbox_messages.append(
