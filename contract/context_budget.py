@@ -48,7 +48,8 @@ def estimate_message_tokens(messages: Iterable[MessageLike]) -> int:
     Counted per message: content (text parts; images at IMAGE_TOKENS each), `name`,
     `tool_call_id`, and each tool call's id, function name and arguments; for a stored
     `Message` also its attachment paths. Each string is rounded up on its own.
-    `reasoning_content` is not counted: adapters do not send it back.
+    `reasoning_content` is not counted: only the Anthropic adapter sends it back (signed
+    thinking, within a tool-use turn), an underestimate the learnt token scale absorbs.
     """
     return sum(MESSAGE_OVERHEAD_TOKENS + _message_tokens(m) for m in messages)
 

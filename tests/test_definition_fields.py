@@ -118,7 +118,7 @@ def test_implemented_rows_point_at_code_that_reads_the_field(key):
     assert field in text or snake in text, f"{key}: {row.where} never mentions {field}"
 
 
-# What SPEC-NOTES lists for each definition (copied: tests never read ../shared), and the
+# What SPEC-NOTES lists for each definition (copied: tests never read the shared spec folder), and the
 # table key prefix each list lives under.
 SPEC_FIELDS: dict[str, list[str]] = {
     "AgentDef": [

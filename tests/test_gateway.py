@@ -27,6 +27,7 @@ from temporalio import workflow
 from temporalio.client import Client
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from activities.crypto import Keyring, new_key, parse_keys
@@ -362,14 +363,16 @@ async def test_thread_init_merges_scoped_values_as_secrets(store: Store, tmp_pat
     definitions = agent_definitions("unused", tools=[])
     records = ThreadRecordActivities(store, definitions, SnapshotCache(store))
     child = f"child-{uuid.uuid4().hex[:8]}"
-    await records.init_thread(
+    # thread.init reads its attempt (for its hooks' event ids): run it as an activity.
+    await ActivityEnvironment().run(
+        records.init_thread,
         ThreadInitInput(
             thread_id=child,
             agent="helper",
             parent_thread_id=request.parent_thread_id,
             env={"MODE": {"value": "fast", "type": "text"}},
             scoped_env_request=request.request_id,
-        )
+        ),
     )
     row = await asyncio.to_thread(store.threads.get, child)
     assert row is not None

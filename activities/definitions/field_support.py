@@ -55,6 +55,7 @@ _SUBAGENTS = "workflows/subagents/agent_tools.py"
 _SPAWNER = "workflows/subagents/spawner.py"
 _PERMISSIONS = "workflows/permissions.py"
 _MODEL_CALL = "activities/model_call.py"
+_MODEL_SUPPORT = "activities/model_support.py"
 _VARIABLES = "activities/definitions/variables.py"
 _TOOL_SPECS = "activities/definitions/tool_specs.py"
 _HOOKS = "activities/hooks/runner.py"
@@ -198,9 +199,9 @@ FIELDS: dict[str, Support] = {
     "ModelDef.provider": _I(_MODEL_CALL, "the worker's provider adapter"),
     "ModelDef.model": _I(_MODEL_CALL, "the provider's model name"),
     "ModelDef.fallbacks": _I(_MODEL_STEP, "tried in order after retries"),
-    "ModelDef.inputPrice": _I(_MODEL_CALL, "costUsd"),
-    "ModelDef.outputPrice": _I(_MODEL_CALL, "costUsd"),
-    "ModelDef.cachedPrice": _I(_MODEL_CALL, "costUsd"),
+    "ModelDef.inputPrice": _I(_MODEL_SUPPORT, "costUsd"),
+    "ModelDef.outputPrice": _I(_MODEL_SUPPORT, "costUsd"),
+    "ModelDef.cachedPrice": _I(_MODEL_SUPPORT, "costUsd"),
     "ModelDef.providerOptions": _I(_MODEL_CALL, "merged into the request"),
     "ModelDef.providerTools": _I(_OPENAI, "sent with the tools"),
     "ModelDef.capabilities": _I(_BUDGET, "see Capabilities"),
