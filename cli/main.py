@@ -155,11 +155,11 @@ async def _dev(args: argparse.Namespace, config: WeftConfig) -> int:
 
 async def _worker(args: argparse.Namespace, config: WeftConfig) -> int:
     from workers.agent_worker import AgentWorker, load_definitions
-    from workers.search_attributes import ensure_search_attributes
 
     definitions = load_definitions(config)  # fail fast, before connecting anywhere
     client = await _client(config)
-    await ensure_search_attributes(client, config.temporal.namespace)
+    # AgentWorker checks the search attributes first: it registers missing ones, or raises
+    # SearchAttributesMissing (a RuntimeError: one message with the commands, exit code 1).
     async with AgentWorker(client, config, definitions=definitions) as worker:
         print(f"weft worker: polling {worker.task_queue} on {config.temporal.address}", flush=True)
         await _until_interrupted(worker.wait())

@@ -27,6 +27,7 @@ from transport.connection import with_keyring
 from workers.config import WeftConfig
 from workers.providers import build_providers
 from workers.scripted_model import ScriptedModelServer
+from workers.search_attributes import check_search_attributes
 from workers.secrets import load_keyring
 from workflows.agent_thread import AgentThreadWorkflow
 
@@ -53,6 +54,9 @@ class AgentWorker:
     `async with AgentWorker(client, config) as worker:` builds everything, starts polling,
     and on exit drains in-flight activities and closes the store and HTTP clients.
     `definitions`, when given, replace the configured definitions directory.
+    Before polling it checks weft's search attributes on the namespace, registering missing
+    ones unless `register_search_attributes` is False, and otherwise raises
+    `SearchAttributesMissing` listing the commands (workers/search_attributes.py).
     """
 
     def __init__(
@@ -65,6 +69,7 @@ class AgentWorker:
         scripted: ScriptedModelServer | None = None,
         max_cached_workflows: int = 1000,
         graceful_shutdown_seconds: float = 10,
+        register_search_attributes: bool = True,
     ) -> None:
         self._client = client
         self._config = config
@@ -73,6 +78,7 @@ class AgentWorker:
         self._scripted = scripted
         self._max_cached = max_cached_workflows
         self._grace = graceful_shutdown_seconds
+        self._register_attributes = register_search_attributes
         self._stack = AsyncExitStack()
         self._run_task: asyncio.Task[None] | None = None
         self.worker: Worker | None = None
@@ -93,6 +99,10 @@ class AgentWorker:
             self.definitions = self._given_definitions
         else:
             self.definitions = load_definitions(self._config)
+        # Before polling: a missing attribute would fail every workflow task, forever.
+        await check_search_attributes(
+            self._client, self._client.namespace, register=self._register_attributes
+        )
         # With keys configured, env is encrypted in Temporal payloads and in the store,
         # whatever data converter the given client was built with.
         keyring = load_keyring(self._config)
