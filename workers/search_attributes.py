@@ -89,37 +89,33 @@ async def check_search_attributes(
     """
     address = client.service_client.config.target_host
     missing, wrong_type = await _problems(client, namespace)
-    if wrong_type or not missing:
-        if wrong_type:
-            raise SearchAttributesMissing(
-                namespace=namespace, address=address, missing=missing, wrong_type=wrong_type
+    cause: str | None = None
+    added: list[str] = []
+    if missing and register:
+        try:
+            await client.operator_service.add_search_attributes(
+                AddSearchAttributesRequest(
+                    namespace=namespace,
+                    search_attributes={name: REQUIRED[name] for name in missing},
+                )
             )
-        return []
-    if not register:
-        raise SearchAttributesMissing(
-            namespace=namespace, address=address, missing=missing, wrong_type={}
-        )
-    try:
-        await client.operator_service.add_search_attributes(
-            AddSearchAttributesRequest(
-                namespace=namespace, search_attributes={name: REQUIRED[name] for name in missing}
-            )
-        )
-    except RPCError as err:
-        raise SearchAttributesMissing(
-            namespace=namespace, address=address, missing=missing, wrong_type={}, cause=str(err)
-        ) from err
-    # Trust the listing, not the call: only attributes the server now reports are usable.
-    still_missing, wrong_type = await _problems(client, namespace)
-    if still_missing or wrong_type:
+        except RPCError as err:
+            cause = str(err)
+        else:
+            added = missing
+            # Trust the listing, not the call: only attributes the server lists are usable.
+            missing, wrong_type = await _problems(client, namespace)
+            if missing:
+                cause = "the server accepted the request but does not list them"
+    if missing or wrong_type:
         raise SearchAttributesMissing(
             namespace=namespace,
             address=address,
-            missing=still_missing,
+            missing=missing,
             wrong_type=wrong_type,
-            cause="the server accepted the request but does not list them",
+            cause=cause,
         )
-    return missing
+    return added
 
 
 async def ensure_search_attributes(client: Client, namespace: str) -> list[str]:
