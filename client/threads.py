@@ -15,6 +15,7 @@ from temporalio.client import Client, WorkflowHandle
 
 from activities.spill import SPILL_THRESHOLD_BYTES, spill_queued_content
 from activities.store import Store
+from client.ask import Policy, ask_thread
 from client.context import context_snapshot
 from contract.context import SIGNAL_COMPACT, CompactRequest
 from contract.events import Event
@@ -36,6 +37,7 @@ from contract.thread import (
     ThreadResult,
     ThreadStartInput,
 )
+from contract.turns import TurnResult
 
 
 class Threads:
@@ -92,6 +94,36 @@ class Threads:
             await self.handle(thread_id).execute_update(
                 UPDATE_SUBMIT_TURN, message, result_type=SubmitTurnResult
             )
+        )
+
+    async def ask(
+        self,
+        thread_id: str,
+        text: str,
+        *,
+        policy: Policy = "enqueue",
+        update_id: str | None = None,
+        timeout: float | None = None,
+    ) -> TurnResult:
+        """Send `text` as a user turn and wait until that turn ends; returns how it ended.
+
+        The answer is `TurnResult.response` (`status` says whether the turn completed,
+        failed, was refused or aborted). Waiting survives worker restarts. A cut call
+        re-attaches by update id (default: a new one); `ask` again with the same
+        `update_id`, from any process, returns the same result without queuing the text
+        twice. `timeout` (seconds; None waits for ever) raises `TurnWaitTimeout`, which
+        carries the update id. A thread that refuses the update (terminated) raises
+        `temporalio.client.WorkflowUpdateFailedError`.
+        """
+        message = await self._queued("user", text)
+        return await ask_thread(
+            self._client,
+            thread_id,
+            message,
+            policy=policy,
+            update_id=update_id,
+            timeout=timeout,
+            store=self._store,
         )
 
     async def queue_tool(self, thread_id: str, name: str, args: dict[str, Any]) -> None:
@@ -166,13 +198,25 @@ async def tail_events(
     store: Store,
     thread_id: str,
     *,
-    after: int = 0,
+    after: int | str = 0,
     follow: bool = True,
     poll_interval: float = 0.05,
     stop: asyncio.Event | None = None,
 ) -> AsyncIterator[Event]:
-    """Events of a thread from cursor `after`; with `follow`, wait for new ones."""
-    cursor = after
+    """Events of a thread from cursor `after`; with `follow`, wait for new ones.
+
+    `after` is a sequence number, or an event id such as `TurnResult.events_cursor`: the
+    events after that event. The workflow writes its events in order, so while that event
+    is not stored yet none after it is either: `follow` waits for it, otherwise nothing
+    is read.
+    """
+    if isinstance(after, int):
+        cursor = after
+    else:
+        found = await _sequence_of(store, thread_id, after, follow, poll_interval, stop)
+        if found is None:
+            return
+        cursor = found
     while True:
         batch = await asyncio.to_thread(store.events.read, thread_id, after=cursor)
         for event in batch:
@@ -182,6 +226,22 @@ async def tail_events(
             return
         if not batch:
             await asyncio.sleep(poll_interval)
+
+
+async def _sequence_of(
+    store: Store,
+    thread_id: str,
+    event_id: str,
+    follow: bool,
+    poll_interval: float,
+    stop: asyncio.Event | None,
+) -> int | None:
+    """The sequence of event `event_id`; with `follow`, wait until it is stored."""
+    while True:
+        found = await asyncio.to_thread(store.events.sequence_of, thread_id, event_id)
+        if found is not None or not follow or (stop is not None and stop.is_set()):
+            return found
+        await asyncio.sleep(poll_interval)
 
 
 def _as_message(message: str | dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from contract.turns import TurnResult
 from contract.wire import CamelModel, SnakeModel
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -75,13 +76,18 @@ class SubmitTurnRequest(QueuedMessage):
 
     `enqueue` queues it (injected before the next model call); `interrupt` also cancels
     an in-flight model call so the step restarts with it; `reject` refuses it.
+
+    `wait: "completed"` makes the update return only when the turn that reads the message
+    ends, with `SubmitTurnResult.turn` (docs/waiting-for-turns.md); `accepted` returns at
+    once.
     """
 
     policy: Literal["enqueue", "interrupt", "reject"] = "enqueue"
+    wait: Literal["accepted", "completed"] = "accepted"
 
     def message(self) -> QueuedMessage:
-        """The message itself, without the policy."""
-        return QueuedMessage.model_validate(self.model_dump(exclude={"policy"}))
+        """The message itself, without the policy and the wait mode."""
+        return QueuedMessage.model_validate(self.model_dump(exclude={"policy", "wait"}))
 
 
 class QueuedTurnRef(CamelModel):
@@ -104,12 +110,17 @@ class TerminateRequest(CamelModel):
 
 
 class SubmitTurnResult(CamelModel):
-    """What `submit_turn` returns: the turn id, and whether it started or waits."""
+    """What `submit_turn` returns: the turn id, and whether it started or waits.
+
+    With `wait: "completed"`, `turn` is how the turn ended (a `rejected` submit has a
+    `refused` one at once).
+    """
 
     turn_id: str
     status: Literal["accepted", "queued", "rejected"]
     queue_id: str | None = None
     reason: str | None = None
+    turn: TurnResult | None = None
 
 
 class MessagePage(CamelModel):

@@ -11,6 +11,9 @@ from contract.context import ContextCarry, ContextOptions
 from contract.definitions import DefinitionSnapshot
 from contract.messages import MessageMeta, QueuedMessage, QueuedTool, Side
 from contract.subagents import ParentLink, RegistryEntry, SpawnRequest
+from contract.turns import StopReason as StopReason
+from contract.turns import TurnsCarry
+from contract.turns import UsageTotals as UsageTotals
 from contract.wire import CamelModel
 
 WORKFLOW_TYPE = "AgentThread"
@@ -34,21 +37,6 @@ ThreadStatus = Literal[
     "completed",
     "cancelled",
     "failed",
-]
-
-StopReason = Literal[
-    "session_stop",
-    "session_fail",
-    "stop_tool",
-    "stop_on_response",
-    "max_side_steps",
-    "max_total_steps",
-    "max_session_turns",
-    "awaiting_human",
-    "hook_blocked",
-    "repeated_tool_error",
-    "step_error",
-    "aborted_by_user",
 ]
 
 
@@ -134,15 +122,6 @@ class Counters(CamelModel):
     side_a_turns: int = 0
     side_b_turns: int = 0
     runs: int = Field(default=1, description="workflow runs so far (continue-as-new)")
-
-
-class UsageTotals(CamelModel):
-    """Tokens and cost summed over every model attempt that reported usage."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
-    cost_usd: float | None = Field(default=None, description="None when a model has no price")
 
 
 class AgentInfo(CamelModel):
@@ -261,6 +240,9 @@ class ThreadCarryOver(CamelModel):
     terminate_reason: str | None = None
     turn: TurnCursor | None = None
     context: ContextCarry | None = Field(default=None, description="the context window state")
+    turns: TurnsCarry | None = Field(
+        default=None, description="recent turn results (None in histories before them)"
+    )
 
 
 ThreadStartInput.model_rebuild()

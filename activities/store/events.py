@@ -92,6 +92,14 @@ class Events:
         with self._db.read() as connection:
             return [row_to_event(data) for data in connection.scalars(query)]
 
+    def sequence_of(self, thread_id: str, event_id: str) -> int | None:
+        """The sequence of one of the thread's events, None when it is not stored (yet)."""
+        query = select(events.c.sequence).where(
+            events.c.thread_id == thread_id, events.c.event_id == event_id
+        )
+        with self._db.read() as connection:
+            return connection.scalar(query)
+
     def last_sequence(self, thread_id: str) -> int:
         """The thread's highest event sequence, or 0 when it has no events."""
         with self._db.read() as connection:

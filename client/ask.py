@@ -1,0 +1,150 @@
+"""Ask a thread and wait for the answer: `submit_turn` with `wait: "completed"`.
+
+The update is durable once accepted (it is in the thread's history), so a worker restart
+only delays the answer. A call that is cut (an RPC deadline, a restarted client) re-attaches
+to the same update by its id; sending it again with the same id is deduplicated by
+Temporal within a run, and by the thread itself after it continued as new.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from datetime import timedelta
+from typing import Literal
+
+from temporalio.client import (
+    Client,
+    WorkflowUpdateHandle,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+    WorkflowUpdateStage,
+)
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities.store import Store
+from contract.messages import QueuedMessage, SubmitTurnRequest, SubmitTurnResult
+from contract.thread import UPDATE_SUBMIT_TURN
+from contract.turns import TurnResult
+
+Policy = Literal["enqueue", "interrupt", "reject"]
+
+
+class TurnWaitTimeout(TimeoutError):
+    """`ask` gave up waiting; the turn goes on. Re-attach with `update_id`."""
+
+    def __init__(self, thread_id: str, update_id: str, timeout: float) -> None:
+        super().__init__(
+            f"no answer from thread {thread_id} within {timeout:g}s; the turn goes on: "
+            f"ask again with update_id={update_id!r} to wait for it"
+        )
+        self.thread_id = thread_id
+        self.update_id = update_id
+
+
+async def ask_thread(
+    client: Client,
+    thread_id: str,
+    message: QueuedMessage,
+    *,
+    policy: Policy = "enqueue",
+    update_id: str | None = None,
+    timeout: float | None = None,
+    store: Store | None = None,
+) -> TurnResult:
+    """Submit `message` as a turn and return how that turn ended.
+
+    With `update_id`, an update already sent with that id (by an earlier call, maybe of
+    another process) is waited for instead of sending the message again.
+    """
+    request = SubmitTurnRequest.model_validate(
+        {**message.model_dump(), "policy": policy, "wait": "completed"}
+    )
+    waiter = _Waiter(client, thread_id, request, update_id or f"ask-{uuid.uuid4().hex}", timeout)
+    result = await waiter.run(attach_first=update_id is not None)
+    if result.turn is None:
+        raise RuntimeError(
+            f"thread {thread_id} answered submit_turn without a turn result: its worker "
+            "predates wait=completed"
+        )
+    return await _with_response(result.turn, thread_id, store)
+
+
+class _Waiter:
+    """One `ask`: send or re-attach until the update's outcome arrives or time runs out."""
+
+    def __init__(
+        self,
+        client: Client,
+        thread_id: str,
+        request: SubmitTurnRequest,
+        update_id: str,
+        timeout: float | None,
+    ) -> None:
+        self._client = client
+        self._thread_id = thread_id
+        self._request = request
+        self._update_id = update_id
+        self._timeout = timeout
+        self._started = time.monotonic()
+        # The run that accepted the update: its outcome stays there after continue-as-new.
+        self._run_id: str | None = None
+
+    async def run(self, *, attach_first: bool) -> SubmitTurnResult:
+        attach = attach_first
+        while True:
+            try:
+                handle = await (self._attach() if attach else self._send())
+                return SubmitTurnResult.model_validate(
+                    await handle.result(rpc_timeout=self._remaining())
+                )
+            except WorkflowUpdateRPCTimeoutOrCancelledError:
+                # The SDK turns a cancellation of this task into this error too.
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise asyncio.CancelledError() from None
+                if self._timeout is not None and self._remaining_seconds() <= 0:
+                    raise TurnWaitTimeout(self._thread_id, self._update_id, self._timeout) from None
+                attach = True  # cut: wait for the same update again
+            except RPCError as err:
+                if not (attach and err.status == RPCStatusCode.NOT_FOUND):
+                    raise
+                # No such update (never admitted, or accepted by a run since continued as
+                # new): send it; the thread answers a known update id from its memory.
+                attach, self._run_id = False, None
+
+    async def _send(self) -> WorkflowUpdateHandle[SubmitTurnResult]:
+        handle = await self._client.get_workflow_handle(self._thread_id).start_update(
+            UPDATE_SUBMIT_TURN,
+            self._request,
+            id=self._update_id,
+            wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+            result_type=SubmitTurnResult,
+            rpc_timeout=self._remaining(),
+        )
+        self._run_id = handle.workflow_run_id
+        return handle
+
+    async def _attach(self) -> WorkflowUpdateHandle[SubmitTurnResult]:
+        return self._client.get_workflow_handle(self._thread_id).get_update_handle(
+            self._update_id, workflow_run_id=self._run_id, result_type=SubmitTurnResult
+        )
+
+    def _remaining(self) -> timedelta | None:
+        """The RPC deadline: what is left of `timeout` (None: the server's long poll)."""
+        if self._timeout is None:
+            return None
+        return timedelta(seconds=max(self._remaining_seconds(), 0.001))
+
+    def _remaining_seconds(self) -> float:
+        return self._started + (self._timeout or 0.0) - time.monotonic()
+
+
+async def _with_response(turn: TurnResult, thread_id: str, store: Store | None) -> TurnResult:
+    """A result replayed after continue-as-new has no text: read it from the store."""
+    if turn.response is not None or turn.message_id is None or store is None:
+        return turn
+    message = await asyncio.to_thread(store.messages.get, thread_id, turn.message_id)
+    if message is None:
+        return turn
+    return turn.model_copy(update={"response": message.content})
