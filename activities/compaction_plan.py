@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from activities.context import model_view
 from activities.previews import preview_message
 from contract.context import PINNED_METADATA_KEY
 from contract.context_budget import estimate_tokens, message_tokens
@@ -81,9 +82,10 @@ def is_pinned(message: Message) -> bool:
 
 
 def render_lines(messages: list[Message], cap: int) -> Iterator[str]:
-    """The messages as the summariser reads them, one block each, big ones previewed."""
+    """The messages as the summariser reads them, one block each, big ones previewed;
+    tool results as the model reads them (`model_view`)."""
     for message in messages:
-        shown, _ = preview_message(message, cap)
+        shown, _ = preview_message(model_view(message), cap)
         text = shown.content or ""
         if message.role == "assistant":
             calls = [

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from activities.images import ImageView, user_content
+from contract.activities import ToolResult
 from contract.definitions import DefinitionSnapshot, PromptDef
 from contract.messages import Message, Side
 from contract.thread_env import EnvEntry, model_visible
@@ -59,6 +61,55 @@ def project_messages(
         else:
             out.append({"role": message.role, "content": _with_attachments(message)})
     return out
+
+
+def model_view(message: Message) -> Message:
+    """`message` as the model reads it: a tool message's stored envelope becomes its text
+    (`tool_result_text`); any other message is returned as it is.
+
+    Previews are cut from this view and `read_output` pages it, so a preview's offsets are
+    offsets into the text the model saw (docs/tool-results.md).
+    """
+    if message.role != "tool" or not message.content:
+        return message
+    text = tool_message_text(message.content)
+    return message if text == message.content else message.model_copy(update={"content": text})
+
+
+def tool_message_text(content: str) -> str:
+    """The model's text for a stored tool message's content; content that is not a
+    `ToolResult` envelope (none that weft writes) is sent as it is."""
+    try:
+        result = ToolResult.model_validate_json(content)
+    except ValueError:
+        return content
+    return tool_result_text(result)
+
+
+def tool_result_text(result: ToolResult) -> str:
+    """What the model reads of a tool result, instead of the stored envelope.
+
+    A success is its `result`: a string as it is (the empty string as `""`, so a tool
+    message is never empty), anything else as compact JSON. An error is `Error (code):
+    message`, then its `error_data` and any partial `result` as compact JSON, a line each;
+    never the stack. Attachments, of either, follow on a line naming their paths.
+    """
+    if result.status == "success":
+        value = result.result
+        text = value if isinstance(value, str) and value else _compact(value)
+    else:
+        head = f"Error ({result.error_code})" if result.error_code else "Error"
+        lines = [f"{head}: {result.error or 'the tool failed'}"]
+        lines += [_compact(v) for v in (result.error_data, result.result) if v is not None]
+        text = "\n".join(lines)
+    if result.attachments:
+        text += "\n\n[attachments: " + ", ".join(result.attachments) + "]"
+    return text
+
+
+def _compact(value: Any) -> str:
+    # As the store's JSON: no spaces, non-ASCII text as it is (cheaper than \u escapes).
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _assistant(message: Message) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 A request holds a frame (the side's system prompt and tools) and the transcript from the
 boundary in force: the boundary's summary joins the system prompt, pinned messages follow,
-then every message from `first_kept_position` on. A message over the preview cap is sent
-as a preview with a ref that the `read_output` tool pages through; the store keeps it whole.
+then every message from `first_kept_position` on. A tool result is sent as its text, not
+its stored envelope (`model_view`). A message over the preview cap is sent as a preview
+with a ref that the `read_output` tool pages through; the store keeps it whole.
 `model.call` and `context.compact` build requests here, so the size a compaction promises
 is the size the next call sends.
 """
@@ -14,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from activities.context import project_messages, render_prompt
+from activities.context import model_view, project_messages, render_prompt
 from activities.images import ImageView
 from activities.previews import preview_message
 from activities.read_output import READ_OUTPUT_SPEC
@@ -123,7 +124,8 @@ def build_window(
     previews = 0
     sent = []
     for message in [*pinned, *messages]:
-        shown, previewed = preview_message(message, cap)
+        # Tool results as the model reads them, then cut: a preview's offsets are the text's.
+        shown, previewed = preview_message(model_view(message), cap)
         previews += previewed
         sent.append(shown)
     transcript = project_messages(sent, side=side, dual=frame_.dual, images=images)

@@ -3,7 +3,9 @@
 The store keeps every message whole. Only the request is cut: a message over the preview
 cap (a share of the model's prompt budget) is sent as its head and a notice naming its
 ref and the offset to read on from, so one 5 MB tool output cannot fill the window.
-Offsets are character offsets into the stored content, the unit a model can count in.
+Offsets are character offsets, the unit a model can count in, into the text the model
+reads: the content as stored, or for a tool result its text rather than its envelope
+(`activities.context.model_view` gives both the preview and `read_output` that text).
 """
 
 from __future__ import annotations
@@ -68,8 +70,8 @@ def page_chars(cap_tokens: int) -> int:
     """The longest page `read_output` returns for a preview cap of `cap_tokens`.
 
     Half the cap's bytes: `read_page` keeps a page's text, JSON-escaped, within that many
-    bytes, and the other half holds the tool result around it (ref, offsets, status) with
-    room to spare. So the tool message carrying a page never exceeds the cap and is never
+    bytes, and the other half holds the tool result around it (ref and offsets, as the
+    compact JSON the model reads) with room to spare. So the tool message carrying a page never exceeds the cap and is never
     itself cut to a preview, which would send the model paging through its own page.
     """
     return max(1, cap_tokens * BYTES_PER_TOKEN // 2)

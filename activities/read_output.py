@@ -2,7 +2,8 @@
 
 Offered by `model.call` whenever the request holds a preview (or a summary that names a
 ref). It reads the stored message of this thread only, so a model cannot read another
-thread's outputs by guessing a ref.
+thread's outputs by guessing a ref. It pages the text the preview was cut from: a tool
+result as the model reads it (`model_view`), not its stored envelope.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from activities.context import model_view
 from activities.previews import read_page
 from activities.store import Store
 from contract.activities import ToolResult
@@ -71,7 +73,7 @@ async def read_output(
     if message is None:
         return _error("unknown_ref", f"read_output: no stored output at {args.ref}")
     try:
-        page = read_page(message.content or "", args.offset, args.limit, max_chars)
+        page = read_page(model_view(message).content or "", args.offset, args.limit, max_chars)
     except ValueError as err:
         return _error("invalid_arguments", f"read_output: {err}")
     return ToolResult(status="success", result={"ref": args.ref, **page})

@@ -160,7 +160,10 @@ def message_tokens(message: Message, cap: int | None) -> int:
     """Estimated tokens `message` adds to a request, as the model activity will send it.
 
     A spilled or blob-backed message is counted at its full size (the workflow holds only
-    a preview of it); content over `cap` is sent as a preview, so it counts as `cap`.
+    a preview of it); content over `cap` is sent as a preview, so it counts as `cap`. A tool
+    result counts as its stored envelope, a little more than the text the model is sent
+    (docs/tool-results.md): the safe side, and the same count on replay as before. The
+    request's own estimate (`model.call`'s report) counts the text that was sent.
     """
     counted = estimate_message_tokens([message])
     meta = message.metadata or {}

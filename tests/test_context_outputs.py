@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from support import read
+from support import assert_preview_of, read
 from test_context_compaction import FILLER, WINDOW, ask, chat_script, chat_thread
 
 READ = {"ref": "{{preview.ref}}", "offset": "{{preview.offset}}"}
@@ -45,16 +45,24 @@ async def test_a_five_megabyte_output_is_previewed_and_paged(
 
     stored = worker.store.messages.list(started.id)
     (dumped,) = [m for m in stored if m.name == "dump"]
-    assert len(dumped.content or "") > 5_000_000  # the store keeps it whole
+    assert len(dumped.content or "") > 5_000_000  # the store keeps it whole, as the envelope
+    envelope = json.loads(dumped.content or "")
+    assert envelope["status"] == "success"
+    # The model reads the dump's text (docs/tool-results.md): the preview is its head, and
+    # read_output pages that same text from where the preview stopped.
+    content = envelope["result"]
+    assert_preview_of(tool_message["content"], content)
+    shown = int(tool_message["content"].rsplit('"offset": ', 1)[1].split("}", 1)[0])
     pages = [json.loads(m.content or "") for m in stored if m.name == "read_output"]
     assert [p["status"] for p in pages] == ["success", "success"]
     first, second = (p["result"] for p in pages)
-    content = dumped.content or ""
+    assert first["offset"] == shown and first["totalChars"] == len(content)
     assert first["text"] == content[first["offset"] : first["offset"] + first["returnedChars"]]
     assert second["offset"] == first["nextOffset"]
     assert second["text"] == content[second["offset"] : second["offset"] + second["returnedChars"]]
-    assert "line 0000" in first["text"]
-    # The model received the first page in the request that asked for the second.
+    assert "of the dump\nline " in first["text"]
+    # The model received the first page, as its JSON text, in the request that asked for the
+    # second.
     seen = json.loads(requests[2]["messages"][-1]["content"])
-    assert seen["result"]["text"] == first["text"]
+    assert seen == first
     assert (await read(handle)).warnings == 0

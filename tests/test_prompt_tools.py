@@ -91,13 +91,18 @@ async def test_prompt_tool_runs_its_own_loop(start_worker, temporal_client, scri
     assert [t["function"]["name"] for t in first["tools"]] == ["weather", "explode", "ask_human"]
     assert _said(second)[-2:] == [
         ("assistant", "weather"),
-        ("tool", second["messages"][-1]["content"]),
+        ("tool", '{"city":"Paris","forecast":"sunny","celsius":21}'),
     ]
-    # The caller's model never saw the nested messages: call, then the one result.
+    # The caller's model never saw the nested messages: call, then the one result, which
+    # it reads as the result's JSON text, not the stored envelope (docs/tool-results.md).
     assert _said(_requests(scripted_server, main)[-1])[1:] == [
         ("user", "hello"),
         ("assistant", "advisor"),
-        ("tool", messages[6].content),
+        (
+            "tool",
+            '{"response":"Paris is sunny.","toolCalls":[{"name":"weather",'
+            '"arguments":{"city":"Paris"},"status":"success"}]}',
+        ),
     ]
     await handle.signal("terminate", {})
 

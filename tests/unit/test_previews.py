@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from activities.context import model_view
 from activities.previews import page_chars, preview_message, read_page
 from contract.activities import ToolResult
 from contract.context import ContextOptions
@@ -109,11 +110,10 @@ def test_a_page_wrapped_as_a_tool_result_is_never_previewed_again(content):
     ref = "weft://threads/" + "t" * 64 + "/messages/" + "m" * 64
     page = read_page(content, 1_000, None, max_chars)
     result = ToolResult(status="success", result={"ref": ref, **page})
-    message = stored(result.model_dump_json(exclude_none=True))
+    # What the model is sent: the result's JSON text (activities/context.py, model_view).
+    message = model_view(stored(result.model_dump_json(exclude_none=True)))
     assert preview_message(message, MODEL_CAP) == (message, False)
-    assert (
-        json.loads(message.content or "")["result"]["text"] == content[1_000 : page["nextOffset"]]
-    )
+    assert json.loads(message.content or "")["text"] == content[1_000 : page["nextOffset"]]
 
 
 def test_a_limit_is_honoured_and_capped():
