@@ -1,0 +1,158 @@
+"""`weft.Thread`: a handle on one agent thread (a running `AgentThread` workflow)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Literal
+
+from temporalio.client import Client
+
+from activities.store import Store
+from client.actions import respond_checked, response
+from client.threads import Threads, tail_events
+from contract.actions import RespondActionResult
+from contract.events import Event
+from contract.thread import ThreadOptions, ThreadRead, ThreadResult
+from contract.turns import TurnResult
+from weft._config import DEFAULT_TASK_QUEUE
+
+Policy = Literal["enqueue", "interrupt", "reject"]
+Decision = Literal["approve", "deny", "answer"]
+
+
+class Thread:
+    """One agent thread: `await Thread.start(client, agent)`, or `Thread(client, id)` to
+    attach to a thread that exists.
+
+    A thread never completes by itself: it waits for the next message until `terminate`.
+    `store` (e.g. `worker.store`, or `weft.Store.open(url)` in another process) is needed
+    by `events()`; with it, a message over 64 KiB is sent as a blob instead of being
+    refused. `client` must come from `weft.connect` (weft's data converter).
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        thread_id: str,
+        *,
+        store: Store | None = None,
+        task_queue: str = DEFAULT_TASK_QUEUE,
+    ) -> None:
+        self.id = thread_id
+        self.client = client
+        self.store = store
+        self._threads = Threads(client, task_queue=task_queue, store=store)
+
+    @classmethod
+    async def start(
+        cls,
+        client: Client,
+        agent: str,
+        *,
+        messages: Sequence[str | dict[str, Any]] = (),
+        thread_id: str | None = None,
+        env: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        options: ThreadOptions | Mapping[str, Any] | None = None,
+        task_queue: str = DEFAULT_TASK_QUEUE,
+        store: Store | None = None,
+    ) -> Thread:
+        """Start a thread of `agent` (its workflow id is the thread id, generated if None).
+
+        `messages` (str: a user message) are queued at once; often there are none and the
+        first turn is an `ask`. `env` values are secrets unless given as
+        `{"value": ..., "type": "text"}`. `options` are the thread's runtime options, e.g.
+        `{"maxTotalSteps": 64}`: the hard cap of steps per session (default 64), where a
+        model call together with the tool calls it asked for is one step.
+        `task_queue` must be the worker's (default `agents`).
+        """
+        fields: dict[str, Any] = {"env": dict(env or {})}
+        if session_id is not None:
+            fields["session_id"] = session_id
+        if user_id is not None:
+            fields["user_id"] = user_id
+        if options is not None:
+            fields["options"] = options
+        threads = Threads(client, task_queue=task_queue, store=store)
+        handle = await threads.start(agent, messages=messages, thread_id=thread_id, **fields)
+        return cls(client, handle.id, store=store, task_queue=task_queue)
+
+    async def ask(
+        self,
+        text: str,
+        *,
+        policy: Policy = "enqueue",
+        update_id: str | None = None,
+        timeout: float | None = None,
+    ) -> TurnResult:
+        """Send `text` as a user turn and wait until that turn ends (no polling).
+
+        The answer is `result.response`; `result.status` is `completed`, `failed` (see
+        `result.error`), `refused` or `aborted`, and `result.stop_reason` says which rule
+        ended the turn. `result.events_cursor` is where the turn's events end (pass it to
+        `events(after=...)`). The wait survives worker restarts; a call that is cut
+        re-attaches by `update_id`, and asking again with the same `update_id` returns the
+        same result without sending the text twice. `timeout` (s; None waits for ever)
+        raises `TurnWaitTimeout`, carrying the update id. `policy="interrupt"` cancels the
+        model call in flight; `"reject"` refuses the turn when the thread is busy.
+        """
+        return await self._threads.ask(
+            self.id, text, policy=policy, update_id=update_id, timeout=timeout
+        )
+
+    async def send(
+        self, text: str, *, role: Literal["user", "assistant", "system"] = "user"
+    ) -> None:
+        """Queue a message and return at once (`queue_message`): a busy thread reads it
+        before its next model call, an idle one starts a turn."""
+        await self._threads.send(self.id, text, role=role)
+
+    async def events(
+        self, after: int | str | None = None, *, follow: bool = True
+    ) -> AsyncIterator[Event]:
+        """The thread's events, from the store, after a cursor; then, with `follow`, the new
+        ones as they are written (the model's text streams as `model.delta` events).
+
+        `after` is an event sequence number, or an event id such as
+        `TurnResult.events_cursor`; None starts at the beginning. With `follow` the
+        iterator never ends by itself: break out of the loop (for example on
+        `turn.completed`). Needs the `store` the worker writes to.
+        """
+        if self.store is None:
+            raise ValueError(
+                "Thread.events reads the store the worker writes to: pass store= "
+                "(worker.store, or weft.Store.open(url)) to Thread.start or Thread(...)"
+            )
+        async for event in tail_events(self.store, self.id, after=after or 0, follow=follow):
+            yield event
+
+    async def respond(
+        self,
+        action_id: str,
+        decision: Decision,
+        *,
+        answer: Any = None,
+        scope: Literal["once", "session"] = "once",
+        reason: str | None = None,
+    ) -> RespondActionResult:
+        """Answer a pending human action (`read().pending_actions`): `approve` or `deny` a
+        tool permission (`scope="session"` approves the tool for the session), or `answer`
+        an `ask_human` question. An unknown or resolved action id raises
+        `temporalio.client.WorkflowUpdateFailedError` saying what is wrong."""
+        checked = response(action_id, decision, answer=answer, scope=scope, reason=reason)
+        return await respond_checked(self.client, self.id, checked)
+
+    async def read(self) -> ThreadRead:
+        """The thread read model: status, queue, pending actions, counters, usage, last
+        outcome and stop reason (the `thread_read` query; the worker must be running)."""
+        return await self._threads.read(self.id)
+
+    async def terminate(self, reason: str | None = None) -> None:
+        """Soft shutdown: cancels the work in flight, records it, and closes the workflow;
+        `result()` waits for that."""
+        await self._threads.terminate(self.id, reason)
+
+    async def result(self) -> ThreadResult:
+        """Wait until the thread has closed (after `terminate`) and return its result."""
+        return await self._threads.result(self.id)
