@@ -84,7 +84,11 @@ class TurnsCarry(CamelModel):
     instead of queuing the message again. Responses are dropped (they are in the store).
     """
 
-    results: list[TurnResult] = Field(default_factory=list)
+    results: dict[str, TurnResult] = Field(
+        default_factory=dict,
+        description="by the turn id a message was queued with (a message that joined a "
+        "running turn has that turn's result)",
+    )
     asked: dict[str, str] = Field(
         default_factory=dict, description="update id of a turn-waiting submit_turn → turn id"
     )

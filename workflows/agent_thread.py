@@ -136,7 +136,7 @@ class AgentThreadWorkflow:
     @workflow.update(name=UPDATE_SUBMIT_TURN)
     async def submit_turn(self, payload: Any = None) -> SubmitTurnResult:
         """Queue a message and say whether it starts a turn now, waits, or is refused."""
-        return self._control.submit_turn(payload)
+        return await self._control.submit_turn(payload)
 
     @submit_turn.validator
     def _validate_submit_turn(self, payload: Any = None) -> None:

@@ -2,6 +2,9 @@
 
 A run continues as new only at a safe point (idle, or between two steps of a turn), after
 every handler has finished, with the event outbox flushed and nothing waiting on a human.
+A `submit_turn` that waits for its turn (`wait: "completed"`) finishes only when the turn
+ends, which needs this run to go on: while one is pending the run does not continue as new
+(it would otherwise wait for that handler for ever), and tries again at the next safe point.
 `ThreadMemory` moves whole (less the flushed outbox and the older message index) into
 `ThreadCarryOver`; content stays in the store.
 """
@@ -26,6 +29,7 @@ from workflows.context_state import ContextState
 from workflows.outbox import flush
 from workflows.payload_budget import encoded_size
 from workflows.thread_state import Context, QueueEntry, SubagentBook, ThreadMemory, WorkflowContext
+from workflows.turn_book import TurnBook
 
 # The patch that introduced continue-as-new: histories recorded before it never continue.
 PATCH_ID = "continue-as-new-v1"
@@ -50,14 +54,21 @@ class Continuation:
         start = mem.start
         if mem.is_terminated() or mem.pending_actions or self._background.busy():
             return
+        if mem.turns.waiting:
+            return  # see the module docstring: the waiter needs this run to end its turn
         if not history_is_long(start.options):
             return
         if not workflow.patched(PATCH_ID):
             return  # a history from before continue-as-new existed
         announced = False
         while True:
-            await workflow.wait_condition(workflow.all_handlers_finished)
+            await workflow.wait_condition(
+                lambda: workflow.all_handlers_finished() or bool(mem.turns.waiting)
+            )
             if mem.is_terminated():
+                return
+            if mem.turns.waiting:  # one arrived meanwhile: defer (see the module docstring)
+                mem.incident("continue_as_new_deferred", "a turn-waiting submit_turn is pending")
                 return
             carried = carry_over(mem, self._agents.snapshot(), turn)
             next_input = start.model_copy(update={"carry_over": carried, "messages": []})
@@ -136,6 +147,7 @@ def carry_over(
         terminate_reason=mem.terminate_reason,
         turn=turn,
         context=mem.window.carry(),
+        turns=mem.turns.carry(),
     )
 
 
@@ -183,4 +195,5 @@ def restore(
             immediate_done=set(carried.immediate_done),
         ),
         window=ContextState.restore(carried.context),
+        turns=TurnBook.restore(carried.turns),
     )

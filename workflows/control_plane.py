@@ -55,6 +55,7 @@ from workflows.subagents.parent_reporter import ParentReporter
 from workflows.subagents.registry import SubagentRegistry, UnknownChild
 from workflows.subagents.spawner import SubagentSpawner, UnknownVariableRequest
 from workflows.thread_state import ThreadMemory
+from workflows.turn_waiters import TurnWaiters, current_update_id
 
 _SIGNALS = (
     SIGNAL_QUEUE_MESSAGE,
@@ -102,6 +103,7 @@ class ControlPlane:
         self._reporter = reporter
         self._context = context
         self._host = host
+        self._waiters = TurnWaiters(mem)
         self._handlers: dict[str, Callable[[str, list[Any]], None]] = {
             SIGNAL_QUEUE_MESSAGE: self._queue_message,
             SIGNAL_QUEUE_TOOL: self._queue_tool,
@@ -215,17 +217,27 @@ class ControlPlane:
         except PayloadTooLarge as err:
             raise ApplicationError(str(err), type="PayloadTooLarge", non_retryable=True) from None
 
-    def submit_turn(self, payload: Any) -> SubmitTurnResult:
-        """Queue a message and say whether it starts a turn now, waits, or is refused."""
+    async def submit_turn(self, payload: Any) -> SubmitTurnResult:
+        """Queue a message and say whether it starts a turn now, waits, or is refused.
+
+        With `wait: "completed"` it returns when that turn ends (workflows/turn_waiters.py).
+        """
         request = SubmitTurnRequest.model_validate(payload)
+        waits = request.wait == "completed"
+        update_id = current_update_id()
+        known = self._waiters.known(update_id) if waits else None
+        if known is not None:
+            return known
         idle = self._mem.is_idle() and not self._queue
         if request.policy == "reject" and not idle:
-            return self._queue.reject()
+            rejected = self._queue.reject()
+            return self._waiters.refused(update_id, rejected) if waits else rejected
         entry = self._queue.add_message(request.message())
         if request.policy == "interrupt" and self._in_flight.interrupt_model():
             self._queue.interrupted(entry)
         status = "accepted" if idle else "queued"
-        return SubmitTurnResult(turn_id=entry.turn_id, status=status, queue_id=entry.queue_id)
+        result = SubmitTurnResult(turn_id=entry.turn_id, status=status, queue_id=entry.queue_id)
+        return await self._waiters.wait(update_id, entry, result) if waits else result
 
     def validate_respond_action(self, payload: Any) -> None:
         response = _parse_update(UPDATE_RESPOND_ACTION_CHECKED, payload, ActionResponse)

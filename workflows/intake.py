@@ -41,6 +41,7 @@ class Intake:
         budget = mem.start.options.payload_budget_bytes
         while queue:
             entry = queue.pop()
+            mem.turns.join(entry.turn_id, turn_id)
             if entry.message is not None and encoded_size(entry.message) > budget:
                 drained.oversized.append(
                     _too_large(entry.queue_id, entry.turn_id, entry.message, budget)

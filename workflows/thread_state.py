@@ -29,6 +29,7 @@ from contract.thread import (
     UsageTotals,
 )
 from workflows.context_state import ContextState
+from workflows.turn_book import TurnBook
 
 MAX_INCIDENTS = 20
 
@@ -133,6 +134,8 @@ class ThreadMemory:
     subagents: SubagentBook = field(default_factory=SubagentBook)
     # The model context: boundary in force and token counts (workflows/context_state.py).
     window: ContextState = field(default_factory=ContextState)
+    # Recent turn results for callers that wait for a turn (workflows/turn_book.py).
+    turns: TurnBook = field(default_factory=TurnBook)
 
     @property
     def session_id(self) -> str | None:
@@ -191,6 +194,7 @@ class ThreadMemory:
             **ids,
         )
         self.outbox.append(event)
+        self.turns.observe(event, self)  # the turn events feed what waiting callers get
         return event
 
     def take_outbox(self) -> list[Event]:
@@ -252,6 +256,7 @@ class ThreadMemory:
         """
         if message.depth == 0:
             self.window.note_message(message, self.start.options.context)
+            self.turns.note_reply(message)
         if message.position >= self.counters.messages:
             self.counters.messages = message.position + 1
         self.index.append(
