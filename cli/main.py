@@ -14,7 +14,7 @@ from typing import Any
 
 from activities.definitions import DefinitionError
 from activities.store import Store
-from cli import code_command, codec_command, serve_command
+from cli import ask_command, code_command, codec_command, serve_command
 from cli.render import TranscriptPrinter
 from client.threads import Threads, tail_events
 from transport.connection import connect
@@ -116,6 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--status")
     listing.add_argument("--limit", type=int, default=50)
     listing.set_defaults(handler=_thread_list)
+    ask_command.register(actions)
 
     code_command.register(commands)
     codec_command.register(commands)
