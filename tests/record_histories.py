@@ -125,6 +125,8 @@ async def record(out: Path, only: set[str]) -> None:
             await _prompt_tool(client, scripted, address, out)
         if not only or HOOKS in only:
             await _hooks(client, scripted, address, out)
+        if not only or ASKS in only:
+            await _asks(client, scripted, address, out)
 
 
 async def _scenario(
@@ -374,6 +376,69 @@ async def _hooks(client: Any, scripted: ScriptedModelServer, address: str, out: 
         history = await handle.fetch_history()
         (out / f"{HOOKS}.json").write_text(history.to_json())
         print(f"recorded {HOOKS}: {len(history.events)} events")
+
+
+ASKS = "asks"
+
+
+async def _asks(client: Any, scripted: ScriptedModelServer, address: str, out: Path) -> None:
+    """submit_turn with wait=completed: an answered tool turn, a message that joins a running
+    turn, a refused one (policy reject), then terminate while one waits (aborted)."""
+    from client.threads import Threads
+
+    tmp = Path(f"/tmp/weft-record-{uuid.uuid4().hex[:8]}")
+    config = scratch_config(tmp)
+    config.temporal.address = address
+    model = add_script(
+        scripted,
+        {
+            "turns": [
+                {
+                    "match": "weather",
+                    "replies": [
+                        {"tool_calls": [{"name": "weather", "arguments": {"city": "Oslo"}}]},
+                        {"text": "Sunny in Oslo."},
+                    ],
+                },
+                {
+                    "match": "slow",
+                    "replies": [
+                        {
+                            "text": "looking it up, one moment please, nearly there",
+                            "tool_calls": [{"name": "weather", "arguments": {"city": "Rome"}}],
+                            "chunk_size": 4,
+                            "chunk_delay_ms": 100,
+                        }
+                    ],
+                },
+                {"match": "joined", "replies": [{"text": "both answered"}]},
+                {"match": "*", "replies": [{"text": "never", "delay_ms": 10_000}]},
+            ]
+        },
+    )
+    async with AgentWorker(
+        client,
+        config,
+        definitions=agent_definitions(model),
+        task_queue=f"record-{ASKS}",
+        scripted=scripted,
+    ) as worker:
+        handle = await start_thread(client, worker.task_queue, options={"modelMaxAttempts": 1})
+        threads = Threads(client, task_queue=worker.task_queue)
+        await threads.ask(handle.id, "weather in Oslo?", update_id="ask-weather")
+        slow = asyncio.create_task(threads.ask(handle.id, "slow one", update_id="ask-slow"))
+        await wait_until(handle, lambda s: s.status == "running")
+        await threads.ask(handle.id, "now", policy="reject", update_id="ask-rejected")
+        await threads.ask(handle.id, "joined too", update_id="ask-joined")
+        await slow
+        waiting = asyncio.create_task(threads.ask(handle.id, "hang", update_id="ask-aborted"))
+        await wait_until(handle, lambda s: s.status == "running")
+        await handle.signal("terminate", {"reason": "recorded"})
+        await waiting
+        await handle.result()
+        history = await handle.fetch_history()
+        (out / f"{ASKS}.json").write_text(history.to_json())
+        print(f"recorded {ASKS}: {len(history.events)} events")
 
 
 async def _drive_hitl(name: str, handle: Any) -> None:

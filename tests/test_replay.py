@@ -32,6 +32,7 @@ def test_histories_are_committed():
         "subagents_child",
         "prompt_tool",
         "hooks",
+        "asks",
     } <= names
 
 
