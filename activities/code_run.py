@@ -6,8 +6,8 @@ import asyncio
 
 from temporalio import activity
 
-from activities.sandbox import SandboxPool, run_code, to_jsonable
-from contract.code import ACTIVITY_CODE_RUN, CodeExecutionResult, CodeRunInput
+from weft.activities.sandbox import SandboxPool, run_code, to_jsonable
+from weft.contract.code import ACTIVITY_CODE_RUN, CodeExecutionResult, CodeRunInput
 
 HEARTBEAT_INTERVAL_S = 1.0
 

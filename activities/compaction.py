@@ -20,9 +20,9 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.clock import now_iso
-from activities.compaction_plan import Plan, chunk_lines, plan_cut, render_lines
-from activities.context_window import (
+from weft.activities.clock import now_iso
+from weft.activities.compaction_plan import Plan, chunk_lines, plan_cut, render_lines
+from weft.activities.context_window import (
     Frame,
     budget_of,
     build_window,
@@ -32,18 +32,18 @@ from activities.context_window import (
     request_tokens,
     tools_for,
 )
-from activities.model_support import cost_of, provider_for
-from activities.providers import ChatProvider, ChatRequest
-from activities.providers.definition_fields import streams
-from activities.snapshots import SnapshotCache
-from activities.spill import resolve_content_refs
-from activities.store import Store
-from activities.streaming import Heartbeater
-from contract.activities import ACTIVITY_CONTEXT_COMPACT, CompactInput, CompactResult, Usage
-from contract.context import DEFAULT_COMPACTION_PROMPT, ContextBoundary
-from contract.context_budget import BYTES_PER_TOKEN, ContextBudget, estimate_tokens
-from contract.definitions import DefinitionSnapshot, ModelDef
-from contract.events import Event
+from weft.activities.model_support import cost_of, provider_for
+from weft.activities.providers import ChatProvider, ChatRequest
+from weft.activities.providers.definition_fields import streams
+from weft.activities.snapshots import SnapshotCache
+from weft.activities.spill import resolve_content_refs
+from weft.activities.store import Store
+from weft.activities.streaming import Heartbeater
+from weft.contract.activities import ACTIVITY_CONTEXT_COMPACT, CompactInput, CompactResult, Usage
+from weft.contract.context import DEFAULT_COMPACTION_PROMPT, ContextBoundary
+from weft.contract.context_budget import BYTES_PER_TOKEN, ContextBudget, estimate_tokens
+from weft.contract.definitions import DefinitionSnapshot, ModelDef
+from weft.contract.events import Event
 
 # The first line of every summarising request, so logs and scripted models can tell it apart.
 REQUEST_MARKER = "[weft: compaction request]"

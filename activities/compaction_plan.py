@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from activities.context import model_view
-from activities.previews import preview_message
-from contract.context import PINNED_METADATA_KEY
-from contract.context_budget import estimate_tokens, message_tokens
-from contract.messages import Message
+from weft.activities.context import model_view
+from weft.activities.previews import preview_message
+from weft.contract.context import PINNED_METADATA_KEY
+from weft.contract.context_budget import estimate_tokens, message_tokens
+from weft.contract.messages import Message
 
 # What a tool call's arguments may take in the summariser's input.
 ARGUMENT_CHARS = 500

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from activities.images import ImageView, user_content
-from contract.activities import ToolResult
-from contract.definitions import DefinitionSnapshot, PromptDef
-from contract.messages import Message, Side
-from contract.thread_env import EnvEntry, model_visible
+from weft.activities.images import ImageView, user_content
+from weft.contract.activities import ToolResult
+from weft.contract.definitions import DefinitionSnapshot, PromptDef
+from weft.contract.messages import Message, Side
+from weft.contract.thread_env import EnvEntry, model_visible
 
 
 def render_prompt(prompt: PromptDef, snapshot: DefinitionSnapshot, env: dict[str, EnvEntry]) -> str:

@@ -15,23 +15,23 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from activities.context import model_view, project_messages, render_prompt
-from activities.images import ImageView
-from activities.previews import preview_message
-from activities.read_output import READ_OUTPUT_SPEC
-from activities.store import Store
-from contract.context import READ_OUTPUT_TOOL, ContextBoundary, ContextWindow
-from contract.context_budget import (
+from weft.activities.context import model_view, project_messages, render_prompt
+from weft.activities.images import ImageView
+from weft.activities.previews import preview_message
+from weft.activities.read_output import READ_OUTPUT_SPEC
+from weft.activities.store import Store
+from weft.contract.context import READ_OUTPUT_TOOL, ContextBoundary, ContextWindow
+from weft.contract.context_budget import (
     ContextBudget,
     estimate_message_tokens,
     estimate_tokens,
     preview_cap_tokens,
 )
-from contract.definitions import DefinitionSnapshot, ModelDef, PromptDef
-from contract.messages import Message, Side
-from contract.prompt_tools import PromptScope
-from contract.thread_env import merge_env
-from contract.tool_catalog import offered_tools
+from weft.contract.definitions import DefinitionSnapshot, ModelDef, PromptDef
+from weft.contract.messages import Message, Side
+from weft.contract.prompt_tools import PromptScope
+from weft.contract.thread_env import merge_env
+from weft.contract.tool_catalog import offered_tools
 
 # When the kept tail does not begin with a user message, providers that insist on one
 # (Anthropic) get this in its place; it also tells the model why the turn starts mid-way.

@@ -11,9 +11,9 @@ import asyncio
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.store import Store, StoreLimitError
-from activities.store.file_paths import InvalidPathError
-from contract.activities import ACTIVITY_FILES_COPY, CopyFilesInput, CopyFilesResult
+from weft.activities.store import Store, StoreLimitError
+from weft.activities.store.file_paths import InvalidPathError
+from weft.contract.activities import ACTIVITY_FILES_COPY, CopyFilesInput, CopyFilesResult
 
 
 class FileCopyActivities:

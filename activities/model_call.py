@@ -15,8 +15,8 @@ from typing import Any, TypedDict
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.clock import now_iso, now_micros
-from activities.context_window import (
+from weft.activities.clock import now_iso, now_micros
+from weft.activities.context_window import (
     Frame,
     Window,
     budget_of,
@@ -28,23 +28,23 @@ from activities.context_window import (
     request_tokens,
     tools_for,
 )
-from activities.hooks import HookRegistry
-from activities.hooks.model_hooks import ModelHooks
-from activities.images import image_view
-from activities.model_support import cost_of, provider_for, with_estimate
-from activities.providers import ChatProvider, ChatReply, ChatRequest
-from activities.providers.definition_fields import definition_fields
-from activities.scoped_window import load_scoped_window
-from activities.snapshots import SnapshotCache
-from activities.spill import resolve_content_refs, spill_if_large
-from activities.store import Store
-from activities.streaming import DeltaBatcher, Heartbeater, delta_event
-from activities.structured_output import checked_reply
-from contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult, Usage
-from contract.context import CONTEXT_TOO_LONG, ContextBoundary, ContextReport
-from contract.definitions import DefinitionSnapshot, ModelDef
-from contract.events import Event
-from contract.messages import Message
+from weft.activities.hooks import HookRegistry
+from weft.activities.hooks.model_hooks import ModelHooks
+from weft.activities.images import image_view
+from weft.activities.model_support import cost_of, provider_for, with_estimate
+from weft.activities.providers import ChatProvider, ChatReply, ChatRequest
+from weft.activities.providers.definition_fields import definition_fields
+from weft.activities.scoped_window import load_scoped_window
+from weft.activities.snapshots import SnapshotCache
+from weft.activities.spill import resolve_content_refs, spill_if_large
+from weft.activities.store import Store
+from weft.activities.streaming import DeltaBatcher, Heartbeater, delta_event
+from weft.activities.structured_output import checked_reply
+from weft.contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult, Usage
+from weft.contract.context import CONTEXT_TOO_LONG, ContextBoundary, ContextReport
+from weft.contract.definitions import DefinitionSnapshot, ModelDef
+from weft.contract.events import Event
+from weft.contract.messages import Message
 
 
 class ModelActivities:

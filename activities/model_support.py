@@ -7,10 +7,10 @@ from collections.abc import Mapping
 
 from temporalio.exceptions import ApplicationError
 
-from activities.providers import ChatProvider
-from contract.activities import Usage
-from contract.context import CONTEXT_TOO_LONG, ContextReport
-from contract.definitions import ModelDef
+from weft.activities.providers import ChatProvider
+from weft.contract.activities import Usage
+from weft.contract.context import CONTEXT_TOO_LONG, ContextReport
+from weft.contract.definitions import ModelDef
 
 
 def provider_for(providers: Mapping[str, ChatProvider], model: ModelDef) -> ChatProvider:

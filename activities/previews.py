@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from activities.spill import message_ref
-from contract.context_budget import BYTES_PER_TOKEN, estimate_tokens
-from contract.messages import Message
+from weft.activities.spill import message_ref
+from weft.contract.context_budget import BYTES_PER_TOKEN, estimate_tokens
+from weft.contract.messages import Message
 
 # Tokens kept free in a preview for the notice that follows the head, at least: a notice
 # with long thread and message ids takes more, and is measured.

@@ -14,12 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from activities.context import model_view
-from activities.previews import read_page
-from activities.store import Store
-from contract.activities import ToolResult
-from contract.context import READ_OUTPUT_TOOL
-from contract.validation import describe_validation_error
+from weft.activities.context import model_view
+from weft.activities.previews import read_page
+from weft.activities.store import Store
+from weft.contract.activities import ToolResult
+from weft.contract.context import READ_OUTPUT_TOOL
+from weft.contract.validation import describe_validation_error
 
 READ_OUTPUT_SPEC: dict[str, Any] = {
     "name": READ_OUTPUT_TOOL,

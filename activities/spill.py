@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from activities.clock import now_iso
-from contract.events import Event
-from contract.messages import Message
+from weft.activities.clock import now_iso
+from weft.contract.events import Event
+from weft.contract.messages import Message
 
 if TYPE_CHECKING:
-    from activities.store import Store
+    from weft.activities.store import Store
 
 SPILL_THRESHOLD_BYTES = 64 * 1024
 PREVIEW_CHARS = 2048

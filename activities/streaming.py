@@ -10,9 +10,9 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.providers import Delta
-from activities.store import Store
-from contract.events import Event
+from weft.activities.providers import Delta
+from weft.activities.store import Store
+from weft.contract.events import Event
 
 EventMaker = Callable[[int, str, str], Event]
 

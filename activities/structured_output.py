@@ -15,8 +15,8 @@ from typing import Any
 
 from jsonschema import exceptions, validators
 
-from activities.providers import ChatReply, ChatRequest
-from activities.providers.errors import excerpt, structured_output_invalid
+from weft.activities.providers import ChatReply, ChatRequest
+from weft.activities.providers.errors import excerpt, structured_output_invalid
 
 STRUCTURED_OUTPUT_ATTEMPTS = 3
 

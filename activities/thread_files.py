@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, overload
 
-from activities.store.files import FileStat, GrepMatch
+from weft.activities.store.files import FileStat, GrepMatch
 
 if TYPE_CHECKING:
-    from activities.store import Store
+    from weft.activities.store import Store
 
 
 class ThreadFiles:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from activities.store.subagents import SubagentEntry
+from weft.activities.store.subagents import SubagentEntry
 
 if TYPE_CHECKING:
-    from activities.store import Store, ThreadRow
+    from weft.activities.store import Store, ThreadRow
 
 
 class ThreadHierarchy:

@@ -13,22 +13,22 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.definitions import DefinitionError, Definitions
-from activities.definitions.variables import MissingVariable, thread_env
-from activities.hooks import HookRegistry
-from activities.hooks.thread_hooks import thread_created
-from activities.snapshots import SnapshotCache
-from activities.spill import resolve_content_refs
-from activities.store import Store, ThreadRow
-from activities.store.variable_requests import BootstrapError, VariableValue
-from contract.activities import (
+from weft.activities.definitions import DefinitionError, Definitions
+from weft.activities.definitions.variables import MissingVariable, thread_env
+from weft.activities.hooks import HookRegistry
+from weft.activities.hooks.thread_hooks import thread_created
+from weft.activities.snapshots import SnapshotCache
+from weft.activities.spill import resolve_content_refs
+from weft.activities.store import Store, ThreadRow
+from weft.activities.store.variable_requests import BootstrapError, VariableValue
+from weft.contract.activities import (
     ACTIVITY_STORE_FLUSH,
     ACTIVITY_THREAD_INIT,
     FlushInput,
     ThreadInitInput,
     ThreadInitResult,
 )
-from contract.definitions import DefinitionSnapshot
+from weft.contract.definitions import DefinitionSnapshot
 
 
 class ThreadRecordActivities:

@@ -16,26 +16,26 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 from temporalio import activity
 
-from activities.clock import now_iso, now_micros
-from activities.definitions import Definitions, FunctionTool
-from activities.hooks import HookRegistry
-from activities.hooks.tool_hooks import ToolHooks, refused
-from activities.previews import page_chars
-from activities.read_output import read_output
-from activities.sandbox import SandboxPool
-from activities.snapshots import SnapshotCache
-from activities.spill import spill_if_large
-from activities.store import Store
-from activities.streaming import Heartbeater
-from activities.tool_state import ThreadState
-from contract.activities import ACTIVITY_TOOL_CALL, ToolCallInput, ToolCallResult, ToolResult
-from contract.context import READ_OUTPUT_TOOL, ContextOptions
-from contract.context_budget import ContextBudget, preview_cap_tokens
-from contract.definitions import DefinitionSnapshot, PromptDef
-from contract.events import Event
-from contract.messages import Message
-from contract.thread_env import merge_env
-from contract.validation import describe_validation_error
+from weft.activities.clock import now_iso, now_micros
+from weft.activities.definitions import Definitions, FunctionTool
+from weft.activities.hooks import HookRegistry
+from weft.activities.hooks.tool_hooks import ToolHooks, refused
+from weft.activities.previews import page_chars
+from weft.activities.read_output import read_output
+from weft.activities.sandbox import SandboxPool
+from weft.activities.snapshots import SnapshotCache
+from weft.activities.spill import spill_if_large
+from weft.activities.store import Store
+from weft.activities.streaming import Heartbeater
+from weft.activities.tool_state import ThreadState
+from weft.contract.activities import ACTIVITY_TOOL_CALL, ToolCallInput, ToolCallResult, ToolResult
+from weft.contract.context import READ_OUTPUT_TOOL, ContextOptions
+from weft.contract.context_budget import ContextBudget, preview_cap_tokens
+from weft.contract.definitions import DefinitionSnapshot, PromptDef
+from weft.contract.events import Event
+from weft.contract.messages import Message
+from weft.contract.thread_env import merge_env
+from weft.contract.validation import describe_validation_error
 
 
 class ToolActivities:

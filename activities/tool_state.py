@@ -11,19 +11,19 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from activities.clock import now_iso
-from activities.hooks.messages import UPDATABLE_FIELDS, UpdateRefused, before_update
-from activities.sandbox import CodeExecution, SandboxPool, run_code
-from activities.store import Store
-from activities.thread_files import ThreadFiles
-from activities.thread_hierarchy import ThreadHierarchy
-from contract.activities import Intent
-from contract.events import Event
-from contract.messages import Message
-from contract.thread_env import EnvEntry, EnvType
+from weft.activities.clock import now_iso
+from weft.activities.hooks.messages import UPDATABLE_FIELDS, UpdateRefused, before_update
+from weft.activities.sandbox import CodeExecution, SandboxPool, run_code
+from weft.activities.store import Store
+from weft.activities.thread_files import ThreadFiles
+from weft.activities.thread_hierarchy import ThreadHierarchy
+from weft.contract.activities import Intent
+from weft.contract.events import Event
+from weft.contract.messages import Message
+from weft.contract.thread_env import EnvEntry, EnvType
 
 if TYPE_CHECKING:
-    from activities.hooks.runner import HookRunner
+    from weft.activities.hooks.runner import HookRunner
 
 __all__ = ["IntentUnavailable", "ThreadState", "UpdateRefused"]
 

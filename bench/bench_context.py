@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from support import local_stack, scratch_config, start_thread, wait_until  # noqa: E402
 from test_context_compaction import FILLER, WINDOW, chat_script, definitions  # noqa: E402
 
-from activities.compaction import REQUEST_MARKER  # noqa: E402
-from workers.agent_worker import AgentWorker  # noqa: E402
+from weft.activities.compaction import REQUEST_MARKER  # noqa: E402
+from weft.workers.agent_worker import AgentWorker  # noqa: E402
 
 
 def _is_chat(record: dict) -> bool:

@@ -30,7 +30,7 @@ from support import (  # noqa: E402
     wait_until,
 )
 
-from workers.agent_worker import AgentWorker  # noqa: E402
+from weft.workers.agent_worker import AgentWorker  # noqa: E402
 
 
 async def main(threads: int, steps: int, store_url: str | None) -> None:

@@ -32,7 +32,7 @@ from support import (  # noqa: E402
     wait_until,
 )
 
-from workers.agent_worker import AgentWorker  # noqa: E402
+from weft.workers.agent_worker import AgentWorker  # noqa: E402
 
 MAX_EVENTS = 10_000
 MAX_BYTES = 5 * 1024 * 1024

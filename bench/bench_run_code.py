@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from activities.sandbox import SandboxPool, run_code
+from weft.activities.sandbox import SandboxPool, run_code
 
 TRIVIAL = "const answer: number = 40 + 2;\nexport default answer;\n"
 LATENCY_RUNS = 300

@@ -37,11 +37,11 @@ from support import (  # noqa: E402
     wait_until,
 )
 
-from activities.providers import ChatRequest, OpenAIChatProvider  # noqa: E402
-from activities.store import Store  # noqa: E402
-from contract.messages import Message  # noqa: E402
-from workers.agent_worker import AgentWorker  # noqa: E402
-from workers.scripted_model import ScriptedModelServer  # noqa: E402
+from weft.activities.providers import ChatRequest, OpenAIChatProvider  # noqa: E402
+from weft.activities.store import Store  # noqa: E402
+from weft.contract.messages import Message  # noqa: E402
+from weft.workers.agent_worker import AgentWorker  # noqa: E402
+from weft.workers.scripted_model import ScriptedModelServer  # noqa: E402
 
 TOOL_ARGS = {"text": "a benchmark note"}
 
@@ -146,7 +146,7 @@ async def handwritten(client, scripted, model: str, steps: int, tmp: Path) -> fl
     from handwritten import HandwrittenActivities, HandwrittenLoop
     from temporalio.worker import Worker
 
-    from workers.agent_worker import workflow_runner
+    from weft.workers.agent_worker import workflow_runner
 
     store = Store.open(f"sqlite:///{tmp / f'hand-{uuid.uuid4().hex[:6]}.db'}")
     queue = f"hand-{uuid.uuid4().hex[:8]}"

@@ -19,9 +19,9 @@ with workflow.unsafe.imports_passed_through():
     # Activities' I/O modules are only used outside the sandbox, by the activity methods.
     import httpx
 
-    from activities.providers import ChatRequest, OpenAIChatProvider
-    from activities.store import Store
-    from contract.messages import Message
+    from weft.activities.providers import ChatRequest, OpenAIChatProvider
+    from weft.activities.store import Store
+    from weft.contract.messages import Message
 
 
 class HandwrittenActivities:

@@ -8,13 +8,13 @@ from typing import Any
 
 from temporalio.client import WorkflowUpdateFailedError
 
-from activities.store import Store
-from client.ask import TurnWaitTimeout
-from client.threads import Threads
-from contract.turns import TurnResult
-from transport.connection import connect
-from workers.config import WeftConfig
-from workers.secrets import load_keyring
+from weft.activities.store import Store
+from weft.client.ask import TurnWaitTimeout
+from weft.client.threads import Threads
+from weft.contract.turns import TurnResult
+from weft.transport.connection import connect
+from weft.workers.config import WeftConfig
+from weft.workers.secrets import load_keyring
 
 
 def register(actions: Any) -> None:

@@ -61,7 +61,7 @@ def _load(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
 
 
 async def _execute(source: str, options: dict[str, Any], terminate_after_ms: float | None) -> Any:
-    from activities.sandbox import SandboxPool, run_code
+    from weft.activities.sandbox import SandboxPool, run_code
 
     with SandboxPool(size=1, max_workers=1) as pool:
         handle = run_code(source, options, pool=pool)
@@ -76,7 +76,7 @@ async def _execute(source: str, options: dict[str, Any], terminate_after_ms: flo
 
 def run(args: argparse.Namespace) -> int:
     """Run the `code run` command; returns the process exit status."""
-    from activities.sandbox import to_jsonable
+    from weft.activities.sandbox import to_jsonable
 
     try:
         source, options = _load(args)
@@ -92,10 +92,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Standalone entry point: `python -m cli.code_command run FILE ...`."""
+    """Standalone entry point: `python -m weft.cli.code_command run FILE ...`."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] != ["code"]:
-        argv.insert(0, "code")  # so `python -m cli.code_command run FILE` works too
+        argv.insert(0, "code")  # so `python -m weft.cli.code_command run FILE` works too
     parser = argparse.ArgumentParser(prog="weft")
     register(parser.add_subparsers(dest="command", required=True))
     try:

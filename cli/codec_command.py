@@ -9,10 +9,10 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from activities.crypto import new_key
-from transport.codec import EncryptionCodec
-from workers.config import ConfigError, WeftConfig
-from workers.secrets import load_keyring
+from weft.activities.crypto import new_key
+from weft.transport.codec import EncryptionCodec
+from weft.workers.config import ConfigError, WeftConfig
+from weft.workers.secrets import load_keyring
 
 
 def register(subparsers: Any) -> None:
@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
 
 async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
     """Serve until interrupted; the token comes from WEFT_CODEC_TOKEN or is made and shown."""
-    from workers.codec_server import CodecServer
+    from weft.workers.codec_server import CodecServer
 
     keyring = load_keyring(config)
     if keyring is None:

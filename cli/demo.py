@@ -7,11 +7,11 @@ import asyncio
 from collections.abc import Callable
 from typing import TextIO
 
-from cli.render import TranscriptPrinter
-from client.threads import Threads, tail_events
-from contract.thread import ThreadRead
-from workers.config import WeftConfig
-from workers.dev_stack import DevStack
+from weft.cli.render import TranscriptPrinter
+from weft.client.threads import Threads, tail_events
+from weft.contract.thread import ThreadRead
+from weft.workers.config import WeftConfig
+from weft.workers.dev_stack import DevStack
 
 QUESTION = "What's the weather in Paris and Tokyo?"
 FOLLOW_UP = "And what should I pack for Paris?"

@@ -12,15 +12,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from activities.definitions import DefinitionError
-from activities.store import Store
-from cli import ask_command, code_command, codec_command, serve_command
-from cli.render import TranscriptPrinter
-from client.threads import Threads, tail_events
-from transport.connection import connect
-from workers.config import ConfigError, WeftConfig, load_config
-from workers.dev_server import DevServerError
-from workers.secrets import load_keyring
+from weft.activities.definitions import DefinitionError
+from weft.activities.store import Store
+from weft.cli import ask_command, code_command, codec_command, serve_command
+from weft.cli.render import TranscriptPrinter
+from weft.client.threads import Threads, tail_events
+from weft.transport.connection import connect
+from weft.workers.config import ConfigError, WeftConfig, load_config
+from weft.workers.dev_server import DevServerError
+from weft.workers.secrets import load_keyring
 
 EXIT_USAGE = 2
 
@@ -141,7 +141,7 @@ async def _threads(config: WeftConfig) -> Threads:
 
 
 async def _dev(args: argparse.Namespace, config: WeftConfig) -> int:
-    from workers.dev_stack import DevStack
+    from weft.workers.dev_stack import DevStack
 
     async with DevStack(config, ui=True) as stack:
         print(
@@ -155,7 +155,7 @@ async def _dev(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 async def _worker(args: argparse.Namespace, config: WeftConfig) -> int:
-    from workers.agent_worker import AgentWorker, load_definitions
+    from weft.workers.agent_worker import AgentWorker, load_definitions
 
     definitions = load_definitions(config)  # fail fast, before connecting anywhere
     client = await _client(config)
@@ -168,7 +168,7 @@ async def _worker(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 async def _demo(args: argparse.Namespace, config: WeftConfig) -> int:
-    from cli.demo import run_demo
+    from weft.cli.demo import run_demo
 
     return await run_demo(config, sys.stdout)
 
@@ -207,7 +207,7 @@ async def _thread_show(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 async def _thread_tail(args: argparse.Namespace, config: WeftConfig) -> int:
-    from activities.store import Store
+    from weft.activities.store import Store
 
     store = await asyncio.to_thread(Store.open, config.store_url())
     printer = TranscriptPrinter(sys.stdout)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from contract.events import Event
+from weft.contract.events import Event
 
 
 class TranscriptPrinter:

@@ -9,9 +9,9 @@ import secrets
 import signal
 from typing import Any
 
-from transport.connection import connect
-from workers.config import WeftConfig
-from workers.secrets import load_keyring
+from weft.transport.connection import connect
+from weft.workers.config import WeftConfig
+from weft.workers.secrets import load_keyring
 
 TOKEN_ENV = "WEFT_GATEWAY_TOKEN"
 
@@ -33,8 +33,8 @@ def register(subparsers: Any) -> None:
 async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
     """Serve until SIGINT/SIGTERM (a graceful stop, status 0), over the configured store,
     Temporal and codec keys."""
-    from activities.store import Store
-    from workers.gateway import GatewayServer, create_app
+    from weft.activities.store import Store
+    from weft.workers.gateway import GatewayServer, create_app
 
     token = args.token or os.environ.get(TOKEN_ENV)
     if not token:

@@ -11,7 +11,7 @@ from typing import Any
 
 from temporalio.client import Client
 
-from contract.actions import (
+from weft.contract.actions import (
     SIGNAL_RESPOND_ACTION,
     UPDATE_RESPOND_ACTION_CHECKED,
     ActionKind,

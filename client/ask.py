@@ -22,10 +22,10 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.store import Store
-from contract.messages import QueuedMessage, SubmitTurnRequest, SubmitTurnResult
-from contract.thread import UPDATE_SUBMIT_TURN
-from contract.turns import TurnResult
+from weft.activities.store import Store
+from weft.contract.messages import QueuedMessage, SubmitTurnRequest, SubmitTurnResult
+from weft.contract.thread import UPDATE_SUBMIT_TURN
+from weft.contract.turns import TurnResult
 
 Policy = Literal["enqueue", "interrupt", "reject"]
 

@@ -14,12 +14,12 @@ from typing import Any
 
 from temporalio.client import Client
 
-from activities.store import Store
-from client.liveness import QUERY_TIMEOUT, UNANSWERED, is_running
-from client.threads import tail_events
-from contract.events import Event
-from contract.read_models import session_snapshot
-from contract.thread import QUERY_SESSION_SNAPSHOT, QUERY_THREAD_READ, ThreadRead
+from weft.activities.store import Store
+from weft.client.liveness import QUERY_TIMEOUT, UNANSWERED, is_running
+from weft.client.threads import tail_events
+from weft.contract.events import Event
+from weft.contract.read_models import session_snapshot
+from weft.contract.thread import QUERY_SESSION_SNAPSHOT, QUERY_THREAD_READ, ThreadRead
 
 FINAL_STATUSES = ("completed", "cancelled", "failed")
 

@@ -13,19 +13,19 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
-from activities.spill import SPILL_THRESHOLD_BYTES, spill_queued_content
-from activities.store import Store
-from client.ask import Policy, ask_thread
-from client.context import context_snapshot
-from contract.context import SIGNAL_COMPACT, CompactRequest
-from contract.events import Event
-from contract.messages import (
+from weft.activities.spill import SPILL_THRESHOLD_BYTES, spill_queued_content
+from weft.activities.store import Store
+from weft.client.ask import Policy, ask_thread
+from weft.client.context import context_snapshot
+from weft.contract.context import SIGNAL_COMPACT, CompactRequest
+from weft.contract.events import Event
+from weft.contract.messages import (
     MAX_QUEUED_CONTENT_CHARS,
     MessagePage,
     QueuedMessage,
     SubmitTurnResult,
 )
-from contract.thread import (
+from weft.contract.thread import (
     QUERY_MESSAGES,
     QUERY_THREAD_READ,
     SIGNAL_QUEUE_MESSAGE,
@@ -37,7 +37,7 @@ from contract.thread import (
     ThreadResult,
     ThreadStartInput,
 )
-from contract.turns import TurnResult
+from weft.contract.turns import TurnResult
 
 
 class Threads:

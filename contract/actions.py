@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from contract.wire import CamelModel
+from weft.contract.wire import CamelModel
 
 SIGNAL_RESPOND_ACTION = "respond_action"
 UPDATE_RESPOND_ACTION_CHECKED = "respond_action_checked"

@@ -6,20 +6,20 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from contract.context import (
+from weft.contract.context import (
     CompactionReason,
     ContextBoundary,
     ContextOptions,
     ContextReport,
     ContextWindow,
 )
-from contract.definitions import DefinitionSnapshot
-from contract.events import Event
-from contract.hooks import HookBlock
-from contract.messages import Message, Side, ToolCall
-from contract.prompt_tools import PromptScope
-from contract.subagents import ParentLink
-from contract.wire import CamelModel, SnakeModel
+from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.events import Event
+from weft.contract.hooks import HookBlock
+from weft.contract.messages import Message, Side, ToolCall
+from weft.contract.prompt_tools import PromptScope
+from weft.contract.subagents import ParentLink
+from weft.contract.wire import CamelModel, SnakeModel
 
 # Stable activity names: renaming one breaks replay of running threads.
 ACTIVITY_THREAD_INIT = "thread.init"

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from contract.wire import CamelModel
+from weft.contract.wire import CamelModel
 
 # Stable activity name: renaming it breaks replay of running threads.
 ACTIVITY_CODE_RUN = "code.run"

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from contract.wire import CamelModel
+from weft.contract.wire import CamelModel
 
 SIGNAL_COMPACT = "compact"
 QUERY_CONTEXT_BOUNDARY = "context_boundary_snapshot"

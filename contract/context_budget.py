@@ -9,8 +9,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from contract.definitions import ModelDef
-from contract.messages import Message
+from weft.contract.definitions import ModelDef
+from weft.contract.messages import Message
 
 # The rule: a string costs ceil(UTF-8 bytes / BYTES_PER_TOKEN) tokens. BPE tokenizers
 # (OpenAI's cl100k/o200k, Anthropic's) average about 4 to 5 bytes of English prose per token,

@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from contract.actions import PermissionPolicy
-from contract.hooks import HookSpec
-from contract.wire import CamelModel
+from weft.contract.actions import PermissionPolicy
+from weft.contract.hooks import HookSpec
+from weft.contract.wire import CamelModel
 
 NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from contract.wire import CamelModel
+from weft.contract.wire import CamelModel
 
 SCHEMA_VERSION = "weft-0.1.0"
 RUNTIME_ID = "weft"

@@ -35,7 +35,7 @@ from typing import Literal, get_args
 
 from pydantic import Field
 
-from contract.wire import CamelModel
+from weft.contract.wire import CamelModel
 
 HookName = Literal[
     "after_thread_created",

@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from contract.turns import TurnResult
-from contract.wire import CamelModel, SnakeModel
+from weft.contract.turns import TurnResult
+from weft.contract.wire import CamelModel, SnakeModel
 
 Role = Literal["system", "user", "assistant", "tool"]
 QueueableRole = Literal["user", "assistant", "system"]

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
-from contract.wire import CamelModel
+from weft.contract.wire import CamelModel
 
 # The argument that carries the first message when the entry maps none.
 DEFAULT_PROMPT_MESSAGE_PROPERTY = "message"

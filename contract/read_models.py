@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract.events import RUNTIME_ID, SCHEMA_VERSION
-from contract.thread import ThreadRead
+from weft.contract.events import RUNTIME_ID, SCHEMA_VERSION
+from weft.contract.thread import ThreadRead
 
 # thread_read statuses in the snapshot schema's thread vocabulary; the native status is
 # kept alongside as `nativeStatus`.

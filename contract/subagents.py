@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from contract.wire import CamelModel
+from weft.contract.wire import CamelModel
 
 # Signals between threads: public names, like the rest of the control plane.
 SIGNAL_SUBAGENT_REPORT = "subagent_report"

@@ -6,15 +6,15 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from contract.actions import ActionResolution, PendingAction
-from contract.context import ContextCarry, ContextOptions
-from contract.definitions import DefinitionSnapshot
-from contract.messages import MessageMeta, QueuedMessage, QueuedTool, Side
-from contract.subagents import ParentLink, RegistryEntry, SpawnRequest
-from contract.turns import StopReason as StopReason
-from contract.turns import TurnsCarry
-from contract.turns import UsageTotals as UsageTotals
-from contract.wire import CamelModel
+from weft.contract.actions import ActionResolution, PendingAction
+from weft.contract.context import ContextCarry, ContextOptions
+from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.messages import MessageMeta, QueuedMessage, QueuedTool, Side
+from weft.contract.subagents import ParentLink, RegistryEntry, SpawnRequest
+from weft.contract.turns import StopReason as StopReason
+from weft.contract.turns import TurnsCarry
+from weft.contract.turns import UsageTotals as UsageTotals
+from weft.contract.wire import CamelModel
 
 WORKFLOW_TYPE = "AgentThread"
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract.definitions import DefinitionSnapshot, PromptDef, ToolRef
-from contract.subagents import (
+from weft.contract.definitions import DefinitionSnapshot, PromptDef, ToolRef
+from weft.contract.subagents import (
     SUBAGENT_CREATE_TOOL,
     SUBAGENT_MESSAGE_TOOL,
     HandoffToolConfig,
     SubagentToolConfig,
 )
-from contract.thread_env import EnvEntry
+from weft.contract.thread_env import EnvEntry
 
 _TRUE_FLAGS = {"true", "1", "yes"}
 

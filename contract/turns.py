@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from contract.wire import CamelModel
+from weft.contract.wire import CamelModel
 
 StopReason = Literal[
     "session_stop",

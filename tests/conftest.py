@@ -17,13 +17,13 @@ from sqlalchemy import make_url
 from support import ephemeral_dev_server, scratch_config
 from temporalio.client import Client
 
-from activities.definitions import Definitions
-from transport.connection import connect
-from workers.agent_worker import AgentWorker
-from workers.config import WeftConfig
-from workers.dev_server import DevServer
-from workers.scripted_model import ScriptedModelServer
-from workers.search_attributes import ensure_search_attributes
+from weft.activities.definitions import Definitions
+from weft.transport.connection import connect
+from weft.workers.agent_worker import AgentWorker
+from weft.workers.config import WeftConfig
+from weft.workers.dev_server import DevServer
+from weft.workers.scripted_model import ScriptedModelServer
+from weft.workers.search_attributes import ensure_search_attributes
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 from support import CityArgs, NoteArgs, event_schema_validator, explode, note, weather
 
-from activities.definitions import (
+from weft.activities.definitions import (
     Definitions,
     HookBlocked,
     define_agent,
@@ -18,8 +18,8 @@ from activities.definitions import (
     define_prompt,
     define_tool,
 )
-from activities.store import Store
-from activities.tool_state import UpdateRefused
+from weft.activities.store import Store
+from weft.activities.tool_state import UpdateRefused
 
 
 async def remember(state: Any, key: str, value: Any) -> None:

@@ -26,9 +26,9 @@ from support import (  # noqa: E402
     wait_until,
 )
 
-from contract.definitions import ToolRef  # noqa: E402
-from workers.agent_worker import AgentWorker  # noqa: E402
-from workers.scripted_model import ScriptedModelServer  # noqa: E402
+from weft.contract.definitions import ToolRef  # noqa: E402
+from weft.workers.agent_worker import AgentWorker  # noqa: E402
+from weft.workers.scripted_model import ScriptedModelServer  # noqa: E402
 
 SCENARIOS: dict[str, dict[str, Any]] = {
     "tool_then_answer": {
@@ -384,7 +384,7 @@ ASKS = "asks"
 async def _asks(client: Any, scripted: ScriptedModelServer, address: str, out: Path) -> None:
     """submit_turn with wait=completed: an answered tool turn, a message that joins a running
     turn, a refused one (policy reject), then terminate while one waits (aborted)."""
-    from client.threads import Threads
+    from weft.client.threads import Threads
 
     tmp = Path(f"/tmp/weft-record-{uuid.uuid4().hex[:8]}")
     config = scratch_config(tmp)

@@ -9,15 +9,15 @@ from typing import Any
 from pydantic import BaseModel
 from support import CityArgs, add_script, weather
 
-from activities.definitions import (
+from weft.activities.definitions import (
     Definitions,
     define_agent,
     define_model,
     define_prompt,
     define_tool,
 )
-from activities.store import Store
-from workers.scripted_model import ScriptedModelServer
+from weft.activities.store import Store
+from weft.workers.scripted_model import ScriptedModelServer
 
 
 def family(

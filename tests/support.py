@@ -13,15 +13,15 @@ from typing import Any
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowHandle
 
-from activities.definitions import (
+from weft.activities.definitions import (
     Definitions,
     define_agent,
     define_model,
     define_prompt,
     define_tool,
 )
-from contract.thread import QUERY_THREAD_READ, WORKFLOW_TYPE, ThreadRead
-from workers.scripted_model import ScriptedModelServer
+from weft.contract.thread import QUERY_THREAD_READ, WORKFLOW_TYPE, ThreadRead
+from weft.workers.scripted_model import ScriptedModelServer
 
 
 class CityArgs(BaseModel):
@@ -57,8 +57,8 @@ def ephemeral_dev_server() -> Any:
     """A throwaway dev server: free ports, in memory, no UI, tuned as in temporal-dev.yml."""
     from pathlib import Path
 
-    from workers.config import DevServerConfig, load_config
-    from workers.dev_server import DevServer, free_port
+    from weft.workers.config import DevServerConfig, load_config
+    from weft.workers.dev_server import DevServer, free_port
 
     tuned = load_config(
         Path(__file__).resolve().parents[1] / "temporal-dev.yml", environ={}
@@ -76,8 +76,8 @@ def ephemeral_dev_server() -> Any:
 async def local_stack() -> AsyncIterator[tuple[Client, ScriptedModelServer, str]]:
     """A throwaway dev server, a client with weft's search attributes registered, and a
     scripted model server: (client, scripted, temporal address)."""
-    from transport.connection import connect
-    from workers.search_attributes import ensure_search_attributes
+    from weft.transport.connection import connect
+    from weft.workers.search_attributes import ensure_search_attributes
 
     dev = ephemeral_dev_server()
     await dev.start()
@@ -95,7 +95,7 @@ def scratch_config(tmp: Any, *, store_url: str | None = None) -> Any:
     the scripted provider; definitions come from Python."""
     from pathlib import Path
 
-    from workers.config import ProviderConfig, StoreConfig, WeftConfig
+    from weft.workers.config import ProviderConfig, StoreConfig, WeftConfig
 
     tmp = Path(tmp)
     return WeftConfig(
@@ -191,7 +191,7 @@ def idle_after(turns: int) -> Callable[[ThreadRead], bool]:
 
 async def temporal_cli(address: str, *args: str) -> tuple[int, str, str]:
     """Run the real `temporal` CLI against the dev server; returns (code, stdout, stderr)."""
-    from workers.dev_server import find_temporal_binary
+    from weft.workers.dev_server import find_temporal_binary
 
     process = await asyncio.create_subprocess_exec(
         find_temporal_binary(),

@@ -14,11 +14,11 @@ import yaml
 from support import add_script, agent_definitions, idle_after, read, start_thread, wait_until
 from worker_process import WorkerProcess, until_event, worker_config
 
-from activities.store import Store
-from client.ask import TurnWaitTimeout
-from client.threads import Threads, tail_events
-from contract.thread import SIGNAL_TERMINATE, UPDATE_SUBMIT_TURN
-from contract.turns import TurnResult
+from weft.activities.store import Store
+from weft.client.ask import TurnWaitTimeout
+from weft.client.threads import Threads, tail_events
+from weft.contract.thread import SIGNAL_TERMINATE, UPDATE_SUBMIT_TURN
+from weft.contract.turns import TurnResult
 
 
 async def _thread(start_worker, temporal_client, scripted_server, script: dict[str, Any], **kw):

@@ -10,8 +10,8 @@ from pathlib import Path
 import yaml
 from support import idle_after, start_thread, wait_until
 
-from transport.connection import connect
-from workers.dev_server import free_port, is_listening
+from weft.transport.connection import connect
+from weft.workers.dev_server import free_port, is_listening
 
 DEFINITIONS = Path(__file__).parent / "crash_definitions"
 

@@ -12,14 +12,14 @@ from google.protobuf import json_format
 from sqlalchemy import text
 from temporalio.api.common.v1 import Payload, Payloads
 
-from activities.crypto import CryptoKeyError, new_key, parse_keys
-from activities.store import Store, ThreadRow
-from contract.activities import ThreadInitInput
-from contract.thread import ThreadStartInput
-from transport.codec import EncryptionCodec, data_converter, is_encrypted
-from workers.codec_server import COOKIE, CodecServer
-from workers.config import ConfigError, WeftConfig, load_config
-from workers.secrets import ensure_dev_keys, load_keyring
+from weft.activities.crypto import CryptoKeyError, new_key, parse_keys
+from weft.activities.store import Store, ThreadRow
+from weft.contract.activities import ThreadInitInput
+from weft.contract.thread import ThreadStartInput
+from weft.transport.codec import EncryptionCodec, data_converter, is_encrypted
+from weft.workers.codec_server import COOKIE, CodecServer
+from weft.workers.config import ConfigError, WeftConfig, load_config
+from weft.workers.secrets import ensure_dev_keys, load_keyring
 
 UI = "http://127.0.0.1:8233"
 
@@ -215,7 +215,7 @@ def test_browser_login_sets_a_cookie_the_ui_can_send(codec_server):
 
 def test_cli_codec_key_prints_a_usable_key(capsys):
     """`weft codec-key --id k9` prints an entry the keys parser accepts."""
-    from cli.main import run
+    from weft.cli.main import run
 
     assert run(["codec-key", "--id", "k9"]) == 0
     entry = capsys.readouterr().out.strip()
@@ -224,7 +224,7 @@ def test_cli_codec_key_prints_a_usable_key(capsys):
 
 def test_cli_codec_server_without_keys_fails_clearly(capsys, monkeypatch, tmp_path: Path):
     """`weft codec-server` with no keys exits 1 and says how to configure them."""
-    from cli.main import run
+    from weft.cli.main import run
 
     monkeypatch.setenv("WEFT_CONFIG", str(tmp_path / "none.yml"))
     monkeypatch.delenv("WEFT_CODEC_KEYS", raising=False)

@@ -20,13 +20,13 @@ import yaml
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from activities.store import Store, ThreadRow
-from cli.main import _parser, run
-from client import context as context_client
-from client.context import CLOSED, UNANSWERED_QUERY, context_from_store
-from client.threads import Threads
-from contract.context import ContextBoundary
-from workers.dev_server import DevServer
+from weft.activities.store import Store, ThreadRow
+from weft.cli.main import _parser, run
+from weft.client import context as context_client
+from weft.client.context import CLOSED, UNANSWERED_QUERY, context_from_store
+from weft.client.threads import Threads
+from weft.contract.context import ContextBoundary
+from weft.workers.dev_server import DevServer
 
 
 def _boundary(thread_id: str, n: int, *, first_kept: int) -> ContextBoundary:

@@ -15,19 +15,19 @@ from support import event_schema_validator, read, run_histories, start_thread, w
 from temporalio.client import WorkflowHandle
 from temporalio.worker import Replayer
 
-from activities.compaction import REQUEST_MARKER
-from activities.definitions import (
+from weft.activities.compaction import REQUEST_MARKER
+from weft.activities.definitions import (
     Definitions,
     define_agent,
     define_model,
     define_prompt,
     define_tool,
 )
-from contract.context import QUERY_CONTEXT_BOUNDARY
-from contract.thread import ThreadRead
-from transport.codec import data_converter
-from workers.agent_worker import workflow_runner
-from workflows.agent_thread import AgentThreadWorkflow
+from weft.contract.context import QUERY_CONTEXT_BOUNDARY
+from weft.contract.thread import ThreadRead
+from weft.transport.codec import data_converter
+from weft.workers.agent_worker import workflow_runner
+from weft.workflows.agent_thread import AgentThreadWorkflow
 
 WINDOW = 8_192
 OUTPUT = 512

@@ -17,7 +17,7 @@ from support import (
 )
 from temporalio.client import WorkflowExecutionStatus
 
-from contract.thread import ThreadResult
+from weft.contract.thread import ThreadResult
 
 MALFORMED_SIGNALS = [
     ("queue_message", '{"role": 5, "content": "x"}', "field 'role'"),

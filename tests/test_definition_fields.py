@@ -15,15 +15,15 @@ import pytest
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
-from activities.definitions import DefinitionError, load_directory
-from activities.definitions.api import FunctionHook, FunctionTool, define_hook, define_tool
-from activities.definitions.field_support import FIELDS, Implemented, Refused
-from contract.actions import AskHumanOptions
-from contract.definitions import AgentDef, ModelDef, PromptDef
-from contract.hooks import HookSpec
-from contract.prompt_tools import PromptToolConfig
-from contract.subagents import HandoffToolConfig, SubagentToolConfig
-from contract.wire import CamelModel
+from weft.activities.definitions import DefinitionError, load_directory
+from weft.activities.definitions.api import FunctionHook, FunctionTool, define_hook, define_tool
+from weft.activities.definitions.field_support import FIELDS, Implemented, Refused
+from weft.contract.actions import AskHumanOptions
+from weft.contract.definitions import AgentDef, ModelDef, PromptDef
+from weft.contract.hooks import HookSpec
+from weft.contract.prompt_tools import PromptToolConfig
+from weft.contract.subagents import HandoffToolConfig, SubagentToolConfig
+from weft.contract.wire import CamelModel
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -225,7 +225,7 @@ def test_spec_notes_fields_are_all_in_the_table(owner):
 TOOL = """
 from pydantic import BaseModel
 
-from activities.definitions import define_tool
+from weft.activities.definitions import define_tool
 
 
 class Args(BaseModel):

@@ -9,11 +9,11 @@ import yaml
 from support import idle_after, start_thread, wait_until
 from worker_process import WorkerProcess, until_event, worker_config
 
-from activities.store import Store
-from transport.connection import connect
-from workers.config import DevServerConfig
-from workers.dev_server import DevServer, free_port
-from workers.search_attributes import ensure_search_attributes
+from weft.activities.store import Store
+from weft.transport.connection import connect
+from weft.workers.config import DevServerConfig
+from weft.workers.dev_server import DevServer, free_port
+from weft.workers.search_attributes import ensure_search_attributes
 
 SLOW_TOOL = [{"role": "user", "content": "slow tool please"}]
 

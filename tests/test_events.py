@@ -13,7 +13,7 @@ from support import (
     wait_until,
 )
 
-from contract.thread import ThreadResult
+from weft.contract.thread import ThreadResult
 
 
 @pytest.fixture(scope="module")

@@ -30,19 +30,19 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from activities.crypto import Keyring, new_key, parse_keys
-from activities.snapshots import SnapshotCache
-from activities.store import Store
-from activities.store.tables import threads, variable_requests
-from activities.store.variable_requests import MAX_VALUE_BYTES, AlreadyProvided, NotProvided
-from activities.thread_records import ThreadRecordActivities
-from activities.variables_request import VariableRequestActivities
-from contract.activities import ThreadInitInput
-from contract.subagents import ACTIVITY_VARIABLES_REQUEST, VariableRequest
-from transport.connection import with_keyring
-from workers.dev_server import DevServer, free_port
-from workers.gateway import VARIABLES_PATH, GatewayServer, create_app
-from workers.gateway.server import NoDelayH11Protocol
+from weft.activities.crypto import Keyring, new_key, parse_keys
+from weft.activities.snapshots import SnapshotCache
+from weft.activities.store import Store
+from weft.activities.store.tables import threads, variable_requests
+from weft.activities.store.variable_requests import MAX_VALUE_BYTES, AlreadyProvided, NotProvided
+from weft.activities.thread_records import ThreadRecordActivities
+from weft.activities.variables_request import VariableRequestActivities
+from weft.contract.activities import ThreadInitInput
+from weft.contract.subagents import ACTIVITY_VARIABLES_REQUEST, VariableRequest
+from weft.transport.connection import with_keyring
+from weft.workers.dev_server import DevServer, free_port
+from weft.workers.gateway import VARIABLES_PATH, GatewayServer, create_app
+from weft.workers.gateway.server import NoDelayH11Protocol
 
 TOKEN = "test-gateway-token"
 SECRET = "sk-live-7c1e5d0a-not-for-models"

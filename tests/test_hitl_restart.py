@@ -14,7 +14,7 @@ import yaml
 from support import idle_after, read, start_thread, temporal_cli, wait_until
 from test_worker_crash import WorkerProcess
 
-from activities.store import Store
+from weft.activities.store import Store
 
 DEFINITIONS = Path(__file__).parent / "hitl_definitions"
 

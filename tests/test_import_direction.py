@@ -32,7 +32,7 @@ def violations(root: Path) -> list[str]:
     for package, banned in FORBIDDEN.items():
         for path in sorted((root / package).rglob("*.py")):
             for name in _imports(path):
-                if name.split(".")[0] in banned:
+                if name.removeprefix("weft.").split(".")[0] in banned:
                     found.append(f"{path.relative_to(root).as_posix()}: {name}")
     return found
 

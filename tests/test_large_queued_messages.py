@@ -16,10 +16,10 @@ from support import (
 )
 from temporalio.client import Client
 
-from activities.spill import SPILL_THRESHOLD_BYTES
-from activities.store import Store
-from client.threads import Threads
-from contract.thread import SIGNAL_QUEUE_MESSAGE
+from weft.activities.spill import SPILL_THRESHOLD_BYTES
+from weft.activities.store import Store
+from weft.client.threads import Threads
+from weft.contract.thread import SIGNAL_QUEUE_MESSAGE
 
 THREE_MB = 3 * 1024 * 1024
 HISTORY_PAYLOAD_LIMIT = 100_000

@@ -16,7 +16,7 @@ from support import (
 )
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 
-from contract.messages import MessagePage
+from weft.contract.messages import MessagePage
 
 STEPS = 300
 

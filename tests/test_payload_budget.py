@@ -9,7 +9,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
-from contract.messages import MAX_QUEUED_CONTENT_CHARS
+from weft.contract.messages import MAX_QUEUED_CONTENT_CHARS
 
 BUDGET = 1536 * 1024
 

@@ -197,7 +197,7 @@ async def test_plan_mode_denies_without_an_allow_rule(
 )
 def test_bad_policies_fail_naming_the_field(tmp_path, agent_extra, prompt_tools, fragment):
     """A malformed permission policy or ask_human option fails at load, naming the field."""
-    from activities.definitions import DefinitionError, load_directory
+    from weft.activities.definitions import DefinitionError, load_directory
 
     for folder in ("models", "prompts", "agents", "tools"):
         (tmp_path / folder).mkdir()

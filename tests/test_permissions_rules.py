@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from contract.definitions import AgentDef, PromptDef
-from workflows.permissions import effective_policy, evaluate
+from weft.contract.definitions import AgentDef, PromptDef
+from weft.workflows.permissions import effective_policy, evaluate
 
 
 def _policy(agent: dict[str, Any] | None, prompt: dict[str, Any] | None = None) -> Any:

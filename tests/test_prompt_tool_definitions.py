@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from activities.definitions import DefinitionError, load_directory
+from weft.activities.definitions import DefinitionError, load_directory
 
 BASE = {
     "models/m.yaml": "provider: scripted\nmodel: x\n",

@@ -12,7 +12,7 @@ import yaml
 from support import idle_after, start_thread, wait_until
 from worker_process import WorkerProcess, worker_config
 
-from activities.store import Store
+from weft.activities.store import Store
 
 
 async def _nested_tool_started(store: Store, thread_id: str) -> None:

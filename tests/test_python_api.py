@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -15,7 +13,7 @@ from support import add_script, agent_definitions, json_texts
 from temporalio.api.enums.v1 import EventType
 
 import weft
-from activities.crypto import new_key
+from weft.activities.crypto import new_key
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -197,27 +195,3 @@ async def test_codec_key_file_under_the_root_switches_encryption_on(
         if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED
     ]
     assert encodings and all(b"encrypted" in encoding for encoding in encodings)
-
-
-def test_a_shadowing_user_module_gets_a_clear_import_error(tmp_path):
-    """A user's own `client.py` next to their script makes `import weft` fail with an error
-    that names the module and what to do, not a stray ModuleNotFoundError."""
-    (tmp_path / "client.py").write_text("NAME = 'mine'\n")
-    (tmp_path / "app.py").write_text("import client\nimport weft\n")
-    run = subprocess.run(
-        [sys.executable, str(tmp_path / "app.py")],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=60,
-    )
-    assert run.returncode != 0
-    assert "ImportError: weft cannot load its internal packages: 'client'" in run.stderr
-    assert str(tmp_path / "client.py") in run.stderr and "rename your modules" in run.stderr
-    # Without the shadowing module the same program imports weft.
-    (tmp_path / "client.py").unlink()
-    (tmp_path / "app.py").write_text("import weft\nprint(sorted(weft.__all__)[:2])\n")
-    ok = subprocess.run(
-        [sys.executable, str(tmp_path / "app.py")], capture_output=True, text=True, timeout=60
-    )
-    assert ok.returncode == 0, ok.stderr

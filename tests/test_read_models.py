@@ -18,15 +18,15 @@ from support import (
     weather,
 )
 
-from activities.definitions import (
+from weft.activities.definitions import (
     Definitions,
     define_agent,
     define_model,
     define_prompt,
     define_tool,
 )
-from client import resume
-from contract.thread import ThreadResult
+from weft.client import resume
+from weft.contract.thread import ThreadResult
 
 SCRIPT = {
     "turns": [
@@ -176,8 +176,8 @@ async def test_read_models_and_events_validate(
 
 
 def _as_snapshot(event: dict[str, Any]) -> dict[str, Any]:
-    from contract.read_models import session_snapshot
-    from contract.thread import ThreadRead
+    from weft.contract.read_models import session_snapshot
+    from weft.contract.thread import ThreadRead
 
     read_model = ThreadRead.model_validate(event["payload"]["threadRead"])
     return session_snapshot(read_model, [], older_cursor=None, total_messages=0)

@@ -9,9 +9,9 @@ import re
 import sys
 from pathlib import Path
 
-from workers.config import DevServerConfig
-from workers.dev_server import DevServer, free_port
-from workers.scripted_model import ScriptedModelServer
+from weft.workers.config import DevServerConfig
+from weft.workers.dev_server import DevServer, free_port
+from weft.workers.scripted_model import ScriptedModelServer
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSWER = "Sunny in Oslo, says the weather tool."

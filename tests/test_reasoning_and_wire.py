@@ -18,8 +18,8 @@ from support import (
     wait_until,
 )
 
-from activities.definitions import Definitions, define_model, define_prompt
-from workers.config import ProviderConfig
+from weft.activities.definitions import Definitions, define_model, define_prompt
+from weft.workers.config import ProviderConfig
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

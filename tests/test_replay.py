@@ -12,8 +12,8 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from workers.agent_worker import workflow_runner
-from workflows.agent_thread import AgentThreadWorkflow
+from weft.workers.agent_worker import workflow_runner
+from weft.workflows.agent_thread import AgentThreadWorkflow
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 

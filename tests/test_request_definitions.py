@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from activities.definitions import DefinitionError, load_directory
+from weft.activities.definitions import DefinitionError, load_directory
 
 STRICT = (
     "requiredSchema:\n"

@@ -19,14 +19,14 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from worker_process import WorkerProcess, worker_config
 
-from activities.store import Store
-from contract.thread import WORKFLOW_TYPE
-from transport.connection import connect
-from workers.agent_worker import AgentWorker
-from workers.config import DevServerConfig
-from workers.dev_server import DevServer, find_temporal_binary, free_port
-from workers.scripted_model import ScriptedModelServer
-from workers.search_attributes import REQUIRED, SearchAttributesMissing
+from weft.activities.store import Store
+from weft.contract.thread import WORKFLOW_TYPE
+from weft.transport.connection import connect
+from weft.workers.agent_worker import AgentWorker
+from weft.workers.config import DevServerConfig
+from weft.workers.dev_server import DevServer, find_temporal_binary, free_port
+from weft.workers.scripted_model import ScriptedModelServer
+from weft.workers.search_attributes import REQUIRED, SearchAttributesMissing
 
 # The SQL visibility store of the dev server has ten Keyword slots: filling them makes the
 # server itself refuse to register weft's attributes (a real refusal, not a mock).

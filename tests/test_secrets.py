@@ -11,17 +11,17 @@ from pydantic import BaseModel
 from sqlalchemy import text
 from support import add_script, idle_after, json_texts, start_thread, temporal_cli, wait_until
 
-from activities.crypto import new_key, parse_keys
-from activities.definitions import (
+from weft.activities.crypto import new_key, parse_keys
+from weft.activities.definitions import (
     Definitions,
     define_agent,
     define_model,
     define_prompt,
     define_tool,
 )
-from transport.codec import EncryptionCodec
-from transport.connection import connect
-from workers.codec_server import CodecServer
+from weft.transport.codec import EncryptionCodec
+from weft.transport.connection import connect
+from weft.workers.codec_server import CodecServer
 
 SECRET = "sk-live-7f3a9c1e5b2d4a6f"
 TEXT_VALUE = "Reykjavik-text-env"

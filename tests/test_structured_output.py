@@ -11,8 +11,8 @@ from typing import Any
 
 from support import add_script, event_schema_validator, idle_after, start_thread, wait_until
 
-from activities.definitions import Definitions, define_agent, define_model, define_prompt
-from activities.structured_output import STRUCTURED_OUTPUT_ATTEMPTS
+from weft.activities.definitions import Definitions, define_agent, define_model, define_prompt
+from weft.activities.structured_output import STRUCTURED_OUTPUT_ATTEMPTS
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -9,9 +9,9 @@ import httpx
 from subagent_support import SCOPED_SECRET, NoArgs, check_token, family, start_boss
 from support import add_script, idle_after, json_texts, wait_until
 
-from activities.crypto import new_key
-from activities.definitions import define_tool
-from workers.gateway import GatewayServer, create_app
+from weft.activities.crypto import new_key
+from weft.activities.definitions import define_tool
+from weft.workers.gateway import GatewayServer, create_app
 
 TOKEN = "gateway-test-token"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from subagent_support import family, start_boss
 from support import add_script, idle_after, start_thread, wait_until
 
-from activities.definitions import define_agent, define_model, define_prompt
-from workflows.search_attributes import AGENT
+from weft.activities.definitions import define_agent, define_model, define_prompt
+from weft.workflows.search_attributes import AGENT
 
 
 async def test_handoff_changes_the_agent_of_the_same_thread(

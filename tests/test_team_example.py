@@ -7,8 +7,8 @@ from pathlib import Path
 import yaml
 from support import idle_after, start_thread, wait_until
 
-from activities.definitions import load_directory
-from workflows.search_attributes import PARENT_THREAD
+from weft.activities.definitions import load_directory
+from weft.workflows.search_attributes import PARENT_THREAD
 
 DEMO = Path(__file__).resolve().parents[1] / "workers" / "demo"
 

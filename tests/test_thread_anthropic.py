@@ -6,8 +6,8 @@ import json
 
 from support import add_script, agent_definitions, idle_after, start_thread, wait_until
 
-from activities.definitions import define_model
-from workers.config import ProviderConfig
+from weft.activities.definitions import define_model
+from weft.workers.config import ProviderConfig
 
 
 async def test_thread_with_anthropic_provider(

@@ -14,8 +14,8 @@ from support import (
     wait_until,
 )
 
-from activities.definitions import define_tool
-from contract.thread import ThreadResult
+from weft.activities.definitions import define_tool
+from weft.contract.thread import ThreadResult
 
 
 def _definitions(script: str):

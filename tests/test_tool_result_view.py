@@ -18,9 +18,9 @@ from support import (
     wait_until,
 )
 
-from activities.definitions import Definitions, define_model, define_tool
-from contract.activities import ToolResult
-from workers.config import ProviderConfig
+from weft.activities.definitions import Definitions, define_model, define_tool
+from weft.contract.activities import ToolResult
+from weft.workers.config import ProviderConfig
 
 REPORT = "/reports/paris.txt"
 SAID = 'It is "sunny"\nin Paris'

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from activities.store import Store
+from weft.activities.store import Store
 
 DEFINITIONS = Path(__file__).parent / "crash_definitions"
 

@@ -17,8 +17,8 @@ from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
 from temporalio.converter import DataConverter, PayloadCodec
 
-from activities.crypto import Keyring
-from contract.thread_env import carries_env
+from weft.activities.crypto import Keyring
+from weft.contract.thread_env import carries_env
 
 EncryptMode = Literal["secrets", "all"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from temporalio.client import Client
 
-from activities.crypto import Keyring
-from transport.codec import EncryptMode, data_converter
+from weft.activities.crypto import Keyring
+from weft.transport.codec import EncryptMode, data_converter
 
 
 async def connect(

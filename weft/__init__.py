@@ -21,35 +21,79 @@ Defaults a user must know (docs/python-api.md has them all):
   start (`SearchAttributesMissing`) listing the `temporal operator` commands.
 """
 
-from weft._layout import check_layout
+from __future__ import annotations
 
-check_layout()
+import importlib
+from typing import TYPE_CHECKING, Any
 
-# The imports below need weft's internal top-level packages, checked just above.
-from activities.crypto import Keyring  # noqa: E402
-from activities.definitions import (  # noqa: E402
-    DefinitionError,
-    Definitions,
-    FunctionHook,
-    FunctionTool,
-    HookBlocked,
-    define_agent,
-    define_hook,
-    define_model,
-    define_prompt,
-    define_tool,
-)
-from activities.store import Store  # noqa: E402
-from client.ask import TurnWaitTimeout  # noqa: E402
-from contract.actions import RespondActionResult  # noqa: E402
-from contract.events import Event  # noqa: E402
-from contract.thread import ThreadOptions, ThreadRead, ThreadResult  # noqa: E402
-from contract.turns import StopReason, TurnResult, UsageTotals  # noqa: E402
-from weft._connect import connect  # noqa: E402
-from weft._thread import Thread  # noqa: E402
-from weft._worker import Worker  # noqa: E402
-from workers.config import ProviderConfig, WeftConfig  # noqa: E402
-from workers.search_attributes import SearchAttributesMissing  # noqa: E402
+# The public names, each imported on first use: the thread workflow lives in
+# `weft.workflows`, and Temporal's sandbox imports this package before it on every workflow
+# run, so this module must stay free of I/O libraries (httpx, SQLAlchemy, the client).
+_EXPORTS: dict[str, str] = {
+    "Keyring": "weft.activities.crypto",
+    "DefinitionError": "weft.activities.definitions",
+    "Definitions": "weft.activities.definitions",
+    "FunctionHook": "weft.activities.definitions",
+    "FunctionTool": "weft.activities.definitions",
+    "HookBlocked": "weft.activities.definitions",
+    "define_agent": "weft.activities.definitions",
+    "define_hook": "weft.activities.definitions",
+    "define_model": "weft.activities.definitions",
+    "define_prompt": "weft.activities.definitions",
+    "define_tool": "weft.activities.definitions",
+    "Store": "weft.activities.store",
+    "TurnWaitTimeout": "weft.client.ask",
+    "RespondActionResult": "weft.contract.actions",
+    "Event": "weft.contract.events",
+    "ThreadOptions": "weft.contract.thread",
+    "ThreadRead": "weft.contract.thread",
+    "ThreadResult": "weft.contract.thread",
+    "StopReason": "weft.contract.turns",
+    "TurnResult": "weft.contract.turns",
+    "UsageTotals": "weft.contract.turns",
+    "connect": "weft._connect",
+    "Thread": "weft._thread",
+    "Worker": "weft._worker",
+    "ProviderConfig": "weft.workers.config",
+    "WeftConfig": "weft.workers.config",
+    "SearchAttributesMissing": "weft.workers.search_attributes",
+}
+
+if TYPE_CHECKING:
+    from weft._connect import connect
+    from weft._thread import Thread
+    from weft._worker import Worker
+    from weft.activities.crypto import Keyring
+    from weft.activities.definitions import (
+        DefinitionError,
+        Definitions,
+        FunctionHook,
+        FunctionTool,
+        HookBlocked,
+        define_agent,
+        define_hook,
+        define_model,
+        define_prompt,
+        define_tool,
+    )
+    from weft.activities.store import Store
+    from weft.client.ask import TurnWaitTimeout
+    from weft.contract.actions import RespondActionResult
+    from weft.contract.events import Event
+    from weft.contract.thread import ThreadOptions, ThreadRead, ThreadResult
+    from weft.contract.turns import StopReason, TurnResult, UsageTotals
+    from weft.workers.config import ProviderConfig, WeftConfig
+    from weft.workers.search_attributes import SearchAttributesMissing
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'weft' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once imported, a plain attribute
+    return value
+
 
 __all__ = [
     "DefinitionError",

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from workers.config import CodecConfig, ProviderConfig, WeftConfig, load_config
+from weft.workers.config import CodecConfig, ProviderConfig, WeftConfig, load_config
 
 DEFAULT_STORE = "sqlite:///weft.db"
 DEFAULT_TASK_QUEUE = "agents"

@@ -7,11 +7,11 @@ from typing import Literal
 
 from temporalio.client import Client
 
-from activities.crypto import Keyring
-from transport.connection import connect as connect_transport
 from weft._config import DEFAULT_ADDRESS, codec_config, root_of
-from workers.config import WeftConfig
-from workers.secrets import load_keyring
+from weft.activities.crypto import Keyring
+from weft.transport.connection import connect as connect_transport
+from weft.workers.config import WeftConfig
+from weft.workers.secrets import load_keyring
 
 
 async def connect(

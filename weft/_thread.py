@@ -7,14 +7,14 @@ from typing import Any, Literal
 
 from temporalio.client import Client
 
-from activities.store import Store
-from client.actions import respond_checked, response
-from client.threads import Threads, tail_events
-from contract.actions import RespondActionResult
-from contract.events import Event
-from contract.thread import ThreadOptions, ThreadRead, ThreadResult
-from contract.turns import TurnResult
 from weft._config import DEFAULT_TASK_QUEUE
+from weft.activities.store import Store
+from weft.client.actions import respond_checked, response
+from weft.client.threads import Threads, tail_events
+from weft.contract.actions import RespondActionResult
+from weft.contract.events import Event
+from weft.contract.thread import ThreadOptions, ThreadRead, ThreadResult
+from weft.contract.turns import TurnResult
 
 Policy = Literal["enqueue", "interrupt", "reject"]
 Decision = Literal["approve", "deny", "answer"]

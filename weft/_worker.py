@@ -9,11 +9,11 @@ from types import TracebackType
 
 from temporalio.client import Client
 
-from activities.definitions import Definitions, load_directory
-from activities.store import Store
 from weft._config import ProviderSpec, worker_config
-from workers.agent_worker import AgentWorker
-from workers.config import WeftConfig
+from weft.activities.definitions import Definitions, load_directory
+from weft.activities.store import Store
+from weft.workers.agent_worker import AgentWorker
+from weft.workers.config import WeftConfig
 
 
 class Worker:

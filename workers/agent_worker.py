@@ -11,32 +11,32 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities.code_run import CodeRunActivities
-from activities.compaction import CompactionActivities
-from activities.definitions import Definitions, load_directory
-from activities.files_copy import FileCopyActivities
-from activities.hooks import HookRegistry
-from activities.model_call import ModelActivities
-from activities.sandbox import SandboxPool
-from activities.snapshots import SnapshotCache
-from activities.store import Store
-from activities.thread_records import ThreadRecordActivities
-from activities.tool_call import ToolActivities
-from activities.variables_request import VariableRequestActivities
-from transport.connection import with_keyring
-from workers.config import WeftConfig
-from workers.providers import build_providers
-from workers.scripted_model import ScriptedModelServer
-from workers.search_attributes import check_search_attributes
-from workers.secrets import load_keyring
-from workflows.agent_thread import AgentThreadWorkflow
+from weft.activities.code_run import CodeRunActivities
+from weft.activities.compaction import CompactionActivities
+from weft.activities.definitions import Definitions, load_directory
+from weft.activities.files_copy import FileCopyActivities
+from weft.activities.hooks import HookRegistry
+from weft.activities.model_call import ModelActivities
+from weft.activities.sandbox import SandboxPool
+from weft.activities.snapshots import SnapshotCache
+from weft.activities.store import Store
+from weft.activities.thread_records import ThreadRecordActivities
+from weft.activities.tool_call import ToolActivities
+from weft.activities.variables_request import VariableRequestActivities
+from weft.transport.connection import with_keyring
+from weft.workers.config import WeftConfig
+from weft.workers.providers import build_providers
+from weft.workers.scripted_model import ScriptedModelServer
+from weft.workers.search_attributes import check_search_attributes
+from weft.workers.secrets import load_keyring
+from weft.workflows.agent_thread import AgentThreadWorkflow
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
     """The sandbox, passing through modules that are pure and slow to re-import per run."""
     # contract is pure data (pydantic models); pydantic itself is deterministic.
     restrictions = SandboxRestrictions.default.with_passthrough_modules(
-        "contract", "pydantic", "pydantic_core"
+        "weft.contract", "pydantic", "pydantic_core"
     )
     return SandboxedWorkflowRunner(restrictions=restrictions)
 

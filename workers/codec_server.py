@@ -22,8 +22,8 @@ from urllib.parse import parse_qs
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 
-from activities.crypto import CryptoKeyError
-from transport.codec import EncryptionCodec
+from weft.activities.crypto import CryptoKeyError
+from weft.transport.codec import EncryptionCodec
 
 COOKIE = "weft_codec"
 MAX_BODY_BYTES = 64 * 1024 * 1024

@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from contract.validation import describe_validation_error
+from weft.contract.validation import describe_validation_error
 
 DEFAULT_CONFIG_FILE = "temporal-dev.yml"
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workers.config import DevServerConfig
+from weft.workers.config import DevServerConfig
 
 
 class DevServerError(RuntimeError):

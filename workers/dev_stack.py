@@ -7,12 +7,12 @@ from types import TracebackType
 
 from temporalio.client import Client
 
-from transport.connection import connect
-from workers.agent_worker import AgentWorker
-from workers.config import WeftConfig
-from workers.dev_server import DevServer, is_listening
-from workers.search_attributes import ensure_search_attributes
-from workers.secrets import ensure_dev_keys
+from weft.transport.connection import connect
+from weft.workers.agent_worker import AgentWorker
+from weft.workers.config import WeftConfig
+from weft.workers.dev_server import DevServer, is_listening
+from weft.workers.search_attributes import ensure_search_attributes
+from weft.workers.secrets import ensure_dev_keys
 
 
 class DevStack:

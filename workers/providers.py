@@ -8,9 +8,9 @@ from typing import Any
 
 import httpx
 
-from activities.providers import AnthropicMessagesProvider, ChatProvider, OpenAIChatProvider
-from workers.config import ProviderConfig, WeftConfig
-from workers.scripted_model import ScriptedModelServer, load_script_file
+from weft.activities.providers import AnthropicMessagesProvider, ChatProvider, OpenAIChatProvider
+from weft.workers.config import ProviderConfig, WeftConfig
+from weft.workers.scripted_model import ScriptedModelServer, load_script_file
 
 
 def load_scripts(folder: Path) -> dict[str, Any]:

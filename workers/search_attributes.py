@@ -16,7 +16,7 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from workflows.search_attributes import ALL_KEYS
+from weft.workflows.search_attributes import ALL_KEYS
 
 # Every weft attribute is a Keyword (workflows/search_attributes.py).
 REQUIRED: dict[str, IndexedValueType.ValueType] = {

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from activities.crypto import CryptoKeyError, Keyring, new_key, parse_keys, split_entries
-from workers.config import ConfigError, WeftConfig
+from weft.activities.crypto import CryptoKeyError, Keyring, new_key, parse_keys, split_entries
+from weft.workers.config import ConfigError, WeftConfig
 
 
 def load_keyring(config: WeftConfig) -> Keyring | None:

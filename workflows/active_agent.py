@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from temporalio.exceptions import ApplicationError
 
-from contract.definitions import AgentDef, DefinitionSnapshot, PromptDef, SideConfig
-from contract.hooks import HookName, hook_ids_in_scope
-from contract.messages import Side
-from contract.thread_env import EnvEntry, merge_env
-from workflows.thread_state import ThreadMemory
+from weft.contract.definitions import AgentDef, DefinitionSnapshot, PromptDef, SideConfig
+from weft.contract.hooks import HookName, hook_ids_in_scope
+from weft.contract.messages import Side
+from weft.contract.thread_env import EnvEntry, merge_env
+from weft.workflows.thread_state import ThreadMemory
 
 
 class ActiveAgent:

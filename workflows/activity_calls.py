@@ -16,12 +16,12 @@ from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from contract.events import Event
-from contract.messages import Message
-from contract.thread import ThreadOptions
-from workflows.outbox import persist_first
-from workflows.payload_budget import encoded_size
-from workflows.thread_state import ThreadMemory
+from weft.contract.events import Event
+from weft.contract.messages import Message
+from weft.contract.thread import ThreadOptions
+from weft.workflows.outbox import persist_first
+from weft.workflows.payload_budget import encoded_size
+from weft.workflows.thread_state import ThreadMemory
 
 Input = TypeVar("Input", bound=BaseModel)
 Result = TypeVar("Result")

@@ -17,12 +17,12 @@ from temporalio import workflow
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
-from contract.actions import UPDATE_RESPOND_ACTION_CHECKED, ActionKind, RespondActionResult
-from contract.activities import Intent, ToolResult
-from contract.context import QUERY_CONTEXT_BOUNDARY
-from contract.definitions import ToolSpec
-from contract.messages import MessagePage, Side, SubmitTurnResult, ToolCall
-from contract.thread import (
+from weft.contract.actions import UPDATE_RESPOND_ACTION_CHECKED, ActionKind, RespondActionResult
+from weft.contract.activities import Intent, ToolResult
+from weft.contract.context import QUERY_CONTEXT_BOUNDARY
+from weft.contract.definitions import ToolSpec
+from weft.contract.messages import MessagePage, Side, SubmitTurnResult, ToolCall
+from weft.contract.thread import (
     QUERY_MESSAGES,
     QUERY_SESSION_SNAPSHOT,
     QUERY_THREAD_READ,
@@ -35,35 +35,35 @@ from contract.thread import (
     ThreadStatus,
     TurnCursor,
 )
-from contract.validation import describe_validation_error
-from workflows import read_models, search_attributes
-from workflows.active_agent import ActiveAgent
-from workflows.background import BackgroundTasks
-from workflows.context_keeper import ContextKeeper
-from workflows.continuation import Continuation, restore
-from workflows.control_plane import ControlPlane, refused_after_terminate
-from workflows.human_gate import HumanGate
-from workflows.in_flight import InFlight
-from workflows.intake import Intake
-from workflows.model_step import ModelCaller, ModelInterrupted
-from workflows.outbox import flush
-from workflows.prompt_tools import PromptToolRunner
-from workflows.queue import ThreadQueue
-from workflows.stop_rules import (
+from weft.contract.validation import describe_validation_error
+from weft.workflows import read_models, search_attributes
+from weft.workflows.active_agent import ActiveAgent
+from weft.workflows.background import BackgroundTasks
+from weft.workflows.context_keeper import ContextKeeper
+from weft.workflows.continuation import Continuation, restore
+from weft.workflows.control_plane import ControlPlane, refused_after_terminate
+from weft.workflows.human_gate import HumanGate
+from weft.workflows.in_flight import InFlight
+from weft.workflows.intake import Intake
+from weft.workflows.model_step import ModelCaller, ModelInterrupted
+from weft.workflows.outbox import flush
+from weft.workflows.prompt_tools import PromptToolRunner
+from weft.workflows.queue import ThreadQueue
+from weft.workflows.stop_rules import (
     StepFacts,
     Stop,
     evaluate_step,
     session_status,
     session_turns_exhausted,
 )
-from workflows.subagents.agent_tools import AgentTools
-from workflows.subagents.parent_reporter import ParentReporter
-from workflows.subagents.registry import SubagentRegistry
-from workflows.subagents.spawner import SubagentSpawner
-from workflows.thread_init import take_snapshot
-from workflows.thread_state import ThreadMemory
-from workflows.tool_runner import ToolRunner
-from workflows.turn_end import finish_turn
+from weft.workflows.subagents.agent_tools import AgentTools
+from weft.workflows.subagents.parent_reporter import ParentReporter
+from weft.workflows.subagents.registry import SubagentRegistry
+from weft.workflows.subagents.spawner import SubagentSpawner
+from weft.workflows.thread_init import take_snapshot
+from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.tool_runner import ToolRunner
+from weft.workflows.turn_end import finish_turn
 
 
 @workflow.defn(name=WORKFLOW_TYPE)

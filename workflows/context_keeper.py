@@ -16,14 +16,14 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
-from contract.activities import ACTIVITY_CONTEXT_COMPACT, CompactInput, CompactResult, Usage
-from contract.context import CONTEXT_TOO_LONG, CompactionReason
-from contract.messages import Message, Side
-from workflows.active_agent import ActiveAgent
-from workflows.activity_calls import Carried, Limits, start_within_budget
-from workflows.failures import failure_text
-from workflows.in_flight import InFlight
-from workflows.thread_state import ThreadMemory
+from weft.contract.activities import ACTIVITY_CONTEXT_COMPACT, CompactInput, CompactResult, Usage
+from weft.contract.context import CONTEXT_TOO_LONG, CompactionReason
+from weft.contract.messages import Message, Side
+from weft.workflows.active_agent import ActiveAgent
+from weft.workflows.activity_calls import Carried, Limits, start_within_budget
+from weft.workflows.failures import failure_text
+from weft.workflows.in_flight import InFlight
+from weft.workflows.thread_state import ThreadMemory
 
 # Histories recorded before compaction existed never compact on replay.
 PATCH_ID = "context-compaction-v1"

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from contract.context import (
+from weft.contract.context import (
     CompactionReason,
     ContextBoundary,
     ContextCarry,
@@ -20,9 +20,9 @@ from contract.context import (
     ContextReport,
     ContextWindow,
 )
-from contract.context_budget import ContextBudget, message_tokens, preview_cap_tokens
-from contract.definitions import ModelDef
-from contract.messages import Message
+from weft.contract.context_budget import ContextBudget, message_tokens, preview_cap_tokens
+from weft.contract.definitions import ModelDef
+from weft.contract.messages import Message
 
 MAX_WARNINGS = 10
 # A provider's count over weft's estimate is learnt as a scale, bounded so one odd reply

@@ -15,21 +15,27 @@ from collections import deque
 
 from temporalio import workflow
 
-from contract.definitions import DefinitionSnapshot
-from contract.thread import (
+from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.thread import (
     CarriedQueueEntry,
     ThreadCarryOver,
     ThreadOptions,
     ThreadStartInput,
     TurnCursor,
 )
-from workflows.active_agent import ActiveAgent
-from workflows.background import BackgroundTasks
-from workflows.context_state import ContextState
-from workflows.outbox import flush
-from workflows.payload_budget import encoded_size
-from workflows.thread_state import Context, QueueEntry, SubagentBook, ThreadMemory, WorkflowContext
-from workflows.turn_book import TurnBook
+from weft.workflows.active_agent import ActiveAgent
+from weft.workflows.background import BackgroundTasks
+from weft.workflows.context_state import ContextState
+from weft.workflows.outbox import flush
+from weft.workflows.payload_budget import encoded_size
+from weft.workflows.thread_state import (
+    Context,
+    QueueEntry,
+    SubagentBook,
+    ThreadMemory,
+    WorkflowContext,
+)
+from weft.workflows.turn_book import TurnBook
 
 # The patch that introduced continue-as-new: histories recorded before it never continue.
 PATCH_ID = "continue-as-new-v1"

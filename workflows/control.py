@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from contract.validation import describe_validation_error
+from weft.contract.validation import describe_validation_error
 
 Model = TypeVar("Model", bound=BaseModel)
 

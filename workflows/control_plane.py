@@ -15,15 +15,15 @@ from temporalio import workflow
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
-from contract.actions import (
+from weft.contract.actions import (
     SIGNAL_RESPOND_ACTION,
     UPDATE_RESPOND_ACTION_CHECKED,
     ActionResponse,
     RespondActionResult,
 )
-from contract.activities import Intent
-from contract.context import SIGNAL_COMPACT, CompactRequest
-from contract.messages import (
+from weft.contract.activities import Intent
+from weft.contract.context import SIGNAL_COMPACT, CompactRequest
+from weft.contract.messages import (
     QueuedMessage,
     QueuedTool,
     QueuedTurnRef,
@@ -31,13 +31,13 @@ from contract.messages import (
     SubmitTurnResult,
     TerminateRequest,
 )
-from contract.subagents import (
+from weft.contract.subagents import (
     SIGNAL_SUBAGENT_REPORT,
     SIGNAL_VARIABLES_PROVIDED,
     SubagentReport,
     VariablesProvided,
 )
-from contract.thread import (
+from weft.contract.thread import (
     SIGNAL_PROMOTE_QUEUED_TURN,
     SIGNAL_QUEUE_MESSAGE,
     SIGNAL_QUEUE_TOOL,
@@ -45,17 +45,17 @@ from contract.thread import (
     SIGNAL_TERMINATE,
     UPDATE_SUBMIT_TURN,
 )
-from workflows.context_keeper import ContextKeeper
-from workflows.control import InvalidPayload, Model, parse_single
-from workflows.human_gate import UnanswerableAction, apply_response, check_response
-from workflows.in_flight import InFlight
-from workflows.payload_budget import encoded_size, megabytes
-from workflows.queue import ThreadQueue, UnknownQueuedTurn
-from workflows.subagents.parent_reporter import ParentReporter
-from workflows.subagents.registry import SubagentRegistry, UnknownChild
-from workflows.subagents.spawner import SubagentSpawner, UnknownVariableRequest
-from workflows.thread_state import ThreadMemory
-from workflows.turn_waiters import TurnWaiters, current_update_id
+from weft.workflows.context_keeper import ContextKeeper
+from weft.workflows.control import InvalidPayload, Model, parse_single
+from weft.workflows.human_gate import UnanswerableAction, apply_response, check_response
+from weft.workflows.in_flight import InFlight
+from weft.workflows.payload_budget import encoded_size, megabytes
+from weft.workflows.queue import ThreadQueue, UnknownQueuedTurn
+from weft.workflows.subagents.parent_reporter import ParentReporter
+from weft.workflows.subagents.registry import SubagentRegistry, UnknownChild
+from weft.workflows.subagents.spawner import SubagentSpawner, UnknownVariableRequest
+from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.turn_waiters import TurnWaiters, current_update_id
 
 _SIGNALS = (
     SIGNAL_QUEUE_MESSAGE,

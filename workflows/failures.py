@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from contract.hooks import HOOK_BLOCKED, HookBlock
+from weft.contract.hooks import HOOK_BLOCKED, HookBlock
 
 
 def failure_text(err: BaseException) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 from temporalio import workflow
 
-from contract.actions import (
+from weft.contract.actions import (
     ActionKind,
     ActionResolution,
     ActionResponse,
@@ -23,13 +23,13 @@ from contract.actions import (
     Decision,
     PendingAction,
 )
-from contract.activities import ToolResult
-from contract.definitions import PromptDef
-from contract.messages import Side, ToolCall
-from workflows.active_agent import ActiveAgent
-from workflows.outbox import flush
-from workflows.permissions import EffectivePolicy, Verdict, effective_policy, evaluate
-from workflows.thread_state import ThreadMemory
+from weft.contract.activities import ToolResult
+from weft.contract.definitions import PromptDef
+from weft.contract.messages import Side, ToolCall
+from weft.workflows.active_agent import ActiveAgent
+from weft.workflows.outbox import flush
+from weft.workflows.permissions import EffectivePolicy, Verdict, effective_policy, evaluate
+from weft.workflows.thread_state import ThreadMemory
 
 
 class GateHost(Protocol):

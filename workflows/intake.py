@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from contract.messages import Message, QueuedMessage, Side
-from workflows.payload_budget import encoded_size, megabytes
-from workflows.queue import ThreadQueue
-from workflows.stop_rules import Stop
-from workflows.thread_state import ThreadMemory
-from workflows.tool_runner import ToolRunner
+from weft.contract.messages import Message, QueuedMessage, Side
+from weft.workflows.payload_budget import encoded_size, megabytes
+from weft.workflows.queue import ThreadQueue
+from weft.workflows.stop_rules import Stop
+from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.tool_runner import ToolRunner
 
 
 @dataclass

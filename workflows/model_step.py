@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from temporalio.exceptions import ActivityError, CancelledError
 
-from contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult
-from contract.messages import Message, Side
-from contract.prompt_tools import PromptScope
-from workflows.active_agent import ActiveAgent
-from workflows.activity_calls import Carried, Limits, start_within_budget
-from workflows.context_keeper import ContextKeeper, add_usage, overflow_details
-from workflows.failures import failure_text, hook_blocks
-from workflows.in_flight import InFlight
-from workflows.thread_state import ThreadMemory
+from weft.contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult
+from weft.contract.messages import Message, Side
+from weft.contract.prompt_tools import PromptScope
+from weft.workflows.active_agent import ActiveAgent
+from weft.workflows.activity_calls import Carried, Limits, start_within_budget
+from weft.workflows.context_keeper import ContextKeeper, add_usage, overflow_details
+from weft.workflows.failures import failure_text, hook_blocks
+from weft.workflows.in_flight import InFlight
+from weft.workflows.thread_state import ThreadMemory
 
 
 class ModelInterrupted(Exception):

@@ -9,10 +9,10 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
-from contract.activities import ACTIVITY_STORE_FLUSH, FlushInput
-from contract.events import Event
-from contract.messages import Message
-from workflows.thread_state import ThreadMemory
+from weft.contract.activities import ACTIVITY_STORE_FLUSH, FlushInput
+from weft.contract.events import Event
+from weft.contract.messages import Message
+from weft.workflows.thread_state import ThreadMemory
 
 
 async def flush(mem: ThreadMemory, *, with_thread_row: bool = False) -> None:

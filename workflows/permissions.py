@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from contract.actions import (
+from weft.contract.actions import (
     DecidedBy,
     PermissionMode,
     PermissionPolicy,
     PermissionRule,
     RuleDecision,
 )
-from contract.definitions import AgentDef, PromptDef
+from weft.contract.definitions import AgentDef, PromptDef
 
 MODE_DECISIONS: dict[PermissionMode, RuleDecision] = {
     "default": "ask",

@@ -19,16 +19,16 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from contract.activities import ToolResult
-from contract.context import READ_OUTPUT_TOOL
-from contract.definitions import ToolSpec
-from contract.messages import Message, Side, ToolCall
-from contract.prompt_tools import PromptScope, PromptToolConfig
-from contract.tool_catalog import tool_entry
-from workflows.active_agent import ActiveAgent
-from workflows.model_step import ModelCaller, PromptModelFailed
-from workflows.stop_rules import ToolOutcome
-from workflows.thread_state import ThreadMemory
+from weft.contract.activities import ToolResult
+from weft.contract.context import READ_OUTPUT_TOOL
+from weft.contract.definitions import ToolSpec
+from weft.contract.messages import Message, Side, ToolCall
+from weft.contract.prompt_tools import PromptScope, PromptToolConfig
+from weft.contract.tool_catalog import tool_entry
+from weft.workflows.active_agent import ActiveAgent
+from weft.workflows.model_step import ModelCaller, PromptModelFailed
+from weft.workflows.stop_rules import ToolOutcome
+from weft.workflows.thread_state import ThreadMemory
 
 
 class NestedTools(Protocol):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract.messages import QueuedMessage, QueuedTool, SubmitTurnResult
-from workflows.thread_state import QueueEntry, ThreadMemory
+from weft.contract.messages import QueuedMessage, QueuedTool, SubmitTurnResult
+from weft.workflows.thread_state import QueueEntry, ThreadMemory
 
 
 class UnknownQueuedTurn(Exception):

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract.actions import PermissionPolicy
-from contract.context import boundary_snapshot
-from contract.definitions import AgentDef
-from contract.messages import MessagePage
-from contract.read_models import session_snapshot
-from contract.thread import AgentInfo, ThreadRead
-from workflows.thread_state import ThreadMemory
+from weft.contract.actions import PermissionPolicy
+from weft.contract.context import boundary_snapshot
+from weft.contract.definitions import AgentDef
+from weft.contract.messages import MessagePage
+from weft.contract.read_models import session_snapshot
+from weft.contract.thread import AgentInfo, ThreadRead
+from weft.workflows.thread_state import ThreadMemory
 
 MAX_MESSAGES_PAGE = 500
 

@@ -6,9 +6,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from contract.definitions import AgentDef, SessionTool, SideConfig
-from contract.messages import Message, ToolCall
-from contract.thread import StopReason
+from weft.contract.definitions import AgentDef, SessionTool, SideConfig
+from weft.contract.messages import Message, ToolCall
+from weft.contract.thread import StopReason
 
 
 @dataclass(frozen=True)

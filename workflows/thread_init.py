@@ -8,10 +8,10 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from contract.activities import ACTIVITY_THREAD_INIT, ThreadInitInput, ThreadInitResult
-from contract.definitions import DefinitionSnapshot
-from workflows.failures import failure_text
-from workflows.thread_state import ThreadMemory
+from weft.contract.activities import ACTIVITY_THREAD_INIT, ThreadInitInput, ThreadInitResult
+from weft.contract.definitions import DefinitionSnapshot
+from weft.workflows.failures import failure_text
+from weft.workflows.thread_state import ThreadMemory
 
 
 async def take_snapshot(mem: ThreadMemory) -> DefinitionSnapshot:

@@ -15,12 +15,12 @@ from typing import Any, Protocol
 
 from temporalio import workflow
 
-from contract.actions import ActionResolution, PendingAction
-from contract.definitions import DefinitionSnapshot
-from contract.events import Event
-from contract.messages import Message, MessageMeta, QueuedMessage, QueuedTool, Role, Side
-from contract.subagents import RegistryEntry, SpawnRequest
-from contract.thread import (
+from weft.contract.actions import ActionResolution, PendingAction
+from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.events import Event
+from weft.contract.messages import Message, MessageMeta, QueuedMessage, QueuedTool, Role, Side
+from weft.contract.subagents import RegistryEntry, SpawnRequest
+from weft.contract.thread import (
     Counters,
     QueuedItem,
     StopReason,
@@ -28,8 +28,8 @@ from contract.thread import (
     ThreadStatus,
     UsageTotals,
 )
-from workflows.context_state import ContextState
-from workflows.turn_book import TurnBook
+from weft.workflows.context_state import ContextState
+from weft.workflows.turn_book import TurnBook
 
 MAX_INCIDENTS = 20
 

@@ -11,25 +11,25 @@ from typing import Any, Protocol
 
 from temporalio.exceptions import ActivityError, CancelledError
 
-from contract.actions import ASK_HUMAN_TOOL
-from contract.activities import (
+from weft.contract.actions import ASK_HUMAN_TOOL
+from weft.contract.activities import (
     ACTIVITY_TOOL_CALL,
     Intent,
     ToolCallInput,
     ToolCallResult,
     ToolResult,
 )
-from contract.definitions import ToolSpec
-from contract.messages import Message, QueuedTool, Side, ToolCall, ToolCallFunction
-from contract.prompt_tools import PromptScope
-from workflows.active_agent import ActiveAgent
-from workflows.activity_calls import Carried, Limits, start_within_budget
-from workflows.human_gate import HumanGate
-from workflows.in_flight import InFlight
-from workflows.payload_budget import encoded_size, megabytes
-from workflows.prompt_tools import PromptToolRunner, error_text, with_scope
-from workflows.stop_rules import ToolOutcome
-from workflows.thread_state import ThreadMemory
+from weft.contract.definitions import ToolSpec
+from weft.contract.messages import Message, QueuedTool, Side, ToolCall, ToolCallFunction
+from weft.contract.prompt_tools import PromptScope
+from weft.workflows.active_agent import ActiveAgent
+from weft.workflows.activity_calls import Carried, Limits, start_within_budget
+from weft.workflows.human_gate import HumanGate
+from weft.workflows.in_flight import InFlight
+from weft.workflows.payload_budget import encoded_size, megabytes
+from weft.workflows.prompt_tools import PromptToolRunner, error_text, with_scope
+from weft.workflows.stop_rules import ToolOutcome
+from weft.workflows.thread_state import ThreadMemory
 
 OUTCOME_UNKNOWN = (
     "outcome unknown: the tool call was interrupted and its retries were exhausted, so it "

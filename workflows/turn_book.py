@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar, cast, get_args
 
-from contract.events import Event
-from contract.messages import Message
-from contract.turns import StopReason, TurnResult, TurnsCarry, TurnStatus, UsageTotals
+from weft.contract.events import Event
+from weft.contract.messages import Message
+from weft.contract.turns import StopReason, TurnResult, TurnsCarry, TurnStatus, UsageTotals
 
 # Results (and asking update ids) remembered, newest last.
 RECENT_TURNS = 50

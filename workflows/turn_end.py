@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from contract.messages import Side
-from workflows.stop_rules import Stop
-from workflows.thread_state import ThreadMemory
+from weft.contract.messages import Side
+from weft.workflows.stop_rules import Stop
+from weft.workflows.thread_state import ThreadMemory
 
 
 def finish_turn(mem: ThreadMemory, side: Side, turn_id: str, stop: Stop) -> None:

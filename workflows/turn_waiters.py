@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-from contract.messages import SubmitTurnResult
-from contract.turns import TurnResult
-from workflows.thread_state import QueueEntry, ThreadMemory
+from weft.contract.messages import SubmitTurnResult
+from weft.contract.turns import TurnResult
+from weft.workflows.thread_state import QueueEntry, ThreadMemory
 
 
 class TurnWaiters:

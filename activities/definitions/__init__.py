@@ -1,6 +1,6 @@
 """Agent, prompt, model, tool and hook definitions: loading, validation and snapshots."""
 
-from activities.definitions.api import (
+from weft.activities.definitions.api import (
     FunctionHook,
     FunctionTool,
     HookBlocked,
@@ -10,9 +10,9 @@ from activities.definitions.api import (
     define_prompt,
     define_tool,
 )
-from activities.definitions.definition_set import Definitions
-from activities.definitions.errors import DefinitionError
-from activities.definitions.loader import load_directory
+from weft.activities.definitions.definition_set import Definitions
+from weft.activities.definitions.errors import DefinitionError
+from weft.activities.definitions.loader import load_directory
 
 __all__ = [
     "DefinitionError",

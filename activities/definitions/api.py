@@ -10,8 +10,8 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from activities.definitions.errors import DefinitionError
-from contract.definitions import (
+from weft.activities.definitions.errors import DefinitionError
+from weft.contract.definitions import (
     AgentDef,
     ModelDef,
     PromptDef,
@@ -19,8 +19,8 @@ from contract.definitions import (
     VariableDef,
     variables_by_name,
 )
-from contract.hooks import HOOK_ID_PATTERN, HOOK_NAMES, HookName
-from contract.validation import describe_validation_error
+from weft.contract.hooks import HOOK_ID_PATTERN, HOOK_NAMES, HookName
+from weft.contract.validation import describe_validation_error
 
 Definition = TypeVar("Definition", bound=BaseModel)
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from activities.definitions.errors import DefinitionError
-from contract.definitions import ModelDef, PromptDef
+from weft.activities.definitions.errors import DefinitionError
+from weft.contract.definitions import ModelDef, PromptDef
 
 if TYPE_CHECKING:
-    from activities.definitions.definition_set import Definitions
+    from weft.activities.definitions.definition_set import Definitions
 
 
 def check_model_capabilities(definitions: Definitions) -> None:

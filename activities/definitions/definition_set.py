@@ -10,11 +10,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
-from activities.definitions.api import FunctionHook, FunctionTool
-from activities.definitions.errors import DefinitionError
-from activities.definitions.snapshot import build_snapshot
-from activities.definitions.validation import check_definitions
-from contract.definitions import AgentDef, DefinitionSnapshot, ModelDef, PromptDef
+from weft.activities.definitions.api import FunctionHook, FunctionTool
+from weft.activities.definitions.errors import DefinitionError
+from weft.activities.definitions.snapshot import build_snapshot
+from weft.activities.definitions.validation import check_definitions
+from weft.contract.definitions import AgentDef, DefinitionSnapshot, ModelDef, PromptDef
 
 
 class _Named(Protocol):

@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from activities.definitions.errors import DefinitionError
-from activities.definitions.field_support import Refused, support_of
-from contract.actions import ASK_HUMAN_TOOL
-from contract.definitions import ToolRef
-from contract.prompt_tools import PromptToolConfig
-from contract.subagents import HandoffToolConfig, SubagentToolConfig
-from contract.validation import describe_validation_error
+from weft.activities.definitions.errors import DefinitionError
+from weft.activities.definitions.field_support import Refused, support_of
+from weft.contract.actions import ASK_HUMAN_TOOL
+from weft.contract.definitions import ToolRef
+from weft.contract.prompt_tools import PromptToolConfig
+from weft.contract.subagents import HandoffToolConfig, SubagentToolConfig
+from weft.contract.validation import describe_validation_error
 
 if TYPE_CHECKING:
-    from activities.definitions.api import FunctionTool
-    from activities.definitions.definition_set import Definitions
+    from weft.activities.definitions.api import FunctionTool
+    from weft.activities.definitions.definition_set import Definitions
 
 _FUNCTION_ENTRY_FIELDS = ("name", "env", "options")
 

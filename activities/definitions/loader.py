@@ -16,12 +16,12 @@ from types import ModuleType
 import yaml
 from pydantic import ValidationError
 
-from activities.definitions.api import FunctionHook, FunctionTool
-from activities.definitions.definition_set import Definitions
-from activities.definitions.errors import DefinitionError
-from contract.definitions import AgentDef, ModelDef, PromptDef
-from contract.hooks import HOOK_ID_PATTERN
-from contract.validation import describe_validation_error
+from weft.activities.definitions.api import FunctionHook, FunctionTool
+from weft.activities.definitions.definition_set import Definitions
+from weft.activities.definitions.errors import DefinitionError
+from weft.contract.definitions import AgentDef, ModelDef, PromptDef
+from weft.contract.hooks import HOOK_ID_PATTERN
+from weft.contract.validation import describe_validation_error
 
 # A definition written in YAML, one per file.
 YamlDefinition = ModelDef | PromptDef | AgentDef

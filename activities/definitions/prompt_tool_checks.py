@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from activities.definitions.errors import DefinitionError
-from contract.actions import ASK_HUMAN_TOOL
-from contract.definitions import PromptDef
-from contract.prompt_tools import PromptToolConfig
-from contract.subagents import SUBAGENT_CREATE_TOOL, SUBAGENT_MESSAGE_TOOL
-from contract.tool_catalog import tool_entry
-from contract.validation import describe_validation_error
+from weft.activities.definitions.errors import DefinitionError
+from weft.contract.actions import ASK_HUMAN_TOOL
+from weft.contract.definitions import PromptDef
+from weft.contract.prompt_tools import PromptToolConfig
+from weft.contract.subagents import SUBAGENT_CREATE_TOOL, SUBAGENT_MESSAGE_TOOL
+from weft.contract.tool_catalog import tool_entry
+from weft.contract.validation import describe_validation_error
 
 if TYPE_CHECKING:
-    from activities.definitions.definition_set import Definitions
+    from weft.activities.definitions.definition_set import Definitions
 
 _RUNTIME_TOOLS = (ASK_HUMAN_TOOL, SUBAGENT_CREATE_TOOL, SUBAGENT_MESSAGE_TOOL)
 

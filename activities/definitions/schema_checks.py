@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 from jsonschema import exceptions, validators
 from pydantic import ValidationError
 
-from activities.definitions.errors import DefinitionError
-from activities.providers.base import STRUCTURED_OUTPUT_TOOL
-from activities.providers.reasoning import ReasoningConfig
-from contract.definitions import ModelDef, PromptDef
-from contract.validation import describe_validation_error
+from weft.activities.definitions.errors import DefinitionError
+from weft.activities.providers.base import STRUCTURED_OUTPUT_TOOL
+from weft.activities.providers.reasoning import ReasoningConfig
+from weft.contract.definitions import ModelDef, PromptDef
+from weft.contract.validation import describe_validation_error
 
 if TYPE_CHECKING:
-    from activities.definitions.definition_set import Definitions
+    from weft.activities.definitions.definition_set import Definitions
 
 # Keywords whose value is one subschema, a list of them, or a mapping of names to them.
 _ONE = ("items", "additionalItems", "contains", "not", "if", "then", "else", "propertyNames")

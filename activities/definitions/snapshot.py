@@ -11,22 +11,22 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from activities.definitions.errors import DefinitionError, known_names
-from activities.definitions.prompt_tool_checks import prompt_tool_config
-from activities.definitions.tool_specs import (
+from weft.activities.definitions.errors import DefinitionError, known_names
+from weft.activities.definitions.prompt_tool_checks import prompt_tool_config
+from weft.activities.definitions.tool_specs import (
     agent_tool_spec,
     ask_human_spec,
     lifecycle_specs,
     prompt_tool_spec,
     resumable_subagent_specs,
 )
-from contract.actions import ASK_HUMAN_TOOL
-from contract.definitions import AgentDef, DefinitionSnapshot, ModelDef, PromptDef, ToolSpec
-from contract.hooks import HookSpec
-from contract.tool_catalog import tool_entry
+from weft.contract.actions import ASK_HUMAN_TOOL
+from weft.contract.definitions import AgentDef, DefinitionSnapshot, ModelDef, PromptDef, ToolSpec
+from weft.contract.hooks import HookSpec
+from weft.contract.tool_catalog import tool_entry
 
 if TYPE_CHECKING:
-    from activities.definitions.definition_set import Definitions
+    from weft.activities.definitions.definition_set import Definitions
 
 
 def build_snapshot(definitions: Definitions, agent_name: str) -> DefinitionSnapshot:

@@ -10,17 +10,17 @@ from __future__ import annotations
 from collections.abc import Container, Mapping
 from typing import Any
 
-from contract.actions import ASK_HUMAN_PARAMETERS, ASK_HUMAN_TOOL
-from contract.definitions import AgentDef, PromptDef, SessionTool, SideConfig, ToolSpec
-from contract.prompt_tools import PromptToolConfig
-from contract.subagents import (
+from weft.contract.actions import ASK_HUMAN_PARAMETERS, ASK_HUMAN_TOOL
+from weft.contract.definitions import AgentDef, PromptDef, SessionTool, SideConfig, ToolSpec
+from weft.contract.prompt_tools import PromptToolConfig
+from weft.contract.subagents import (
     DEFAULT_MESSAGE_PROPERTY,
     SUBAGENT_CREATE_TOOL,
     SUBAGENT_MESSAGE_TOOL,
     HandoffToolConfig,
     SubagentToolConfig,
 )
-from contract.tool_catalog import tool_entry
+from weft.contract.tool_catalog import tool_entry
 
 # JSON schema of a tool's parameters (an object schema).
 JsonSchema = dict[str, Any]

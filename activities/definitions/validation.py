@@ -12,25 +12,28 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from activities.definitions.capabilities import check_model_capabilities
-from activities.definitions.errors import DefinitionError, known_names
-from activities.definitions.field_check import check_field_support
-from activities.definitions.prompt_tool_checks import check_prompt_tool, check_prompt_tool_graph
-from activities.definitions.schema_checks import check_model_requests
-from contract.actions import ASK_HUMAN_TOOL, AskHumanOptions
-from contract.context import READ_OUTPUT_TOOL
-from contract.definitions import AgentDef, ModelDef, PromptDef, SideConfig
-from contract.subagents import (
+from weft.activities.definitions.capabilities import check_model_capabilities
+from weft.activities.definitions.errors import DefinitionError, known_names
+from weft.activities.definitions.field_check import check_field_support
+from weft.activities.definitions.prompt_tool_checks import (
+    check_prompt_tool,
+    check_prompt_tool_graph,
+)
+from weft.activities.definitions.schema_checks import check_model_requests
+from weft.contract.actions import ASK_HUMAN_TOOL, AskHumanOptions
+from weft.contract.context import READ_OUTPUT_TOOL
+from weft.contract.definitions import AgentDef, ModelDef, PromptDef, SideConfig
+from weft.contract.subagents import (
     SUBAGENT_CREATE_TOOL,
     SUBAGENT_MESSAGE_TOOL,
     HandoffToolConfig,
     SubagentToolConfig,
 )
-from contract.tool_catalog import tool_entry
-from contract.validation import describe_validation_error
+from weft.contract.tool_catalog import tool_entry
+from weft.contract.validation import describe_validation_error
 
 if TYPE_CHECKING:
-    from activities.definitions.definition_set import Definitions
+    from weft.activities.definitions.definition_set import Definitions
 
 # `read_output` is weft's own: a definition of that name would shadow the reader the model
 # needs to page through an output it saw only as a preview.

@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from activities.definitions.errors import DefinitionError
-from contract.definitions import AgentDef, DefinitionSnapshot, VariableDef
+from weft.activities.definitions.errors import DefinitionError
+from weft.contract.definitions import AgentDef, DefinitionSnapshot, VariableDef
 
 if TYPE_CHECKING:
-    from activities.definitions.definition_set import Definitions
+    from weft.activities.definitions.definition_set import Definitions
 
 
 class MissingVariable(DefinitionError):

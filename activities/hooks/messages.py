@@ -12,9 +12,9 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from activities.hooks.runner import HookRunner
-from contract.hooks import HOOK_BLOCKED, HookBlock
-from contract.messages import Message
+from weft.activities.hooks.runner import HookRunner
+from weft.contract.hooks import HOOK_BLOCKED, HookBlock
+from weft.contract.messages import Message
 
 # What a before_create_message hook may not change (the workflow's index holds them).
 FIXED_FIELDS = (

@@ -16,19 +16,19 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from activities.context_window import Frame, Window
-from activities.hooks.messages import after_create, before_create, blocked_error
-from activities.hooks.pairs import repair_pairs
-from activities.hooks.registry import HookRegistry, scope_of
-from activities.hooks.runner import EventMaker, HookRunner
-from activities.hooks.state import hook_state
-from activities.spill import resolve_content_refs
-from activities.store import Store
-from activities.tool_state import ThreadState
-from contract.activities import ModelCallInput
-from contract.definitions import DefinitionSnapshot
-from contract.events import Event
-from contract.messages import Message
+from weft.activities.context_window import Frame, Window
+from weft.activities.hooks.messages import after_create, before_create, blocked_error
+from weft.activities.hooks.pairs import repair_pairs
+from weft.activities.hooks.registry import HookRegistry, scope_of
+from weft.activities.hooks.runner import EventMaker, HookRunner
+from weft.activities.hooks.state import hook_state
+from weft.activities.spill import resolve_content_refs
+from weft.activities.store import Store
+from weft.activities.tool_state import ThreadState
+from weft.contract.activities import ModelCallInput
+from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.events import Event
+from weft.contract.messages import Message
 
 CHAT_ROLES = ("system", "user", "assistant", "tool")
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 
-from activities.definitions.api import FunctionHook
-from activities.hooks.runner import EventMaker, HookRunner, StateFactory
-from activities.store import Store
-from contract.definitions import DefinitionSnapshot
-from contract.events import Event
-from contract.hooks import hook_ids_in_scope
-from contract.messages import Side
+from weft.activities.definitions.api import FunctionHook
+from weft.activities.hooks.runner import EventMaker, HookRunner, StateFactory
+from weft.activities.store import Store
+from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.events import Event
+from weft.contract.hooks import hook_ids_in_scope
+from weft.contract.messages import Side
 
 
 class HookRegistry:

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from temporalio import activity
 
-from activities.definitions.api import FunctionHook, HookBlocked
-from activities.streaming import Heartbeater
-from contract.events import Event
-from contract.hooks import BLOCKING_HOOKS, HookBlock, HookName, HookSpec
-from contract.validation import describe_validation_error
+from weft.activities.definitions.api import FunctionHook, HookBlocked
+from weft.activities.streaming import Heartbeater
+from weft.contract.events import Event
+from weft.contract.hooks import BLOCKING_HOOKS, HookBlock, HookName, HookSpec
+from weft.contract.validation import describe_validation_error
 
 if TYPE_CHECKING:
-    from activities.tool_state import ThreadState
+    from weft.activities.tool_state import ThreadState
 
 # (suffix, type, payload) -> the activity's event: its envelope, its id scheme.
 EventMaker = Callable[[str, str, dict[str, Any]], Event]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from activities.store import Store
-from activities.tool_state import ThreadState
-from contract.definitions import DefinitionSnapshot
-from contract.messages import Side
-from contract.thread_env import merge_env
+from weft.activities.store import Store
+from weft.activities.tool_state import ThreadState
+from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.messages import Side
+from weft.contract.thread_env import merge_env
 
 
 def hook_state(

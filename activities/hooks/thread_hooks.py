@@ -11,17 +11,17 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from activities.clock import now_iso
-from activities.hooks.registry import HookRegistry, scope_of
-from activities.hooks.state import hook_state
-from activities.snapshots import SnapshotCache
-from activities.store import Store
-from activities.tool_state import ThreadState
-from contract.activities import ThreadInitInput
-from contract.definitions import DefinitionSnapshot
-from contract.events import Event
-from contract.hooks import HookName
-from contract.subagents import ParentLink
+from weft.activities.clock import now_iso
+from weft.activities.hooks.registry import HookRegistry, scope_of
+from weft.activities.hooks.state import hook_state
+from weft.activities.snapshots import SnapshotCache
+from weft.activities.store import Store
+from weft.activities.tool_state import ThreadState
+from weft.contract.activities import ThreadInitInput
+from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.events import Event
+from weft.contract.hooks import HookName
+from weft.contract.subagents import ParentLink
 
 
 async def thread_created(

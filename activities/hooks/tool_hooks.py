@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.hooks.messages import after_create, before_create
-from activities.hooks.registry import HookRegistry, scope_of
-from activities.hooks.runner import EventMaker, HookRunner
-from activities.tool_state import ThreadState
-from contract.activities import ToolCallInput, ToolResult
-from contract.definitions import DefinitionSnapshot
-from contract.hooks import HookBlock, HookName
-from contract.messages import Message, ToolCall
+from weft.activities.hooks.messages import after_create, before_create
+from weft.activities.hooks.registry import HookRegistry, scope_of
+from weft.activities.hooks.runner import EventMaker, HookRunner
+from weft.activities.tool_state import ThreadState
+from weft.contract.activities import ToolCallInput, ToolResult
+from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.hooks import HookBlock, HookName
+from weft.contract.messages import Message, ToolCall
 
 HOOK_BLOCKED_CODE = "hook_blocked"
 

@@ -4,10 +4,10 @@ Retries belong to Temporal, so the adapters never retry; every failure leaves as
 `ApplicationError` classified in `errors.py`.
 """
 
-from activities.providers.anthropic_messages import AnthropicMessagesProvider
-from activities.providers.base import ChatProvider, ChatReply, ChatRequest, Delta, Usage
-from activities.providers.errors import classify_http_error, parse_retry_after
-from activities.providers.openai_chat import OpenAIChatProvider
+from weft.activities.providers.anthropic_messages import AnthropicMessagesProvider
+from weft.activities.providers.base import ChatProvider, ChatReply, ChatRequest, Delta, Usage
+from weft.activities.providers.errors import classify_http_error, parse_retry_after
+from weft.activities.providers.openai_chat import OpenAIChatProvider
 
 __all__ = [
     "AnthropicMessagesProvider",

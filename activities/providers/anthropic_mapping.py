@@ -7,7 +7,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from activities.providers.errors import excerpt
+from weft.activities.providers.errors import excerpt
 
 
 def map_messages(

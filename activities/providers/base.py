@@ -7,10 +7,10 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from activities.providers.errors import excerpt, protocol_error
-from activities.providers.reasoning import ReasoningConfig
-from activities.providers.transport import loads
-from contract.messages import ToolCall, ToolCallFunction
+from weft.activities.providers.errors import excerpt, protocol_error
+from weft.activities.providers.reasoning import ReasoningConfig
+from weft.activities.providers.transport import loads
+from weft.contract.messages import ToolCall, ToolCallFunction
 
 # The tool the Anthropic adapter forces for structured output (a prompt's requiredSchema).
 STRUCTURED_OUTPUT_TOOL = "structured_output"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from activities.providers.reasoning import ReasoningConfig, reasoning_of
-from contract.definitions import ModelDef, PromptDef
+from weft.activities.providers.reasoning import ReasoningConfig, reasoning_of
+from weft.contract.definitions import ModelDef, PromptDef
 
 
 class DefinitionFields(TypedDict):

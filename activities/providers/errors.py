@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 from temporalio.exceptions import ApplicationError
 
-from contract.context import CONTEXT_TOO_LONG
+from weft.contract.context import CONTEXT_TOO_LONG
 
 RATE_LIMITED = "ProviderRateLimited"
 RETRYABLE = "ProviderRetryableError"

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from activities.providers.base import (
+from weft.activities.providers.base import (
     STRUCTURED_OUTPUT_TOOL,
     ChatReply,
     ChatRequest,
@@ -18,9 +18,9 @@ from activities.providers.base import (
     emit_whole,
     make_tool_call,
 )
-from activities.providers.errors import classify_http_error, protocol_error
-from activities.providers.sse import iter_sse
-from activities.providers.transport import loads, open_stream, post_json
+from weft.activities.providers.errors import classify_http_error, protocol_error
+from weft.activities.providers.sse import iter_sse
+from weft.activities.providers.transport import loads, open_stream, post_json
 
 
 class OpenAIChatProvider:

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from activities.providers.errors import (
+from weft.activities.providers.errors import (
     classify_http_error,
     classify_transport_error,
     excerpt,

@@ -4,11 +4,11 @@ Each call runs in a fresh QuickJS context inside a pre-warmed worker process of 
 `SandboxPool`; see docs/run-code.md for the caller contract.
 """
 
-from activities.sandbox._handle import CodeExecution, run_code
-from activities.sandbox._marshal import JSMap, SandboxFunction, SerializationError, to_jsonable
-from activities.sandbox._options import DEFAULT_MEMORY_LIMIT_BYTES, MEMORY_CEILING_BYTES
-from activities.sandbox._pool import SandboxPool, default_pool
-from contract.code import CodeError, CodeExecutionResult, CodeLog
+from weft.activities.sandbox._handle import CodeExecution, run_code
+from weft.activities.sandbox._marshal import JSMap, SandboxFunction, SerializationError, to_jsonable
+from weft.activities.sandbox._options import DEFAULT_MEMORY_LIMIT_BYTES, MEMORY_CEILING_BYTES
+from weft.activities.sandbox._pool import SandboxPool, default_pool
+from weft.contract.code import CodeError, CodeExecutionResult, CodeLog
 
 __all__ = [
     "DEFAULT_MEMORY_LIMIT_BYTES",

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import tree_sitter
 
-from activities.sandbox._erase import required_field
+from weft.activities.sandbox._erase import required_field
 
 Text = Callable[[tree_sitter.Node], str]
 

@@ -16,9 +16,9 @@ from typing import Any, Literal, Protocol, overload
 
 import _quickjs  # type: ignore[import-not-found]  # C extension of `quickjs`, ships no stubs
 
-from activities.sandbox._erase import SourceError
-from activities.sandbox._link import Bundle, Linker
-from activities.sandbox._wire import HostMessage, InvokeMessage, Job
+from weft.activities.sandbox._erase import SourceError
+from weft.activities.sandbox._link import Bundle, Linker
+from weft.activities.sandbox._wire import HostMessage, InvokeMessage, Job
 
 _FRAME = re.compile(r"^(\s*at )(.*?)\s*\(<input>(?::(\d+))?\)\s*$")
 _COMPILE_LINE = re.compile(r"^\s*at <input>:(\d+)\s*$", re.M)
@@ -75,7 +75,7 @@ class _Runtime(Protocol):
 @cache
 def prelude() -> str:
     # Joined into one line so every stack frame of the runtime reports line 1 (see the file).
-    text = resources.files("activities.sandbox").joinpath("_runtime.js").read_text()
+    text = resources.files("weft.activities.sandbox").joinpath("_runtime.js").read_text()
     return " ".join(text.splitlines())
 
 

@@ -10,10 +10,10 @@ import time
 from collections.abc import Generator, Mapping
 from typing import Any
 
-from activities.sandbox._marshal import SerializationError, decode
-from activities.sandbox._options import OptionError, Prepared, prepare
-from activities.sandbox._pool import SandboxPool, WorkerProcess, default_pool
-from contract.code import CodeError, CodeExecutionResult, CodeLog
+from weft.activities.sandbox._marshal import SerializationError, decode
+from weft.activities.sandbox._options import OptionError, Prepared, prepare
+from weft.activities.sandbox._pool import SandboxPool, WorkerProcess, default_pool
+from weft.contract.code import CodeError, CodeExecutionResult, CodeLog
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _CPU_POLL_S = 0.01

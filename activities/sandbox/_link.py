@@ -14,8 +14,8 @@ from typing import NoReturn
 
 import tree_sitter
 
-from activities.sandbox._declared import declared_names
-from activities.sandbox._erase import (
+from weft.activities.sandbox._declared import declared_names
+from weft.activities.sandbox._erase import (
     IMPORT_REQUIRE_UNSUPPORTED,
     SourceError,
     check_syntax,

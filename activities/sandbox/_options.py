@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from activities.sandbox._marshal import Encoder, SerializationError
-from activities.sandbox._wire import ExecuteSpec, Job
+from weft.activities.sandbox._marshal import Encoder, SerializationError
+from weft.activities.sandbox._wire import ExecuteSpec, Job
 
 MIB = 1024 * 1024
 DEFAULT_MEMORY_LIMIT_BYTES = 64 * MIB

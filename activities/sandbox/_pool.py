@@ -19,14 +19,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from activities.sandbox._options import DEFAULT_MEMORY_LIMIT_BYTES, MEMORY_CEILING_BYTES
+import weft
+from weft.activities.sandbox._options import DEFAULT_MEMORY_LIMIT_BYTES, MEMORY_CEILING_BYTES
 
-_ROOT = str(Path(__file__).resolve().parents[2])
+# The folder that holds the `weft` package (the checkout, or site-packages when installed).
+_ROOT = str(Path(weft.__file__).resolve().parent.parent)
 # A worker whose RSS grew this much over its start is replaced, bounding its footprint.
 _RETIRE_GROWTH_KB = 16 * 1024
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from activities.sandbox._worker import main; main()"
+    "from weft.activities.sandbox._worker import main; main()"
 )
 
 
@@ -273,7 +275,7 @@ class SandboxPool:
         self, source: str, options: Mapping[str, Any] | None = None, *, abort: Any = None
     ) -> Any:
         """Start `source` on this pool; see `run_code`."""
-        from activities.sandbox._handle import CodeExecution
+        from weft.activities.sandbox._handle import CodeExecution
 
         return CodeExecution(self, source, options, abort=abort)
 

@@ -14,8 +14,8 @@ import sys
 import traceback
 from typing import IO, Any
 
-from activities.sandbox._engine import Engine, rss_kb
-from activities.sandbox._wire import HostMessage, Job, is_run
+from weft.activities.sandbox._engine import Engine, rss_kb
+from weft.activities.sandbox._wire import HostMessage, Job, is_run
 
 _PR_SET_PDEATHSIG = 1
 

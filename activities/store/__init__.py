@@ -5,14 +5,14 @@ which call its aggregates' synchronous methods (`store.messages.list(...)`,
 `store.events.record(...)`, …) through `asyncio.to_thread`.
 """
 
-from activities.store.kv import (
+from weft.activities.store.kv import (
     MAX_KEY_CHARS,
     MAX_KEYS_PER_THREAD,
     MAX_VALUE_BYTES,
     StoreLimitError,
 )
-from activities.store.rows import ThreadRow
-from activities.store.store import Store
+from weft.activities.store.rows import ThreadRow
+from weft.activities.store.store import Store
 
 __all__ = [
     "MAX_KEYS_PER_THREAD",

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, func, select
 
-from activities.store.database import Database
-from activities.store.events import events_by_thread, insert_events
-from activities.store.rows import boundary_to_row, row_to_boundary
-from activities.store.tables import context_boundaries
-from contract.context import ContextBoundary
-from contract.events import Event
+from weft.activities.store.database import Database
+from weft.activities.store.events import events_by_thread, insert_events
+from weft.activities.store.rows import boundary_to_row, row_to_boundary
+from weft.activities.store.tables import context_boundaries
+from weft.contract.context import ContextBoundary
+from weft.contract.events import Event
 
 
 class Boundaries:

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Engine, Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from activities.store.urls import WRITE_OPTION
+from weft.activities.store.urls import WRITE_OPTION
 
 T = TypeVar("T")
 

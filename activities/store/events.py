@@ -7,18 +7,18 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
-from activities.store.database import Database
-from activities.store.messages import (
+from weft.activities.store.database import Database
+from weft.activities.store.messages import (
     get_message,
     insert_messages,
     message_rows,
     update_message,
 )
-from activities.store.rows import event_to_row, row_to_event
-from activities.store.subagents import project_subagents
-from activities.store.tables import events
-from contract.events import Event
-from contract.messages import Message
+from weft.activities.store.rows import event_to_row, row_to_event
+from weft.activities.store.subagents import project_subagents
+from weft.activities.store.tables import events
+from weft.contract.events import Event
+from weft.contract.messages import Message
 
 
 class Events:

@@ -14,9 +14,9 @@ from typing import Any, Literal
 from pydantic import AwareDatetime, BaseModel
 from sqlalchemy import Connection, RowMapping, func, select
 
-from activities.store.file_paths import ROOT, ancestors
-from activities.store.kv import StoreLimitError
-from activities.store.tables import files
+from weft.activities.store.file_paths import ROOT, ancestors
+from weft.activities.store.kv import StoreLimitError
+from weft.activities.store.tables import files
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 

@@ -7,8 +7,8 @@ import re
 from pydantic import BaseModel
 from sqlalchemy import Connection, select
 
-from activities.store.file_paths import glob_matcher
-from activities.store.tables import blobs, files
+from weft.activities.store.file_paths import glob_matcher
+from weft.activities.store.tables import blobs, files
 
 
 class GrepMatch(BaseModel):

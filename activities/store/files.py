@@ -24,10 +24,10 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Connection, delete, func, select
 
-from activities.clock import now_iso
-from activities.store.database import Database
-from activities.store.events import last_sequence
-from activities.store.file_paths import (
+from weft.activities.clock import now_iso
+from weft.activities.store.database import Database
+from weft.activities.store.events import last_sequence
+from weft.activities.store.file_paths import (
     MAX_PATH_CHARS,
     ROOT,
     InvalidPathError,
@@ -37,7 +37,7 @@ from activities.store.file_paths import (
     numbered,
     parent_of,
 )
-from activities.store.file_rows import (
+from weft.activities.store.file_rows import (
     MAX_FILE_BYTES,
     ROOT_STAT,
     DirectoryNotEmptyError,
@@ -52,11 +52,11 @@ from activities.store.file_rows import (
     require_file,
     to_stat,
 )
-from activities.store.file_search import GrepMatch, find_paths, grep_lines
-from activities.store.kv import StoreLimitError
-from activities.store.rows import event_to_row
-from activities.store.tables import ID_LENGTH, blobs, events, files
-from contract.events import Event
+from weft.activities.store.file_search import GrepMatch, find_paths, grep_lines
+from weft.activities.store.kv import StoreLimitError
+from weft.activities.store.rows import event_to_row
+from weft.activities.store.tables import ID_LENGTH, blobs, events, files
+from weft.contract.events import Event
 
 __all__ = [
     "MAX_FILE_BYTES",

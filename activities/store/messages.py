@@ -8,10 +8,10 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, select, update
 
-from activities.store.database import Database
-from activities.store.rows import message_to_row, row_to_message
-from activities.store.tables import messages
-from contract.messages import Message
+from weft.activities.store.database import Database
+from weft.activities.store.rows import message_to_row, row_to_message
+from weft.activities.store.tables import messages
+from weft.contract.messages import Message
 
 
 class Messages:

@@ -8,7 +8,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, text
 
-from activities.store.urls import WRITE_OPTION
+from weft.activities.store.urls import WRITE_OPTION
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 

@@ -8,9 +8,9 @@ from typing import Any
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 from sqlalchemy import RowMapping
 
-from contract.context import ContextBoundary
-from contract.events import Event
-from contract.messages import Message
+from weft.contract.context import ContextBoundary
+from weft.contract.events import Event
+from weft.contract.messages import Message
 
 
 class ThreadRow(BaseModel):

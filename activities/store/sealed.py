@@ -10,7 +10,7 @@ import base64
 import json
 from typing import Any
 
-from activities.crypto import CryptoKeyError, Keyring
+from weft.activities.crypto import CryptoKeyError, Keyring
 
 # The envelope's only key; env names are user-chosen, so this one is reserved-looking.
 ENVELOPE = "$weftEncrypted"

@@ -7,11 +7,11 @@ from typing import Any
 
 from sqlalchemy import select
 
-from activities.crypto import Keyring
-from activities.store.database import Database
-from activities.store.sealed import seal, unseal
-from activities.store.tables import snapshots
-from contract.thread_env import carries_env
+from weft.activities.crypto import Keyring
+from weft.activities.store.database import Database
+from weft.activities.store.sealed import seal, unseal
+from weft.activities.store.tables import snapshots
+from weft.contract.thread_env import carries_env
 
 
 class Snapshots:

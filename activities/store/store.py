@@ -12,19 +12,19 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from activities.crypto import Keyring
-from activities.store.boundaries import Boundaries
-from activities.store.database import Database
-from activities.store.events import Events
-from activities.store.files import FileStore
-from activities.store.messages import Messages
-from activities.store.migrate import upgrade
-from activities.store.snapshots import Snapshots
-from activities.store.subagents import Subagents
-from activities.store.threads import Threads
-from activities.store.urls import create_store_engine
-from activities.store.values import Values
-from activities.store.variable_requests import VariableRequests
+from weft.activities.crypto import Keyring
+from weft.activities.store.boundaries import Boundaries
+from weft.activities.store.database import Database
+from weft.activities.store.events import Events
+from weft.activities.store.files import FileStore
+from weft.activities.store.messages import Messages
+from weft.activities.store.migrate import upgrade
+from weft.activities.store.snapshots import Snapshots
+from weft.activities.store.subagents import Subagents
+from weft.activities.store.threads import Threads
+from weft.activities.store.urls import create_store_engine
+from weft.activities.store.values import Values
+from weft.activities.store.variable_requests import VariableRequests
 
 
 class Store:

@@ -15,9 +15,9 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from activities.store.database import Database
-from activities.store.tables import subagents
-from contract.events import Event
+from weft.activities.store.database import Database
+from weft.activities.store.tables import subagents
+from weft.contract.events import Event
 
 # A subagent entry as its events carry it (`contract.subagents.SubagentEntry`, as JSON).
 SubagentEntry = dict[str, Any]

@@ -6,11 +6,11 @@ import builtins
 
 from sqlalchemy import RowMapping, select
 
-from activities.crypto import Keyring
-from activities.store.database import Database
-from activities.store.rows import ThreadRow, row_to_thread, thread_to_row
-from activities.store.sealed import seal, unseal
-from activities.store.tables import threads
+from weft.activities.crypto import Keyring
+from weft.activities.store.database import Database
+from weft.activities.store.rows import ThreadRow, row_to_thread, thread_to_row
+from weft.activities.store.sealed import seal, unseal
+from weft.activities.store.tables import threads
 
 
 class Threads:

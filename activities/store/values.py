@@ -8,9 +8,9 @@ from typing import Any
 
 from sqlalchemy import and_, delete, func, select
 
-from activities.store import kv as kv_rules
-from activities.store.database import Database
-from activities.store.tables import kv
+from weft.activities.store import kv as kv_rules
+from weft.activities.store.database import Database
+from weft.activities.store.tables import kv
 
 
 class Values:

@@ -14,11 +14,11 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Connection, RowMapping, select, update
 
-from activities.crypto import Keyring
-from activities.store.database import Database
-from activities.store.sealed import seal, unseal
-from activities.store.tables import variable_requests
-from contract.subagents import VariableRequest
+from weft.activities.crypto import Keyring
+from weft.activities.store.database import Database
+from weft.activities.store.sealed import seal, unseal
+from weft.activities.store.tables import variable_requests
+from weft.contract.subagents import VariableRequest
 
 # The largest value one variable may hold, as UTF-8 JSON text.
 MAX_VALUE_BYTES = 64 * 1024

@@ -21,8 +21,8 @@ from support import read
 from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import Client, WorkflowHandle
 
-from activities.store import Store
-from activities.store.tables import events as events_table
+from weft.activities.store import Store
+from weft.activities.store.tables import events as events_table
 
 DEFINITIONS = Path(__file__).parent / "definitions"
 FINAL_TEXT = "All the notes are stored."

@@ -14,7 +14,6 @@ from support import local_stack, start_thread
 from temporalio.client import Client
 from worker_process import WorkerProcess
 
-from activities.store import Store
 from drills.common import (
     FINAL_TEXT,
     Report,
@@ -28,6 +27,7 @@ from drills.common import (
     wait_for_events,
     write_worker_config,
 )
+from weft.activities.store import Store
 
 DEFAULT_THREADS = 20
 GRACE = 10.0  # AgentWorker's graceful_shutdown_seconds, which `weft worker` uses

@@ -18,9 +18,9 @@ from typing import Any
 from support import agent_definitions, local_stack, read, scratch_config, start_thread
 from temporalio.client import Client, WorkflowHandle
 
-from activities.store import Store
 from drills.common import Report, first, note, summary, transcript_problems, wait_for_events
-from workers.agent_worker import AgentWorker
+from weft.activities.store import Store
+from weft.workers.agent_worker import AgentWorker
 
 DEFAULT_THREADS = 100
 CACHE = 5

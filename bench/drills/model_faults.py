@@ -16,7 +16,6 @@ from pathlib import Path
 from support import agent_definitions, local_stack, read, scratch_config, start_thread
 from temporalio.client import Client
 
-from activities.store import Store
 from drills.common import (
     FINAL_TEXT,
     Report,
@@ -29,7 +28,8 @@ from drills.common import (
     sequence_problems,
     transcript_problems,
 )
-from workers.agent_worker import AgentWorker
+from weft.activities.store import Store
+from weft.workers.agent_worker import AgentWorker
 
 DEFAULT_THREADS = 50
 ROLES = ["user", "assistant", "tool", "assistant", "tool", "assistant"]

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from worker_process import WorkerProcess
 
-from activities.store import Store
 from drills.common import (
     Report,
     check_all_complete,
@@ -25,11 +24,12 @@ from drills.common import (
     wait_for_events,
     write_worker_config,
 )
-from transport.connection import connect
-from workers.config import load_config
-from workers.dev_server import DevServer, free_port
-from workers.scripted_model import ScriptedModelServer
-from workers.search_attributes import ensure_search_attributes
+from weft.activities.store import Store
+from weft.transport.connection import connect
+from weft.workers.config import load_config
+from weft.workers.dev_server import DevServer, free_port
+from weft.workers.scripted_model import ScriptedModelServer
+from weft.workers.search_attributes import ensure_search_attributes
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_THREADS = 20

@@ -13,7 +13,6 @@ from support import local_stack
 from temporalio.client import Client
 from worker_process import WorkerProcess
 
-from activities.store import Store
 from drills.common import (
     Report,
     attempts_after_first,
@@ -31,6 +30,7 @@ from drills.common import (
     wait_for_events,
     write_worker_config,
 )
+from weft.activities.store import Store
 
 DEFAULT_THREADS = 50
 STEPS = 4

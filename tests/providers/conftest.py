@@ -12,8 +12,8 @@ import httpx
 import pytest
 from providers_support import AddScript
 
-from activities.providers import AnthropicMessagesProvider, OpenAIChatProvider
-from workers.scripted_model import ScriptedModelServer
+from weft.activities.providers import AnthropicMessagesProvider, OpenAIChatProvider
+from weft.workers.scripted_model import ScriptedModelServer
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from workers.scripted_model import ScriptedModelServer
+from weft.workers.scripted_model import ScriptedModelServer
 
 AddScript = Callable[[dict[str, Any]], str]
 

@@ -9,9 +9,9 @@ import pytest
 from providers_support import AddScript, records_for
 from temporalio.exceptions import ApplicationError
 
-from activities.providers import AnthropicMessagesProvider, ChatRequest, OpenAIChatProvider
-from contract.context_budget import estimate_message_tokens
-from workers.scripted_model import ScriptedModelServer, ScriptError
+from weft.activities.providers import AnthropicMessagesProvider, ChatRequest, OpenAIChatProvider
+from weft.contract.context_budget import estimate_message_tokens
+from weft.workers.scripted_model import ScriptedModelServer, ScriptError
 
 LIMIT = 50
 SMALL = [{"role": "user", "content": "hi"}]

@@ -9,8 +9,8 @@ import pytest
 from providers_support import AddScript, records_for
 from temporalio.exceptions import ApplicationError
 
-from activities.providers import AnthropicMessagesProvider, ChatRequest, Delta
-from workers.scripted_model import ScriptedModelServer
+from weft.activities.providers import AnthropicMessagesProvider, ChatRequest, Delta
+from weft.workers.scripted_model import ScriptedModelServer
 
 
 def user(text: str, *, model: str, **extra: object) -> ChatRequest:

@@ -10,13 +10,13 @@ from email.utils import format_datetime
 import httpx
 import pytest
 
-from activities.providers.errors import (
+from weft.activities.providers.errors import (
     CONTEXT_TOO_LONG,
     classify_http_error,
     classify_transport_error,
     parse_retry_after,
 )
-from activities.providers.sse import SseEvent, iter_sse
+from weft.activities.providers.sse import SseEvent, iter_sse
 
 
 def test_retry_after_seconds() -> None:

@@ -10,8 +10,8 @@ import pytest
 from providers_support import AddScript, records_for
 from temporalio.exceptions import ApplicationError
 
-from activities.providers import ChatRequest, Delta, OpenAIChatProvider
-from workers.scripted_model import ScriptedModelServer
+from weft.activities.providers import ChatRequest, Delta, OpenAIChatProvider
+from weft.workers.scripted_model import ScriptedModelServer
 
 
 def user(text: str, *, model: str, **extra: object) -> ChatRequest:

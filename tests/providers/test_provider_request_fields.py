@@ -13,9 +13,14 @@ import pytest
 from providers_support import AddScript, records_for
 from temporalio.exceptions import ApplicationError
 
-from activities.providers import AnthropicMessagesProvider, ChatRequest, Delta, OpenAIChatProvider
-from activities.providers.reasoning import reasoning_of
-from workers.scripted_model import ScriptedModelServer
+from weft.activities.providers import (
+    AnthropicMessagesProvider,
+    ChatRequest,
+    Delta,
+    OpenAIChatProvider,
+)
+from weft.activities.providers.reasoning import reasoning_of
+from weft.workers.scripted_model import ScriptedModelServer
 
 SCHEMA = {
     "type": "object",

@@ -13,8 +13,8 @@ import pytest
 from providers_support import AddScript
 from temporalio.exceptions import ApplicationError
 
-from activities.providers import AnthropicMessagesProvider, ChatRequest, OpenAIChatProvider
-from workers.scripted_model import (
+from weft.activities.providers import AnthropicMessagesProvider, ChatRequest, OpenAIChatProvider
+from weft.workers.scripted_model import (
     ScriptedModelServer,
     ScriptError,
     load_script_file,
@@ -170,10 +170,10 @@ def test_thread_hosted_server() -> None:
 
 
 def test_standalone_runner(tmp_path: Path) -> None:
-    """`python -m workers.scripted_model --script FILE` serves the file's scripts."""
+    """`python -m weft.workers.scripted_model --script FILE` serves the file's scripts."""
     path = tmp_path / "scripts.yaml"
     path.write_text(YAML_SCRIPT)
-    command = [sys.executable, "-m", "workers.scripted_model", "--script", str(path)]
+    command = [sys.executable, "-m", "weft.workers.scripted_model", "--script", str(path)]
     root = Path(__file__).resolve().parents[2]
     with subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, text=True) as process:
         try:

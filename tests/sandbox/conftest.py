@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from activities.sandbox import SandboxPool
+from weft.activities.sandbox import SandboxPool
 
 
 @pytest.fixture(scope="session")

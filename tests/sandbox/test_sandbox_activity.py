@@ -7,9 +7,9 @@ import asyncio
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.code_run import CodeRunActivities
-from activities.sandbox import SandboxPool
-from contract.code import CodeRunInput
+from weft.activities.code_run import CodeRunActivities
+from weft.activities.sandbox import SandboxPool
+from weft.contract.code import CodeRunInput
 
 
 async def test_activity_runs_code_and_heartbeats(pool: SandboxPool) -> None:

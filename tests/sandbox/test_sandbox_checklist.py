@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from activities.sandbox import CodeExecution, CodeExecutionResult, JSMap, SandboxPool, run_code
+from weft.activities.sandbox import CodeExecution, CodeExecutionResult, JSMap, SandboxPool, run_code
 
 
 async def test_run_code_returns_an_awaitable_handle(pool: SandboxPool) -> None:

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "cli.code_command", *args],
+        [sys.executable, "-m", "weft.cli.code_command", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from activities.sandbox import SandboxPool, run_code
+from weft.activities.sandbox import SandboxPool, run_code
 
 
 async def test_default_export_value_is_the_result(pool: SandboxPool) -> None:

@@ -6,7 +6,7 @@ import asyncio
 import gc
 import resource
 
-from activities.sandbox import SandboxPool, run_code
+from weft.activities.sandbox import SandboxPool, run_code
 
 
 async def test_prototype_pollution_does_not_reach_host_or_later_calls(pool: SandboxPool) -> None:
@@ -137,7 +137,7 @@ async def test_sequential_calls_keep_host_rss_flat(pool: SandboxPool) -> None:
 
 async def test_log_flood_is_bounded_on_the_host(pool: SandboxPool) -> None:
     """A flood of console.log calls keeps at most MAX_LOGS entries on the host."""
-    from activities.sandbox._handle import MAX_LOGS
+    from weft.activities.sandbox._handle import MAX_LOGS
 
     result = await run_code(
         f"for (let i = 0; i < {MAX_LOGS + 500}; i++) console.log(i); export default 1", pool=pool

@@ -7,7 +7,7 @@ import asyncio
 import math
 from datetime import UTC, datetime
 
-from activities.sandbox import JSMap, SandboxFunction, SandboxPool, run_code
+from weft.activities.sandbox import JSMap, SandboxFunction, SandboxPool, run_code
 
 
 async def test_js_values_become_documented_python_types(pool: SandboxPool) -> None:

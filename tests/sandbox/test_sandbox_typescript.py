@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from activities.sandbox import SandboxPool, run_code
-from activities.sandbox._erase import erase_types, parse
+from weft.activities.sandbox import SandboxPool, run_code
+from weft.activities.sandbox._erase import erase_types, parse
 
 
 def test_erasure_keeps_every_line_and_column() -> None:

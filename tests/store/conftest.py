@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from activities.store import Store
-from activities.store.tables import metadata
+from weft.activities.store import Store
+from weft.activities.store.tables import metadata
 
 
 @pytest.fixture(scope="session")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from contract.events import Event
-from contract.messages import Message, ToolCall, ToolCallFunction
+from weft.contract.events import Event
+from weft.contract.messages import Message, ToolCall, ToolCallFunction
 
 
 def new_thread_id() -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from unit_support import memory
 
-from workflows.thread_state import ThreadMemory
+from weft.workflows.thread_state import ThreadMemory
 
 
 @pytest.fixture

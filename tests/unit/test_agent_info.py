@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from unit_support import memory, snapshot
 
-from contract.definitions import AgentDef
-from contract.thread import ThreadRead
-from workflows import read_models
+from weft.contract.definitions import AgentDef
+from weft.contract.thread import ThreadRead
+from weft.workflows import read_models
 
 
 def test_thread_read_shows_the_agent_display_fields() -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from unit_support import FixedContext, memory, snapshot
 
-from contract.actions import ActionResolution
-from contract.messages import QueuedMessage
-from contract.thread import TurnCursor
-from workflows.continuation import CARRIED_INDEX, CARRIED_RESOLVED, carry_over, restore
-from workflows.queue import ThreadQueue
+from weft.contract.actions import ActionResolution
+from weft.contract.messages import QueuedMessage
+from weft.contract.thread import TurnCursor
+from weft.workflows.continuation import CARRIED_INDEX, CARRIED_RESOLVED, carry_over, restore
+from weft.workflows.queue import ThreadQueue
 
 
 def test_carried_memory_restores_the_same_thread() -> None:

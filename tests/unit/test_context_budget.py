@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contract.context_budget import (
+from weft.contract.context_budget import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_OUTPUT_TOKENS,
     IMAGE_TOKENS,
@@ -13,8 +13,8 @@ from contract.context_budget import (
     estimate_message_tokens,
     estimate_tokens,
 )
-from contract.definitions import ModelDef
-from contract.messages import Message, ToolCall, ToolCallFunction
+from weft.contract.definitions import ModelDef
+from weft.contract.messages import Message, ToolCall, ToolCallFunction
 
 
 def stored(role: str, content: str | None = None, **extra: object) -> Message:

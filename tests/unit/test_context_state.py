@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from contract.context import ContextBoundary, ContextOptions, ContextReport
-from contract.definitions import ModelDef
-from contract.messages import Message
-from workflows.context_state import ContextState
+from weft.contract.context import ContextBoundary, ContextOptions, ContextReport
+from weft.contract.definitions import ModelDef
+from weft.contract.messages import Message
+from weft.workflows.context_state import ContextState
 
 MODEL = ModelDef.model_validate(
     {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.hooks import repair_pairs
-from contract.messages import Message, ToolCall, ToolCallFunction
+from weft.activities.hooks import repair_pairs
+from weft.contract.messages import Message, ToolCall, ToolCallFunction
 
 
 def call(call_id: str, name: str = "weather") -> dict[str, Any]:
@@ -86,9 +86,7 @@ def test_stored_message_dicts_are_repaired_too() -> None:
             tool_calls=[ToolCall(id="c1", function=ToolCallFunction(name="weather"))],
             created_at=2,
         ),
-        Message(
-            id="r", thread_id="t", position=2, role="tool", tool_call_id="c9", created_at=3
-        ),
+        Message(id="r", thread_id="t", position=2, role="tool", tool_call_id="c9", created_at=3),
     ]
     repaired, problems = repair_pairs([m.model_dump(mode="json") for m in stored])
     assert [m["id"] for m in repaired] == ["u"]

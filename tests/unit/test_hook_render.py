@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
-from cli.render import TranscriptPrinter
-from contract.events import Event
+from weft.cli.render import TranscriptPrinter
+from weft.contract.events import Event
 
 
 def test_hook_runs_print_one_line_each() -> None:

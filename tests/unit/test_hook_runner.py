@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from activities.clock import now_iso
-from activities.definitions import FunctionHook, HookBlocked, define_hook
-from activities.hooks import HookRunner
-from activities.store import Store
-from activities.tool_state import IntentUnavailable, ThreadState
-from contract.events import Event
-from contract.hooks import HookSpec
+from weft.activities.clock import now_iso
+from weft.activities.definitions import FunctionHook, HookBlocked, define_hook
+from weft.activities.hooks import HookRunner
+from weft.activities.store import Store
+from weft.activities.tool_state import IntentUnavailable, ThreadState
+from weft.contract.events import Event
+from weft.contract.hooks import HookSpec
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from activities.context import project_messages
-from activities.images import MAX_IMAGE_BYTES, ImageView
-from contract.messages import Message
+from weft.activities.context import project_messages
+from weft.activities.images import MAX_IMAGE_BYTES, ImageView
+from weft.contract.messages import Message
 
 PNG = b"\x89PNG\r\n\x1a\nfake"
 FILES = {"/attachments/cat.png": PNG, "/attachments/big.jpg": b"x" * (MAX_IMAGE_BYTES + 1)}

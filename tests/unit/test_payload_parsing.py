@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from contract.messages import QueuedMessage
-from workflows.control import InvalidPayload, parse_single
+from weft.contract.messages import QueuedMessage
+from weft.workflows.control import InvalidPayload, parse_single
 
 
 @pytest.mark.parametrize(

@@ -7,12 +7,12 @@ import re
 
 import pytest
 
-from activities.context import model_view
-from activities.previews import page_chars, preview_message, read_page
-from contract.activities import ToolResult
-from contract.context import ContextOptions
-from contract.context_budget import ContextBudget, estimate_tokens, preview_cap_tokens
-from contract.messages import Message
+from weft.activities.context import model_view
+from weft.activities.previews import page_chars, preview_message, read_page
+from weft.contract.activities import ToolResult
+from weft.contract.context import ContextOptions
+from weft.contract.context_budget import ContextBudget, estimate_tokens, preview_cap_tokens
+from weft.contract.messages import Message
 
 CAP = 1_000
 # The cap of a 128k model at the default preview share, as a thread would use it.

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from activities.scoped_window import load_scoped_window, paired_tools, without_tools
-from activities.store import Store
-from contract.context import ContextWindow
-from contract.messages import Message, ToolCall, ToolCallFunction
-from contract.prompt_tools import PromptScope, PromptToolConfig
-from workflows.prompt_tools import Failure, error_text, shape_result
-from workflows.stop_rules import ToolOutcome
+from weft.activities.scoped_window import load_scoped_window, paired_tools, without_tools
+from weft.activities.store import Store
+from weft.contract.context import ContextWindow
+from weft.contract.messages import Message, ToolCall, ToolCallFunction
+from weft.contract.prompt_tools import PromptScope, PromptToolConfig
+from weft.workflows.prompt_tools import Failure, error_text, shape_result
+from weft.workflows.stop_rules import ToolOutcome
 
 
 def _call(call_id: str, name: str = "weather", args: str = '{"city": "Rome"}') -> ToolCall:
@@ -164,7 +164,7 @@ def test_scoped_window_with_the_main_chat(store):
 
 def test_main_window_excludes_nested_messages(store):
     """The main loop's window (and so compaction's) holds depth 0 only."""
-    from activities.context_window import load_window
+    from weft.activities.context_window import load_window
 
     _, _, history = load_window(store, "t", ContextWindow())
     assert [m.position for m in history] == [0, 1, 2, 3, 4, 5]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from contract.messages import QueuedMessage, QueuedTool
-from workflows.queue import ThreadQueue, UnknownQueuedTurn
-from workflows.thread_state import ThreadMemory
+from weft.contract.messages import QueuedMessage, QueuedTool
+from weft.workflows.queue import ThreadQueue, UnknownQueuedTurn
+from weft.workflows.thread_state import ThreadMemory
 
 
 def _texts(queue: ThreadQueue) -> list[str]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from unit_support import memory, snapshot
 
-from contract.actions import PermissionPolicy
-from contract.definitions import AgentDef
-from workflows import read_models
-from workflows.thread_state import ThreadMemory
+from weft.contract.actions import PermissionPolicy
+from weft.contract.definitions import AgentDef
+from weft.workflows import read_models
+from weft.workflows.thread_state import ThreadMemory
 
 
 def _messages(mem: ThreadMemory, count: int) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from contract.definitions import AgentDef, SideConfig
-from contract.messages import Message, ToolCall, ToolCallFunction
-from workflows.stop_rules import (
+from weft.contract.definitions import AgentDef, SideConfig
+from weft.contract.messages import Message, ToolCall, ToolCallFunction
+from weft.workflows.stop_rules import (
     StepFacts,
     ToolOutcome,
     evaluate_step,

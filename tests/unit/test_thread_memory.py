@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from unit_support import FixedContext, memory
 
-from contract.messages import MessageMeta
-from contract.subagents import RegistryEntry
-from contract.thread import UsageTotals
-from workflows.thread_state import MAX_INCIDENTS, ThreadMemory
+from weft.contract.messages import MessageMeta
+from weft.contract.subagents import RegistryEntry
+from weft.contract.thread import UsageTotals
+from weft.workflows.thread_state import MAX_INCIDENTS, ThreadMemory
 
 
 def test_emit_stamps_ids_time_and_thread(mem: ThreadMemory) -> None:

@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from activities.compaction_plan import render_lines
-from activities.context import model_view, tool_message_text, tool_result_text
-from activities.context_window import Frame, build_window, request_tokens
-from activities.previews import preview_message
-from activities.read_output import read_output
-from activities.store import Store
-from contract.activities import ToolResult
-from contract.context_budget import estimate_message_tokens, message_tokens
-from contract.definitions import PromptDef
-from contract.messages import Message, ToolCall
+from weft.activities.compaction_plan import render_lines
+from weft.activities.context import model_view, tool_message_text, tool_result_text
+from weft.activities.context_window import Frame, build_window, request_tokens
+from weft.activities.previews import preview_message
+from weft.activities.read_output import read_output
+from weft.activities.store import Store
+from weft.contract.activities import ToolResult
+from weft.contract.context_budget import estimate_message_tokens, message_tokens
+from weft.contract.definitions import PromptDef
+from weft.contract.messages import Message, ToolCall
 
 
 def envelope(**fields: Any) -> str:

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from unit_support import FixedContext, memory, snapshot
 
-from contract.messages import QueuedMessage
-from contract.thread import UsageTotals
-from contract.turns import TurnResult
-from workflows.continuation import carry_over, restore
-from workflows.queue import ThreadQueue
-from workflows.stop_rules import Stop
-from workflows.thread_state import ThreadMemory
-from workflows.turn_book import RECENT_TURNS, TurnBook
-from workflows.turn_end import finish_turn
-from workflows.turn_waiters import outcome_of
+from weft.contract.messages import QueuedMessage
+from weft.contract.thread import UsageTotals
+from weft.contract.turns import TurnResult
+from weft.workflows.continuation import carry_over, restore
+from weft.workflows.queue import ThreadQueue
+from weft.workflows.stop_rules import Stop
+from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.turn_book import RECENT_TURNS, TurnBook
+from weft.workflows.turn_end import finish_turn
+from weft.workflows.turn_waiters import outcome_of
 
 
 def _reply(mem: ThreadMemory, turn_id: str, text: str | None, *, depth: int = 0) -> str:

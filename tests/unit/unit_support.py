@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from contract.definitions import AgentDef, DefinitionSnapshot, ModelDef, PromptDef
-from contract.thread import ThreadStartInput
-from workflows.thread_state import ThreadMemory
+from weft.contract.definitions import AgentDef, DefinitionSnapshot, ModelDef, PromptDef
+from weft.contract.thread import ThreadStartInput
+from weft.workflows.thread_state import ThreadMemory
 
 NOW = datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC)
 

@@ -22,10 +22,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.store import Store
-from activities.store.variable_requests import AlreadyProvided, InvalidValues, RequestNotFound
-from contract.subagents import SIGNAL_VARIABLES_PROVIDED, VariableRequest, VariablesProvided
-from workers.gateway.models import ErrorBody, Health, ProvideValues, ValuesAccepted
+from weft.activities.store import Store
+from weft.activities.store.variable_requests import AlreadyProvided, InvalidValues, RequestNotFound
+from weft.contract.subagents import SIGNAL_VARIABLES_PROVIDED, VariableRequest, VariablesProvided
+from weft.workers.gateway.models import ErrorBody, Health, ProvideValues, ValuesAccepted
 
 VARIABLES_PATH = "/threads/{parent_thread_id}/variables/{request_id}"
 # No legitimate body comes near this: values are capped at 64 KiB each.

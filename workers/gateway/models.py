@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from contract.wire import CamelModel
+from weft.contract.wire import CamelModel
 
 
 class ProvideValues(CamelModel):

@@ -2,9 +2,9 @@
 and Anthropic Messages protocols, playing back scripts so tests exercise production adapters.
 """
 
-from workers.scripted_model.script import ScriptError, load_script_file
-from workers.scripted_model.server import MAX_RECORDS, ScriptedModelServer
-from workers.scripted_model.threaded import ThreadedServer, start_in_thread
+from weft.workers.scripted_model.script import ScriptError, load_script_file
+from weft.workers.scripted_model.server import MAX_RECORDS, ScriptedModelServer
+from weft.workers.scripted_model.threaded import ThreadedServer, start_in_thread
 
 __all__ = [
     "MAX_RECORDS",

@@ -1,4 +1,4 @@
-"""Run the scripted model server by hand: `python -m workers.scripted_model --script FILE`."""
+"""Run the scripted model server by hand: `python -m weft.workers.scripted_model --script FILE`."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import argparse
 import asyncio
 from typing import Any
 
-from workers.scripted_model.script import load_script_file
-from workers.scripted_model.server import ScriptedModelServer
+from weft.workers.scripted_model.script import load_script_file
+from weft.workers.scripted_model.server import ScriptedModelServer
 
 
 async def _serve(scripts: dict[str, Any], host: str, port: int) -> None:
@@ -20,7 +20,7 @@ async def _serve(scripts: dict[str, Any], host: str, port: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Parse arguments and serve until Ctrl-C."""
-    parser = argparse.ArgumentParser(prog="python -m workers.scripted_model")
+    parser = argparse.ArgumentParser(prog="python -m weft.workers.scripted_model")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument(

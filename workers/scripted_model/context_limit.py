@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from contract.context_budget import estimate_message_tokens
+from weft.contract.context_budget import estimate_message_tokens
 
 
 def request_tokens(protocol: str, body: dict[str, Any]) -> int:

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from workers.scripted_model.script import Expect
+from weft.workers.scripted_model.script import Expect
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from workers.scripted_model.conversation import View
+from weft.workers.scripted_model.conversation import View
 
 _NOTICE = re.compile(r'call read_output with \{"ref": "([^"]+)", "offset": (\d+)\}')
 _NEXT_OFFSET = re.compile(r'"nextOffset"\s*:\s*(\d+)')

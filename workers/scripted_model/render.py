@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from workers.scripted_model.conversation import View
-from workers.scripted_model.placeholders import fill
-from workers.scripted_model.script import Reply, UsageSpec
+from weft.workers.scripted_model.conversation import View
+from weft.workers.scripted_model.placeholders import fill
+from weft.workers.scripted_model.script import Reply, UsageSpec
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,12 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Self
 
-from workers.scripted_model import render
-from workers.scripted_model.context_limit import overflow_body, request_tokens
-from workers.scripted_model.conversation import View, anthropic_view, openai_view
-from workers.scripted_model.http11 import HttpServer, Request, Response
-from workers.scripted_model.protocol_rules import request_problem
-from workers.scripted_model.script import CompiledScript, Reply, ScriptError, compile_script
+from weft.workers.scripted_model import render
+from weft.workers.scripted_model.context_limit import overflow_body, request_tokens
+from weft.workers.scripted_model.conversation import View, anthropic_view, openai_view
+from weft.workers.scripted_model.http11 import HttpServer, Request, Response
+from weft.workers.scripted_model.protocol_rules import request_problem
+from weft.workers.scripted_model.script import CompiledScript, Reply, ScriptError, compile_script
 
 MAX_RECORDS = 10_000
 _OPENAI_PATHS = ("/v1/chat/completions", "/chat/completions")

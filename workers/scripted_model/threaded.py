@@ -7,7 +7,7 @@ import concurrent.futures
 import threading
 from typing import Any
 
-from workers.scripted_model.server import ScriptedModelServer
+from weft.workers.scripted_model.server import ScriptedModelServer
 
 
 class ThreadedServer:

@@ -13,10 +13,10 @@ from typing import Any
 
 from temporalio import workflow
 
-from contract.activities import ToolResult
-from contract.definitions import ToolSpec
-from contract.messages import Message, QueuedMessage, Side, ToolCall
-from contract.subagents import (
+from weft.contract.activities import ToolResult
+from weft.contract.definitions import ToolSpec
+from weft.contract.messages import Message, QueuedMessage, Side, ToolCall
+from weft.contract.subagents import (
     ERROR_MAX_INSTANCES,
     ERROR_UNKNOWN_SUBAGENT,
     SUBAGENT_CREATE_TOOL,
@@ -24,16 +24,16 @@ from contract.subagents import (
     SpawnRequest,
     SubagentToolConfig,
 )
-from contract.thread import SIGNAL_QUEUE_MESSAGE
-from contract.thread_env import EnvEntry
-from contract.tool_catalog import enabled_subagents, handoff_config
-from workflows import search_attributes
-from workflows.active_agent import ActiveAgent
-from workflows.subagents.common import LIVE, ToolRefused, refuse
-from workflows.subagents.files import MissingFile, copy_files
-from workflows.subagents.registry import SubagentRegistry, UnknownChild
-from workflows.subagents.spawner import SubagentSpawner
-from workflows.thread_state import ThreadMemory
+from weft.contract.thread import SIGNAL_QUEUE_MESSAGE
+from weft.contract.thread_env import EnvEntry
+from weft.contract.tool_catalog import enabled_subagents, handoff_config
+from weft.workflows import search_attributes
+from weft.workflows.active_agent import ActiveAgent
+from weft.workflows.subagents.common import LIVE, ToolRefused, refuse
+from weft.workflows.subagents.files import MissingFile, copy_files
+from weft.workflows.subagents.registry import SubagentRegistry, UnknownChild
+from weft.workflows.subagents.spawner import SubagentSpawner
+from weft.workflows.thread_state import ThreadMemory
 
 
 class AgentTools:

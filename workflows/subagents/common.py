@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contract.activities import ToolResult
+from weft.contract.activities import ToolResult
 
 # Registry statuses of a child that can still work or report.
 LIVE = ("starting", "running", "idle")

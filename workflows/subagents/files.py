@@ -9,8 +9,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from contract.activities import ACTIVITY_FILES_COPY, CopyFilesInput, CopyFilesResult
-from workflows.failures import failure_text
+from weft.contract.activities import ACTIVITY_FILES_COPY, CopyFilesInput, CopyFilesResult
+from weft.workflows.failures import failure_text
 
 # A store that is down for longer than these attempts fails the copy, not the thread.
 COPY_ATTEMPTS = 10

@@ -10,11 +10,11 @@ from typing import Literal, Protocol
 
 from temporalio import workflow
 
-from contract.subagents import SIGNAL_SUBAGENT_REPORT, SubagentReport
-from workflows.background import BackgroundTasks
-from workflows.stop_rules import Stop
-from workflows.subagents.files import MissingFile, copy_files
-from workflows.thread_state import ThreadMemory
+from weft.contract.subagents import SIGNAL_SUBAGENT_REPORT, SubagentReport
+from weft.workflows.background import BackgroundTasks
+from weft.workflows.stop_rules import Stop
+from weft.workflows.subagents.files import MissingFile, copy_files
+from weft.workflows.thread_state import ThreadMemory
 
 # Session ends a parent is told about as failures it can act on.
 _FAILED = ("session_fail", "step_error", "max_total_steps", "repeated_tool_error")

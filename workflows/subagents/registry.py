@@ -12,19 +12,19 @@ from typing import Any
 
 from temporalio import workflow
 
-from contract.activities import ToolResult
-from contract.messages import QueuedMessage
-from contract.subagents import (
+from weft.contract.activities import ToolResult
+from weft.contract.messages import QueuedMessage
+from weft.contract.subagents import (
     ERROR_SUBAGENT_FAILED,
     RegistryEntry,
     SubagentReport,
     SubagentStatus,
 )
-from contract.thread import SIGNAL_TERMINATE
-from workflows.outbox import flush
-from workflows.queue import ThreadQueue
-from workflows.subagents.common import LIVE, tool_error
-from workflows.thread_state import ThreadMemory
+from weft.contract.thread import SIGNAL_TERMINATE
+from weft.workflows.outbox import flush
+from weft.workflows.queue import ThreadQueue
+from weft.workflows.subagents.common import LIVE, tool_error
+from weft.workflows.thread_state import ThreadMemory
 
 # How long a terminated parent waits for its children to confirm they closed.
 CHILD_CLOSE_TIMEOUT = timedelta(seconds=60)

@@ -14,9 +14,9 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
 
-from contract.activities import ToolResult
-from contract.messages import QueuedMessage
-from contract.subagents import (
+from weft.contract.activities import ToolResult
+from weft.contract.messages import QueuedMessage
+from weft.contract.subagents import (
     ACTIVITY_VARIABLES_REQUEST,
     ERROR_SUBAGENT_FAILED,
     ERROR_VARIABLES_REQUIRED,
@@ -27,15 +27,15 @@ from contract.subagents import (
     VariableRequest,
     VariablesProvided,
 )
-from contract.thread import WORKFLOW_TYPE, ThreadStartInput
-from workflows.active_agent import ActiveAgent
-from workflows.background import BackgroundTasks
-from workflows.failures import failure_text
-from workflows.queue import ThreadQueue
-from workflows.subagents.common import ToolRefused, refuse
-from workflows.subagents.files import MissingFile, copy_files
-from workflows.subagents.registry import SubagentRegistry
-from workflows.thread_state import ThreadMemory
+from weft.contract.thread import WORKFLOW_TYPE, ThreadStartInput
+from weft.workflows.active_agent import ActiveAgent
+from weft.workflows.background import BackgroundTasks
+from weft.workflows.failures import failure_text
+from weft.workflows.queue import ThreadQueue
+from weft.workflows.subagents.common import ToolRefused, refuse
+from weft.workflows.subagents.files import MissingFile, copy_files
+from weft.workflows.subagents.registry import SubagentRegistry
+from weft.workflows.thread_state import ThreadMemory
 
 
 class UnknownVariableRequest(Exception):

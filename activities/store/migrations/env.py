@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from activities.store.tables import metadata
+from weft.activities.store.tables import metadata
 
 connection = context.config.attributes.get("connection")
 if connection is None:

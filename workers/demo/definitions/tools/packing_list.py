@@ -2,8 +2,8 @@
 
 from pydantic import BaseModel
 
-from activities.definitions import define_tool
-from activities.tool_state import ThreadState
+from weft.activities.definitions import define_tool
+from weft.activities.tool_state import ThreadState
 
 
 class PackingArgs(BaseModel):

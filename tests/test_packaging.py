@@ -1,0 +1,110 @@
+"""weft installs as one top-level package, `weft`: a user's own `client` (or `workers`, …)
+module beside their program no longer collides with weft's internals.
+
+The wheel is built from this checkout and installed into a fresh venv that sees no editable
+install and no checkout; the dependencies come from this venv's site-packages by path
+(a path entry, so the editable finder's `.pth` there is not processed).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import sysconfig
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+INTERNAL = ("contract", "workflows", "activities", "transport", "workers", "client", "cli")
+
+USER_PROGRAM = textwrap.dedent(
+    """
+    import client, workers
+    from pydantic import BaseModel
+    import weft
+    from weft.client.threads import Threads
+    from weft.workflows.agent_thread import AgentThreadWorkflow
+
+    class Args(BaseModel):
+        city: str
+
+    definitions = weft.Definitions().add(
+        weft.define_model(name="m", provider="openai", model="gpt-4.1-mini"),
+        weft.define_prompt(name="p", toolDescription="p", model="m", prompt="hi", tools=["t"]),
+        weft.define_agent(name="a", sideA={"prompt": "p"}),
+        weft.define_tool(name="t", description="t", args=Args, execute=lambda s, a: a.city),
+    )
+    definitions.validate()
+    print(client.NAME, workers.NAME, weft.__file__, Threads.__module__, AgentThreadWorkflow.__name__)
+    """
+)
+
+
+def test_a_user_module_named_client_does_not_collide(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "-w",
+            str(wheels),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stderr[-2000:]
+    (wheel,) = wheels.glob("weft-*.whl")
+
+    venv = tmp_path / "fresh"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    installed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--prefix",
+            str(venv),
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    # Only `weft` is installed at top level: none of the internal names.
+    top_level = {p.name for p in site.iterdir()}
+    assert "weft" in top_level and not top_level & set(INTERNAL), sorted(top_level)
+    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "client.py").write_text("NAME = 'my client'\n")
+    (app / "workers").mkdir()
+    (app / "workers" / "__init__.py").write_text("NAME = 'my workers'\n")
+    (app / "main.py").write_text(USER_PROGRAM)
+    run = subprocess.run(
+        [str(python), "main.py"], cwd=app, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    words = run.stdout.split()
+    assert words[:4] == ["my", "client", "my", "workers"]
+    assert words[4] == str(site / "weft" / "__init__.py")  # the wheel's copy, not the checkout
+    assert words[5:] == ["weft.client.threads", "AgentThreadWorkflow"]
