@@ -1,4 +1,4 @@
-"""The CLI's live transcript shows streamed reasoning apart from the answer."""
+"""The CLI's live transcript: reasoning apart from the answer, prompt tools indented by depth."""
 
 from __future__ import annotations
 
@@ -32,3 +32,28 @@ def test_reasoning_deltas_print_on_their_own_line_before_the_answer() -> None:
     ]:
         printer.show(_event(kind, payload))
     assert out.getvalue() == "  (thinking) The user wants Lisbon.\nassistant: Sunny today.\n"
+
+
+def test_prompt_tool_steps_are_indented_under_its_call() -> None:
+    """Events carrying parentToolCallId print one step in per depth; the caller's do not."""
+    out = io.StringIO()
+    printer = TranscriptPrinter(out)
+    inside = {"parentToolCallId": "c1", "depth": 1}
+    for kind, payload in [
+        ("tool.started", {"name": "advisor", "arguments": "{}"}),
+        ("model.delta", {"text": "Thinking", "kind": "text", **inside}),
+        ("model.completed", inside),
+        ("tool.started", {"name": "weather", "arguments": "{}", **inside}),
+        ("tool.result", {"name": "weather", "status": "success", **inside}),
+        ("tool.result", {"name": "advisor", "status": "success"}),
+        ("model.delta", {"text": "Done.", "kind": "text"}),
+    ]:
+        printer.show(_event(kind, payload))
+    assert out.getvalue().splitlines() == [
+        "  → advisor({})",
+        "    assistant: Thinking",
+        "      → weather({})",
+        "      ← weather success",
+        "  ← advisor success",
+        "assistant: Done.",
+    ]
