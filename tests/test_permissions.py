@@ -208,7 +208,7 @@ def test_bad_policies_fail_naming_the_field(tmp_path, agent_extra, prompt_tools,
     (tmp_path / "agents" / "a.yaml").write_text(f"sideA: {{prompt: p}}\n{agent_extra}\n")
     (tmp_path / "tools" / "weather.py").write_text(
         "from support import CityArgs, weather\n"
-        "from activities.definitions import define_tool\n"
+        "from weft.activities.definitions import define_tool\n"
         "tool = define_tool(description='w', args=CityArgs, execute=weather)\n"
     )
     with pytest.raises(DefinitionError) as failed:
