@@ -62,3 +62,32 @@ def test_direction_check_finds_planted_violations(tmp_path):
         "client/bad.py: cli.main",
         "transport/nested/bad.py: client",
     ]
+
+
+INTERNAL = {"contract", "workflows", "activities", "transport", "workers", "client", "cli"}
+
+
+def bare_imports(root: Path) -> list[str]:
+    """`file: module` for every import of an internal part by its bare name (not weft.X)."""
+    found = []
+    for folder in (*sorted(INTERNAL), "weft", "tests", "bench"):
+        base = root / folder
+        if not base.is_dir() or base.is_symlink():
+            continue
+        for path in sorted(base.rglob("*.py")):
+            for name in _imports(path):
+                if name.split(".")[0] in INTERNAL:
+                    found.append(f"{path.relative_to(root).as_posix()}: {name}")
+    return found
+
+
+def test_every_import_names_the_weft_package():
+    """Code imports `weft.activities…`, never `activities…`: in a checkout the bare names
+    still resolve from the root, and a module loaded under both names would exist twice."""
+    assert not bare_imports(ROOT)
+
+
+def test_bare_import_check_finds_planted_ones(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "bad.py").write_text("import weft.client\nfrom activities import x\n")
+    assert bare_imports(tmp_path) == ["tests/bad.py: activities"]
