@@ -6,6 +6,7 @@ but nothing else.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -130,4 +131,6 @@ async def start_worker(
 
     yield start
     for worker in reversed(started):
-        await worker.__aexit__(None, None, None)
+        # A worker that cannot shut down fails the test that left it rather than hanging
+        # the whole run (pytest-timeout does not cover this teardown).
+        await asyncio.wait_for(worker.__aexit__(None, None, None), timeout=90)
