@@ -100,17 +100,12 @@ class ThreadState(ThreadFiles, ThreadHierarchy):
             raise KeyError(f"thread {self.thread_id} has no message {message_id!r}")
         patch = await before_update(self._hooks, current, patch)
         self._updates += 1
-        event = Event(
-            # The Agent Runtime vocabulary has no message class: a stored message is an
-            # artifact of the thread, and `change` says what happened to it.
-            type="artifact.changed",
-            event_id=f"{self._event_prefix}:update{self._updates}",
-            timestamp=now_iso(),
-            thread_id=self.thread_id,
-            session_id=self.session_id,
-            turn_id=self.turn_id,
-            tool_call_id=self.tool_call_id,
-            payload={"change": "message.updated", "messageId": message_id, "fields": sorted(patch)},
+        # The Agent Runtime vocabulary has no message class: a stored message is an
+        # artifact of the thread, and `change` says what happened to it.
+        event = self._event(
+            "artifact.changed",
+            f"update{self._updates}",
+            {"change": "message.updated", "messageId": message_id, "fields": sorted(patch)},
         )
         pending = self._hooks.take_events() if self._hooks else []
         updated = await asyncio.to_thread(self._update, message_id, patch, [*pending, event])
@@ -200,17 +195,21 @@ class ThreadState(ThreadFiles, ThreadHierarchy):
     async def emit(self, event: str, data: Any = None) -> None:
         """Record a custom fact as a `run.status` event carrying the tool's name for it."""
         self._emitted += 1
-        record = Event(
-            type="run.status",
-            event_id=f"{self._event_prefix}:emit{self._emitted}",
+        record = self._event("run.status", f"emit{self._emitted}", {"event": event, "data": data})
+        await asyncio.to_thread(self._store.events.append, [record])
+
+    def _event(self, event_type: str, suffix: str, payload: dict[str, Any]) -> Event:
+        """An event of this tool call, its id unique per call and kind of write."""
+        return Event(
+            type=event_type,
+            event_id=f"{self._event_prefix}:{suffix}",
             timestamp=now_iso(),
             thread_id=self.thread_id,
             session_id=self.session_id,
             turn_id=self.turn_id,
             tool_call_id=self.tool_call_id,
-            payload={"event": event, "data": data},
+            payload=payload,
         )
-        await asyncio.to_thread(self._store.events.append, [record])
 
     # -- code --------------------------------------------------------------------------
     def run_code(self, source: str, options: dict[str, Any] | None = None) -> CodeExecution:

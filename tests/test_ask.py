@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 import yaml
 from support import add_script, agent_definitions, idle_after, read, start_thread, wait_until
-from worker_process import WorkerProcess, until_event, worker_config
+from worker_process import crash_drill, until_event, worker_config
 
-from weft.activities.store import Store
 from weft.client.ask import TurnWaitTimeout
 from weft.client.threads import Threads, tail_events
 from weft.contract.thread import SIGNAL_TERMINATE, UPDATE_SUBMIT_TURN
@@ -349,11 +348,7 @@ async def test_ask_survives_a_worker_kill(tmp_path, dev_server, temporal_client)
     """A worker SIGKILLed in the middle of the asked turn: a fresh worker finishes the turn
     and the same ask call returns its answer."""
     config_file = worker_config(tmp_path, dev_server.address)
-    task_queue = yaml.safe_load(config_file.read_text())["temporal"]["taskQueue"]
-    first, second = WorkerProcess(config_file), WorkerProcess(config_file)
-    await first.start()
-    store = Store.open(f"sqlite:///{tmp_path / 'weft.db'}")
-    try:
+    async with crash_drill(config_file) as (task_queue, first, second, store):
         handle = await start_thread(
             temporal_client,
             task_queue,
@@ -373,7 +368,3 @@ async def test_ask_survives_a_worker_kill(tmp_path, dev_server, temporal_client)
         requested = store.events.read(handle.id, types=["model.requested"])
         assert any(e.payload["reset"] for e in requested), "the kill did not hit the model call"
         await handle.signal(SIGNAL_TERMINATE, {})
-    finally:
-        store.close()
-        await first.stop()
-        await second.stop()

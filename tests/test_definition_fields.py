@@ -327,7 +327,10 @@ def test_a_refused_field_left_at_its_default_is_accepted(tmp_path):
         "prompts/p.yaml": BASE["prompts/p.yaml"] + "variables:\n  - {name: KEY, scoped: false}\n",
         "tools/t.py": TOOL.format(extra=", side_effects=True"),
     }
-    load_directory(_tree(tmp_path, {**BASE, **files})).validate(providers=["scripted"])
+    definitions = load_directory(_tree(tmp_path, {**BASE, **files}))
+    definitions.validate(providers=["scripted"])
+    assert definitions.prompts["p"].variables["KEY"].scoped is False
+    assert definitions.tools["t"].side_effects is True
 
 
 def test_an_unknown_key_on_a_function_tool_entry_is_refused(tmp_path):
@@ -342,7 +345,9 @@ def test_an_unknown_key_on_a_function_tool_entry_is_refused(tmp_path):
 def test_ask_human_options_are_not_refused(tmp_path):
     """ask_human's own options are its configuration, not refused tool options."""
     root = _tree(tmp_path, {**BASE, **_caller("{name: ask_human, options: {timeoutSeconds: 5}}")})
-    load_directory(root).validate(providers=["scripted"])
+    definitions = load_directory(root)
+    definitions.validate(providers=["scripted"])
+    assert definitions.prompts["caller"].tool_options("ask_human") == {"timeoutSeconds": 5}
 
 
 TOOLLESS = "provider: scripted\nmodel: x\ncapabilities: {supportsToolCalls: false}\n"
@@ -386,7 +391,11 @@ def test_a_toolless_model_serves_a_prompt_without_tools(tmp_path):
         "models/plain.yaml": TOOLLESS,
         "prompts/p.yaml": "toolDescription: d\nmodel: plain\nprompt: hi\n",
     }
-    load_directory(_tree(tmp_path, {**BASE, **files})).validate(providers=["scripted"])
+    definitions = load_directory(_tree(tmp_path, {**BASE, **files}))
+    definitions.validate(providers=["scripted"])
+    capabilities = definitions.models["plain"].capabilities
+    assert capabilities is not None and capabilities.supports_tool_calls is False
+    assert definitions.prompts["p"].tools == []
 
 
 def _run_worker(tmp_path: Path, files: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -12,9 +12,7 @@ from pathlib import Path
 
 import yaml
 from support import idle_after, read, start_thread, temporal_cli, wait_until
-from test_worker_crash import WorkerProcess
-
-from weft.activities.store import Store
+from worker_process import crash_drill
 
 DEFINITIONS = Path(__file__).parent / "hitl_definitions"
 
@@ -34,11 +32,7 @@ def _config(tmp_path: Path, address: str) -> Path:
 async def test_cli_approval_after_worker_restart(tmp_path, dev_server, temporal_client):
     """The worker is SIGKILLed while the thread waits; after a restart the CLI approves it."""
     config_file = _config(tmp_path, dev_server.address)
-    task_queue = yaml.safe_load(config_file.read_text())["temporal"]["taskQueue"]
-    first, second = WorkerProcess(config_file), WorkerProcess(config_file)
-    await first.start()
-    store = Store.open(f"sqlite:///{tmp_path / 'weft.db'}")
-    try:
+    async with crash_drill(config_file) as (task_queue, first, second, store):
         handle = await start_thread(
             temporal_client,
             task_queue,
@@ -92,8 +86,4 @@ async def test_cli_approval_after_worker_restart(tmp_path, dev_server, temporal_
             {"toolName": "careful_note", "decision": "allow", "decidedBy": "human", "scope": "once"}
         ]
         assert (await read(handle)).warnings == 0
-    finally:
-        store.close()
-        await first.stop()
-        await second.stop()
     await handle.signal("terminate", {})

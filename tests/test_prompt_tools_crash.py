@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
-import yaml
 from support import idle_after, start_thread, wait_until
-from worker_process import WorkerProcess, worker_config
+from worker_process import crash_drill, worker_config
 
 from weft.activities.store import Store
 
@@ -29,11 +28,7 @@ async def test_sigkill_inside_a_prompt_tool(tmp_path, dev_server, temporal_clien
     """Killed while the prompt tool's own tool runs, the thread resumes inside the prompt
     tool on a fresh worker and finishes it: every message stored once, the effect once."""
     config_file = worker_config(tmp_path, dev_server.address)
-    task_queue = yaml.safe_load(config_file.read_text())["temporal"]["taskQueue"]
-    first, second = WorkerProcess(config_file), WorkerProcess(config_file)
-    await first.start()
-    store = Store.open(f"sqlite:///{tmp_path / 'weft.db'}")
-    try:
+    async with crash_drill(config_file) as (task_queue, first, second, store):
         handle = await start_thread(
             temporal_client,
             task_queue,
@@ -71,7 +66,3 @@ async def test_sigkill_inside_a_prompt_tool(tmp_path, dev_server, temporal_clien
         assert [e.payload["attempt"] for e in started] == [1, 2]
         assert all(e.payload["parentToolCallId"] == call_id for e in started)
         await handle.signal("terminate", {})
-    finally:
-        store.close()
-        await first.stop()
-        await second.stop()

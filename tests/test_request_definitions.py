@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from weft.activities.definitions import DefinitionError, load_directory
+from weft.activities.definitions import DefinitionError, Definitions, load_directory
 
 STRICT = (
     "requiredSchema:\n"
@@ -31,17 +31,19 @@ VALID = {
 }
 
 
-def _validate(root: Path, files: dict[str, str]) -> None:
+def _validate(root: Path, files: dict[str, str]) -> Definitions:
     for name, text in {**VALID, **files}.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    load_directory(root).validate(providers=["scripted"])
+    definitions = load_directory(root)
+    definitions.validate(providers=["scripted"])
+    return definitions
 
 
 def test_strict_schema_and_known_reasoning_pass(tmp_path: Path) -> None:
     """A strict schema, a reasoning object of known keys and object provider tools load."""
-    _validate(
+    definitions = _validate(
         tmp_path,
         {
             "prompts/p.yaml": PROMPT + STRICT + "reasoning: {effort: high}\n",
@@ -51,6 +53,8 @@ def test_strict_schema_and_known_reasoning_pass(tmp_path: Path) -> None:
             ),
         },
     )
+    assert definitions.prompts["p"].reasoning == {"effort": "high"}
+    assert definitions.models["m"].provider_tools == [{"type": "web_search"}]
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,8 @@ import os
 import signal
 import sys
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import yaml
@@ -72,6 +74,24 @@ def worker_config(tmp_path: Path, address: str, *, store_url: str | None = None)
     path = tmp_path / "weft.yml"
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+@asynccontextmanager
+async def crash_drill(
+    config_file: Path,
+) -> AsyncIterator[tuple[str, WorkerProcess, WorkerProcess, Store]]:
+    """(task queue, a running worker, a second one to start after the first dies, the
+    store they share) for `config_file`; both workers are stopped afterwards."""
+    config = yaml.safe_load(config_file.read_text())
+    first, second = WorkerProcess(config_file), WorkerProcess(config_file)
+    await first.start()
+    store = Store.open(config["store"]["url"])
+    try:
+        yield config["temporal"]["taskQueue"], first, second, store
+    finally:
+        store.close()
+        await first.stop()
+        await second.stop()
 
 
 async def until_event(store: Store, thread_id: str, event_type: str) -> None:

@@ -12,6 +12,7 @@ import re
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import TypeVar
 
 import yaml
 from pydantic import ValidationError
@@ -59,13 +60,7 @@ def _load_yaml(path: Path, model: type[YamlDefinition], root: Path) -> YamlDefin
         raise DefinitionError(where, None, f"invalid YAML: {err}") from None
     if not isinstance(data, dict):
         raise DefinitionError(where, None, "must hold one mapping (a definition)")
-    name = data.setdefault("name", path.stem)
-    if name != path.stem:
-        raise DefinitionError(
-            where,
-            "name",
-            f"{name!r} differs from the file stem {path.stem!r}; the file stem is the name",
-        )
+    _named_by_stem(data.setdefault("name", path.stem), path, where, "name")
     try:
         return model.model_validate(data)
     except ValidationError as err:
@@ -74,19 +69,8 @@ def _load_yaml(path: Path, model: type[YamlDefinition], root: Path) -> YamlDefin
 
 def _load_tool(path: Path, root: Path) -> FunctionTool:
     where = _rel(path, root)
-    module = _import(path, root, "weft_tools")
-    found = [v for v in vars(module).values() if isinstance(v, FunctionTool)]
-    if len(found) != 1:
-        raise DefinitionError(
-            where, None, f"must define exactly one tool with define_tool(), found {len(found)}"
-        )
-    tool = found[0]
-    if tool.name and tool.name != path.stem:
-        raise DefinitionError(
-            where,
-            "name",
-            f"{tool.name!r} differs from the file stem {path.stem!r}; the file stem is the name",
-        )
+    tool = _the_one(_import(path, root, "weft_tools"), FunctionTool, where, "tool", "define_tool")
+    _named_by_stem(tool.name, path, where, "name")
     return dataclasses.replace(tool, name=path.stem)
 
 
@@ -106,19 +90,32 @@ def _load_hook(path: Path, root: Path) -> FunctionHook:
             raise
         # define_hook() names the hook, not the file: say which file.
         raise DefinitionError(where, err.field, err.detail) from None
-    found = [v for v in vars(module).values() if isinstance(v, FunctionHook)]
+    hook = _the_one(module, FunctionHook, where, "hook", "define_hook")
+    _named_by_stem(hook.id, path, where, "id")
+    return FunctionHook(id=path.stem, hook=hook.hook, execute=hook.execute)
+
+
+Defined = TypeVar("Defined", FunctionTool, FunctionHook)
+
+
+def _the_one(module: ModuleType, kind: type[Defined], where: str, what: str, how: str) -> Defined:
+    """The one `kind` a definition file defines; any other count names the file."""
+    found = [v for v in vars(module).values() if isinstance(v, kind)]
     if len(found) != 1:
         raise DefinitionError(
-            where, None, f"must define exactly one hook with define_hook(), found {len(found)}"
+            where, None, f"must define exactly one {what} with {how}(), found {len(found)}"
         )
-    hook = found[0]
-    if hook.id and hook.id != path.stem:
+    return found[0]
+
+
+def _named_by_stem(name: object, path: Path, where: str, field: str) -> None:
+    """A name given in the file must be its stem: the stem is what definitions refer to."""
+    if name and name != path.stem:
         raise DefinitionError(
             where,
-            "id",
-            f"{hook.id!r} differs from the file stem {path.stem!r}; the file stem is the id",
+            field,
+            f"{name!r} differs from the file stem {path.stem!r}; the file stem is the {field}",
         )
-    return FunctionHook(id=path.stem, hook=hook.hook, execute=hook.execute)
 
 
 def _import(path: Path, root: Path, package: str) -> ModuleType:
