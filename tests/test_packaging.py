@@ -8,6 +8,7 @@ install and no checkout; the dependencies come from this venv's site-packages by
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -42,6 +43,16 @@ USER_PROGRAM = textwrap.dedent(
 
 
 def test_a_user_module_named_client_does_not_collide(tmp_path: Path) -> None:
+    # Built from a clean copy: setuptools would reuse a checkout's stale build/ directory.
+    source = tmp_path / "source"
+    shutil.copytree(
+        ROOT,
+        source,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(
+            ".venv", "build", "*.egg-info", ".git", ".weft", "__pycache__"
+        ),
+    )
     wheels = tmp_path / "wheels"
     built = subprocess.run(
         [
@@ -53,7 +64,7 @@ def test_a_user_module_named_client_does_not_collide(tmp_path: Path) -> None:
             "--no-deps",
             "-w",
             str(wheels),
-            str(ROOT),
+            str(source),
         ],
         capture_output=True,
         text=True,
