@@ -120,7 +120,16 @@ class Intent(CamelModel):
     """
 
     kind: Literal[
-        "queue_message", "queue_tool", "terminate", "set_status", "notify_parent", "compact"
+        "queue_message",
+        "queue_tool",
+        "terminate",
+        "set_status",
+        "notify_parent",
+        "compact",
+        "schedule_effect",
+        "remove_effect",
+        "inject_message",
+        "messages_deleted",
     ]
     data: dict[str, Any] = Field(default_factory=dict)
 

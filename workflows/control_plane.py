@@ -57,18 +57,6 @@ from weft.workflows.subagents.spawner import SubagentSpawner, UnknownVariableReq
 from weft.workflows.thread_state import ThreadMemory
 from weft.workflows.turn_waiters import TurnWaiters, current_update_id
 
-_SIGNALS = (
-    SIGNAL_QUEUE_MESSAGE,
-    SIGNAL_QUEUE_TOOL,
-    SIGNAL_TERMINATE,
-    SIGNAL_RESPOND_ACTION,
-    SIGNAL_REMOVE_QUEUED_TURN,
-    SIGNAL_PROMOTE_QUEUED_TURN,
-    SIGNAL_SUBAGENT_REPORT,
-    SIGNAL_VARIABLES_PROVIDED,
-    SIGNAL_COMPACT,
-)
-
 
 class PayloadTooLarge(Exception):
     """A payload the thread could not schedule (over its payload budget)."""
@@ -115,8 +103,18 @@ class ControlPlane:
             SIGNAL_VARIABLES_PROVIDED: self._variables_provided,
             SIGNAL_COMPACT: self._compact,
         }
+        self._intent_handlers: dict[str, Callable[[Intent], None]] = {
+            "queue_message": self._queue_message_intent,
+            "queue_tool": self._queue_tool_intent,
+            "terminate": self._terminate_intent,
+            "compact": self._compact_intent,
+        }
 
     # ---- signals ---------------------------------------------------------------------
+
+    def handle_signals(self, handlers: dict[str, Callable[[str, list[Any]], None]]) -> None:
+        """Let a collaborator take signals of its own (decoded; `InvalidPayload` warns)."""
+        self._handlers.update(handlers)
 
     def signal(self, name: str, args: Sequence[RawValue]) -> None:
         """Handle any signal; whatever is wrong with it becomes a warning."""
@@ -127,7 +125,7 @@ class ControlPlane:
                 self._mem.warn(
                     "unknown_signal",
                     name,
-                    f"no signal named {name!r}; known: {', '.join(_SIGNALS)}",
+                    f"no signal named {name!r}; known: {', '.join(self._handlers)}",
                 )
                 return
             handler(name, values)
@@ -254,31 +252,47 @@ class ControlPlane:
 
     # ---- intents: ThreadState changes a tool asked for --------------------------------
 
+    def handle_intents(self, handlers: dict[str, Callable[[Intent], None]]) -> None:
+        """Let a collaborator apply the intents of its kinds (effects, transcript edits).
+
+        A handler raises `InvalidPayload` for an intent it cannot apply; that becomes a
+        `runtime.warning`, like a malformed signal.
+        """
+        self._intent_handlers.update(handlers)
+
     def apply_intents(self, intents: list[Intent]) -> None:
-        """Apply a tool's intents, after its result is persisted."""
+        """Apply a tool's (or an effect's) intents, after its result is persisted."""
         for intent in intents:
             name = f"{intent.kind} intent"
+            handler = self._intent_handlers.get(intent.kind, self._relay_intent)
             try:
-                if intent.kind == "queue_message":
-                    message = parse_single("queueMessage", [intent.data], QueuedMessage)
-                    self._check_size(name, message)
-                    self._queue.add_message(message)
-                elif intent.kind == "queue_tool":
-                    tool = parse_single("queueTool", [intent.data], QueuedTool)
-                    self._check_size(name, tool)
-                    self._queue.add_tool(tool)
-                elif intent.kind == "terminate":
-                    self._host.terminate(str(intent.data.get("reason") or "terminated by a tool"))
-                elif intent.kind == "compact":
-                    reason = intent.data.get("reason")
-                    self._context.request("tool", None if reason is None else str(reason))
-                else:
-                    text = intent.data.get("status") or intent.data.get("content")
-                    self.relay_status(intent.kind, None if text is None else str(text))
+                handler(intent)
             except InvalidPayload as err:
                 self._mem.warn("malformed_intent", intent.kind, str(err))
             except PayloadTooLarge as err:
                 self._mem.warn("payload_too_large", name, str(err))
+
+    def _queue_message_intent(self, intent: Intent) -> None:
+        message = parse_single("queueMessage", [intent.data], QueuedMessage)
+        self._check_size(f"{intent.kind} intent", message)
+        self._queue.add_message(message)
+
+    def _queue_tool_intent(self, intent: Intent) -> None:
+        tool = parse_single("queueTool", [intent.data], QueuedTool)
+        self._check_size(f"{intent.kind} intent", tool)
+        self._queue.add_tool(tool)
+
+    def _terminate_intent(self, intent: Intent) -> None:
+        self._host.terminate(str(intent.data.get("reason") or "terminated by a tool"))
+
+    def _compact_intent(self, intent: Intent) -> None:
+        reason = intent.data.get("reason")
+        self._context.request("tool", None if reason is None else str(reason))
+
+    def _relay_intent(self, intent: Intent) -> None:
+        # set_status and notify_parent: a status note for the parent, or an event.
+        text = intent.data.get("status") or intent.data.get("content")
+        self.relay_status(intent.kind, None if text is None else str(text))
 
     def relay_status(self, kind: str, text: str | None, **ids: Any) -> None:
         """A status note (or notify_parent): to the parent for a child, else an event."""
