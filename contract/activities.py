@@ -130,6 +130,7 @@ class Intent(CamelModel):
         "remove_effect",
         "inject_message",
         "messages_deleted",
+        "set_env",
     ]
     data: dict[str, Any] = Field(default_factory=dict)
 
