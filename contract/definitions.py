@@ -223,6 +223,14 @@ class ToolSpec(CamelModel):
     )
 
 
+class EffectSpec(CamelModel):
+    """What a snapshot freezes of one effect: its name, description and args schema."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
 class DefinitionSnapshot(CamelModel):
     """Everything one agent needs, frozen when a thread starts.
 
@@ -241,6 +249,9 @@ class DefinitionSnapshot(CamelModel):
     tools: dict[str, ToolSpec]
     hooks: dict[str, HookSpec] = Field(
         default_factory=dict, description="every hook a prompt or agent here names, by id"
+    )
+    effects: dict[str, EffectSpec] = Field(
+        default_factory=dict, description="the effects the thread may schedule, by name"
     )
 
     def agent_def(self, name: str | None) -> AgentDef:

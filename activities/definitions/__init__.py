@@ -1,10 +1,12 @@
-"""Agent, prompt, model, tool and hook definitions: loading, validation and snapshots."""
+"""Agent, prompt, model, tool, hook and effect definitions: loading, validation and snapshots."""
 
 from weft.activities.definitions.api import (
+    FunctionEffect,
     FunctionHook,
     FunctionTool,
     HookBlocked,
     define_agent,
+    define_effect,
     define_hook,
     define_model,
     define_prompt,
@@ -17,10 +19,12 @@ from weft.activities.definitions.loader import load_directory
 __all__ = [
     "DefinitionError",
     "Definitions",
+    "FunctionEffect",
     "FunctionHook",
     "FunctionTool",
     "HookBlocked",
     "define_agent",
+    "define_effect",
     "define_hook",
     "define_model",
     "define_prompt",

@@ -1,4 +1,4 @@
-"""Defining agents, prompts, models, tools and hooks from Python (the same shapes as the YAML)."""
+"""Defining agents, prompts, models, tools, hooks and effects from Python (the same shapes as the YAML)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,14 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from weft.activities.definitions.errors import DefinitionError
 from weft.contract.definitions import (
     AgentDef,
+    EffectSpec,
     ModelDef,
     PromptDef,
     ToolSpec,
     VariableDef,
     variables_by_name,
 )
+from weft.contract.effects import EFFECT_NAME_PATTERN
 from weft.contract.hooks import HOOK_ID_PATTERN, HOOK_NAMES, HookName
 from weft.contract.validation import describe_validation_error
 
@@ -85,6 +87,50 @@ def define_tool(
         side_effects=side_effects,
         variables=declared,
     )
+
+
+@dataclass(frozen=True)
+class FunctionEffect:
+    """An effect (Standard Agents): a pydantic args model and `execute(state, args)`.
+
+    Scheduled with `ThreadState.schedule_effect`, it runs when its timer fires, as the
+    `effect.run` activity with a ThreadState (docs/effects.md). Sync `execute` runs in a
+    worker thread, async on the event loop; its return value is recorded, not sent anywhere.
+    """
+
+    name: str
+    description: str
+    args: type[BaseModel]
+    execute: Callable[..., Any]
+
+    def spec(self) -> EffectSpec:
+        """What a snapshot freezes: the name, description and the JSON schema of the args."""
+        return EffectSpec(
+            name=self.name, description=self.description, parameters=self.args.model_json_schema()
+        )
+
+    @property
+    def is_async(self) -> bool:
+        """Whether `execute` is a coroutine function (run on the event loop)."""
+        return inspect.iscoroutinefunction(self.execute)
+
+
+def define_effect(
+    *,
+    args: type[BaseModel],
+    execute: Callable[..., Any],
+    name: str | None = None,
+    description: str = "",
+) -> FunctionEffect:
+    """Define an effect; in an `effects/NAME.py` file the name defaults to NAME."""
+    source = f"effect {name or getattr(execute, '__name__', '?')!r}"
+    if not (isinstance(args, type) and issubclass(args, BaseModel)):
+        raise DefinitionError(source, "args", "must be a pydantic BaseModel subclass")
+    if not callable(execute):
+        raise DefinitionError(source, "execute", "must be callable as execute(state, args)")
+    if name is not None and not re.fullmatch(EFFECT_NAME_PATTERN, name):
+        raise DefinitionError(source, "name", f"{name!r} must match {EFFECT_NAME_PATTERN}")
+    return FunctionEffect(name=name or "", description=description, args=args, execute=execute)
 
 
 class HookBlocked(Exception):

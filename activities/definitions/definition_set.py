@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
-from weft.activities.definitions.api import FunctionHook, FunctionTool
+from weft.activities.definitions.api import FunctionEffect, FunctionHook, FunctionTool
 from weft.activities.definitions.errors import DefinitionError
 from weft.activities.definitions.snapshot import build_snapshot
 from weft.activities.definitions.validation import check_definitions
@@ -27,18 +27,20 @@ Named = TypeVar("Named", bound=_Named)
 
 @dataclass
 class Definitions:
-    """Models, prompts, agents, function tools and hooks (by id), with where each came from."""
+    """Models, prompts, agents, function tools, hooks (by id) and effects, with where each
+    came from."""
 
     models: dict[str, ModelDef] = field(default_factory=dict)
     prompts: dict[str, PromptDef] = field(default_factory=dict)
     agents: dict[str, AgentDef] = field(default_factory=dict)
     tools: dict[str, FunctionTool] = field(default_factory=dict)
     hooks: dict[str, FunctionHook] = field(default_factory=dict)
+    effects: dict[str, FunctionEffect] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 
     def add(
         self,
-        *items: ModelDef | PromptDef | AgentDef | FunctionTool | FunctionHook,
+        *items: ModelDef | PromptDef | AgentDef | FunctionTool | FunctionHook | FunctionEffect,
         source: str | None = None,
     ) -> Definitions:
         """Add definitions made in Python; a second definition of a name is an error."""
@@ -56,6 +58,8 @@ class Definitions:
                     where = source or f"hook for {item.hook!r} (Python)"
                     raise DefinitionError(where, "id", "is required (or use hooks/<id>.py)")
                 self._add("hook", self.hooks, item, source)
+            elif isinstance(item, FunctionEffect):
+                self._add("effect", self.effects, item, source)
             else:
                 raise TypeError(f"cannot add {type(item).__name__} to definitions")
         return self

@@ -1,4 +1,5 @@
-"""Loads a definitions directory: models/, prompts/, agents/ (YAML), tools/, hooks/ (Python).
+"""Loads a definitions directory: models/, prompts/, agents/ (YAML), tools/, hooks/, effects/
+(Python).
 
 One definition per file; the file stem is the name (a hook's id). Every problem is a
 DefinitionError that names the file and the field.
@@ -17,10 +18,11 @@ from typing import TypeVar
 import yaml
 from pydantic import ValidationError
 
-from weft.activities.definitions.api import FunctionHook, FunctionTool
+from weft.activities.definitions.api import FunctionEffect, FunctionHook, FunctionTool
 from weft.activities.definitions.definition_set import Definitions
 from weft.activities.definitions.errors import DefinitionError
 from weft.contract.definitions import AgentDef, ModelDef, PromptDef
+from weft.contract.effects import EFFECT_NAME_PATTERN
 from weft.contract.hooks import HOOK_ID_PATTERN
 from weft.contract.validation import describe_validation_error
 
@@ -49,6 +51,9 @@ def load_directory(root: str | Path, *, into: Definitions | None = None) -> Defi
     for path in sorted((root / "hooks").glob("*.py")):
         if not path.name.startswith("_"):
             definitions.add(_load_hook(path, root), source=_rel(path, root))
+    for path in sorted((root / "effects").glob("*.py")):
+        if not path.name.startswith("_"):
+            definitions.add(_load_effect(path, root), source=_rel(path, root))
     return definitions
 
 
@@ -74,6 +79,21 @@ def _load_tool(path: Path, root: Path) -> FunctionTool:
     return dataclasses.replace(tool, name=path.stem)
 
 
+def _load_effect(path: Path, root: Path) -> FunctionEffect:
+    where = _rel(path, root)
+    if not re.fullmatch(EFFECT_NAME_PATTERN, path.stem):
+        raise DefinitionError(
+            where,
+            "name",
+            f"the file stem {path.stem!r} is the effect's name and must match "
+            f"{EFFECT_NAME_PATTERN}",
+        )
+    module = _import(path, root, "weft_effects")
+    effect = _the_one(module, FunctionEffect, where, "effect", "define_effect")
+    _named_by_stem(effect.name, path, where, "name")
+    return dataclasses.replace(effect, name=path.stem)
+
+
 def _load_hook(path: Path, root: Path) -> FunctionHook:
     where = _rel(path, root)
     if not re.fullmatch(HOOK_ID_PATTERN, path.stem):
@@ -95,7 +115,7 @@ def _load_hook(path: Path, root: Path) -> FunctionHook:
     return FunctionHook(id=path.stem, hook=hook.hook, execute=hook.execute)
 
 
-Defined = TypeVar("Defined", FunctionTool, FunctionHook)
+Defined = TypeVar("Defined", FunctionTool, FunctionHook, FunctionEffect)
 
 
 def _the_one(module: ModuleType, kind: type[Defined], where: str, what: str, how: str) -> Defined:

@@ -21,7 +21,14 @@ from weft.activities.definitions.tool_specs import (
     resumable_subagent_specs,
 )
 from weft.contract.actions import ASK_HUMAN_TOOL
-from weft.contract.definitions import AgentDef, DefinitionSnapshot, ModelDef, PromptDef, ToolSpec
+from weft.contract.definitions import (
+    AgentDef,
+    DefinitionSnapshot,
+    EffectSpec,
+    ModelDef,
+    PromptDef,
+    ToolSpec,
+)
 from weft.contract.hooks import HookSpec
 from weft.contract.tool_catalog import tool_entry
 
@@ -71,14 +78,16 @@ def build_snapshot(definitions: Definitions, agent_name: str) -> DefinitionSnaps
     if resumable:
         tools.update(resumable_subagent_specs(definitions.agents, resumable))
     hooks = _collect_hooks(definitions, [agent, *agents.values()], prompts)
+    effects = {name: effect.spec() for name, effect in sorted(definitions.effects.items())}
     return DefinitionSnapshot(
-        snapshot_id=_snapshot_id(agent, agents, prompts, models, tools, hooks),
+        snapshot_id=_snapshot_id(agent, agents, prompts, models, tools, hooks, effects),
         agent=agent,
         agents=agents,
         prompts=prompts,
         models=models,
         tools=tools,
         hooks=hooks,
+        effects=effects,
     )
 
 
@@ -161,6 +170,7 @@ def _snapshot_id(
     models: dict[str, ModelDef],
     tools: dict[str, ToolSpec],
     hooks: dict[str, HookSpec],
+    effects: dict[str, EffectSpec],
 ) -> str:
     """The content address: a digest of everything the snapshot freezes."""
     body: dict[str, Any] = {
@@ -173,5 +183,7 @@ def _snapshot_id(
         body["agents"] = {k: v.model_dump(mode="json") for k, v in agents.items()}
     if hooks:  # likewise for snapshots without hooks
         body["hooks"] = {k: v.model_dump(mode="json") for k, v in hooks.items()}
+    if effects:  # likewise for snapshots without effects
+        body["effects"] = {k: v.model_dump(mode="json") for k, v in effects.items()}
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]
     return f"snap_{digest}"
