@@ -184,7 +184,9 @@ class ToolActivities:
     ) -> ThreadState:
         # One commit for what precedes the call, and the ThreadState in the same hop.
         self._store.events.record(call.prior_messages, events)
-        return self._state(call, snapshot)
+        state = self._state(call, snapshot)
+        state.use_effects(self._definitions.effects)
+        return state
 
     @staticmethod
     def _event(call: ToolCallInput, suffix: str, event_type: str, payload: dict[str, Any]) -> Event:

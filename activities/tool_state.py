@@ -15,6 +15,7 @@ from weft.activities.clock import now_iso
 from weft.activities.hooks.messages import UPDATABLE_FIELDS, UpdateRefused, before_update
 from weft.activities.sandbox import CodeExecution, SandboxPool, run_code
 from weft.activities.store import Store
+from weft.activities.thread_effects import EffectChanges, ThreadEffects
 from weft.activities.thread_files import ThreadFiles
 from weft.activities.thread_hierarchy import ThreadHierarchy
 from weft.contract.activities import Intent
@@ -32,7 +33,7 @@ class IntentUnavailable(RuntimeError):
     """A hook asked for a workflow change where no result can carry it (not in tool.call)."""
 
 
-class ThreadState(ThreadFiles, ThreadHierarchy):
+class ThreadState(ThreadFiles, ThreadHierarchy, ThreadEffects):
     """What a tool can reach of its thread (Standard Agents ThreadState, Python names)."""
 
     def __init__(
@@ -69,6 +70,7 @@ class ThreadState(ThreadFiles, ThreadHierarchy):
         self._emitted = 0
         self._updates = 0
         self._hooks: HookRunner | None = None
+        self._effect_changes = EffectChanges()
 
     # -- messages ---------------------------------------------------------------------
     async def get_messages(self, *, limit: int = 100, offset: int = 0) -> list[Message]:

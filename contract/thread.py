@@ -9,6 +9,7 @@ from pydantic import Field
 from weft.contract.actions import ActionResolution, PendingAction
 from weft.contract.context import ContextCarry, ContextOptions
 from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.effects import ScheduledEffect
 from weft.contract.messages import MessageMeta, QueuedMessage, QueuedTool, Side
 from weft.contract.subagents import ParentLink, RegistryEntry, SpawnRequest
 from weft.contract.turns import StopReason as StopReason
@@ -173,6 +174,11 @@ class ThreadRead(CamelModel):
     agent_info: AgentInfo | None = Field(
         default=None, description="the running agent's title, description, icon, side labels"
     )
+    scheduled_effects: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="pending scheduled effects, soonest first; `due` when its timer fired "
+        "and it waits for the running step to end",
+    )
 
 
 class ThreadResult(CamelModel):
@@ -242,6 +248,9 @@ class ThreadCarryOver(CamelModel):
     context: ContextCarry | None = Field(default=None, description="the context window state")
     turns: TurnsCarry | None = Field(
         default=None, description="recent turn results (None in histories before them)"
+    )
+    effects: list[ScheduledEffect] = Field(
+        default_factory=list, description="pending scheduled effects, with their due times"
     )
 
 

@@ -21,6 +21,12 @@ from weft.contract.actions import UPDATE_RESPOND_ACTION_CHECKED, ActionKind, Res
 from weft.contract.activities import Intent, ToolResult
 from weft.contract.context import QUERY_CONTEXT_BOUNDARY
 from weft.contract.definitions import ToolSpec
+from weft.contract.effects import (
+    UPDATE_REMOVE_EFFECT_CHECKED,
+    UPDATE_SCHEDULE_EFFECT_CHECKED,
+    RemoveEffectResult,
+    ScheduleEffectResult,
+)
 from weft.contract.messages import MessagePage, Side, SubmitTurnResult, ToolCall
 from weft.contract.thread import (
     QUERY_MESSAGES,
@@ -42,6 +48,7 @@ from weft.workflows.background import BackgroundTasks
 from weft.workflows.context_keeper import ContextKeeper
 from weft.workflows.continuation import Continuation, restore
 from weft.workflows.control_plane import ControlPlane, refused_after_terminate
+from weft.workflows.effects import EffectTimers
 from weft.workflows.human_gate import HumanGate
 from weft.workflows.in_flight import InFlight
 from weft.workflows.intake import Intake
@@ -120,6 +127,9 @@ class AgentThreadWorkflow:
         self._tools = ToolRunner(mem, self._agents, gate, self._in_flight, self, prompts)
         self._intake = Intake(mem, self._queue, self._tools)
         self._continuation = Continuation(mem, self._agents, self._background)
+        self._effects = EffectTimers(mem, self._in_flight, self)
+        self._control.handle_signals(self._effects.signal_handlers())
+        self._control.handle_intents(self._effects.intent_handlers())
         if carried is None and self._start_error is None:
             for message in valid.messages:
                 self._queue.add_message(message)
@@ -153,6 +163,26 @@ class AgentThreadWorkflow:
         self._refuse_if_not_started()
         self._control.validate_respond_action(payload)
 
+    @workflow.update(name=UPDATE_SCHEDULE_EFFECT_CHECKED)
+    async def schedule_effect_checked(self, payload: Any = None) -> ScheduleEffectResult:
+        """Schedule an effect on this thread from outside; answers its id and due time."""
+        return self._effects.schedule_checked(payload)
+
+    @schedule_effect_checked.validator
+    def _validate_schedule_effect(self, payload: Any = None) -> None:
+        self._refuse_if_not_started()
+        self._effects.validate_schedule(payload)
+
+    @workflow.update(name=UPDATE_REMOVE_EFFECT_CHECKED)
+    async def remove_effect_checked(self, payload: Any = None) -> RemoveEffectResult:
+        """Remove a pending effect; `removed` is False when none is pending by that id."""
+        return self._effects.remove_checked(payload)
+
+    @remove_effect_checked.validator
+    def _validate_remove_effect(self, payload: Any = None) -> None:
+        self._refuse_if_not_started()
+        self._effects.validate_remove(payload)
+
     @workflow.query(name=QUERY_THREAD_READ)
     def thread_read(self) -> ThreadRead:
         """The thread read model: status, active turn, pending actions, queue, outcome."""
@@ -183,21 +213,35 @@ class AgentThreadWorkflow:
         if self._start_error is not None:
             raise self._start_error
         mem, carried = self._mem, self._mem.start.carry_over
+        effects = self._effects
         if carried is None:
             await self._init()
-        elif carried.turn is not None and not mem.is_terminated():
-            await self._run_session(resume=carried.turn)
+        else:
+            effects.restart_timers()
+            if carried.turn is not None and not mem.is_terminated():
+                await self._run_session(resume=carried.turn)
         while not mem.is_terminated():
             await self._continuation.continue_if_due(None)  # a safe point: idle
             await workflow.wait_condition(
-                lambda: bool(self._queue) or mem.is_terminated() or self._context.requested()
+                lambda: (
+                    bool(self._queue)
+                    or mem.is_terminated()
+                    or self._context.requested()
+                    or effects.has_due()
+                    or effects.changed
+                )
             )
             if mem.is_terminated():
                 break
+            if effects.has_due():  # an effect's alarm fired (Runtime §2, the fourth trigger)
+                await effects.run_due()
             if self._queue:
                 await self._run_session()
-            else:  # a `compact` signal while idle
-                await self._context.compact_idle()
+            else:
+                if self._context.requested():  # a `compact` signal while idle
+                    await self._context.compact_idle()
+                # What an effect, or a schedule from outside, produced reaches the store now.
+                effects.changed = False
                 await flush(mem)
         return await self._close()
 
@@ -242,6 +286,7 @@ class AgentThreadWorkflow:
             "thread.updated",
             {"status": "cancelled", "terminatedAt": mem.terminated_at, "reason": reason},
         )
+        self._effects.cancel_all("thread terminated")
         self._in_flight.cancel()
 
     # ---- the session and its turns ---------------------------------------------------
@@ -302,7 +347,10 @@ class AgentThreadWorkflow:
             mem.count_step(side)
             stop = await self._step(side, turn_id, side_steps)
             if stop is None:
-                # A safe point: between two steps, nothing in flight.
+                # A safe point: between two steps, nothing in flight. Effects whose alarms
+                # fired during the step run now; what they queue joins the next step.
+                if self._effects.has_due():
+                    await self._effects.run_due()
                 await self._continuation.continue_if_due(
                     TurnCursor(side=side, turn_id=turn_id, side_steps=side_steps)
                 )

@@ -26,6 +26,7 @@ from weft.contract.thread import (
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.background import BackgroundTasks
 from weft.workflows.context_state import ContextState
+from weft.workflows.effect_book import EffectBook
 from weft.workflows.outbox import flush
 from weft.workflows.payload_budget import encoded_size
 from weft.workflows.thread_state import (
@@ -154,6 +155,7 @@ def carry_over(
         turn=turn,
         context=mem.window.carry(),
         turns=mem.turns.carry(),
+        effects=mem.effects.carry(),
     )
 
 
@@ -202,4 +204,5 @@ def restore(
         ),
         window=ContextState.restore(carried.context),
         turns=TurnBook.restore(carried.turns),
+        effects=EffectBook.restore(carried.effects),
     )

@@ -209,7 +209,7 @@ class ControlPlane:
                 " and accepts no more turns",
                 type="ThreadTerminated",
             )
-        request = _parse_update(UPDATE_SUBMIT_TURN, payload, SubmitTurnRequest)
+        request = parse_update(UPDATE_SUBMIT_TURN, payload, SubmitTurnRequest)
         try:
             self._check_size(UPDATE_SUBMIT_TURN, request)
         except PayloadTooLarge as err:
@@ -238,7 +238,7 @@ class ControlPlane:
         return await self._waiters.wait(update_id, entry, result) if waits else result
 
     def validate_respond_action(self, payload: Any) -> None:
-        response = _parse_update(UPDATE_RESPOND_ACTION_CHECKED, payload, ActionResponse)
+        response = parse_update(UPDATE_RESPOND_ACTION_CHECKED, payload, ActionResponse)
         try:
             check_response(self._mem, response)
         except UnanswerableAction as err:
@@ -333,7 +333,7 @@ def _decode(args: Sequence[RawValue]) -> list[Any]:
     return values
 
 
-def _parse_update(name: str, payload: Any, model: type[Model]) -> Model:
+def parse_update(name: str, payload: Any, model: type[Model]) -> Model:
     try:
         return parse_single(name, [payload] if payload is not None else [], model)
     except InvalidPayload as err:

@@ -61,6 +61,10 @@ def thread_read(mem: ThreadMemory) -> ThreadRead:
         updated_at=mem.timestamp(),
         context=mem.window.read(),
         agent_info=info,
+        scheduled_effects=[
+            {**e.model_dump(mode="json", by_alias=True), "due": e.id in mem.effects.due}
+            for e in mem.effects.listed()
+        ],
     )
 
 

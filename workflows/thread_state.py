@@ -29,6 +29,7 @@ from weft.contract.thread import (
     UsageTotals,
 )
 from weft.workflows.context_state import ContextState
+from weft.workflows.effect_book import EffectBook
 from weft.workflows.turn_book import TurnBook
 
 MAX_INCIDENTS = 20
@@ -136,6 +137,8 @@ class ThreadMemory:
     window: ContextState = field(default_factory=ContextState)
     # Recent turn results for callers that wait for a turn (workflows/turn_book.py).
     turns: TurnBook = field(default_factory=TurnBook)
+    # Scheduled effects: pending ones (carried) and those whose timers fired.
+    effects: EffectBook = field(default_factory=EffectBook)
 
     @property
     def session_id(self) -> str | None:

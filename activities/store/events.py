@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 
 from weft.activities.store.database import Database
+from weft.activities.store.effect_rows import project_effects
 from weft.activities.store.messages import (
     get_message,
     insert_messages,
@@ -153,6 +154,7 @@ def insert_events(
         numbered = [e.model_copy(update={"sequence": last + i}) for i, e in enumerate(fresh, 1)]
         connection.execute(events.insert(), [event_to_row(e) for e in numbered])
         project_subagents(database, connection, numbered)
+        project_effects(database, connection, numbered)
         stored.extend(numbered)
     return stored
 

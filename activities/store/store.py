@@ -1,8 +1,8 @@
 """The `Store`: one database holding weft's aggregates, each behind its own attribute.
 
 `store.messages`, `store.events`, `store.values`, `store.snapshots`, `store.threads`,
-`store.subagents`, `store.variable_requests`, `store.files` and `store.boundaries`
-(context compaction boundaries) share one `Database`, so every write follows the same
+`store.subagents`, `store.variable_requests`, `store.files`, `store.boundaries`
+(context compaction boundaries) and `store.effects` (scheduled effects) share one `Database`, so every write follows the same
 transaction, locking and retry rules. Every method is
 synchronous and opens its own short transaction; activities call them through
 `asyncio.to_thread`. Writes are idempotent so a retried activity stores nothing twice.
@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 from weft.activities.crypto import Keyring
 from weft.activities.store.boundaries import Boundaries
 from weft.activities.store.database import Database
+from weft.activities.store.effects import Effects
 from weft.activities.store.events import Events
 from weft.activities.store.files import FileStore
 from weft.activities.store.messages import Messages
@@ -43,6 +44,7 @@ class Store:
         self.variable_requests = VariableRequests(self._database, keyring)
         self.files = FileStore(self._database)
         self.boundaries = Boundaries(self._database)
+        self.effects = Effects(self._database)
 
     @classmethod
     def open(cls, url: str, *, migrate: bool = True, keyring: Keyring | None = None) -> Store:
@@ -63,6 +65,11 @@ class Store:
     def engine(self) -> Engine:
         """The underlying engine, for health checks and tests."""
         return self._database.engine
+
+    @property
+    def database(self) -> Database:
+        """The shared database, for views that replace an aggregate (effect_writes.py)."""
+        return self._database
 
     @property
     def keyring(self) -> Keyring | None:

@@ -225,3 +225,22 @@ context_boundaries = Table(
     PrimaryKeyConstraint("thread_id", "boundary_id", name="pk_context_boundaries"),
     UniqueConstraint("thread_id", "ordinal", name="uq_context_boundaries_thread_ordinal"),
 )
+
+# Scheduled effects (contract/effects.py), projected from their `job.*` events; the
+# workflow's timers are the truth, this is what ThreadState reads. `result` is the
+# completed run's outcome, so a retried `effect.run` returns it instead of running again.
+effects = Table(
+    "effects",
+    metadata,
+    Column("thread_id", String(ID_LENGTH), nullable=False),
+    Column("effect_id", String(ID_LENGTH), nullable=False),
+    Column("name", String(ID_LENGTH), nullable=False),
+    # pending | running | completed | failed | removed
+    Column("status", String(16), nullable=False),
+    Column("scheduled_at", String(64), nullable=False),  # when due, ISO-8601 UTC
+    Column("data", JSON, nullable=False),  # the ScheduledEffect
+    Column("result", JSON, nullable=True),
+    Column("updated_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("thread_id", "effect_id", name="pk_effects"),
+    Index("ix_effects_thread_status", "thread_id", "status"),
+)

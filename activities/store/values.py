@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, func, select
+from sqlalchemy import Connection, and_, delete, func, select
 
 from weft.activities.store import kv as kv_rules
 from weft.activities.store.database import Database
@@ -33,28 +33,34 @@ class Values:
     def set(self, thread_id: str, key: str, value: Any) -> None:
         """Store `value` under `key` for this thread; None deletes the key."""
         kv_rules.check_key(key)
-        where = and_(kv.c.thread_id == thread_id, kv.c.key == key)
-        if value is None:
-            with self._db.write() as connection:
-                connection.execute(delete(kv).where(where))
-            return
-        encoded = kv_rules.encode_value(key, value)
-        now = datetime.now(UTC)
+        encoded = None if value is None else kv_rules.encode_value(key, value)
         with self._db.write() as connection:
-            # The key cap counts this thread's keys, so its writers go one at a time.
-            self._db.lock_thread(connection, thread_id)
-            if connection.scalar(select(kv.c.key).where(where)) is None:
-                count = connection.scalar(
-                    select(func.count()).select_from(kv).where(kv.c.thread_id == thread_id)
-                )
-                if (count or 0) >= kv_rules.MAX_KEYS_PER_THREAD:
-                    raise kv_rules.too_many_keys(thread_id)
-            statement = self._db.insert(kv).values(
-                thread_id=thread_id, key=key, value=encoded, updated_at=now
-            )
-            connection.execute(
-                statement.on_conflict_do_update(
-                    index_elements=["thread_id", "key"],
-                    set_={"value": encoded, "updated_at": now},
-                )
-            )
+            write_value(self._db, connection, thread_id, key, encoded)
+
+
+def write_value(
+    database: Database, connection: Connection, thread_id: str, key: str, encoded: str | None
+) -> None:
+    """Set (or, for None, delete) one checked, encoded value in the caller's transaction."""
+    where = and_(kv.c.thread_id == thread_id, kv.c.key == key)
+    if encoded is None:
+        connection.execute(delete(kv).where(where))
+        return
+    now = datetime.now(UTC)
+    # The key cap counts this thread's keys, so its writers go one at a time.
+    database.lock_thread(connection, thread_id)
+    if connection.scalar(select(kv.c.key).where(where)) is None:
+        count = connection.scalar(
+            select(func.count()).select_from(kv).where(kv.c.thread_id == thread_id)
+        )
+        if (count or 0) >= kv_rules.MAX_KEYS_PER_THREAD:
+            raise kv_rules.too_many_keys(thread_id)
+    statement = database.insert(kv).values(
+        thread_id=thread_id, key=key, value=encoded, updated_at=now
+    )
+    connection.execute(
+        statement.on_conflict_do_update(
+            index_elements=["thread_id", "key"],
+            set_={"value": encoded, "updated_at": now},
+        )
+    )

@@ -1,0 +1,83 @@
+"""A thread's scheduled effects, projected from their `job.*` events.
+
+The workflow owns the effects (their timers); each change is an event carrying the whole
+effect, and the commit that stores the event upserts the row, so `get_scheduled_effects`
+reads what the events say. A finished run stores its outcome here together with the
+effect's staged writes (values and events) in one commit: a retried `effect.run` finds
+the outcome and does not run the effect again (docs/effects.md).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select, update
+
+from weft.activities.store.database import Database
+from weft.activities.store.events import events_by_thread, insert_events
+from weft.activities.store.tables import effects
+from weft.activities.store.values import write_value
+from weft.contract.events import Event
+
+
+@dataclass(frozen=True)
+class EffectRow:
+    """One effect as stored: its status, the effect (JSON) and a finished run's outcome."""
+
+    status: str
+    effect: dict[str, Any]
+    result: dict[str, Any] | None
+
+
+class Effects:
+    """Read a thread's effects; rows are written by the events that describe them."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def pending(self, thread_id: str, name: str | None = None) -> builtins.list[dict[str, Any]]:
+        """The thread's pending effects (`ScheduledEffect` JSON), soonest due first."""
+        query = select(effects.c.data).where(
+            effects.c.thread_id == thread_id, effects.c.status == "pending"
+        )
+        if name is not None:
+            query = query.where(effects.c.name == name)
+        query = query.order_by(effects.c.scheduled_at, effects.c.effect_id)
+        with self._db.read() as connection:
+            return [dict(data) for data in connection.scalars(query)]
+
+    def get(self, thread_id: str, effect_id: str) -> EffectRow | None:
+        """One effect, whatever its status, or None."""
+        query = select(effects.c.status, effects.c.data, effects.c.result).where(
+            effects.c.thread_id == thread_id, effects.c.effect_id == effect_id
+        )
+        with self._db.read() as connection:
+            row = connection.execute(query).first()
+        if row is None:
+            return None
+        return EffectRow(row.status, dict(row.data), dict(row.result) if row.result else None)
+
+    def finish(
+        self,
+        thread_id: str,
+        effect_id: str,
+        *,
+        result: dict[str, Any],
+        values: Mapping[str, str | None],
+        events: Sequence[Event],
+    ) -> None:
+        """Commit a run's outcome with its staged writes: encoded values (None deletes) and
+        events (the last one `job.completed` or `job.failed`), all or nothing."""
+        with self._db.write() as connection:
+            for key, encoded in values.items():
+                write_value(self._db, connection, thread_id, key, encoded)
+            insert_events(self._db, connection, events_by_thread(events))
+            connection.execute(
+                update(effects)
+                .where(effects.c.thread_id == thread_id, effects.c.effect_id == effect_id)
+                .values(result=result, updated_at=datetime.now(UTC))
+            )
