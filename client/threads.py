@@ -18,6 +18,13 @@ from weft.activities.store import Store
 from weft.client.ask import Policy, ask_thread
 from weft.client.context import context_snapshot
 from weft.contract.context import SIGNAL_COMPACT, CompactRequest
+from weft.contract.effects import (
+    UPDATE_REMOVE_EFFECT_CHECKED,
+    UPDATE_SCHEDULE_EFFECT_CHECKED,
+    RemoveEffectResult,
+    ScheduleEffectRequest,
+    ScheduleEffectResult,
+)
 from weft.contract.events import Event
 from weft.contract.messages import (
     MAX_QUEUED_CONTENT_CHARS,
@@ -154,6 +161,35 @@ class Threads:
         a thread that cannot answer the query raises `ValueError`.
         """
         return await context_snapshot(self._client, self._store, thread_id)
+
+    async def schedule_effect(
+        self,
+        thread_id: str,
+        name: str,
+        args: dict[str, Any] | None = None,
+        *,
+        delay_ms: int = 0,
+        effect_id: str | None = None,
+    ) -> ScheduleEffectResult:
+        """Schedule an effect on the thread (the checked update); `effect_id` makes it
+        idempotent. An unknown effect or a bad delay is refused with the reason."""
+        request = ScheduleEffectRequest(name=name, args=args or {}, delay_ms=delay_ms, id=effect_id)
+        return await self.handle(thread_id).execute_update(
+            UPDATE_SCHEDULE_EFFECT_CHECKED,
+            request.model_dump(mode="json", by_alias=True, exclude_none=True),
+            result_type=ScheduleEffectResult,
+        )
+
+    async def remove_effect(self, thread_id: str, effect_id: str) -> bool:
+        """Remove a pending effect; False when none is pending by that id."""
+        result = await self.handle(thread_id).execute_update(
+            UPDATE_REMOVE_EFFECT_CHECKED, {"id": effect_id}, result_type=RemoveEffectResult
+        )
+        return result.removed
+
+    async def effects(self, thread_id: str) -> list[dict[str, Any]]:
+        """The thread's pending effects, soonest first (from `thread_read`)."""
+        return (await self.read(thread_id)).scheduled_effects
 
     async def read(self, thread_id: str) -> ThreadRead:
         """The thread read model."""
