@@ -24,6 +24,7 @@ class WorkerProcess:
     def __init__(self, config_file: Path) -> None:
         self._config_file = config_file
         self.process: asyncio.subprocess.Process | None = None
+        self._drain: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Start the worker and wait until it polls."""
@@ -52,14 +53,16 @@ class WorkerProcess:
         assert self.process is not None
         self.process.send_signal(signal.SIGKILL)
         await self.process.wait()
-        await self._drain
+        if self._drain is not None:
+            await self._drain
 
     async def stop(self) -> None:
         """SIGTERM and wait."""
         if self.process is not None and self.process.returncode is None:
             self.process.send_signal(signal.SIGTERM)
             await asyncio.wait_for(self.process.wait(), 30)
-            await self._drain
+            if self._drain is not None:  # None when start() failed before polling
+                await self._drain
 
 
 def worker_config(tmp_path: Path, address: str, *, store_url: str | None = None) -> Path:
