@@ -174,18 +174,19 @@ class Threads:
         """Schedule an effect on the thread (the checked update); `effect_id` makes it
         idempotent. An unknown effect or a bad delay is refused with the reason."""
         request = ScheduleEffectRequest(name=name, args=args or {}, delay_ms=delay_ms, id=effect_id)
-        return await self.handle(thread_id).execute_update(
+        result = await self.handle(thread_id).execute_update(
             UPDATE_SCHEDULE_EFFECT_CHECKED,
             request.model_dump(mode="json", by_alias=True, exclude_none=True),
             result_type=ScheduleEffectResult,
         )
+        return ScheduleEffectResult.model_validate(result)
 
     async def remove_effect(self, thread_id: str, effect_id: str) -> bool:
         """Remove a pending effect; False when none is pending by that id."""
         result = await self.handle(thread_id).execute_update(
             UPDATE_REMOVE_EFFECT_CHECKED, {"id": effect_id}, result_type=RemoveEffectResult
         )
-        return result.removed
+        return RemoveEffectResult.model_validate(result).removed
 
     async def effects(self, thread_id: str) -> list[dict[str, Any]]:
         """The thread's pending effects, soonest first (from `thread_read`)."""
