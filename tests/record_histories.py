@@ -127,6 +127,8 @@ async def record(out: Path, only: set[str]) -> None:
             await _hooks(client, scripted, address, out)
         if not only or ASKS in only:
             await _asks(client, scripted, address, out)
+        if not only or EFFECTS in only:
+            await _effects(client, scripted, address, out)
 
 
 async def _scenario(
@@ -474,6 +476,57 @@ async def _drive_hitl(name: str, handle: Any) -> None:
             "submit_turn", {"role": "user", "content": "now", "policy": "interrupt"}
         )
     await wait_until(handle, idle_after(1), timeout=60)
+
+
+EFFECTS = "effects"
+
+
+async def _effects(client: Any, scripted: ScriptedModelServer, address: str, out: Path) -> None:
+    """A tool schedules an effect that fires on the idle thread and starts a turn; an effect
+    that fails once is retried; one is removed; one is pending when the thread terminates."""
+    from effect_support import effect_definitions
+
+    tmp = Path(f"/tmp/weft-record-{uuid.uuid4().hex[:8]}")
+    config = scratch_config(tmp)
+    config.temporal.address = address
+    plan = {"effect": "remind", "args": {"text": "reminder"}, "delay_ms": 300}
+    model = add_script(
+        scripted,
+        {
+            "turns": [
+                {
+                    "match": "hello",
+                    "replies": [
+                        {"tool_calls": [{"name": "plan", "arguments": plan}]},
+                        {"text": "planned"},
+                    ],
+                },
+                {"match": "reminder", "replies": [{"text": "reminded"}]},
+            ]
+        },
+    )
+    async with AgentWorker(
+        client,
+        config,
+        definitions=effect_definitions(model),
+        task_queue=f"record-{EFFECTS}",
+        scripted=scripted,
+    ) as worker:
+        handle = await start_thread(
+            client, worker.task_queue, messages=[{"role": "user", "content": "hello"}]
+        )
+        await wait_until(handle, idle_after(2), timeout=60)
+        schedule = "schedule_effect_checked"
+        await handle.execute_update(schedule, {"name": "flaky", "args": {"fail_attempts": 1}})
+        await wait_until(handle, lambda s: not s.scheduled_effects, timeout=60)
+        removed = await handle.execute_update(schedule, {"name": "remind", "delayMs": 60_000})
+        await handle.execute_update("remove_scheduled_effect_checked", {"id": removed["id"]})
+        await handle.execute_update(schedule, {"name": "remind", "delayMs": 60_000})
+        await handle.signal("terminate", {"reason": "recorded"})
+        await handle.result()
+        history = await handle.fetch_history()
+        (out / f"{EFFECTS}.json").write_text(history.to_json())
+        print(f"recorded {EFFECTS}: {len(history.events)} events")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ def test_histories_are_committed():
         "prompt_tool",
         "hooks",
         "asks",
+        "effects",
     } <= names
 
 
