@@ -45,6 +45,8 @@ _EXPORTS: dict[str, str] = {
     "define_tool": "weft.activities.definitions",
     "Store": "weft.activities.store",
     "TurnWaitTimeout": "weft.client.ask",
+    "ScheduleError": "weft.client.schedules",
+    "Schedules": "weft.client.schedules",
     "RespondActionResult": "weft.contract.actions",
     "Event": "weft.contract.events",
     "ThreadOptions": "weft.contract.thread",
@@ -82,6 +84,7 @@ if TYPE_CHECKING:
     )
     from weft.activities.store import Store
     from weft.client.ask import TurnWaitTimeout
+    from weft.client.schedules import ScheduleError, Schedules
     from weft.contract.actions import RespondActionResult
     from weft.contract.events import Event
     from weft.contract.thread import ThreadOptions, ThreadRead, ThreadResult
@@ -110,6 +113,8 @@ __all__ = [
     "Keyring",
     "ProviderConfig",
     "RespondActionResult",
+    "ScheduleError",
+    "Schedules",
     "SearchAttributesMissing",
     "StopReason",
     "Store",

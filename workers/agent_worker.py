@@ -30,6 +30,7 @@ from weft.workers.scripted_model import ScriptedModelServer
 from weft.workers.search_attributes import check_search_attributes
 from weft.workers.secrets import load_keyring
 from weft.workflows.agent_thread import AgentThreadWorkflow
+from weft.workflows.scheduled_delivery import ScheduledDeliveryWorkflow
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
@@ -129,7 +130,7 @@ class AgentWorker:
         self.worker = Worker(
             client,
             task_queue=self.task_queue,
-            workflows=[AgentThreadWorkflow],
+            workflows=[AgentThreadWorkflow, ScheduledDeliveryWorkflow],
             activities=[
                 records.init_thread,
                 records.flush,

@@ -1,0 +1,166 @@
+"""`weft schedule …`: agents that wake up on their own, as Temporal Schedules."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from typing import Any
+
+from weft.client.schedules import (
+    DEFAULT_CATCHUP_WINDOW,
+    OVERLAP_NAMES,
+    Schedules,
+    WeftSchedule,
+)
+from weft.transport.connection import connect
+from weft.workers.config import WeftConfig
+from weft.workers.secrets import load_keyring
+
+
+def register(commands: Any) -> None:
+    """Add `weft schedule` and its actions to the `weft` subcommands."""
+    schedule = commands.add_parser(
+        "schedule", help="run agents on a timetable (Temporal Schedules; docs/schedules.md)"
+    )
+    actions = schedule.add_subparsers(dest="schedule_action", required=True)
+    _register_create(actions)
+    listing = actions.add_parser("list", help="list weft's schedules")
+    listing.set_defaults(handler=_list)
+    show = actions.add_parser("show", help="print one schedule as JSON")
+    show.add_argument("name")
+    show.set_defaults(handler=_show)
+    pause = actions.add_parser("pause", help="stop firing until unpaused")
+    pause.add_argument("name")
+    pause.add_argument("--note", help="why (shown by list)")
+    pause.set_defaults(handler=_pause)
+    unpause = actions.add_parser("unpause", help="fire again from the next scheduled time")
+    unpause.add_argument("name")
+    unpause.add_argument("--note", help="why (shown by list)")
+    unpause.set_defaults(handler=_unpause)
+    trigger = actions.add_parser("trigger", help="fire once now")
+    trigger.add_argument("name")
+    trigger.set_defaults(handler=_trigger)
+    delete = actions.add_parser("delete", help="delete the schedule (its threads go on)")
+    delete.add_argument("name")
+    delete.set_defaults(handler=_delete)
+
+
+def _register_create(actions: Any) -> None:
+    create = actions.add_parser(
+        "create", help="create a schedule that messages a thread or starts new threads"
+    )
+    create.add_argument("name", help="the schedule id (letters, digits, '.', '_', '-')")
+    when = create.add_mutually_exclusive_group(required=True)
+    when.add_argument("--cron", help='a cron expression, e.g. "0 9 * * 1-5" (UTC by default)')
+    when.add_argument("--every", help="an interval, e.g. 30s, 5m, 1h, 1h30m")
+    target = create.add_mutually_exclusive_group(required=True)
+    target.add_argument("--thread", help="queue the message to this running thread")
+    target.add_argument("--agent", help="start a new thread of this agent on each run")
+    create.add_argument("-m", "--message", required=True, help="the user message to send")
+    create.add_argument("--time-zone", help="IANA time zone of --cron, e.g. Europe/Oslo")
+    create.add_argument(
+        "--overlap",
+        choices=OVERLAP_NAMES,
+        help="when a run is due while the last one still runs"
+        " (default: skip for --thread, allow_all for --agent)",
+    )
+    create.add_argument(
+        "--catchup-window",
+        help="how far back missed runs are made up after an outage"
+        f" (default {int(DEFAULT_CATCHUP_WINDOW.total_seconds() // 60)}m, minimum 10s)",
+    )
+    create.add_argument("--note", help="a note kept on the schedule")
+    create.set_defaults(handler=_create)
+
+
+async def _schedules(config: WeftConfig) -> Schedules:
+    temporal = config.temporal
+    client = await connect(
+        temporal.address,
+        namespace=temporal.namespace,
+        api_key=temporal.api_key,
+        tls=temporal.tls,
+        keyring=load_keyring(config),
+        encrypt=config.codec.encrypt,
+    )
+    return Schedules(client, task_queue=temporal.task_queue)
+
+
+async def _create(args: argparse.Namespace, config: WeftConfig) -> int:
+    schedules = await _schedules(config)
+    await schedules.create(
+        args.name,
+        message=args.message,
+        thread=args.thread,
+        agent=args.agent,
+        cron=args.cron,
+        every=args.every,
+        time_zone=args.time_zone,
+        overlap=args.overlap,
+        catchup_window=args.catchup_window,
+        note=args.note,
+    )
+    created = await schedules.describe(args.name)
+    print(f"created schedule {created.name}: {created.target.summary()}, {created.spec}")
+    return 0
+
+
+async def _list(args: argparse.Namespace, config: WeftConfig) -> int:
+    found = await (await _schedules(config)).list()
+    for schedule in found:
+        print(_row(schedule))
+    if not found:
+        print("no schedules", file=sys.stderr)
+    return 0
+
+
+def _row(schedule: WeftSchedule) -> str:
+    """name, target, spec, state, next run, last run: tab-separated, one line."""
+    state = "paused" if schedule.paused else "active"
+    if schedule.paused and schedule.note:
+        state += f" ({schedule.note})"
+    following = _time(schedule.next_runs[0]) if schedule.next_runs else "-"
+    last = schedule.last_run
+    if last is None:
+        outcome = "no runs yet"
+    else:
+        outcome = f"{last.status or 'unknown'} {last.workflow_id}"
+        if last.error:
+            outcome += f": {last.error}"
+    columns = [schedule.name, schedule.target.summary(), schedule.spec, state, following]
+    return "\t".join([*columns, f"last: {outcome}"])
+
+
+def _time(moment: datetime) -> str:
+    return f"next {moment:%Y-%m-%d %H:%M:%S}Z"
+
+
+async def _show(args: argparse.Namespace, config: WeftConfig) -> int:
+    schedule = await (await _schedules(config)).describe(args.name)
+    print(schedule.model_dump_json(indent=2))
+    return 0
+
+
+async def _pause(args: argparse.Namespace, config: WeftConfig) -> int:
+    await (await _schedules(config)).pause(args.name, note=args.note)
+    print(f"paused schedule {args.name}")
+    return 0
+
+
+async def _unpause(args: argparse.Namespace, config: WeftConfig) -> int:
+    await (await _schedules(config)).unpause(args.name, note=args.note)
+    print(f"unpaused schedule {args.name}")
+    return 0
+
+
+async def _trigger(args: argparse.Namespace, config: WeftConfig) -> int:
+    await (await _schedules(config)).trigger(args.name)
+    print(f"triggered schedule {args.name}")
+    return 0
+
+
+async def _delete(args: argparse.Namespace, config: WeftConfig) -> int:
+    await (await _schedules(config)).delete(args.name)
+    print(f"deleted schedule {args.name}")
+    return 0

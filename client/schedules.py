@@ -1,0 +1,380 @@
+"""Schedules: agents that wake up on their own, as Temporal Schedules (docs/schedules.md).
+
+A weft schedule is a plain Temporal Schedule whose id is its name and whose memo
+(`weftSchedule`) says what it does. Each firing either starts `ScheduledDelivery`, which
+queues a message to a standing thread, or starts a new `AgentThread`. Temporal does the
+timing, catch-up, overlap and pausing; nothing here runs on a timer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import ValidationError
+from temporalio.client import (
+    Client,
+    Schedule,
+    ScheduleActionExecutionStartWorkflow,
+    ScheduleActionResult,
+    ScheduleActionStartWorkflow,
+    ScheduleAlreadyRunningError,
+    ScheduleDescription,
+    ScheduleHandle,
+    ScheduleOverlapPolicy,
+    SchedulePolicy,
+    ScheduleState,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+)
+from temporalio.service import RPCError, RPCStatusCode
+
+from weft.client.schedule_inputs import (
+    DEFAULT_CATCHUP_WINDOW,
+    OVERLAP_NAMES,
+    ScheduleError,
+    ScheduleExists,
+    ScheduleNotFound,
+    check_name,
+    checked_catchup_window,
+    overlap_or,
+    parse_duration,
+    schedule_spec,
+    scheduled_message,
+)
+from weft.contract.messages import QueuedMessage
+from weft.contract.thread import WORKFLOW_TYPE, ThreadStartInput
+from weft.contract.wire import CamelModel
+from weft.workflows.scheduled_delivery import SCHEDULED_DELIVERY_TYPE, ScheduledDeliveryInput
+
+# The schedule's memo key (what the schedule does), and the memo key on each run it starts.
+SCHEDULE_MEMO = "weftSchedule"
+RUN_MEMO = "weftScheduledBy"
+
+
+class ScheduleTarget(CamelModel):
+    """What a weft schedule does, kept in its memo.
+
+    The spec is kept as written: Temporal turns cron strings into calendar specs, which
+    read worse than the line the user typed.
+    """
+
+    kind: Literal["thread", "agent"]
+    thread_id: str | None = None
+    agent: str | None = None
+    message_preview: str
+    spec: str
+
+    def summary(self) -> str:
+        """One line: where each run goes."""
+        if self.kind == "thread":
+            return f"thread {self.thread_id}"
+        return f"agent {self.agent} (a new thread each run)"
+
+
+class ScheduleRun(CamelModel):
+    """One workflow a schedule started.
+
+    `status` (`running`, `completed`, `failed`, …) and `error` are looked up for the last
+    run only; None elsewhere, and for a run past the namespace's retention.
+    """
+
+    workflow_id: str
+    run_id: str
+    scheduled_at: datetime
+    started_at: datetime
+    status: str | None = None
+    error: str | None = None
+
+
+class WeftSchedule(CamelModel):
+    """A weft schedule: its target, timing, policies, state and recent runs."""
+
+    name: str
+    target: ScheduleTarget
+    spec: str
+    overlap: str
+    catchup_window_seconds: float | None
+    pause_on_failure: bool
+    paused: bool
+    note: str | None
+    next_runs: list[datetime]
+    recent_runs: list[ScheduleRun]
+    last_run: ScheduleRun | None
+    runs: int
+    skipped_overlap: int
+    missed_catchup_window: int
+
+
+class Schedules:
+    """weft's schedules on one Temporal namespace.
+
+    `task_queue` is where `--agent` schedules start their threads (the worker's queue);
+    a `--thread` schedule delivers on the task queue its thread runs on. `client` must come
+    from `weft.connect` (weft's data converter), like the workers'.
+    """
+
+    def __init__(self, client: Client, *, task_queue: str = "agents") -> None:
+        self._client = client
+        self._task_queue = task_queue
+
+    async def create(
+        self,
+        name: str,
+        *,
+        message: str,
+        thread: str | None = None,
+        agent: str | None = None,
+        cron: str | None = None,
+        every: timedelta | str | None = None,
+        overlap: ScheduleOverlapPolicy | str | None = None,
+        catchup_window: timedelta | str | None = None,
+        time_zone: str | None = None,
+        pause_on_failure: bool | None = None,
+        note: str | None = None,
+    ) -> ScheduleHandle:
+        """Create schedule `name`: on `cron` or `every`, send `message` to `thread`, or start
+        a new thread of `agent` with it as the first user message. Cron times are UTC unless
+        `time_zone` (an IANA name, e.g. `Europe/Oslo`) is given.
+
+        Defaults (docs/schedules.md): `--thread` schedules SKIP a firing while the previous
+        delivery still runs and pause when a delivery fails (the thread is gone);
+        `--agent` schedules ALLOW_ALL, because a thread never completes on its own and any
+        other policy would wait for it for ever. Both catch up at most
+        `DEFAULT_CATCHUP_WINDOW` of missed runs. Raises `ScheduleExists`, or
+        `ScheduleError` naming the bad argument.
+        """
+        check_name(name)
+        spec, spec_text = schedule_spec(cron, every, time_zone)
+        window = checked_catchup_window(catchup_window)
+        content = scheduled_message(name, message)
+        preview = message[:200]
+        if thread is not None and agent is None:
+            action = await self._delivery(name, thread, content)
+            target = ScheduleTarget(
+                kind="thread", thread_id=thread, message_preview=preview, spec=spec_text
+            )
+            default_overlap, default_pause = ScheduleOverlapPolicy.SKIP, True
+        elif agent is not None and thread is None:
+            action = self._thread_start(name, agent, content)
+            target = ScheduleTarget(
+                kind="agent", agent=agent, message_preview=preview, spec=spec_text
+            )
+            default_overlap, default_pause = ScheduleOverlapPolicy.ALLOW_ALL, False
+        else:
+            raise ScheduleError("give exactly one target: a thread id or an agent name")
+        policy = SchedulePolicy(
+            overlap=overlap_or(overlap, default_overlap),
+            catchup_window=window,
+            pause_on_failure=default_pause if pause_on_failure is None else pause_on_failure,
+        )
+        schedule = Schedule(action=action, spec=spec, policy=policy, state=ScheduleState(note=note))
+        try:
+            return await self._client.create_schedule(
+                name, schedule, memo={SCHEDULE_MEMO: target.model_dump(mode="json")}
+            )
+        except ScheduleAlreadyRunningError:
+            raise ScheduleExists(f"a schedule named {name!r} exists already") from None
+        except RPCError as err:
+            if err.status == RPCStatusCode.INVALID_ARGUMENT:
+                raise ScheduleError(
+                    f"Temporal refused schedule {name!r} ({spec_text}): {err.message}"
+                ) from None
+            raise
+
+    async def list(self) -> builtins.list[WeftSchedule]:
+        """weft's schedules (others on the namespace are left out), by name."""
+        names = []
+        async for entry in await self._client.list_schedules():
+            if _target(await entry.memo_value(SCHEDULE_MEMO, None)) is not None:
+                names.append(entry.id)
+        # The listing is eventually consistent; describing each one is not, so a schedule
+        # deleted a moment ago drops out here.
+        found = await asyncio.gather(*(self._describe_if_any(name) for name in sorted(names)))
+        return [schedule for schedule in found if schedule is not None]
+
+    async def describe(self, name: str) -> WeftSchedule:
+        """Schedule `name`, with the status (and error) of its last run."""
+        description, target = await self._weft_description(name)
+        return await self._view(description, target)
+
+    async def pause(self, name: str, *, note: str | None = None) -> None:
+        """Stop firing until `unpause`; `note` says why (shown by `list`)."""
+        with _named(name):
+            await (await self._handle(name)).pause(note=note or "paused with weft")
+
+    async def unpause(self, name: str, *, note: str | None = None) -> None:
+        """Fire again from the next scheduled time (missed ones are not caught up)."""
+        with _named(name):
+            await (await self._handle(name)).unpause(note=note or "unpaused with weft")
+
+    async def trigger(self, name: str) -> None:
+        """Fire once now, under the schedule's overlap policy, whether paused or not."""
+        with _named(name):
+            await (await self._handle(name)).trigger()
+
+    async def delete(self, name: str) -> None:
+        """Delete the schedule; the runs it started (threads, too) go on."""
+        with _named(name):
+            await (await self._handle(name)).delete()
+
+    async def _handle(self, name: str) -> ScheduleHandle:
+        await self._weft_description(name)
+        return self._client.get_schedule_handle(name)
+
+    async def _weft_description(self, name: str) -> tuple[ScheduleDescription, ScheduleTarget]:
+        with _named(name):
+            description = await self._client.get_schedule_handle(name).describe()
+        target = _target(await description.memo_value(SCHEDULE_MEMO, None))
+        if target is None:
+            raise ScheduleError(
+                f"schedule {name!r} was not created by weft (no {SCHEDULE_MEMO} memo);"
+                " manage it with `temporal schedule`"
+            )
+        return description, target
+
+    async def _describe_if_any(self, name: str) -> WeftSchedule | None:
+        try:
+            return await self.describe(name)
+        except ScheduleNotFound:
+            return None
+
+    async def _delivery(
+        self, name: str, thread_id: str, message: QueuedMessage
+    ) -> ScheduleActionStartWorkflow:
+        delivery = ScheduledDeliveryInput(thread_id=thread_id, schedule=name, message=message)
+        return ScheduleActionStartWorkflow(
+            SCHEDULED_DELIVERY_TYPE,
+            delivery,
+            # Temporal appends each run's scheduled time to this id.
+            id=f"{name}-delivery",
+            task_queue=await self._thread_task_queue(thread_id),
+            memo={RUN_MEMO: name},
+            static_summary=f"weft schedule {name}: a message to thread {thread_id}",
+        )
+
+    def _thread_start(
+        self, name: str, agent: str, message: QueuedMessage
+    ) -> ScheduleActionStartWorkflow:
+        start = ThreadStartInput(agent=agent, messages=[message])
+        return ScheduleActionStartWorkflow(
+            WORKFLOW_TYPE,
+            start,
+            # The thread id: Temporal appends each run's scheduled time, one thread per run.
+            id=f"{name}-thread",
+            task_queue=self._task_queue,
+            memo={RUN_MEMO: name},
+            static_summary=f"weft schedule {name}: a new {agent} thread",
+        )
+
+    async def _thread_task_queue(self, thread_id: str) -> str:
+        """The queue thread `thread_id` runs on; it must be a running AgentThread."""
+        try:
+            described = await self._client.get_workflow_handle(thread_id).describe()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise ScheduleError(f"thread {thread_id!r} not found") from None
+            raise
+        if described.workflow_type != WORKFLOW_TYPE:
+            raise ScheduleError(
+                f"workflow {thread_id!r} is a {described.workflow_type}, not an {WORKFLOW_TYPE}"
+            )
+        if described.status != WorkflowExecutionStatus.RUNNING:
+            status = described.status.name.lower() if described.status else "closed"
+            raise ScheduleError(f"thread {thread_id!r} is {status}: it cannot receive messages")
+        return described.task_queue
+
+    async def _view(self, description: ScheduleDescription, target: ScheduleTarget) -> WeftSchedule:
+        info, schedule = description.info, description.schedule
+        recent = [run for run in map(_run, info.recent_actions) if run is not None]
+        last = None
+        if recent:
+            last = recent[-1] = await self._with_outcome(recent[-1])
+        window = schedule.policy.catchup_window
+        return WeftSchedule(
+            name=description.id,
+            target=target,
+            spec=target.spec,
+            overlap=schedule.policy.overlap.name.lower(),
+            catchup_window_seconds=window.total_seconds() if window is not None else None,
+            pause_on_failure=schedule.policy.pause_on_failure,
+            paused=schedule.state.paused,
+            note=schedule.state.note,
+            next_runs=list(info.next_action_times),
+            recent_runs=recent,
+            last_run=last,
+            runs=info.num_actions,
+            skipped_overlap=info.num_actions_skipped_overlap,
+            missed_catchup_window=info.num_actions_missed_catchup_window,
+        )
+
+    async def _with_outcome(self, run: ScheduleRun) -> ScheduleRun:
+        """`run` with its status, and its error when it failed."""
+        handle = self._client.get_workflow_handle(run.workflow_id, run_id=run.run_id)
+        try:
+            described = await handle.describe()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:  # past the namespace's retention
+                return run
+            raise
+        status = described.status or WorkflowExecutionStatus.RUNNING
+        error = None
+        if status == WorkflowExecutionStatus.FAILED:
+            try:
+                await handle.result(follow_runs=False)
+            except WorkflowFailureError as failure:
+                error = str(failure.cause)
+        return run.model_copy(update={"status": status.name.lower(), "error": error})
+
+
+def _target(memo: Any) -> ScheduleTarget | None:
+    """The weft target in a schedule's memo value; None when it is not weft's."""
+    if memo is None:
+        return None
+    try:
+        return ScheduleTarget.model_validate(memo)
+    except ValidationError:
+        return None
+
+
+def _run(action: ScheduleActionResult) -> ScheduleRun | None:
+    execution = action.action
+    if not isinstance(execution, ScheduleActionExecutionStartWorkflow):
+        return None
+    return ScheduleRun(
+        workflow_id=execution.workflow_id,
+        run_id=execution.first_execution_run_id,
+        scheduled_at=action.scheduled_at,
+        started_at=action.started_at,
+    )
+
+
+@contextmanager
+def _named(name: str) -> Iterator[None]:
+    """Temporal's NOT_FOUND for schedule `name` as `ScheduleNotFound`."""
+    try:
+        yield
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            raise ScheduleNotFound(f"no schedule named {name!r}") from None
+        raise
+
+
+__all__ = [
+    "DEFAULT_CATCHUP_WINDOW",
+    "OVERLAP_NAMES",
+    "RUN_MEMO",
+    "SCHEDULE_MEMO",
+    "ScheduleError",
+    "ScheduleExists",
+    "ScheduleNotFound",
+    "ScheduleRun",
+    "ScheduleTarget",
+    "Schedules",
+    "WeftSchedule",
+    "parse_duration",
+]
