@@ -14,7 +14,14 @@ from typing import Any
 
 from weft.activities.definitions import DefinitionError
 from weft.activities.store import Store
-from weft.cli import ask_command, code_command, codec_command, schedule_command, serve_command
+from weft.cli import (
+    ask_command,
+    code_command,
+    codec_command,
+    effects_command,
+    schedule_command,
+    serve_command,
+)
 from weft.cli.render import TranscriptPrinter
 from weft.client.threads import Threads, tail_events
 from weft.transport.connection import connect
@@ -117,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--limit", type=int, default=50)
     listing.set_defaults(handler=_thread_list)
     ask_command.register(actions)
+    effects_command.register(actions)
     schedule_command.register(commands)
 
     code_command.register(commands)

@@ -14,6 +14,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from weft.activities.code_run import CodeRunActivities
 from weft.activities.compaction import CompactionActivities
 from weft.activities.definitions import Definitions, load_directory
+from weft.activities.effect_run import EffectActivities
 from weft.activities.files_copy import FileCopyActivities
 from weft.activities.hooks import HookRegistry
 from weft.activities.model_call import ModelActivities
@@ -125,6 +126,7 @@ class AgentWorker:
         compaction = CompactionActivities(store, providers, snapshots)
         tools = ToolActivities(store, self.definitions, snapshots, sandbox=pool, hooks=hooks)
         code = CodeRunActivities(pool)
+        effects = EffectActivities(store, self.definitions, snapshots, sandbox=pool)
         copies = FileCopyActivities(store)
         variable_requests = VariableRequestActivities(store)
         self.worker = Worker(
@@ -137,6 +139,7 @@ class AgentWorker:
                 models.call_model,
                 compaction.compact,
                 tools.call_tool,
+                effects.run_effect,
                 code.run,
                 copies.copy_files,
                 variable_requests.request_variables,

@@ -1,0 +1,107 @@
+"""`weft thread effects ID`, `schedule-effect` and `remove-effect`: a thread's scheduled effects."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from temporalio.client import WorkflowUpdateFailedError
+
+from weft.client.schedule_inputs import ScheduleError, parse_duration
+from weft.client.threads import Threads
+from weft.transport.connection import connect
+from weft.workers.config import WeftConfig
+from weft.workers.secrets import load_keyring
+
+
+def register(actions: Any) -> None:
+    """Add the effect commands to the `weft thread` subcommands."""
+    listing = actions.add_parser("effects", help="list a thread's pending scheduled effects")
+    listing.add_argument("thread_id")
+    listing.add_argument("--json", action="store_true", help="print them as JSON")
+    listing.set_defaults(handler=show)
+    schedule = actions.add_parser(
+        "schedule-effect", help="schedule an effect on a thread (schedule_effect update)"
+    )
+    schedule.add_argument("thread_id")
+    schedule.add_argument("name", help="the effect's name (effects/NAME.py)")
+    schedule.add_argument("--args", default="{}", help="its arguments, a JSON object")
+    schedule.add_argument("--in", dest="delay", default="0s", help="delay: 30s, 5m, 2h, 1d")
+    schedule.add_argument("--id", help="an idempotency key: a pending effect of this id stays")
+    schedule.set_defaults(handler=schedule_one)
+    remove = actions.add_parser("remove-effect", help="remove a pending effect by id")
+    remove.add_argument("thread_id")
+    remove.add_argument("effect_id")
+    remove.set_defaults(handler=remove_one)
+
+
+async def show(args: argparse.Namespace, config: WeftConfig) -> int:
+    """Print the pending effects, soonest first (a table, or JSON)."""
+    effects = await (await _threads(config)).effects(args.thread_id)
+    if args.json:
+        print(json.dumps(effects, indent=2))
+        return 0
+    if not effects:
+        print(f"thread {args.thread_id} has no pending effects")
+        return 0
+    for effect in effects:
+        due = " (due: waits for the running step)" if effect.get("due") else ""
+        print(
+            f"{effect['id']}  {effect['name']}  at {effect['scheduledAt']}{due}"
+            f"  args {json.dumps(effect['args'])}  by {effect.get('scheduledBy') or '?'}"
+        )
+    return 0
+
+
+async def schedule_one(args: argparse.Namespace, config: WeftConfig) -> int:
+    """Schedule the effect; print its id and due time, or why the thread refused it."""
+    try:
+        effect_args = json.loads(args.args)
+        delay = parse_duration(args.delay, what="--in")
+    except (ValueError, ScheduleError) as err:
+        print(f"weft: {err}", file=sys.stderr)
+        return 2
+    if not isinstance(effect_args, dict):
+        print("weft: --args must be a JSON object", file=sys.stderr)
+        return 2
+    delay_ms = round(delay.total_seconds() * 1000)
+    try:
+        result = await (await _threads(config)).schedule_effect(
+            args.thread_id, args.name, effect_args, delay_ms=delay_ms, effect_id=args.id
+        )
+    except WorkflowUpdateFailedError as err:
+        print(f"weft: thread {args.thread_id} refused the effect: {err.cause}", file=sys.stderr)
+        return 1
+    print(f"{result.id} {result.status}, due at {result.scheduled_at}")
+    return 0
+
+
+async def remove_one(args: argparse.Namespace, config: WeftConfig) -> int:
+    """Remove the effect; exit 1 when no such effect was pending."""
+    try:
+        removed = await (await _threads(config)).remove_effect(args.thread_id, args.effect_id)
+    except WorkflowUpdateFailedError as err:
+        print(f"weft: thread {args.thread_id} refused: {err.cause}", file=sys.stderr)
+        return 1
+    if not removed:
+        print(
+            f"weft: thread {args.thread_id} has no pending effect {args.effect_id}", file=sys.stderr
+        )
+        return 1
+    print(f"removed {args.effect_id}")
+    return 0
+
+
+async def _threads(config: WeftConfig) -> Threads:
+    temporal = config.temporal
+    client = await connect(
+        temporal.address,
+        namespace=temporal.namespace,
+        api_key=temporal.api_key,
+        tls=temporal.tls,
+        keyring=load_keyring(config),
+        encrypt=config.codec.encrypt,
+    )
+    return Threads(client, task_queue=temporal.task_queue)
