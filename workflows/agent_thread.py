@@ -21,12 +21,6 @@ from weft.contract.actions import UPDATE_RESPOND_ACTION_CHECKED, ActionKind, Res
 from weft.contract.activities import Intent, ToolResult
 from weft.contract.context import QUERY_CONTEXT_BOUNDARY
 from weft.contract.definitions import ToolSpec
-from weft.contract.effects import (
-    UPDATE_REMOVE_EFFECT_CHECKED,
-    UPDATE_SCHEDULE_EFFECT_CHECKED,
-    RemoveEffectResult,
-    ScheduleEffectResult,
-)
 from weft.contract.messages import MessagePage, Side, SubmitTurnResult, ToolCall
 from weft.contract.thread import (
     QUERY_MESSAGES,
@@ -52,15 +46,13 @@ from weft.workflows.effects import EffectTimers
 from weft.workflows.human_gate import HumanGate
 from weft.workflows.in_flight import InFlight
 from weft.workflows.intake import Intake
-from weft.workflows.model_step import ModelCaller, ModelInterrupted
+from weft.workflows.model_step import ModelCaller
 from weft.workflows.outbox import flush
 from weft.workflows.prompt_tools import PromptToolRunner
 from weft.workflows.queue import ThreadQueue
+from weft.workflows.step_cycle import StepCycle
 from weft.workflows.stop_rules import (
-    StepFacts,
     Stop,
-    evaluate_step,
-    session_status,
     session_turns_exhausted,
 )
 from weft.workflows.subagents.agent_tools import AgentTools
@@ -125,11 +117,13 @@ class AgentThreadWorkflow:
         self._model = ModelCaller(mem, self._agents, self._in_flight, self._context)
         prompts = PromptToolRunner(mem, self._agents, self._model)
         self._tools = ToolRunner(mem, self._agents, gate, self._in_flight, self, prompts)
-        self._intake = Intake(mem, self._queue, self._tools)
+        intake = Intake(mem, self._queue, self._tools)
+        self._steps = StepCycle(
+            mem, self._agents, intake, self._agent_tools, self._model, self._tools, self._control
+        )
         self._continuation = Continuation(mem, self._agents, self._background)
         self._effects = EffectTimers(mem, self._in_flight, self)
-        self._control.handle_signals(self._effects.signal_handlers())
-        self._control.handle_intents(self._effects.intent_handlers())
+        self._effects.register(self._control, refuse_if_not_started=self._refuse_if_not_started)
         if carried is None and self._start_error is None:
             for message in valid.messages:
                 self._queue.add_message(message)
@@ -162,26 +156,6 @@ class AgentThreadWorkflow:
     def _validate_respond_action(self, payload: Any = None) -> None:
         self._refuse_if_not_started()
         self._control.validate_respond_action(payload)
-
-    @workflow.update(name=UPDATE_SCHEDULE_EFFECT_CHECKED)
-    async def schedule_effect_checked(self, payload: Any = None) -> ScheduleEffectResult:
-        """Schedule an effect on this thread from outside; answers its id and due time."""
-        return self._effects.schedule_checked(payload)
-
-    @schedule_effect_checked.validator
-    def _validate_schedule_effect(self, payload: Any = None) -> None:
-        self._refuse_if_not_started()
-        self._effects.validate_schedule(payload)
-
-    @workflow.update(name=UPDATE_REMOVE_EFFECT_CHECKED)
-    async def remove_effect_checked(self, payload: Any = None) -> RemoveEffectResult:
-        """Remove a pending effect; `removed` is False when none is pending by that id."""
-        return self._effects.remove_checked(payload)
-
-    @remove_effect_checked.validator
-    def _validate_remove_effect(self, payload: Any = None) -> None:
-        self._refuse_if_not_started()
-        self._effects.validate_remove(payload)
 
     @workflow.query(name=QUERY_THREAD_READ)
     def thread_read(self) -> ThreadRead:
@@ -345,7 +319,7 @@ class AgentThreadWorkflow:
         while not mem.is_terminated():
             side_steps += 1
             mem.count_step(side)
-            stop = await self._step(side, turn_id, side_steps)
+            stop = await self._steps.run(side, turn_id, side_steps)
             if stop is None:
                 # A safe point: between two steps, nothing in flight. Effects whose alarms
                 # fired during the step run now; what they queue joins the next step.
@@ -362,49 +336,6 @@ class AgentThreadWorkflow:
             return stop
         mem.emit("turn.failed", {"reason": "aborted_by_user"}, turn_id=turn_id)
         return None
-
-    # ---- one step (Runtime §3) -------------------------------------------------------
-
-    async def _step(self, side: Side, turn_id: str, side_steps: int) -> Stop | None:
-        """Runtime §3 steps 1-7 for one model call; a Stop, or None to continue."""
-        mem = self._mem
-        step_id = mem.new_id("step")
-        drained = await self._intake.drain(side, turn_id, step_id)  # 1
-        new_messages = await self._agent_tools.start_immediate(side, turn_id, drained.messages)
-        if mem.is_terminated():
-            return Stop("session", "aborted_by_user")
-        while True:
-            if drained.oversized:
-                return self._intake.refuse(drained, turn_id=turn_id, step_id=step_id)
-            try:
-                reply = await self._model.call(side, turn_id, step_id, new_messages)  # 2-4
-                break
-            except ModelInterrupted:
-                # The drained messages went back to the outbox: restart the step with
-                # whatever is queued now.
-                drained = await self._intake.drain(side, turn_id, step_id)
-                new_messages = drained.messages
-        if reply is None:
-            return Stop("session", mem.stop_reason or "step_error")
-        outcomes = await self._tools.run_calls(  # 5-6
-            reply.message.tool_calls or [], side=side, turn_id=turn_id, step_id=step_id
-        )
-        if mem.is_terminated():
-            return Stop("session", "aborted_by_user")
-        side_cfg = self._agents.side(side)
-        status = session_status(side_cfg, outcomes)
-        if status is not None:
-            self._control.relay_status("set_status", status, turn_id=turn_id, step_id=step_id)
-        return evaluate_step(
-            StepFacts(  # 7
-                side=side_cfg,
-                reply=reply.message,
-                outcomes=outcomes,
-                side_steps_in_turn=side_steps,
-                session_steps=mem.counters.session_steps,
-                max_total_steps=mem.start.options.max_total_steps,
-            )
-        )
 
     # ---- what collaborators ask of the thread (their host protocols) -----------------
 

@@ -16,6 +16,7 @@ rows ThreadState reads.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -40,7 +41,7 @@ from weft.contract.effects import (
 )
 from weft.workflows.activity_calls import Carried, Limits, start_within_budget
 from weft.workflows.control import parse_single
-from weft.workflows.control_plane import parse_update, refused_after_terminate
+from weft.workflows.control_plane import ControlPlane, parse_update, refused_after_terminate
 from weft.workflows.effect_book import EffectBook
 from weft.workflows.in_flight import InFlight
 from weft.workflows.thread_state import ThreadMemory
@@ -239,30 +240,47 @@ class EffectTimers:
         except UnknownEffect as err:
             raise ApplicationError(str(err), type="UnknownEffect") from None
 
-    def schedule_checked(self, payload: Any) -> ScheduleEffectResult:
+    def schedule_checked(self, payload: Any = None) -> ScheduleEffectResult:
         """The update: schedule (already validated)."""
         return self.schedule(ScheduleEffectRequest.model_validate(payload), by="update")
 
     def validate_remove(self, payload: Any) -> None:
         parse_update(UPDATE_REMOVE_EFFECT_CHECKED, payload, RemoveEffectRequest)
 
-    def remove_checked(self, payload: Any) -> RemoveEffectResult:
+    def remove_checked(self, payload: Any = None) -> RemoveEffectResult:
         """The update: remove; `removed` is False when no such effect is pending."""
         request = RemoveEffectRequest.model_validate(payload)
         return RemoveEffectResult(
             id=request.id, removed=self.remove(request.id, reason="removed by an update")
         )
 
-    def intent_handlers(self) -> dict[str, Any]:
-        """The intents ThreadState sends for effects (for `ControlPlane.handle_intents`)."""
-        return {"schedule_effect": self._schedule_intent, "remove_effect": self._remove_intent}
+    def register(self, control: ControlPlane, *, refuse_if_not_started: Callable[[], None]) -> None:
+        """Take the effect signals and intents from the control plane, and set the two
+        checked updates (their validators run `refuse_if_not_started` first)."""
+        control.handle_signals(
+            {
+                SIGNAL_SCHEDULE_EFFECT: self.on_schedule_signal,
+                SIGNAL_REMOVE_EFFECT: self.on_remove_signal,
+            }
+        )
+        control.handle_intents(
+            {"schedule_effect": self._schedule_intent, "remove_effect": self._remove_intent}
+        )
 
-    def signal_handlers(self) -> dict[str, Any]:
-        """The signals of effects (for `ControlPlane.handle_signals`)."""
-        return {
-            SIGNAL_SCHEDULE_EFFECT: self.on_schedule_signal,
-            SIGNAL_REMOVE_EFFECT: self.on_remove_signal,
-        }
+        def validate_schedule(payload: Any = None) -> None:
+            refuse_if_not_started()
+            self.validate_schedule(payload)
+
+        def validate_remove(payload: Any = None) -> None:
+            refuse_if_not_started()
+            self.validate_remove(payload)
+
+        workflow.set_update_handler(
+            UPDATE_SCHEDULE_EFFECT_CHECKED, self.schedule_checked, validator=validate_schedule
+        )
+        workflow.set_update_handler(
+            UPDATE_REMOVE_EFFECT_CHECKED, self.remove_checked, validator=validate_remove
+        )
 
     def _schedule_intent(self, intent: Intent) -> None:
         request = parse_single("scheduleEffect", [intent.data], ScheduleEffectRequest)
