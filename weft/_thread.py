@@ -12,6 +12,7 @@ from weft.activities.store import Store
 from weft.client.actions import respond_checked, response
 from weft.client.threads import Threads, tail_events
 from weft.contract.actions import RespondActionResult
+from weft.contract.effects import ScheduleEffectResult
 from weft.contract.events import Event
 from weft.contract.thread import ThreadOptions, ThreadRead, ThreadResult
 from weft.contract.turns import TurnResult
@@ -142,6 +143,31 @@ class Thread:
         `temporalio.client.WorkflowUpdateFailedError` saying what is wrong."""
         checked = response(action_id, decision, answer=answer, scope=scope, reason=reason)
         return await respond_checked(self.client, self.id, checked)
+
+    async def schedule_effect(
+        self,
+        name: str,
+        args: dict[str, Any] | None = None,
+        *,
+        delay_ms: int = 0,
+        effect_id: str | None = None,
+    ) -> ScheduleEffectResult:
+        """Schedule the effect `name` (`effects/NAME.py`) to run in `delay_ms` ms; its id
+        and due time. A durable timer in the thread's workflow: it survives restarts and
+        continue-as-new (docs/effects.md). `effect_id` makes the call idempotent. An
+        unknown effect raises `temporalio.client.WorkflowUpdateFailedError` naming it."""
+        return await self._threads.schedule_effect(
+            self.id, name, args, delay_ms=delay_ms, effect_id=effect_id
+        )
+
+    async def remove_effect(self, effect_id: str) -> bool:
+        """Cancel a pending effect and its timer; False when none is pending by that id."""
+        return await self._threads.remove_effect(self.id, effect_id)
+
+    async def effects(self) -> list[dict[str, Any]]:
+        """The pending effects, soonest first: `{id, name, args, scheduledAt, createdAt,
+        scheduledBy, due}` each."""
+        return await self._threads.effects(self.id)
 
     async def read(self) -> ThreadRead:
         """The thread read model: status, queue, pending actions, counters, usage, last
