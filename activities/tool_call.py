@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import traceback
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-from pydantic_core import to_jsonable_python
 from temporalio import activity
 
 from weft.activities.clock import now_iso, now_micros
-from weft.activities.definitions import Definitions, FunctionTool
+from weft.activities.definitions import Definitions
 from weft.activities.hooks import HookRegistry
 from weft.activities.hooks.tool_hooks import ToolHooks, refused
 from weft.activities.previews import page_chars
@@ -27,6 +24,8 @@ from weft.activities.snapshots import SnapshotCache
 from weft.activities.spill import spill_if_large
 from weft.activities.store import Store
 from weft.activities.streaming import Heartbeater
+from weft.activities.tool_execute import error_result, execute_tool
+from weft.activities.tool_invoker import ToolInvoker
 from weft.activities.tool_state import ThreadState
 from weft.contract.activities import ACTIVITY_TOOL_CALL, ToolCallInput, ToolCallResult, ToolResult
 from weft.contract.context import READ_OUTPUT_TOOL, ContextOptions
@@ -35,7 +34,6 @@ from weft.contract.definitions import DefinitionSnapshot, PromptDef
 from weft.contract.events import Event
 from weft.contract.messages import Message
 from weft.contract.thread_env import merge_env
-from weft.contract.validation import describe_validation_error
 
 
 class ToolActivities:
@@ -127,7 +125,7 @@ class ToolActivities:
         name = call.tool_call.function.name
         spec = snapshot.tools.get(name)
         if spec is None and name != READ_OUTPUT_TOOL:
-            return _error(
+            return error_result(
                 "unknown_tool",
                 f"unknown tool {name!r}; available tools: "
                 f"{', '.join(sorted(snapshot.tools)) or '(none)'}",
@@ -135,9 +133,11 @@ class ToolActivities:
         try:
             raw_args = json.loads(call.tool_call.function.arguments or "{}")
         except ValueError as err:
-            return _error("invalid_arguments", f"arguments of {name!r} are not valid JSON: {err}")
+            return error_result(
+                "invalid_arguments", f"arguments of {name!r} are not valid JSON: {err}"
+            )
         if not isinstance(raw_args, dict):
-            return _error("invalid_arguments", f"arguments of {name!r} must be a JSON object")
+            return error_result("invalid_arguments", f"arguments of {name!r} must be a JSON object")
         if spec is None:  # weft's read_output, which the definitions do not shadow
             return await self._read_output(call, snapshot, raw_args)
         if spec.builtin:
@@ -146,11 +146,11 @@ class ToolActivities:
             return ToolResult(status="success", result={"acknowledged": name})
         tool = self._definitions.tools.get(name)
         if tool is None:
-            return _error(
+            return error_result(
                 "tool_unavailable",
                 f"tool {name!r} is in this thread's definitions but not on this worker",
             )
-        return await _execute(tool, raw_args, state)
+        return await execute_tool(tool, raw_args, state)
 
     async def _read_output(
         self, call: ToolCallInput, snapshot: DefinitionSnapshot, raw_args: dict[str, Any]
@@ -177,6 +177,13 @@ class ToolActivities:
             env=env,
             abort=asyncio.Event(),
             sandbox=self._sandbox,
+            invoker=ToolInvoker(
+                definitions=self._definitions,
+                snapshot=snapshot,
+                prompt=_gate_prompt(call, snapshot),
+                running_call_id=call.tool_call.id,
+                tool=call.tool_call.function.name,
+            ),
         )
 
     def _begin(
@@ -211,6 +218,14 @@ def _prompt_of(call: ToolCallInput, snapshot: DefinitionSnapshot) -> PromptDef:
     return snapshot.prompts[snapshot.agent_def(call.agent).side(call.side).prompt]
 
 
+def _gate_prompt(call: ToolCallInput, snapshot: DefinitionSnapshot) -> PromptDef:
+    """The prompt whose permission policy the workflow's gate applied to this call (the
+    thread's own agent's side prompt, or a prompt tool's), for `invoke_tool`."""
+    if call.scope is not None:
+        return snapshot.prompts[call.scope.prompt]
+    return snapshot.prompts[snapshot.agent.side(call.side).prompt]
+
+
 def _message(call: ToolCallInput, result: ToolResult) -> Message:
     """The tool message that stores `result` as the answer to `call.tool_call`."""
     return Message(
@@ -227,39 +242,3 @@ def _message(call: ToolCallInput, result: ToolResult) -> Message:
         turn_id=call.turn_id,
         **(call.scope.message_fields() if call.scope else {}),
     )
-
-
-async def _execute(tool: FunctionTool, raw_args: dict[str, Any], state: ThreadState) -> ToolResult:
-    try:
-        args: BaseModel = tool.args.model_validate(raw_args)
-    except ValidationError as err:
-        return _error(
-            "invalid_arguments",
-            f"invalid arguments for {tool.name!r}: {describe_validation_error(err)}",
-        )
-    try:
-        if tool.is_async:
-            value = await tool.execute(state, args)
-        else:
-            value = await asyncio.to_thread(tool.execute, state, args)
-    except asyncio.CancelledError:
-        raise
-    except Exception as err:
-        return ToolResult(
-            status="error",
-            error=f"{type(err).__name__}: {err}",
-            error_code="tool_exception",
-            stack=traceback.format_exc(limit=8),
-        )
-    if isinstance(value, ToolResult):
-        return value
-    try:
-        return ToolResult(status="success", result=to_jsonable_python(value))
-    except Exception as err:
-        return _error(
-            "unserializable_result", f"{tool.name!r} returned a value that is not JSON: {err}"
-        )
-
-
-def _error(code: str, message: str) -> ToolResult:
-    return ToolResult(status="error", error=message, error_code=code)

@@ -9,6 +9,7 @@ there those methods raise (`IntentUnavailable`) instead of being dropped.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from weft.activities.clock import now_iso
@@ -16,8 +17,12 @@ from weft.activities.hooks.messages import UPDATABLE_FIELDS, UpdateRefused, befo
 from weft.activities.sandbox import CodeExecution, SandboxPool, run_code
 from weft.activities.store import Store
 from weft.activities.thread_effects import EffectChanges, ThreadEffects
+from weft.activities.thread_env_state import ThreadEnvState
 from weft.activities.thread_files import ThreadFiles
 from weft.activities.thread_hierarchy import ThreadHierarchy
+from weft.activities.thread_intents import IntentUnavailable
+from weft.activities.thread_messages import ThreadMessages
+from weft.activities.tool_invoker import ToolInvoker, ToolInvoking
 from weft.contract.activities import Intent
 from weft.contract.events import Event
 from weft.contract.messages import Message
@@ -29,11 +34,9 @@ if TYPE_CHECKING:
 __all__ = ["IntentUnavailable", "ThreadState", "UpdateRefused"]
 
 
-class IntentUnavailable(RuntimeError):
-    """A hook asked for a workflow change where no result can carry it (not in tool.call)."""
-
-
-class ThreadState(ThreadFiles, ThreadHierarchy, ThreadEffects):
+class ThreadState(
+    ThreadFiles, ThreadHierarchy, ThreadEffects, ThreadMessages, ThreadEnvState, ToolInvoking
+):
     """What a tool can reach of its thread (Standard Agents ThreadState, Python names)."""
 
     def __init__(
@@ -51,9 +54,11 @@ class ThreadState(ThreadFiles, ThreadHierarchy, ThreadEffects):
         sandbox: SandboxPool | None = None,
         event_prefix: str | None = None,
         intents_from: str | None = None,
+        invoker: ToolInvoker | None = None,
     ) -> None:
         """`event_prefix` names the events this state writes (default: the tool call id);
-        `intents_from` says where intents cannot be applied (None: they can)."""
+        `intents_from` says where intents cannot be applied (None: they can); `invoker`
+        runs `invoke_tool` (None where no worker tools are at hand: hooks)."""
         self._store = store
         self.thread_id = thread_id
         self.agent_id = agent_id
@@ -71,6 +76,8 @@ class ThreadState(ThreadFiles, ThreadHierarchy, ThreadEffects):
         self._updates = 0
         self._hooks: HookRunner | None = None
         self._effect_changes = EffectChanges()
+        self._invoker = invoker
+        self._counts: Counter[str] = Counter()  # per-kind call numbers: deterministic ids
 
     # -- messages ---------------------------------------------------------------------
     async def get_messages(self, *, limit: int = 100, offset: int = 0) -> list[Message]:

@@ -62,6 +62,7 @@ from weft.workflows.subagents.spawner import SubagentSpawner
 from weft.workflows.thread_init import take_snapshot
 from weft.workflows.thread_state import ThreadMemory
 from weft.workflows.tool_runner import ToolRunner
+from weft.workflows.transcript_edits import TranscriptEdits
 from weft.workflows.turn_end import finish_turn
 
 
@@ -124,6 +125,7 @@ class AgentThreadWorkflow:
         self._continuation = Continuation(mem, self._agents, self._background)
         self._effects = EffectTimers(mem, self._in_flight, self)
         self._effects.register(self._control, refuse_if_not_started=self._refuse_if_not_started)
+        self._control.handle_intents(TranscriptEdits(mem).intent_handlers())
         if carried is None and self._start_error is None:
             for message in valid.messages:
                 self._queue.add_message(message)

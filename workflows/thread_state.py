@@ -30,6 +30,7 @@ from weft.contract.thread import (
 )
 from weft.workflows.context_state import ContextState
 from weft.workflows.effect_book import EffectBook
+from weft.workflows.open_calls import OpenCalls
 from weft.workflows.turn_book import TurnBook
 
 MAX_INCIDENTS = 20
@@ -139,6 +140,8 @@ class ThreadMemory:
     turns: TurnBook = field(default_factory=TurnBook)
     # Scheduled effects: pending ones (carried) and those whose timers fired.
     effects: EffectBook = field(default_factory=EffectBook)
+    # Tool calls awaiting results and the transcript edits held for them (not carried).
+    open_calls: OpenCalls = field(default_factory=OpenCalls)
 
     @property
     def session_id(self) -> str | None:
@@ -275,9 +278,12 @@ class ThreadMemory:
                 depth=message.depth,
             )
         )
+        if message.depth == 0:  # last: work it releases sees this message indexed
+            self.open_calls.note(message)
 
     def forget_message(self, message_id: str) -> None:
-        """Drop a message a hook refused to store from the index (it was never written)."""
+        """Drop a message from the index: one a hook refused to store (it was never
+        written), or one a tool deleted (ThreadState.delete_message)."""
         self.index = [m for m in self.index if m.id != message_id]
 
     # ---- counters and usage ----------------------------------------------------------

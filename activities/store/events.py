@@ -10,6 +10,7 @@ from sqlalchemy import Connection, func, select
 from weft.activities.store.database import Database
 from weft.activities.store.effect_rows import project_effects
 from weft.activities.store.messages import (
+    delete_message,
     get_message,
     insert_messages,
     message_rows,
@@ -72,6 +73,33 @@ class Events:
                 if updated is not None:
                     insert_events(self._db, connection, {thread_id: [event]})
                 return updated
+
+        return self._db.retrying(once)
+
+    def delete_message(self, thread_id: str, message_id: str, event: Event) -> list[str]:
+        """Delete a message (and the tool results answering its calls) and record `event`
+        with the ids deleted as `messageIds`, in one transaction; the ids, [] if absent.
+
+        Idempotent by the event's id: when it is already stored, the deletion was made and
+        the ids it recorded are returned.
+        """
+
+        def once() -> list[str]:
+            with self._db.write() as connection:
+                self._db.lock_thread(connection, thread_id)
+                known = connection.scalar(
+                    select(events.c.data).where(
+                        events.c.thread_id == thread_id, events.c.event_id == event.event_id
+                    )
+                )
+                if known is not None:
+                    return list(row_to_event(known).payload.get("messageIds") or [])
+                deleted = delete_message(connection, thread_id, message_id)
+                if deleted:
+                    payload = {**(event.payload or {}), "messageIds": deleted}
+                    recorded = event.model_copy(update={"payload": payload})
+                    insert_events(self._db, connection, {thread_id: [recorded]})
+                return deleted
 
         return self._db.retrying(once)
 

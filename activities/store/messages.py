@@ -86,24 +86,7 @@ class Messages:
     def delete(self, thread_id: str, message_id: str) -> bool:
         """Delete a message and the tool results answering its tool calls; False if absent."""
         with self._db.write() as connection:
-            current = _get(connection, thread_id, message_id)
-            if current is None:
-                return False
-            call_ids = [call.id for call in current.tool_calls or []]
-            if call_ids:
-                connection.execute(
-                    delete(messages).where(
-                        messages.c.thread_id == thread_id,
-                        messages.c.role == "tool",
-                        messages.c.tool_call_id.in_(call_ids),
-                    )
-                )
-            connection.execute(
-                delete(messages).where(
-                    messages.c.thread_id == thread_id, messages.c.id == message_id
-                )
-            )
-            return True
+            return bool(delete_message(connection, thread_id, message_id))
 
 
 def message_rows(messages_: Sequence[Message]) -> list[dict[str, Any]]:
@@ -132,6 +115,27 @@ def update_message(
         .values(message_to_row(updated))
     )
     return updated
+
+
+def delete_message(connection: Connection, thread_id: str, message_id: str) -> list[str]:
+    """Delete a message and the tool results answering its tool calls, in the caller's
+    write transaction; the ids deleted (the message's first), or [] when it is absent."""
+    current = _get(connection, thread_id, message_id)
+    if current is None:
+        return []
+    call_ids = [call.id for call in current.tool_calls or []]
+    results = (
+        messages.c.thread_id == thread_id,
+        messages.c.role == "tool",
+        messages.c.tool_call_id.in_(call_ids),
+    )
+    answers = list(connection.scalars(select(messages.c.id).where(*results))) if call_ids else []
+    if answers:
+        connection.execute(delete(messages).where(*results))
+    connection.execute(
+        delete(messages).where(messages.c.thread_id == thread_id, messages.c.id == message_id)
+    )
+    return [message_id, *answers]
 
 
 def get_message(connection: Connection, thread_id: str, message_id: str) -> Message | None:

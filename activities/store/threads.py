@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import builtins
 
-from sqlalchemy import RowMapping, select
+from sqlalchemy import RowMapping, select, update
 
 from weft.activities.crypto import Keyring
 from weft.activities.store.database import Database
+from weft.activities.store.events import insert_events
 from weft.activities.store.rows import ThreadRow, row_to_thread, thread_to_row
 from weft.activities.store.sealed import seal, unseal
 from weft.activities.store.tables import threads
+from weft.contract.events import Event
+from weft.contract.thread_env import EnvEntry
 
 
 class Threads:
@@ -53,6 +56,29 @@ class Threads:
         with self._db.read() as connection:
             rows = connection.execute(query.limit(limit)).mappings().all()
         return [self._thread(row) for row in rows]
+
+    def set_env(self, thread_id: str, name: str, entry: EnvEntry, event: Event) -> None:
+        """Set one env value of the thread (sealed with the rest) and record `event`, in
+        one transaction; KeyError when the thread has no row."""
+
+        def once() -> None:
+            with self._db.write() as connection:
+                self._db.lock_thread(connection, thread_id)
+                query = select(threads.c.env).where(threads.c.thread_id == thread_id)
+                column = connection.execute(query).scalar_one_or_none()
+                if column is None:
+                    raise KeyError(f"thread {thread_id} has no row in the store")
+                bound_to = _bound_to(thread_id)
+                env = unseal(column, self._keyring, bound_to=bound_to)
+                env[name] = entry.model_dump(mode="json")
+                connection.execute(
+                    update(threads)
+                    .where(threads.c.thread_id == thread_id)
+                    .values(env=seal(env, self._keyring, bound_to=bound_to))
+                )
+                insert_events(self._db, connection, {thread_id: [event]})
+
+        self._db.retrying(once)
 
     def _thread(self, row: RowMapping) -> ThreadRow:
         thread = row_to_thread(row)
