@@ -3,6 +3,7 @@ worker (and the same effect as a file in tests/crash_definitions/effects/ for th
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from typing import Any
 
@@ -55,6 +56,17 @@ def chain(state: Any, args: ChainArgs) -> str:
     return state.schedule_effect("remind", {"text": args.then}, args.delay_ms)
 
 
+class NapArgs(BaseModel):
+    seconds: float
+
+
+async def nap(state: Any, args: NapArgs) -> str:
+    """A slow effect, for terminate while it runs."""
+    await state.set_value("napped", True)
+    await asyncio.sleep(args.seconds)
+    return "rested"
+
+
 class PlanArgs(BaseModel):
     effect: str
     args: dict[str, Any] = Field(default_factory=dict)
@@ -103,4 +115,5 @@ def effect_definitions(script: str, **agent_fields: Any) -> Definitions:
         define_effect(name="remind", args=RemindArgs, execute=remind),
         define_effect(name="flaky", args=FlakyArgs, execute=flaky),
         define_effect(name="chain", args=ChainArgs, execute=chain),
+        define_effect(name="nap", args=NapArgs, execute=nap),
     )

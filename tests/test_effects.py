@@ -350,7 +350,7 @@ async def test_bad_effect_requests_get_clear_errors(start_worker, temporal_clien
     handle = await start_thread(temporal_client, worker.task_queue)
     await wait_until(handle, idle_after(0))
     refused = {
-        "unknown effect 'nonexistent'; this thread's effects: chain, flaky, remind": {
+        "unknown effect 'nonexistent'; this thread's effects: chain, flaky, nap, remind": {
             "name": "nonexistent"
         },
         "delayMs": {"name": "remind", "delayMs": -5},
@@ -373,7 +373,7 @@ async def test_bad_effect_requests_get_clear_errors(start_worker, temporal_clien
         for m in worker.store.messages.list(handle.id)
         if m.role == "tool"
     ]
-    assert "unknown effect 'nonexistent'; effects: chain, flaky, remind" in errors[0]
+    assert "unknown effect 'nonexistent'; effects: chain, flaky, nap, remind" in errors[0]
     assert "invalid arguments for effect 'flaky'" in errors[1] and "fail_attempts" in errors[1]
     assert state.scheduled_effects == []
     assert jobs(worker.store, handle.id) == []
@@ -393,3 +393,24 @@ async def test_terminate_cancels_pending_effects(start_worker, temporal_client, 
     assert jobs(worker.store, handle.id) == [("job.created", "remind"), ("job.cancelled", "remind")]
     [cancelled] = worker.store.events.read(handle.id, types=["job.cancelled"])
     assert cancelled.payload["reason"] == "thread terminated"
+
+
+async def test_terminate_while_an_effect_runs_cancels_it(
+    start_worker, temporal_client, scripted_server
+):
+    """Terminate cancels a running effect's activity; its staged writes never land."""
+    script = add_script(scripted_server, {"replies": [{"text": "hi"}]})
+    worker = await start_worker(effect_definitions(script))
+    handle = await start_thread(temporal_client, worker.task_queue)
+    await wait_until(handle, idle_after(0))
+    await schedule(handle, "nap", {"seconds": 30})
+    store = worker.store
+    await until_jobs(store, handle.id, "job.started")
+    await handle.signal("terminate", {})
+    await asyncio.wait_for(handle.result(), 20)
+    assert jobs(store, handle.id) == [
+        ("job.created", "nap"),
+        ("job.started", "nap"),
+        ("job.cancelled", "nap"),
+    ]
+    assert store.values.get(handle.id, "napped") is None

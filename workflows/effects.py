@@ -201,6 +201,9 @@ class EffectTimers:
             result = await handle
         except ActivityError as err:
             carried.give_back(mem)
+            if mem.is_terminated():  # terminate cancelled the run: none of its writes landed
+                self._emit("job.cancelled", effect, status="cancelled", reason="thread terminated")
+                return
             text = str(err.cause or err)
             self._emit("job.failed", effect, status="failed", error=text, code="effect_run_failed")
             mem.incident("effect_failed", f"effect {effect.name} ({effect.id}): {text}")
