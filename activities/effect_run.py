@@ -26,6 +26,7 @@ from weft.activities.sandbox import SandboxPool
 from weft.activities.snapshots import SnapshotCache
 from weft.activities.store import Store
 from weft.activities.streaming import Heartbeater
+from weft.activities.tool_invoker import ToolInvoker
 from weft.activities.tool_state import ThreadState
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.effects import (
@@ -153,6 +154,14 @@ class EffectActivities:
             abort=asyncio.Event(),
             sandbox=self._sandbox,
             event_prefix=job.effect.id,
+            # invoke_tool from an effect runs under the side-A prompt's permission policy.
+            invoker=ToolInvoker(
+                definitions=self._definitions,
+                snapshot=snapshot,
+                prompt=prompt,
+                running_call_id=job.effect.id,
+                tool=f"effect {job.effect.name}",
+            ),
         )
         state.use_effects(self._definitions.effects)
         return state

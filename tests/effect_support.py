@@ -22,7 +22,10 @@ class RemindArgs(BaseModel):
 
 
 async def remind(state: Any, args: RemindArgs) -> dict[str, Any]:
-    """Count the run (read-modify-write), emit an event, and queue the text as a message."""
+    """Count the run (read-modify-write), emit an event, invoke a tool, and queue the text
+    as a message."""
+    noted = await state.invoke_tool("note", {"text": f"invoked by remind: {args.text}"})
+    await state.set_value("remind_invoked", noted.status)
     runs = (await state.get_value("remind_runs") or 0) + 1
     await state.set_value("remind_runs", runs)
     await state.emit("reminded", {"text": args.text})

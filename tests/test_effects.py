@@ -94,6 +94,7 @@ async def test_effect_from_a_tool_fires_on_the_idle_thread_and_starts_a_turn(
     contents = [(m.role, m.content) for m in store.messages.list(handle.id)]
     assert contents[-2:] == [("user", "reminder: stretch"), ("assistant", "Time to stretch!")]
     assert store.values.get(handle.id, "remind_runs") == 1
+    assert store.values.get(handle.id, "remind_invoked") == "success"  # invoke_tool works
     assert jobs(store, handle.id) == [
         ("job.created", "remind"),
         ("job.started", "remind"),
