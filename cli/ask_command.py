@@ -9,12 +9,11 @@ from typing import Any
 from temporalio.client import WorkflowUpdateFailedError
 
 from weft.activities.store import Store
+from weft.cli.temporal_client import client_from_config
 from weft.client.ask import TurnWaitTimeout
 from weft.client.threads import Threads
 from weft.contract.turns import TurnResult
-from weft.transport.connection import connect
 from weft.workers.config import WeftConfig
-from weft.workers.secrets import load_keyring
 
 
 def register(actions: Any) -> None:
@@ -39,14 +38,7 @@ def register(actions: Any) -> None:
 async def run(args: argparse.Namespace, config: WeftConfig) -> int:
     """Print the answer; a turn that did not complete exits 1 with its stop reason."""
     temporal = config.temporal
-    client = await connect(
-        temporal.address,
-        namespace=temporal.namespace,
-        api_key=temporal.api_key,
-        tls=temporal.tls,
-        keyring=load_keyring(config),
-        encrypt=config.codec.encrypt,
-    )
+    client = await client_from_config(config)
     store = Store.open(config.store_url())
     try:
         threads = Threads(client, task_queue=temporal.task_queue, store=store)

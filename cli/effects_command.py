@@ -9,11 +9,10 @@ from typing import Any
 
 from temporalio.client import WorkflowUpdateFailedError
 
+from weft.cli.temporal_client import client_from_config
 from weft.client.schedule_inputs import ScheduleError, parse_duration
 from weft.client.threads import Threads
-from weft.transport.connection import connect
 from weft.workers.config import WeftConfig
-from weft.workers.secrets import load_keyring
 
 
 def register(actions: Any) -> None:
@@ -96,12 +95,5 @@ async def remove_one(args: argparse.Namespace, config: WeftConfig) -> int:
 
 async def _threads(config: WeftConfig) -> Threads:
     temporal = config.temporal
-    client = await connect(
-        temporal.address,
-        namespace=temporal.namespace,
-        api_key=temporal.api_key,
-        tls=temporal.tls,
-        keyring=load_keyring(config),
-        encrypt=config.codec.encrypt,
-    )
+    client = await client_from_config(config)
     return Threads(client, task_queue=temporal.task_queue)

@@ -23,11 +23,10 @@ from weft.cli import (
     serve_command,
 )
 from weft.cli.render import TranscriptPrinter
+from weft.cli.temporal_client import client_from_config
 from weft.client.threads import Threads, tail_events
-from weft.transport.connection import connect
 from weft.workers.config import ConfigError, WeftConfig, load_config
 from weft.workers.dev_server import DevServerError
-from weft.workers.secrets import load_keyring
 
 EXIT_USAGE = 2
 
@@ -134,15 +133,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _client(config: WeftConfig) -> Any:
-    temporal = config.temporal
-    return await connect(
-        temporal.address,
-        namespace=temporal.namespace,
-        api_key=temporal.api_key,
-        tls=temporal.tls,
-        keyring=load_keyring(config),
-        encrypt=config.codec.encrypt,
-    )
+    return await client_from_config(config)
 
 
 async def _threads(config: WeftConfig) -> Threads:

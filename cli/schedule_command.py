@@ -7,15 +7,14 @@ import sys
 from datetime import datetime
 from typing import Any
 
+from weft.cli.temporal_client import client_from_config
 from weft.client.schedules import (
     DEFAULT_CATCHUP_WINDOW,
     OVERLAP_NAMES,
     Schedules,
     WeftSchedule,
 )
-from weft.transport.connection import connect
 from weft.workers.config import WeftConfig
-from weft.workers.secrets import load_keyring
 
 
 def register(commands: Any) -> None:
@@ -76,14 +75,7 @@ def _register_create(actions: Any) -> None:
 
 async def _schedules(config: WeftConfig) -> Schedules:
     temporal = config.temporal
-    client = await connect(
-        temporal.address,
-        namespace=temporal.namespace,
-        api_key=temporal.api_key,
-        tls=temporal.tls,
-        keyring=load_keyring(config),
-        encrypt=config.codec.encrypt,
-    )
+    client = await client_from_config(config)
     return Schedules(client, task_queue=temporal.task_queue)
 
 

@@ -9,7 +9,7 @@ import secrets
 import signal
 from typing import Any
 
-from weft.transport.connection import connect
+from weft.cli.temporal_client import client_from_config
 from weft.workers.config import WeftConfig
 from weft.workers.secrets import load_keyring
 
@@ -42,14 +42,7 @@ async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
         print(f"weft serve: no {TOKEN_ENV} set; this run's token: {token}", flush=True)
     keyring = load_keyring(config)
     temporal = config.temporal
-    client = await connect(
-        temporal.address,
-        namespace=temporal.namespace,
-        api_key=temporal.api_key,
-        tls=temporal.tls,
-        keyring=keyring,
-        encrypt=config.codec.encrypt,
-    )
+    client = await client_from_config(config)
     store = await asyncio.to_thread(Store.open, config.store_url(), keyring=keyring)
     try:
         server = GatewayServer(create_app(store, client, token), host=args.host, port=args.port)

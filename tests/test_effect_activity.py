@@ -5,18 +5,22 @@ commits none of its writes."""
 from __future__ import annotations
 
 import dataclasses
+import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from sqlalchemy import text
 from support import agent_definitions
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from weft.activities.crypto import new_key, parse_keys
 from weft.activities.definitions import define_effect
 from weft.activities.effect_run import EffectActivities
 from weft.activities.snapshots import SnapshotCache
-from weft.activities.store import Store
+from weft.activities.store import Store, ThreadRow
 from weft.contract.effects import EffectRunInput, ScheduledEffect
 from weft.contract.events import Event
 
@@ -25,6 +29,15 @@ RUNS: list[str] = []
 
 class CountArgs(BaseModel):
     fail: bool = False
+
+
+class SecretArgs(BaseModel):
+    value: str
+
+
+async def keep_secret(state: Any, args: SecretArgs) -> None:
+    # Made here, not passed in: effect arguments are not secret.
+    await state.set_env("API_TOKEN", f"hunter2-{args.value}", type="secret")
 
 
 async def count(state: Any, args: CountArgs) -> int:
@@ -42,9 +55,11 @@ async def count(state: Any, args: CountArgs) -> int:
 @pytest.fixture
 def effects(tmp_path):
     definitions = agent_definitions("unused").add(
-        define_effect(name="count", args=CountArgs, execute=count)
+        define_effect(name="count", args=CountArgs, execute=count),
+        define_effect(name="keep_secret", args=SecretArgs, execute=keep_secret),
     )
-    store = Store.open(f"sqlite:///{tmp_path / 'weft.db'}")
+    keyring = parse_keys([f"k1:{new_key()}"], source="test")
+    store = Store.open(f"sqlite:///{tmp_path / 'weft.db'}", keyring=keyring)
     snapshot = definitions.snapshot("helper")
     cache = SnapshotCache(store)
     cache.remember(snapshot)
@@ -52,10 +67,10 @@ def effects(tmp_path):
     store.close()
 
 
-def job(snapshot_id: str, thread_id: str, **args: Any) -> EffectRunInput:
+def job(snapshot_id: str, thread_id: str, name: str = "count", **args: Any) -> EffectRunInput:
     effect = ScheduledEffect(
         id=f"eff_{thread_id}",
-        name="count",
+        name=name,
         args=args,
         scheduled_at="2026-11-24T00:00:00Z",
         created_at="2026-11-24T00:00:00Z",
@@ -107,3 +122,24 @@ async def test_a_failing_attempt_commits_nothing(effects):
     [failed] = store.events.read("t2", types=["job.failed"])
     assert "no luck" in failed.payload["error"]
     assert store.effects.get("t2", "eff_t2").status == "failed"
+
+
+async def test_a_recorded_outcome_keeps_secrets_sealed(effects, tmp_path):
+    """An effect's outcome holds its intents, a set_env secret among them: at rest it is
+    sealed with the store's keys, and a retry still gets the value back."""
+    activities, store, snapshot_id = effects
+    store.threads.upsert(
+        ThreadRow(thread_id="t3", agent="helper", status="running", created_at=datetime.now(UTC))
+    )
+    first = await ActivityEnvironment().run(
+        activities.run_effect, job(snapshot_id, "t3", "keep_secret", value="secret")
+    )
+    assert first.status == "completed", first.error
+    with store.engine.connect() as connection:
+        raw = json.dumps([list(row) for row in connection.execute(text("select * from effects"))])
+    assert "hunter2-secret" not in raw
+    again = await ActivityEnvironment().run(
+        activities.run_effect, job(snapshot_id, "t3", "keep_secret", value="secret")
+    )
+    assert again.replayed and again.intents == first.intents
+    assert "hunter2-secret" in json.dumps([i.data for i in again.intents])

@@ -17,8 +17,10 @@ from typing import Any
 
 from sqlalchemy import select, update
 
+from weft.activities.crypto import Keyring
 from weft.activities.store.database import Database
 from weft.activities.store.events import events_by_thread, insert_events
+from weft.activities.store.sealed import seal, unseal
 from weft.activities.store.tables import effects
 from weft.activities.store.values import write_value
 from weft.contract.events import Event
@@ -36,8 +38,9 @@ class EffectRow:
 class Effects:
     """Read a thread's effects; rows are written by the events that describe them."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, keyring: Keyring | None = None) -> None:
         self._db = database
+        self._keyring = keyring
 
     def pending(self, thread_id: str, name: str | None = None) -> builtins.list[dict[str, Any]]:
         """The thread's pending effects (`ScheduledEffect` JSON), soonest due first."""
@@ -59,7 +62,12 @@ class Effects:
             row = connection.execute(query).first()
         if row is None:
             return None
-        return EffectRow(row.status, dict(row.data), dict(row.result) if row.result else None)
+        result = None
+        if row.result:
+            result = unseal(
+                dict(row.result), self._keyring, bound_to=_bound_to(thread_id, effect_id)
+            )
+        return EffectRow(row.status, dict(row.data), result)
 
     def finish(
         self,
@@ -79,5 +87,13 @@ class Effects:
             connection.execute(
                 update(effects)
                 .where(effects.c.thread_id == thread_id, effects.c.effect_id == effect_id)
-                .values(result=result, updated_at=datetime.now(UTC))
+                .values(
+                    # Sealed like thread env: its intents may carry a set_env secret.
+                    result=seal(result, self._keyring, bound_to=_bound_to(thread_id, effect_id)),
+                    updated_at=datetime.now(UTC),
+                )
             )
+
+
+def _bound_to(thread_id: str, effect_id: str) -> str:
+    return f"effect:{thread_id}:{effect_id}"

@@ -44,7 +44,7 @@ class Store:
         self.variable_requests = VariableRequests(self._database, keyring)
         self.files = FileStore(self._database)
         self.boundaries = Boundaries(self._database)
-        self.effects = Effects(self._database)
+        self.effects = Effects(self._database, keyring)
 
     @classmethod
     def open(cls, url: str, *, migrate: bool = True, keyring: Keyring | None = None) -> Store:

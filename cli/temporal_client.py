@@ -1,0 +1,22 @@
+"""The Temporal client every `weft` command connects with, from the configuration."""
+
+from __future__ import annotations
+
+from temporalio.client import Client
+
+from weft.transport.connection import connect
+from weft.workers.config import WeftConfig
+from weft.workers.secrets import load_keyring
+
+
+async def client_from_config(config: WeftConfig) -> Client:
+    """Connect to the configured Temporal with weft's data converter (and its codec keys)."""
+    temporal = config.temporal
+    return await connect(
+        temporal.address,
+        namespace=temporal.namespace,
+        api_key=temporal.api_key,
+        tls=temporal.tls,
+        keyring=load_keyring(config),
+        encrypt=config.codec.encrypt,
+    )
