@@ -81,14 +81,8 @@ def _load_tool(path: Path, root: Path) -> FunctionTool:
 
 def _load_effect(path: Path, root: Path) -> FunctionEffect:
     where = _rel(path, root)
-    if not re.fullmatch(EFFECT_NAME_PATTERN, path.stem):
-        raise DefinitionError(
-            where,
-            "name",
-            f"the file stem {path.stem!r} is the effect's name and must match "
-            f"{EFFECT_NAME_PATTERN}",
-        )
-    module = _import(path, root, "weft_effects")
+    _stem_matches(path, where, EFFECT_NAME_PATTERN, "name", f"match {EFFECT_NAME_PATTERN}")
+    module = _import_naming_file(path, root, "weft_effects")
     effect = _the_one(module, FunctionEffect, where, "effect", "define_effect")
     _named_by_stem(effect.name, path, where, "name")
     return dataclasses.replace(effect, name=path.stem)
@@ -96,23 +90,31 @@ def _load_effect(path: Path, root: Path) -> FunctionEffect:
 
 def _load_hook(path: Path, root: Path) -> FunctionHook:
     where = _rel(path, root)
-    if not re.fullmatch(HOOK_ID_PATTERN, path.stem):
-        raise DefinitionError(
-            where,
-            "id",
-            f"the file stem {path.stem!r} is the hook's id and must be snake_case "
-            f"({HOOK_ID_PATTERN})",
-        )
-    try:
-        module = _import(path, root, "weft_hooks")
-    except DefinitionError as err:
-        if err.source == where:
-            raise
-        # define_hook() names the hook, not the file: say which file.
-        raise DefinitionError(where, err.field, err.detail) from None
+    _stem_matches(path, where, HOOK_ID_PATTERN, "id", f"be snake_case ({HOOK_ID_PATTERN})")
+    module = _import_naming_file(path, root, "weft_hooks")
     hook = _the_one(module, FunctionHook, where, "hook", "define_hook")
     _named_by_stem(hook.id, path, where, "id")
     return FunctionHook(id=path.stem, hook=hook.hook, execute=hook.execute)
+
+
+def _stem_matches(path: Path, where: str, pattern: str, field: str, rule: str) -> None:
+    """A file whose stem is the definition's name (or id) must have a valid one."""
+    if not re.fullmatch(pattern, path.stem):
+        raise DefinitionError(
+            where, field, f"the file stem {path.stem!r} is the {field} and must {rule}"
+        )
+
+
+def _import_naming_file(path: Path, root: Path, package: str) -> ModuleType:
+    """`_import`, with errors of define_hook()/define_effect() (which name the definition,
+    not the file) said of the file."""
+    where = _rel(path, root)
+    try:
+        return _import(path, root, package)
+    except DefinitionError as err:
+        if err.source == where:
+            raise
+        raise DefinitionError(where, err.field, err.detail) from None
 
 
 Defined = TypeVar("Defined", FunctionTool, FunctionHook, FunctionEffect)
