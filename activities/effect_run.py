@@ -27,7 +27,7 @@ from weft.activities.snapshots import SnapshotCache
 from weft.activities.store import Store
 from weft.activities.streaming import Heartbeater
 from weft.activities.tool_invoker import ToolInvoker
-from weft.activities.tool_state import ThreadState
+from weft.activities.tool_state import ThreadState, thread_state_for
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.effects import (
     ACTIVITY_EFFECT_RUN,
@@ -36,7 +36,6 @@ from weft.contract.effects import (
     EffectRunResult,
 )
 from weft.contract.events import Event
-from weft.contract.thread_env import merge_env
 from weft.contract.validation import describe_validation_error
 
 
@@ -139,21 +138,17 @@ class EffectActivities:
     def _state(
         self, job: EffectRunInput, snapshot: DefinitionSnapshot, store: Store
     ) -> ThreadState:
-        row = self._store.threads.get(job.thread_id)
-        agent = snapshot.agent_def(job.agent)
-        prompt = snapshot.prompts[agent.side("a").prompt]
-        state = ThreadState(
-            store=store,
+        prompt = snapshot.prompts[snapshot.agent_def(job.agent).side("a").prompt]
+        state = thread_state_for(
+            store,
+            snapshot,
             thread_id=job.thread_id,
-            agent_id=agent.name,
-            user_id=row.user_id if row else None,
+            agent=job.agent,
+            prompt=prompt,
             session_id=job.session_id,
             turn_id=None,
-            tool_call_id=None,
-            env=merge_env(prompt.env, agent.env, row.env if row else {}),
-            abort=asyncio.Event(),
-            sandbox=self._sandbox,
             event_prefix=job.effect.id,
+            sandbox=self._sandbox,
             # invoke_tool from an effect runs under the side-A prompt's permission policy.
             invoker=ToolInvoker(
                 definitions=self._definitions,

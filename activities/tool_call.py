@@ -26,14 +26,13 @@ from weft.activities.store import Store
 from weft.activities.streaming import Heartbeater
 from weft.activities.tool_execute import error_result, execute_tool
 from weft.activities.tool_invoker import ToolInvoker
-from weft.activities.tool_state import ThreadState
+from weft.activities.tool_state import ThreadState, thread_state_for
 from weft.contract.activities import ACTIVITY_TOOL_CALL, ToolCallInput, ToolCallResult, ToolResult
 from weft.contract.context import READ_OUTPUT_TOOL, ContextOptions
 from weft.contract.context_budget import ContextBudget, preview_cap_tokens
 from weft.contract.definitions import DefinitionSnapshot, PromptDef
 from weft.contract.events import Event
 from weft.contract.messages import Message
-from weft.contract.thread_env import merge_env
 
 
 class ToolActivities:
@@ -162,20 +161,15 @@ class ToolActivities:
         return await read_output(self._store, call.thread_id, raw_args, page_chars(cap))
 
     def _state(self, call: ToolCallInput, snapshot: DefinitionSnapshot) -> ThreadState:
-        row = self._store.threads.get(call.thread_id)
-        agent = snapshot.agent_def(call.agent)
-        prompt = _prompt_of(call, snapshot)
-        env = merge_env(prompt.env, agent.env, row.env if row else {})
-        return ThreadState(
-            store=self._store,
+        return thread_state_for(
+            self._store,
+            snapshot,
             thread_id=call.thread_id,
-            agent_id=agent.name,
-            user_id=row.user_id if row else None,
+            agent=call.agent,
+            prompt=_prompt_of(call, snapshot),
             session_id=call.session_id,
             turn_id=call.turn_id,
             tool_call_id=call.tool_call.id,
-            env=env,
-            abort=asyncio.Event(),
             sandbox=self._sandbox,
             invoker=ToolInvoker(
                 definitions=self._definitions,

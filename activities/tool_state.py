@@ -24,14 +24,15 @@ from weft.activities.thread_intents import IntentUnavailable
 from weft.activities.thread_messages import ThreadMessages
 from weft.activities.tool_invoker import ToolInvoker, ToolInvoking
 from weft.contract.activities import Intent
+from weft.contract.definitions import DefinitionSnapshot, PromptDef
 from weft.contract.events import Event
 from weft.contract.messages import Message
-from weft.contract.thread_env import EnvEntry, EnvType
+from weft.contract.thread_env import EnvEntry, EnvType, merge_env
 
 if TYPE_CHECKING:
     from weft.activities.hooks.runner import HookRunner
 
-__all__ = ["IntentUnavailable", "ThreadState", "UpdateRefused"]
+__all__ = ["IntentUnavailable", "ThreadState", "UpdateRefused", "thread_state_for"]
 
 
 class ThreadState(
@@ -228,3 +229,39 @@ class ThreadState(
         is cancelled, for example by `terminate`.
         """
         return run_code(source, options, pool=self._sandbox, abort=self.abort)
+
+
+def thread_state_for(
+    store: Store,
+    snapshot: DefinitionSnapshot,
+    *,
+    thread_id: str,
+    agent: str | None,
+    prompt: PromptDef,
+    session_id: str | None,
+    turn_id: str | None,
+    tool_call_id: str | None = None,
+    event_prefix: str | None = None,
+    intents_from: str | None = None,
+    sandbox: SandboxPool | None = None,
+    invoker: ToolInvoker | None = None,
+) -> ThreadState:
+    """The ThreadState a tool, hook or effect of `prompt` gets: the thread row's user and
+    env merged over the agent's and the prompt's (Runtime §4). Reads the row (blocking)."""
+    row = store.threads.get(thread_id)
+    agent_def = snapshot.agent_def(agent)
+    return ThreadState(
+        store=store,
+        thread_id=thread_id,
+        agent_id=agent_def.name,
+        user_id=row.user_id if row else None,
+        session_id=session_id,
+        turn_id=turn_id,
+        tool_call_id=tool_call_id,
+        env=merge_env(prompt.env, agent_def.env, row.env if row else {}),
+        abort=asyncio.Event(),
+        sandbox=sandbox,
+        event_prefix=event_prefix,
+        intents_from=intents_from,
+        invoker=invoker,
+    )

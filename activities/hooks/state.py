@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from weft.activities.store import Store
-from weft.activities.tool_state import ThreadState
+from weft.activities.tool_state import ThreadState, thread_state_for
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.messages import Side
-from weft.contract.thread_env import merge_env
 
 
 def hook_state(
@@ -28,19 +25,15 @@ def hook_state(
 
     Intents raise (`where` names the activity): nothing there carries them to the workflow.
     """
-    row = store.threads.get(thread_id)
     agent_def = snapshot.agent_def(agent)
-    prompt_def = snapshot.prompts[prompt or agent_def.side(side).prompt]
-    return ThreadState(
-        store=store,
+    return thread_state_for(
+        store,
+        snapshot,
         thread_id=thread_id,
-        agent_id=agent_def.name,
-        user_id=row.user_id if row else None,
+        agent=agent,
+        prompt=snapshot.prompts[prompt or agent_def.side(side).prompt],
         session_id=session_id,
         turn_id=turn_id,
-        tool_call_id=None,
-        env=merge_env(prompt_def.env, agent_def.env, row.env if row else {}),
-        abort=asyncio.Event(),
         event_prefix=event_prefix,
         intents_from=where,
     )
