@@ -62,12 +62,7 @@ class Events:
         def once() -> Message | None:
             with self._db.write() as connection:
                 self._db.lock_thread(connection, thread_id)
-                known = connection.scalar(
-                    select(events.c.event_id).where(
-                        events.c.thread_id == thread_id, events.c.event_id == event.event_id
-                    )
-                )
-                if known is not None:
+                if stored_event(connection, thread_id, event.event_id) is not None:
                     return get_message(connection, thread_id, message_id)
                 updated = update_message(connection, thread_id, message_id, changes)
                 if updated is not None:
@@ -87,13 +82,9 @@ class Events:
         def once() -> list[str]:
             with self._db.write() as connection:
                 self._db.lock_thread(connection, thread_id)
-                known = connection.scalar(
-                    select(events.c.data).where(
-                        events.c.thread_id == thread_id, events.c.event_id == event.event_id
-                    )
-                )
+                known = stored_event(connection, thread_id, event.event_id)
                 if known is not None:
-                    return list(row_to_event(known).payload.get("messageIds") or [])
+                    return list(known.payload.get("messageIds") or [])
                 deleted = delete_message(connection, thread_id, message_id)
                 if deleted:
                     payload = {**(event.payload or {}), "messageIds": deleted}
@@ -185,6 +176,14 @@ def insert_events(
         project_effects(database, connection, numbered)
         stored.extend(numbered)
     return stored
+
+
+def stored_event(connection: Connection, thread_id: str, event_id: str) -> Event | None:
+    """One of the thread's events as stored (an idempotent write's marker), or None."""
+    data = connection.scalar(
+        select(events.c.data).where(events.c.thread_id == thread_id, events.c.event_id == event_id)
+    )
+    return None if data is None else row_to_event(data)
 
 
 def last_sequence(connection: Connection, thread_id: str) -> int:
