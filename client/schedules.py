@@ -47,9 +47,9 @@ from weft.client.schedule_inputs import (
     scheduled_message,
 )
 from weft.contract.messages import QueuedMessage
+from weft.contract.schedules import SCHEDULED_DELIVERY_TYPE, ScheduledDeliveryInput
 from weft.contract.thread import WORKFLOW_TYPE, ThreadStartInput
 from weft.contract.wire import CamelModel
-from weft.workflows.scheduled_delivery import SCHEDULED_DELIVERY_TYPE, ScheduledDeliveryInput
 
 # The schedule's memo key (what the schedule does), and the memo key on each run it starts.
 SCHEDULE_MEMO = "weftSchedule"

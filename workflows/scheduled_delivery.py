@@ -9,40 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, FailureError
 
-from weft.contract.messages import QueuedMessage
+from weft.contract.schedules import SCHEDULED_DELIVERY_TYPE, ScheduledDeliveryInput
 from weft.contract.thread import SIGNAL_QUEUE_MESSAGE
 from weft.contract.validation import describe_validation_error
-
-SCHEDULED_DELIVERY_TYPE = "ScheduledDelivery"
 
 # Error types a failed delivery run carries (visible in the Temporal UI and `weft schedule`).
 INVALID_DELIVERY = "InvalidScheduledDelivery"
 THREAD_UNREACHABLE = "ScheduledThreadUnreachable"
-
-
-class ScheduledDeliveryInput(BaseModel):
-    """What one delivery sends: `message` to thread `thread_id`, on behalf of `schedule`.
-
-    camelCase JSON like `contract.wire.CamelModel`, whose config it repeats: classes under
-    workflows/ do not subclass project classes (tests/test_workflow_structure.py).
-    """
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
-        serialize_by_alias=True,
-        extra="forbid",
-    )
-
-    thread_id: str = Field(min_length=1)
-    schedule: str = Field(min_length=1)
-    message: QueuedMessage
 
 
 @workflow.defn(name=SCHEDULED_DELIVERY_TYPE)
