@@ -131,6 +131,22 @@ async def record(out: Path, only: set[str]) -> None:
             await _effects(client, scripted, address, out)
 
 
+def _config(address: str) -> Any:
+    """A scratch config (its own SQLite store) on the recording dev server."""
+    config = scratch_config(Path(f"/tmp/weft-record-{uuid.uuid4().hex[:8]}"))
+    config.temporal.address = address
+    return config
+
+
+async def _terminate_and_save(handle: Any, out: Path, name: str) -> None:
+    """Terminate the thread, wait for it to close, and write its history as `name`.json."""
+    await handle.signal("terminate", {"reason": "recorded"})
+    await handle.result()
+    history = await handle.fetch_history()
+    (out / f"{name}.json").write_text(history.to_json())
+    print(f"recorded {name}: {len(history.events)} events")
+
+
 async def _scenario(
     client: Any,
     scripted: ScriptedModelServer,
@@ -140,9 +156,7 @@ async def _scenario(
     out: Path,
     extra: dict[str, Any] | None = None,
 ) -> None:
-    tmp = Path(f"/tmp/weft-record-{uuid.uuid4().hex[:8]}")
-    config = scratch_config(tmp)
-    config.temporal.address = address
+    config = _config(address)
     model = add_script(scripted, script)
     async with AgentWorker(
         client,
@@ -179,19 +193,13 @@ async def _scenario(
             )
             await handle.signal("queue_tool", {"name": "weather", "args": {"city": "Oslo"}})
             await wait_until(handle, idle_after(0))
-        await handle.signal("terminate", {"reason": "recorded"})
-        await handle.result()
-        history = await handle.fetch_history()
-        (out / f"{name}.json").write_text(history.to_json())
-        print(f"recorded {name}: {len(history.events)} events")
+        await _terminate_and_save(handle, out, name)
 
 
 async def _long_thread(client: Any, scripted: ScriptedModelServer, address: str, out: Path) -> None:
     from support import run_histories
 
-    tmp = Path(f"/tmp/weft-record-{uuid.uuid4().hex[:8]}")
-    config = scratch_config(tmp)
-    config.temporal.address = address
+    config = _config(address)
     model = add_script(scripted, LONG_SCRIPT)
     async with AgentWorker(
         client,
@@ -226,9 +234,7 @@ async def _subagents(client: Any, scripted: ScriptedModelServer, address: str, o
     parent's terminate reaches; records the parent's and the first child's histories."""
     from subagent_support import family
 
-    tmp = Path(f"/tmp/weft-record-{uuid.uuid4().hex[:8]}")
-    config = scratch_config(tmp)
-    config.temporal.address = address
+    config = _config(address)
     parent = add_script(
         scripted,
         {
@@ -281,9 +287,7 @@ async def _prompt_tool(client: Any, scripted: ScriptedModelServer, address: str,
     answers; the caller answers after its one result."""
     from prompt_tool_support import prompt_tool_definitions
 
-    tmp = Path(f"/tmp/weft-record-{uuid.uuid4().hex[:8]}")
-    config = scratch_config(tmp)
-    config.temporal.address = address
+    config = _config(address)
     main = add_script(
         scripted,
         {
@@ -324,11 +328,7 @@ async def _prompt_tool(client: Any, scripted: ScriptedModelServer, address: str,
             client, worker.task_queue, messages=[{"role": "user", "content": "hello"}]
         )
         await wait_until(handle, idle_after(1), timeout=60)
-        await handle.signal("terminate", {"reason": "recorded"})
-        await handle.result()
-        history = await handle.fetch_history()
-        (out / f"{PROMPT_TOOL}.json").write_text(history.to_json())
-        print(f"recorded {PROMPT_TOOL}: {len(history.events)} events")
+        await _terminate_and_save(handle, out, PROMPT_TOOL)
 
 
 HOOKS = "hooks"
@@ -339,9 +339,7 @@ async def _hooks(client: Any, scripted: ScriptedModelServer, address: str, out: 
     model step), then a tool result refused (hook_blocked after the tool), then answered."""
     from hook_support import hook_definitions
 
-    tmp = Path(f"/tmp/weft-record-{uuid.uuid4().hex[:8]}")
-    config = scratch_config(tmp)
-    config.temporal.address = address
+    config = _config(address)
     model = add_script(
         scripted,
         {
@@ -373,11 +371,7 @@ async def _hooks(client: Any, scripted: ScriptedModelServer, address: str, out: 
         for turns, text in ((2, "a forbidden thing"), (3, "boom"), (4, "thanks")):
             await handle.signal("queue_message", {"role": "user", "content": text})
             await wait_until(handle, idle_after(turns), timeout=60)
-        await handle.signal("terminate", {"reason": "recorded"})
-        await handle.result()
-        history = await handle.fetch_history()
-        (out / f"{HOOKS}.json").write_text(history.to_json())
-        print(f"recorded {HOOKS}: {len(history.events)} events")
+        await _terminate_and_save(handle, out, HOOKS)
 
 
 ASKS = "asks"
@@ -388,9 +382,7 @@ async def _asks(client: Any, scripted: ScriptedModelServer, address: str, out: P
     turn, a refused one (policy reject), then terminate while one waits (aborted)."""
     from weft.client.threads import Threads
 
-    tmp = Path(f"/tmp/weft-record-{uuid.uuid4().hex[:8]}")
-    config = scratch_config(tmp)
-    config.temporal.address = address
+    config = _config(address)
     model = add_script(
         scripted,
         {
@@ -486,9 +478,7 @@ async def _effects(client: Any, scripted: ScriptedModelServer, address: str, out
     that fails once is retried; one is removed; one is pending when the thread terminates."""
     from effect_support import effect_definitions
 
-    tmp = Path(f"/tmp/weft-record-{uuid.uuid4().hex[:8]}")
-    config = scratch_config(tmp)
-    config.temporal.address = address
+    config = _config(address)
     plan = {"effect": "remind", "args": {"text": "reminder"}, "delay_ms": 300}
     model = add_script(
         scripted,
@@ -522,11 +512,7 @@ async def _effects(client: Any, scripted: ScriptedModelServer, address: str, out
         removed = await handle.execute_update(schedule, {"name": "remind", "delayMs": 60_000})
         await handle.execute_update("remove_scheduled_effect_checked", {"id": removed["id"]})
         await handle.execute_update(schedule, {"name": "remind", "delayMs": 60_000})
-        await handle.signal("terminate", {"reason": "recorded"})
-        await handle.result()
-        history = await handle.fetch_history()
-        (out / f"{EFFECTS}.json").write_text(history.to_json())
-        print(f"recorded {EFFECTS}: {len(history.events)} events")
+        await _terminate_and_save(handle, out, EFFECTS)
 
 
 if __name__ == "__main__":
