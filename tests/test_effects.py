@@ -38,6 +38,14 @@ async def schedule(handle: Any, name: str, args: dict[str, Any], delay_ms: int =
     return result.id
 
 
+async def idle_thread(start_worker: Any, temporal_client: Any, script: str) -> tuple[Any, Any]:
+    """A worker with the effect definitions on `script`, and an idle thread of it."""
+    worker = await start_worker(effect_definitions(script))
+    handle = await start_thread(temporal_client, worker.task_queue)
+    await wait_until(handle, idle_after(0))
+    return worker, handle
+
+
 def jobs(store: Any, thread_id: str) -> list[tuple[str, str]]:
     """(event type, effect name) of the thread's effect events, in order."""
     return [
@@ -151,9 +159,7 @@ async def test_removed_effect_never_fires_and_its_timer_is_cancelled(
 ):
     """Removing a pending effect cancels its Temporal timer; it never runs."""
     script = add_script(scripted_server, {"replies": [{"text": "hi"}]})
-    worker = await start_worker(effect_definitions(script))
-    handle = await start_thread(temporal_client, worker.task_queue)
-    await wait_until(handle, idle_after(0))
+    worker, handle = await idle_thread(start_worker, temporal_client, script)
     effect_id = await schedule(handle, "remind", {"text": "never"}, delay_ms=1200)
     assert [e["id"] for e in (await read(handle)).scheduled_effects] == [effect_id]
     removed = await handle.execute_update(
@@ -207,9 +213,7 @@ async def test_tools_list_and_remove_effects(start_worker, temporal_client, scri
         ]
     }
     script = add_script(scripted_server, body)
-    worker = await start_worker(effect_definitions(script))
-    handle = await start_thread(temporal_client, worker.task_queue)
-    await wait_until(handle, idle_after(0))
+    worker, handle = await idle_thread(start_worker, temporal_client, script)
     first = await schedule(handle, "remind", {"text": "a"}, delay_ms=60_000)
     await schedule(handle, "flaky", {}, delay_ms=60_000)
     await handle.signal("queue_message", {"role": "user", "content": "list"})
@@ -238,9 +242,7 @@ async def test_retried_effect_does_not_duplicate_its_writes(
     """An effect that writes and then raises is retried by Temporal; the failed attempt's
     writes were never committed, so the value, the event and the outcome exist once."""
     script = add_script(scripted_server, {"replies": [{"text": "hi"}]})
-    worker = await start_worker(effect_definitions(script))
-    handle = await start_thread(temporal_client, worker.task_queue)
-    await wait_until(handle, idle_after(0))
+    worker, handle = await idle_thread(start_worker, temporal_client, script)
     await schedule(handle, "flaky", {"fail_attempts": 1})
     store = worker.store
     await until_jobs(store, handle.id, "job.completed")
@@ -258,9 +260,7 @@ async def test_effect_that_keeps_failing_is_recorded_and_the_thread_goes_on(
     """After its attempts an effect's failure is a job.failed event and an incident; none of
     its writes land, and the thread still answers."""
     script = add_script(scripted_server, {"replies": [{"text": "still here"}]})
-    worker = await start_worker(effect_definitions(script))
-    handle = await start_thread(temporal_client, worker.task_queue)
-    await wait_until(handle, idle_after(0))
+    worker, handle = await idle_thread(start_worker, temporal_client, script)
     await schedule(handle, "flaky", {"fail_attempts": 99})
     store = worker.store
     await until_jobs(store, handle.id, "job.failed")
@@ -311,9 +311,7 @@ async def test_effect_fires_after_the_thread_continued_as_new(
 async def test_an_effect_schedules_another(start_worker, temporal_client, scripted_server):
     """Effects reach the whole ThreadState, scheduling effects included."""
     script = add_script(scripted_server, {"replies": [{"text": "chained"}]})
-    worker = await start_worker(effect_definitions(script))
-    handle = await start_thread(temporal_client, worker.task_queue)
-    await wait_until(handle, idle_after(0))
+    worker, handle = await idle_thread(start_worker, temporal_client, script)
     await schedule(handle, "chain", {"then": "second link", "delay_ms": 200})
     await wait_until(handle, idle_after(1), timeout=20)
     assert jobs(worker.store, handle.id) == [
@@ -347,9 +345,7 @@ async def test_bad_effect_requests_get_clear_errors(start_worker, temporal_clien
             ]
         },
     )
-    worker = await start_worker(effect_definitions(script))
-    handle = await start_thread(temporal_client, worker.task_queue)
-    await wait_until(handle, idle_after(0))
+    worker, handle = await idle_thread(start_worker, temporal_client, script)
     refused = {
         "unknown effect 'nonexistent'; this thread's effects: chain, flaky, nap, remind": {
             "name": "nonexistent"
@@ -384,9 +380,7 @@ async def test_bad_effect_requests_get_clear_errors(start_worker, temporal_clien
 async def test_terminate_cancels_pending_effects(start_worker, temporal_client, scripted_server):
     """A terminated thread runs no more effects: each pending one is cancelled."""
     script = add_script(scripted_server, {"replies": [{"text": "hi"}]})
-    worker = await start_worker(effect_definitions(script))
-    handle = await start_thread(temporal_client, worker.task_queue)
-    await wait_until(handle, idle_after(0))
+    worker, handle = await idle_thread(start_worker, temporal_client, script)
     await schedule(handle, "remind", {"text": "x"}, delay_ms=500)
     await handle.signal("terminate", {})
     await handle.result()
@@ -401,9 +395,7 @@ async def test_terminate_while_an_effect_runs_cancels_it(
 ):
     """Terminate cancels a running effect's activity; its staged writes never land."""
     script = add_script(scripted_server, {"replies": [{"text": "hi"}]})
-    worker = await start_worker(effect_definitions(script))
-    handle = await start_thread(temporal_client, worker.task_queue)
-    await wait_until(handle, idle_after(0))
+    worker, handle = await idle_thread(start_worker, temporal_client, script)
     await schedule(handle, "nap", {"seconds": 30})
     store = worker.store
     await until_jobs(store, handle.id, "job.started")
