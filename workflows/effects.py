@@ -217,13 +217,7 @@ class EffectTimers:
     # ---- signals, updates and intents -------------------------------------------------
 
     def on_schedule_signal(self, name: str, values: list[Any]) -> None:
-        request = parse_single(name, values, ScheduleEffectRequest)
-        if refused_after_terminate(self._mem, name):
-            return
-        try:
-            self.schedule(request, by="signal")
-        except UnknownEffect as err:
-            self._mem.warn("unknown_effect", name, str(err))
+        self._schedule_or_warn(parse_single(name, values, ScheduleEffectRequest), name, "signal")
 
     def on_remove_signal(self, name: str, values: list[Any]) -> None:
         request = parse_single(name, values, RemoveEffectRequest)
@@ -287,12 +281,16 @@ class EffectTimers:
 
     def _schedule_intent(self, intent: Intent) -> None:
         request = parse_single("scheduleEffect", [intent.data], ScheduleEffectRequest)
-        if refused_after_terminate(self._mem, "schedule_effect intent"):
+        self._schedule_or_warn(request, "schedule_effect intent", "thread state")
+
+    def _schedule_or_warn(self, request: ScheduleEffectRequest, source: str, by: str) -> None:
+        """Schedule what a signal or an intent asks; what cannot be becomes a warning."""
+        if refused_after_terminate(self._mem, source):
             return
         try:
-            self.schedule(request, by=str(intent.data.get("by") or "thread state"))
+            self.schedule(request, by=by)
         except UnknownEffect as err:
-            self._mem.warn("unknown_effect", "schedule_effect intent", str(err))
+            self._mem.warn("unknown_effect", source, str(err))
 
     def _remove_intent(self, intent: Intent) -> None:
         request = parse_single("removeScheduledEffect", [intent.data], RemoveEffectRequest)
