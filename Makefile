@@ -32,8 +32,10 @@ typecheck: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_steps.py
+	$(BIN)/python bench/bench_floor.py
 	$(BIN)/python bench/bench_run_code.py
 	$(BIN)/python bench/bench_load.py
+	$(BIN)/python bench/bench_load_compare.py
 	$(BIN)/python bench/bench_long_thread.py
 	$(BIN)/python bench/bench_context.py
 	$(BIN)/python bench/bench_drills.py

@@ -17,6 +17,7 @@ from typing import Any
 
 from weft.activities.context import model_view, project_messages, render_prompt
 from weft.activities.images import ImageView
+from weft.activities.message_views import MessageViews
 from weft.activities.previews import preview_message
 from weft.activities.read_output import READ_OUTPUT_SPEC
 from weft.activities.store import Store
@@ -103,7 +104,7 @@ def load_window(
     boundary = store.boundaries.get(thread_id, window.boundary_id) if window.boundary_id else None
     first = boundary.first_kept_position if boundary else 0
     pinned = store.messages.get_many(thread_id, boundary.pinned_message_ids) if boundary else []
-    return boundary, pinned, store.messages.list(thread_id, after_position=first - 1, depth=0)
+    return boundary, pinned, store.transcripts.since(thread_id, first)
 
 
 def build_window(
@@ -115,9 +116,11 @@ def build_window(
     side: Side,
     cap: int,
     images: ImageView | None = None,
+    views: MessageViews | None = None,
 ) -> Window:
     """System (with the summary), pinned messages, then the tail; big messages previewed;
-    with `images`, recent image attachments as image parts."""
+    with `images`, recent image attachments as image parts. `views` keeps each message's
+    view between calls (a worker's model calls share one)."""
     system = frame_.system
     if boundary is not None:
         system += SUMMARY_HEADING + boundary.summary
@@ -125,7 +128,10 @@ def build_window(
     sent = []
     for message in [*pinned, *messages]:
         # Tool results as the model reads them, then cut: a preview's offsets are the text's.
-        shown, previewed = preview_message(model_view(message), cap)
+        if views is not None:
+            shown, previewed = views.shown(message, cap)
+        else:
+            shown, previewed = preview_message(model_view(message), cap)
         previews += previewed
         sent.append(shown)
     transcript = project_messages(sent, side=side, dual=frame_.dual, images=images)

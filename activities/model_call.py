@@ -31,6 +31,7 @@ from weft.activities.context_window import (
 from weft.activities.hooks import HookRegistry
 from weft.activities.hooks.model_hooks import ModelHooks
 from weft.activities.images import image_view
+from weft.activities.message_views import MessageViews
 from weft.activities.model_support import cost_of, provider_for, with_estimate
 from weft.activities.providers import ChatProvider, ChatReply, ChatRequest
 from weft.activities.providers.definition_fields import definition_fields
@@ -44,7 +45,15 @@ from weft.contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelC
 from weft.contract.context import CONTEXT_TOO_LONG, ContextBoundary, ContextReport
 from weft.contract.definitions import DefinitionSnapshot, ModelDef
 from weft.contract.events import Event
+from weft.contract.hooks import HookName
 from weft.contract.messages import Message
+
+# Hooks that change what a request holds, run between reading the context and sending it.
+_SHAPING_HOOKS: tuple[HookName, ...] = (
+    "filter_messages",
+    "after_system_message",
+    "prefilter_llm_history",
+)
 
 
 class ModelActivities:
@@ -64,6 +73,7 @@ class ModelActivities:
         self._snapshots = snapshots
         self._hooks = hooks or HookRegistry(store)
         self._delta_interval = delta_interval
+        self._views = MessageViews()
 
     @activity.defn(name=ACTIVITY_MODEL_CALL)
     async def call_model(self, call: ModelCallInput) -> ModelCallResult:
@@ -183,6 +193,15 @@ class ModelActivities:
         hooks: ModelHooks,
     ) -> tuple[ChatRequest, ContextReport]:
         messages, events, resolved = await hooks.new_messages(call.new_messages, call.outbox)
+        if not hooks.runner.has(*_SHAPING_HOOKS):
+            # Nothing runs between reading the context and sending it: one thread hop
+            # for the whole assembly instead of three.
+            request, report = await asyncio.to_thread(
+                self._assemble, call, snapshot, model, messages, [*events, started], resolved
+            )
+            await hooks.created(messages)
+            await hooks.runner.flush()
+            return request, report
         side_frame, loaded = await asyncio.to_thread(
             self._load, call, snapshot, messages, [*events, started], resolved
         )
@@ -201,6 +220,21 @@ class ModelActivities:
         )
         await hooks.runner.flush()
         return request, report
+
+    def _assemble(
+        self,
+        call: ModelCallInput,
+        snapshot: DefinitionSnapshot,
+        model: ModelDef,
+        messages: list[Message],
+        events: list[Event],
+        resolved: bool,
+    ) -> tuple[ChatRequest, ContextReport]:
+        side_frame, (boundary, pinned, history) = self._load(
+            call, snapshot, messages, events, resolved
+        )
+        window = self._window(call, model, side_frame, boundary, pinned, history)
+        return self._request(call, model, side_frame, window, boundary)
 
     def _load(
         self,
@@ -240,6 +274,7 @@ class ModelActivities:
             side=call.side,
             cap=preview_cap(model, call.window),
             images=image_view(self._store, call.thread_id, model, side_frame.prompt),
+            views=self._views,
         )
 
     def _request(

@@ -66,8 +66,11 @@ class DeltaBatcher:
 class Heartbeater:
     """Heartbeats in the background so a silent provider still lets cancellation arrive."""
 
-    def __init__(self, *, every: float = 1.0) -> None:
+    def __init__(self, *, every: float = 1.0, wait_first: bool = False) -> None:
         self._every = every
+        # Waiting an interval before the first beat spares an activity shorter than that
+        # a heartbeat of its own (the worker's wrapper around every activity does so).
+        self._wait_first = wait_first
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> Heartbeater:
@@ -88,6 +91,8 @@ class Heartbeater:
                 pass
 
     async def _beat(self) -> None:
+        if self._wait_first:
+            await asyncio.sleep(self._every)
         while True:
             activity.heartbeat()
             await asyncio.sleep(self._every)

@@ -8,6 +8,8 @@ prints what it measured and PASS/FAIL per invariant; the exit code is 1 when any
   eviction   idle threads evicted from a 5-entry workflow cache, woken by a message (100)
   faults     dropped connections, truncated streams, 500 then 200 from the model (50)
   drain      SIGTERM on a worker with in-flight tools; a second worker finishes (20)
+  recovery   seconds until threads inside a tool move again after a worker SIGKILL and a
+             dev server SIGKILL, against a 5 s target (10)
 
 The reduced-size versions are tests (tests/test_drills_*.py). PostgreSQL is expected at
 127.0.0.1:5432 (WEFT_TEST_POSTGRES_URL overrides); the drill creates and drops its database.

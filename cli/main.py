@@ -12,6 +12,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from pydantic import ValidationError
+
 from weft.activities.definitions import DefinitionError
 from weft.activities.store import Store
 from weft.cli import (
@@ -25,7 +27,7 @@ from weft.cli import (
 from weft.cli.render import TranscriptPrinter
 from weft.cli.temporal_client import client_from_config
 from weft.client.threads import Threads, tail_events
-from weft.workers.config import ConfigError, WeftConfig, load_config
+from weft.workers.config import ConfigError, WeftConfig, WorkerConfig, load_config
 from weft.workers.dev_server import DevServerError
 
 EXIT_USAGE = 2
@@ -47,7 +49,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        config = load_config(args.config)
+        config = apply_recovery_flags(args, load_config(args.config))
     except ConfigError as err:
         print(f"weft: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -77,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
 
     worker = commands.add_parser("worker", help="run a worker")
     worker.add_argument("--definitions", help="definitions directory")
+    _add_recovery_flags(worker)
     worker.set_defaults(handler=_worker)
 
     demo = commands.add_parser("demo", help="run the demo on the embedded dev stack")
@@ -130,6 +133,53 @@ def _parser() -> argparse.ArgumentParser:
     codec_command.register(commands)
     serve_command.register(commands)
     return parser
+
+
+# `weft worker` flags over the config file's `worker:` section (docs/recovery.md).
+RECOVERY_FLAGS = {
+    "sticky_schedule_to_start": "sticky_schedule_to_start_seconds",
+    "heartbeat_throttle": "heartbeat_throttle_seconds",
+    "graceful_shutdown": "graceful_shutdown_seconds",
+}
+
+
+def _add_recovery_flags(parser: argparse.ArgumentParser) -> None:
+    recovery = parser.add_argument_group("recovery (seconds; docs/recovery.md)")
+    recovery.add_argument(
+        "--sticky-schedule-to-start",
+        type=float,
+        metavar="S",
+        help="how long a thread's next task waits for the worker caching it (default 5)",
+    )
+    recovery.add_argument(
+        "--heartbeat-throttle",
+        type=float,
+        metavar="S",
+        help="the most often activity heartbeats are sent (default 1)",
+    )
+    recovery.add_argument(
+        "--graceful-shutdown",
+        type=float,
+        metavar="S",
+        help="on SIGTERM, how long running activities may finish (default 10)",
+    )
+
+
+def apply_recovery_flags(args: argparse.Namespace, config: WeftConfig) -> WeftConfig:
+    """The config with the recovery flags given on the command line; a bad value is a
+    ConfigError naming the flag."""
+    for flag, field in RECOVERY_FLAGS.items():
+        value = getattr(args, flag, None)
+        if value is None:
+            continue
+        try:
+            config.worker = WorkerConfig.model_validate(
+                {**config.worker.model_dump(), field: value}
+            )
+        except ValidationError as err:
+            problem = err.errors()[0]["msg"]
+            raise ConfigError(f"--{flag.replace('_', '-')}: {problem}") from None
+    return config
 
 
 async def _client(config: WeftConfig) -> Any:

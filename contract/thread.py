@@ -48,7 +48,10 @@ class ThreadOptions(CamelModel):
     model_timeout_seconds: float = Field(default=300, gt=0)
     tool_timeout_seconds: float = Field(default=300, gt=0)
     heartbeat_timeout_seconds: float = Field(
-        default=30, gt=0, description="how soon a crashed worker's activity is retried"
+        default=3,
+        gt=0,
+        description="how soon a crashed worker's activity is retried; a Temporal outage "
+        "longer than this retries in-flight activities too (docs/recovery.md)",
     )
     model_max_attempts: int = Field(default=5, ge=1)
     tool_max_attempts: int = Field(default=3, ge=1)

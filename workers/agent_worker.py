@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import AsyncExitStack
-from datetime import timedelta
 from types import TracebackType
 
 from temporalio.client import Client
@@ -27,6 +26,7 @@ from weft.activities.variables_request import VariableRequestActivities
 from weft.transport.connection import with_keyring
 from weft.workers.config import WeftConfig
 from weft.workers.providers import build_providers
+from weft.workers.recovery import RecoveryInterceptor, recovery_options
 from weft.workers.scripted_model import ScriptedModelServer
 from weft.workers.search_attributes import check_search_attributes
 from weft.workers.secrets import load_keyring
@@ -35,10 +35,20 @@ from weft.workflows.scheduled_delivery import ScheduledDeliveryWorkflow
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandbox, passing through modules that are pure and slow to re-import per run."""
-    # contract is pure data (pydantic models); pydantic itself is deterministic.
+    """The sandbox, passing through modules that are pure and slow to re-import per run.
+
+    The sandbox re-executes every module it does not pass through for each new workflow
+    instance: weft's 40 workflow modules cost about 70 ms of worker CPU per thread started
+    or re-cached, the largest single cost of a worker under many threads.
+    """
+    # - contract is pure data (pydantic models); pydantic itself is deterministic.
+    # - workflows/ is weft's own deterministic code. What the sandbox would catch at run
+    #   time is guarded statically instead (tests/test_workflow_imports.py): it imports only
+    #   stdlib-pure modules, temporalio's workflow side, pydantic and contract; it never
+    #   reads clocks or randomness except through `workflow.*`; and it keeps no
+    #   module-level mutable state, so sharing one import between instances leaks nothing.
     restrictions = SandboxRestrictions.default.with_passthrough_modules(
-        "weft.contract", "pydantic", "pydantic_core"
+        "weft.contract", "weft.workflows", "pydantic", "pydantic_core"
     )
     return SandboxedWorkflowRunner(restrictions=restrictions)
 
@@ -59,6 +69,8 @@ class AgentWorker:
     Before polling it checks weft's search attributes on the namespace, registering missing
     ones unless `register_search_attributes` is False, and otherwise raises
     `SearchAttributesMissing` listing the commands (workers/search_attributes.py).
+    Its recovery timeouts come from `config.worker` (`graceful_shutdown_seconds`, when
+    given, wins over the config).
     """
 
     def __init__(
@@ -70,7 +82,7 @@ class AgentWorker:
         task_queue: str | None = None,
         scripted: ScriptedModelServer | None = None,
         max_cached_workflows: int = 1000,
-        graceful_shutdown_seconds: float = 10,
+        graceful_shutdown_seconds: float | None = None,
         register_search_attributes: bool = True,
     ) -> None:
         self._client = client
@@ -79,7 +91,11 @@ class AgentWorker:
         self.task_queue = task_queue or config.temporal.task_queue
         self._scripted = scripted
         self._max_cached = max_cached_workflows
-        self._grace = graceful_shutdown_seconds
+        self._recovery = config.worker
+        if graceful_shutdown_seconds is not None:
+            self._recovery = config.worker.model_copy(
+                update={"graceful_shutdown_seconds": graceful_shutdown_seconds}
+            )
         self._register_attributes = register_search_attributes
         self._stack = AsyncExitStack()
         self._run_task: asyncio.Task[None] | None = None
@@ -146,10 +162,12 @@ class AgentWorker:
             ],
             workflow_runner=workflow_runner(),
             max_cached_workflows=self._max_cached,
-            # Heartbeats carry cancellation; a short throttle makes terminate prompt.
-            max_heartbeat_throttle_interval=timedelta(seconds=1),
-            default_heartbeat_throttle_interval=timedelta(seconds=1),
-            graceful_shutdown_timeout=timedelta(seconds=self._grace),
+            interceptors=[
+                RecoveryInterceptor(
+                    client, heartbeat_every_seconds=self._recovery.heartbeat_throttle_seconds
+                )
+            ],
+            **recovery_options(self._recovery),
         )
         self._run_task = asyncio.create_task(self.worker.run())
 

@@ -80,10 +80,38 @@ class CodecConfig(_Config):
     server: CodecServerConfig = Field(default_factory=CodecServerConfig)
 
 
+class WorkerConfig(_Config):
+    """How a worker recovers from failures; docs/recovery.md gives each value's trade-off.
+
+    A thread's activity heartbeat timeout is not here: it travels with the thread
+    (`options.heartbeatTimeoutSeconds`), so every worker treats a thread alike.
+    """
+
+    sticky_schedule_to_start_seconds: float = Field(
+        default=5,
+        gt=0,
+        description="how long a thread's next workflow task waits for the worker that has it "
+        "cached before any worker may take it; a saturated worker's queue waits seconds too",
+    )
+    heartbeat_throttle_seconds: float = Field(
+        default=1,
+        gt=0,
+        description="the most often an activity's heartbeats reach Temporal; must stay well "
+        "below the threads' heartbeat timeout",
+    )
+    graceful_shutdown_seconds: float = Field(
+        default=10,
+        ge=0,
+        description="on SIGTERM, how long running activities may finish before they are "
+        "handed back",
+    )
+
+
 class WeftConfig(_Config):
     """Everything a worker, the CLI or the demo needs."""
 
     temporal: TemporalConfig = Field(default_factory=TemporalConfig)
+    worker: WorkerConfig = Field(default_factory=WorkerConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     codec: CodecConfig = Field(default_factory=CodecConfig)
     definitions: str = "workers/demo/definitions"

@@ -37,6 +37,8 @@ async def take_snapshot(mem: ThreadMemory) -> DefinitionSnapshot:
             ),
             result_type=ThreadInitResult,
             start_to_close_timeout=timedelta(seconds=30),
+            # The worker heartbeats every activity: a dead one is noticed this soon, not in 30 s.
+            heartbeat_timeout=timedelta(seconds=start.options.heartbeat_timeout_seconds),
             retry_policy=RetryPolicy(
                 maximum_attempts=10, non_retryable_error_types=["UnknownAgent"]
             ),

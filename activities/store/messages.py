@@ -6,11 +6,11 @@ import builtins
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, delete, select, update
+from sqlalchemy import Connection, Select, delete, select, update
 
 from weft.activities.store.database import Database
 from weft.activities.store.rows import message_to_row, row_to_message
-from weft.activities.store.tables import messages
+from weft.activities.store.tables import messages, transcript_revisions
 from weft.contract.messages import Message
 
 
@@ -52,9 +52,7 @@ class Messages:
             query = query.where(messages.c.depth == depth)
         if parent_id is not None:
             query = query.where(messages.c.parent_id == parent_id)
-        query = query.order_by(messages.c.position, messages.c.created_at, messages.c.id).limit(
-            limit
-        )
+        query = transcript_order(query).limit(limit)
         with self._db.read() as connection:
             return [row_to_message(row) for row in connection.execute(query).mappings()]
 
@@ -70,23 +68,37 @@ class Messages:
         """
         if not ids:
             return []
-        query = (
-            select(messages)
-            .where(messages.c.thread_id == thread_id, messages.c.id.in_(list(set(ids))))
-            .order_by(messages.c.position, messages.c.created_at, messages.c.id)
+        query = transcript_order(
+            select(messages).where(
+                messages.c.thread_id == thread_id, messages.c.id.in_(list(set(ids)))
+            )
         )
         with self._db.read() as connection:
             return [row_to_message(row) for row in connection.execute(query).mappings()]
 
     def update(self, thread_id: str, message_id: str, **changes: Any) -> Message | None:
         """Apply `changes` (validated as `Message` fields) and return the message, or None."""
-        with self._db.write() as connection:
-            return update_message(connection, thread_id, message_id, changes)
+
+        def once() -> Message | None:
+            with self._db.write() as connection:
+                return update_message(connection, thread_id, message_id, changes)
+
+        return self._db.retrying(once)
 
     def delete(self, thread_id: str, message_id: str) -> bool:
         """Delete a message and the tool results answering its tool calls; False if absent."""
-        with self._db.write() as connection:
-            return bool(delete_message(connection, thread_id, message_id))
+
+        def once() -> bool:
+            with self._db.write() as connection:
+                return bool(delete_message(connection, thread_id, message_id))
+
+        return self._db.retrying(once)
+
+
+def transcript_order(query: Select[Any]) -> Select[Any]:
+    """`query` over messages in transcript order: position, then write time, then id
+    (positions are not unique: a stale attempt may write one again)."""
+    return query.order_by(messages.c.position, messages.c.created_at, messages.c.id)
 
 
 def message_rows(messages_: Sequence[Message]) -> list[dict[str, Any]]:
@@ -114,6 +126,7 @@ def update_message(
         .where(messages.c.thread_id == thread_id, messages.c.id == message_id)
         .values(message_to_row(updated))
     )
+    bump_transcript_revision(connection, thread_id)
     return updated
 
 
@@ -135,7 +148,20 @@ def delete_message(connection: Connection, thread_id: str, message_id: str) -> l
     connection.execute(
         delete(messages).where(messages.c.thread_id == thread_id, messages.c.id == message_id)
     )
+    bump_transcript_revision(connection, thread_id)
     return [message_id, *answers]
+
+
+def bump_transcript_revision(connection: Connection, thread_id: str) -> None:
+    """Mark the thread's stored transcript as changed other than by an append, in the
+    caller's write transaction: cached copies of it are reread whole."""
+    bumped = connection.execute(
+        update(transcript_revisions)
+        .where(transcript_revisions.c.thread_id == thread_id)
+        .values(revision=transcript_revisions.c.revision + 1)
+    )
+    if bumped.rowcount == 0:  # a race to insert the first row is retried by the writer
+        connection.execute(transcript_revisions.insert().values(thread_id=thread_id, revision=1))
 
 
 def get_message(connection: Connection, thread_id: str, message_id: str) -> Message | None:

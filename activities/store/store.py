@@ -1,6 +1,6 @@
 """The `Store`: one database holding weft's aggregates, each behind its own attribute.
 
-`store.messages`, `store.events`, `store.values`, `store.snapshots`, `store.threads`,
+`store.messages`, `store.transcripts` (the cached main transcript), `store.events`, `store.values`, `store.snapshots`, `store.threads`,
 `store.subagents`, `store.variable_requests`, `store.files`, `store.boundaries`
 (context compaction boundaries) and `store.effects` (scheduled effects) share one `Database`, so every write follows the same
 transaction, locking and retry rules. Every method is
@@ -23,6 +23,7 @@ from weft.activities.store.migrate import upgrade
 from weft.activities.store.snapshots import Snapshots
 from weft.activities.store.subagents import Subagents
 from weft.activities.store.threads import Threads
+from weft.activities.store.transcripts import Transcripts
 from weft.activities.store.urls import create_store_engine
 from weft.activities.store.values import Values
 from weft.activities.store.variable_requests import VariableRequests
@@ -36,6 +37,8 @@ class Store:
         self._database = Database(engine)
         # Built once: each aggregate is a thin view on the shared database.
         self.messages = Messages(self._database)
+        # Holds the worker's cached transcripts: one per Store, shared by its activities.
+        self.transcripts = Transcripts(self._database)
         self.events = Events(self._database)
         self.values = Values(self._database)
         self.snapshots = Snapshots(self._database, keyring)

@@ -244,3 +244,14 @@ effects = Table(
     PrimaryKeyConstraint("thread_id", "effect_id", name="pk_effects"),
     Index("ix_effects_thread_status", "thread_id", "status"),
 )
+
+# Bumped in the transaction of every change to a stored message other than an append
+# (update, delete), so a worker's cached transcript (store/transcripts.py) knows when a
+# tail read is not enough.
+transcript_revisions = Table(
+    "transcript_revisions",
+    metadata,
+    Column("thread_id", String(ID_LENGTH), nullable=False),
+    Column("revision", BigInteger, nullable=False),
+    PrimaryKeyConstraint("thread_id", name="pk_transcript_revisions"),
+)

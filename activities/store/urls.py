@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import time
 from pathlib import Path
@@ -13,6 +14,12 @@ from sqlalchemy.pool import StaticPool
 
 # How long a SQLite writer waits for another writer's lock before giving up, in ms.
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+# `?synchronous=` on a SQLite store URL. In WAL mode NORMAL syncs the log at checkpoints,
+# not at every commit: a killed worker or server loses nothing committed, only an OS crash
+# or power loss can drop the last commits (never corrupting the file). FULL syncs every
+# commit. See docs/performance.md.
+SQLITE_SYNCHRONOUS = ("NORMAL", "FULL", "EXTRA")
 
 # Execution option that asks for `BEGIN IMMEDIATE` on SQLite: a transaction that reads
 # and then writes (max(sequence)+1) must hold the write lock from its first statement,
@@ -37,6 +44,13 @@ def create_store_engine(url: str) -> Engine:
 
 
 def _sqlite_engine(url: URL) -> Engine:
+    synchronous = url.query.get("synchronous", "normal")
+    if not isinstance(synchronous, str) or synchronous.upper() not in SQLITE_SYNCHRONOUS:
+        raise ValueError(
+            f"store URL: synchronous={synchronous!r} is not one of "
+            f"{', '.join(s.lower() for s in SQLITE_SYNCHRONOUS)}"
+        )
+    url = url.difference_update_query(["synchronous"])
     kwargs: dict[str, Any] = {
         "connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False}
     }
@@ -47,12 +61,14 @@ def _sqlite_engine(url: URL) -> Engine:
     else:
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, **kwargs)
-    event.listen(engine, "connect", _sqlite_on_connect)
+    event.listen(engine, "connect", functools.partial(_sqlite_on_connect, synchronous.upper()))
     event.listen(engine, "begin", _sqlite_on_begin)
     return engine
 
 
-def _sqlite_on_connect(dbapi_connection: sqlite3.Connection, _record: object) -> None:
+def _sqlite_on_connect(
+    synchronous: str, dbapi_connection: sqlite3.Connection, _record: object
+) -> None:
     # Let SQLAlchemy's "begin" event emit BEGIN itself, instead of pysqlite's implicit
     # (and deferred) transactions, so writers can ask for BEGIN IMMEDIATE.
     dbapi_connection.isolation_level = None
@@ -61,6 +77,7 @@ def _sqlite_on_connect(dbapi_connection: sqlite3.Connection, _record: object) ->
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         _enable_wal(cursor)
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
     finally:
         cursor.close()
 

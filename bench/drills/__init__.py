@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Awaitable, Callable
 
-from drills import drain, eviction, model_faults, restart, sigkill
+from drills import drain, eviction, model_faults, recovery, restart, sigkill
 from drills.common import Report
 
 Drill = Callable[[Report, argparse.Namespace], Awaitable[None]]
@@ -16,4 +16,5 @@ DRILLS: dict[str, Drill] = {
     "eviction": eviction.run,
     "faults": model_faults.run,
     "drain": drain.run,
+    "recovery": recovery.run,
 }

@@ -1,0 +1,179 @@
+"""A thread's main transcript as `model.call` reads it each step, cached per worker.
+
+Every step sends the transcript from the boundary in force on. Reading and validating
+all of it again each step made a step's cost grow with the thread (a 400-step thread
+re-parsed 800 rows a step). The worker keeps each thread's transcript in memory and reads
+only what was appended since, inside one snapshot that also checks the copy is still
+true:
+
+- the thread's transcript revision, bumped in the same transaction as any update or
+  delete of a stored message (`bump_transcript_revision`), must be the one cached;
+- the stored row count from the first cached position must equal the cached rows plus
+  the tail just read, which catches an insert anywhere but the end (a stale attempt, or
+  a message from a worker that does not bump revisions).
+
+Anything else rereads the transcript whole, so a miss (after eviction, on another
+worker, after an edit) costs one full read and is never wrong. Cached messages are
+shared between calls: callers must not mutate them (hooks get JSON dumps).
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection, func, select
+
+from weft.activities.store.database import Database
+from weft.activities.store.messages import transcript_order
+from weft.activities.store.rows import row_to_message
+from weft.activities.store.tables import messages, transcript_revisions
+from weft.contract.messages import Message
+
+# Threads whose transcripts one worker keeps, least recently read dropped first; as many
+# as the SDK's default workflow cache holds, so a cached workflow finds its transcript.
+DEFAULT_CACHED_THREADS = 1000
+# Content characters all cached transcripts may hold together, about 256 MB of text.
+DEFAULT_CACHED_CHARS = 256 * 1024 * 1024
+
+
+@dataclass
+class _Cached:
+    first: int  # the lowest position this copy was read from
+    revision: int
+    rows: list[Message] = field(default_factory=list)
+    positions: list[int] = field(default_factory=list)
+    chars: int = 0
+
+    def extend(self, tail: list[Message]) -> None:
+        self.rows.extend(tail)
+        self.positions.extend(m.position for m in tail)
+        self.chars += sum(_chars(m) for m in tail)
+
+    def trim(self, first: int) -> None:
+        """Drop what lies before `first` (a compaction moved the window on)."""
+        cut = bisect.bisect_left(self.positions, first)
+        self.chars -= sum(_chars(m) for m in self.rows[:cut])
+        del self.rows[:cut], self.positions[:cut]
+        self.first = first
+
+
+@dataclass
+class TranscriptStats:
+    """What the cache did, for tests and benchmarks: reads and rows loaded."""
+
+    hits: int = 0
+    misses: int = 0
+    rows_loaded: int = 0
+
+
+class Transcripts:
+    """Depth-0 messages of a thread from a position on, read through a bounded cache."""
+
+    def __init__(
+        self,
+        database: Database,
+        *,
+        max_threads: int = DEFAULT_CACHED_THREADS,
+        max_chars: int = DEFAULT_CACHED_CHARS,
+    ) -> None:
+        self._db = database
+        self._max_threads = max_threads
+        self._max_chars = max_chars
+        self._cached: OrderedDict[str, _Cached] = OrderedDict()
+        self._chars = 0
+        # Activities read from several threads of the to_thread pool at once.
+        self._lock = threading.Lock()
+        self.stats = TranscriptStats()
+
+    def since(self, thread_id: str, first: int) -> list[Message]:
+        """The thread's main-transcript messages with position >= `first`, in order."""
+        with self._lock:
+            cached = self._cached.pop(thread_id, None)
+            if cached is not None:
+                self._chars -= cached.chars
+        with self._db.snapshot() as connection:
+            revision = _revision(connection, thread_id)
+            fresh = self._refreshed(connection, thread_id, cached, first, revision)
+            if fresh is None:
+                fresh = _Cached(first=first, revision=revision)
+                fresh.extend(_rows(connection, thread_id, after=first - 1))
+                self.stats.misses += 1
+                self.stats.rows_loaded += len(fresh.rows)
+        self._keep(thread_id, fresh)
+        return list(fresh.rows)
+
+    def forget(self, thread_id: str) -> None:
+        """Drop a thread's cached transcript (tests; a deleted thread)."""
+        with self._lock:
+            cached = self._cached.pop(thread_id, None)
+            if cached is not None:
+                self._chars -= cached.chars
+
+    def _refreshed(
+        self,
+        connection: Connection,
+        thread_id: str,
+        cached: _Cached | None,
+        first: int,
+        revision: int,
+    ) -> _Cached | None:
+        """The cached copy brought up to date by a tail read, or None when it cannot be."""
+        if cached is None or cached.revision != revision or first < cached.first:
+            return None
+        cached.trim(first)
+        last = cached.positions[-1] if cached.positions else cached.first - 1
+        tail = _rows(connection, thread_id, after=last)
+        stored = connection.scalar(
+            select(func.count())
+            .select_from(messages)
+            .where(
+                messages.c.thread_id == thread_id,
+                messages.c.depth == 0,
+                messages.c.position >= cached.first,
+            )
+        )
+        if stored != len(cached.rows) + len(tail):
+            return None
+        cached.extend(tail)
+        self.stats.hits += 1
+        self.stats.rows_loaded += len(tail)
+        return cached
+
+    def _keep(self, thread_id: str, cached: _Cached) -> None:
+        with self._lock:
+            # Two reads of one thread at once each keep a copy: the later one wins.
+            replaced = self._cached.pop(thread_id, None)
+            if replaced is not None:
+                self._chars -= replaced.chars
+            self._cached[thread_id] = cached
+            self._chars += cached.chars
+            while self._cached and (
+                len(self._cached) > self._max_threads or self._chars > self._max_chars
+            ):
+                _, dropped = self._cached.popitem(last=False)
+                self._chars -= dropped.chars
+
+
+def _revision(connection: Connection, thread_id: str) -> int:
+    query = select(transcript_revisions.c.revision).where(
+        transcript_revisions.c.thread_id == thread_id
+    )
+    return int(connection.scalar(query) or 0)
+
+
+def _rows(connection: Connection, thread_id: str, *, after: int) -> list[Message]:
+    query = transcript_order(
+        select(messages).where(
+            messages.c.thread_id == thread_id,
+            messages.c.depth == 0,
+            messages.c.position > after,
+        )
+    )
+    return [row_to_message(row) for row in connection.execute(query).mappings()]
+
+
+def _chars(message: Message) -> int:
+    return len(message.content or "") + len(message.reasoning_content or "")

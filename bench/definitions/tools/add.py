@@ -1,0 +1,17 @@
+"""The benchmark's tool: as cheap as a tool gets, so what is measured is the runtime."""
+
+from pydantic import BaseModel
+
+from weft.activities.definitions import define_tool
+
+
+class AddArgs(BaseModel):
+    a: int
+    b: int
+
+
+async def add(state, args: AddArgs) -> int:
+    return args.a + args.b
+
+
+tool = define_tool(description="Add two integers", args=AddArgs, execute=add)

@@ -1,0 +1,111 @@
+"""The floor of issue 15: the scenario as a Temporal engineer would write it by hand.
+
+One activity per model call (weft's OpenAI adapter over httpx, to the scripted server) and
+one per tool call; the workflow holds the whole transcript and passes it as the model
+activity's input. No store, no events, no context assembly: what is left is what Temporal
+itself costs, which is what weft's per-step overhead is measured against.
+(bench/handwritten.py is a different yardstick: it also writes SQLite; bench_steps.py uses it.)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Any
+
+from temporalio import activity, workflow
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+with workflow.unsafe.imports_passed_through():
+    # Used only by the activities, outside the sandbox.
+    import httpx
+
+    from weft.activities.definitions import FunctionTool
+    from weft.activities.providers import ChatRequest, OpenAIChatProvider
+    from weft.workers.agent_worker import workflow_runner
+
+WORKFLOW = "BenchFloor"
+MODEL_ACTIVITY = "floor.model"
+TOOL_ACTIVITY = "floor.tool"
+
+
+class FloorActivities:
+    """The model call and the tool call, nothing around them."""
+
+    def __init__(self, http: httpx.AsyncClient, base_url: str, tool: FunctionTool) -> None:
+        self._provider = OpenAIChatProvider(http, base_url=base_url, api_key=None)
+        self._tool = tool
+
+    @activity.defn(name=MODEL_ACTIVITY)
+    async def model(self, args: dict[str, Any]) -> dict[str, Any]:
+        """One completion over the transcript the workflow passes in."""
+        reply = await self._provider.complete(
+            ChatRequest(
+                model=args["model"],
+                messages=args["messages"],
+                tools=args["tools"],
+                parallel_tool_calls=False,
+            )
+        )
+        return {
+            "content": reply.content,
+            "tool_calls": [c.model_dump() for c in reply.tool_calls],
+        }
+
+    @activity.defn(name=TOOL_ACTIVITY)
+    async def tool(self, call: dict[str, Any]) -> str:
+        """Run the tool on the call's arguments; the result as the JSON text the model sees."""
+        args = self._tool.args.model_validate_json(call["function"]["arguments"])
+        return json.dumps(await self._tool.execute(None, args))
+
+
+@workflow.defn(name=WORKFLOW)
+class FloorWorkflow:
+    """Model, then each tool call, until the model answers; returns the model calls made."""
+
+    @workflow.run
+    async def run(self, args: dict[str, Any]) -> int:
+        transcript = list(args["messages"])
+        options = {"start_to_close_timeout": timedelta(seconds=60)}
+        steps = 0
+        while True:
+            steps += 1
+            reply = await workflow.execute_activity(
+                MODEL_ACTIVITY, {**args, "messages": transcript}, **options
+            )
+            calls = reply["tool_calls"]
+            transcript.append(
+                {
+                    "role": "assistant",
+                    "content": reply["content"],
+                    **({"tool_calls": calls} if calls else {}),
+                }
+            )
+            if not calls:
+                return steps
+            for call in calls:
+                result = await workflow.execute_activity(TOOL_ACTIVITY, call, **options)
+                transcript.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+
+
+@asynccontextmanager
+async def floor_worker(
+    client: Client, task_queue: str, base_url: str, tool: FunctionTool
+) -> AsyncIterator[Worker]:
+    """A worker polling `task_queue` for the floor workflow, with weft's sandbox settings."""
+    async with httpx.AsyncClient(
+        timeout=httpx.Timeout(connect=10.0, read=120.0, write=30.0, pool=30.0),
+        limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+    ) as http:
+        activities = FloorActivities(http, base_url, tool)
+        async with Worker(
+            client,
+            task_queue=task_queue,
+            workflows=[FloorWorkflow],
+            activities=[activities.model, activities.tool],
+            workflow_runner=workflow_runner(),
+        ) as worker:
+            yield worker

@@ -1,0 +1,61 @@
+"""The scenario of issue 15, shared by bench_floor.py and bench_load_compare.py.
+
+The model calls the `add` tool K times, then answers. Both sides (the hand-written floor
+of bench/floor.py and an AgentThread) play the same script, `SCRIPT`, on the same scripted
+OpenAI-compatible server, with the same system prompt and tool schema in every request.
+weft reads the agent from bench/definitions (the same directory a `weft worker`
+subprocess loads); the floor takes the prompt and the tool from those definitions too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from weft.activities.definitions import Definitions, FunctionTool, load_directory
+
+DEFINITIONS = Path(__file__).resolve().parent / "definitions"
+# The name the definitions' model plays (bench/definitions/models/add_model.yaml).
+SCRIPT = "bench_add"
+AGENT = "adder"
+PROMPT = "adder_prompt"
+USER_TEXT = "Add the numbers with the add tool."
+
+
+def add_script(calls: int) -> dict[str, Any]:
+    """`calls` replies calling add once each, then a text answer: `calls + 1` steps."""
+    return {
+        "replies": [
+            {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}], "repeat": calls},
+            {"text": "The sums are done."},
+        ]
+    }
+
+
+def bench_definitions() -> Definitions:
+    """The adder agent, its prompt, the scripted model and the add tool."""
+    definitions = load_directory(DEFINITIONS)
+    definitions.validate(providers=["scripted"])
+    return definitions
+
+
+def add_tool(definitions: Definitions) -> FunctionTool:
+    """The add tool as weft loads it (its args model, its function)."""
+    tool = definitions.tools["add"]
+    assert isinstance(tool, FunctionTool)
+    return tool
+
+
+def floor_input(definitions: Definitions) -> dict[str, Any]:
+    """The floor workflow's input: the request weft would send for the first step."""
+    prompt = definitions.prompts[PROMPT]
+    return {
+        "model": SCRIPT,
+        "messages": [
+            {"role": "system", "content": prompt.prompt},
+            {"role": "user", "content": USER_TEXT},
+        ],
+        "tools": [
+            add_tool(definitions).spec().model_dump(include={"name", "description", "parameters"})
+        ],
+    }

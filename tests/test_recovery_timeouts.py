@@ -1,0 +1,188 @@
+"""Recovery time (docs/recovery.md): the worker's recovery settings reach the SDK's
+`Worker`, and a thread whose worker is SIGKILLed inside a tool resumes on a second worker
+within the 5 s target, its tool run to its end once.
+
+The full-size version is `bench/bench_drills.py --drill recovery`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import yaml
+from support import agent_definitions, start_thread
+from temporalio import activity, workflow
+from temporalio.common import RetryPolicy
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+from worker_process import WorkerProcess, until_event, worker_config
+
+from weft.activities.store import Store
+from weft.cli.main import _parser, apply_recovery_flags, run
+from weft.workers.agent_worker import AgentWorker
+from weft.workers.config import load_config
+from weft.workers.recovery import Finished, RecoveryInterceptor
+
+TARGET_SECONDS = 5.0
+
+
+def _config_file(tmp_path: Path, address: str, worker: dict[str, Any]) -> Path:
+    path = tmp_path / "weft.yml"
+    config = {
+        "temporal": {"address": address, "taskQueue": "recovery-settings"},
+        "store": {"url": f"sqlite:///{tmp_path / 'weft.db'}"},
+        "providers": {"scripted": {"kind": "scripted"}},
+        "worker": worker,
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+async def test_config_file_and_flags_reach_the_worker(tmp_path, dev_server, temporal_client):
+    """The config file's `worker:` section, then `weft worker` flags over it, set the
+    SDK Worker's options and its recovery interceptor."""
+    config_file = _config_file(
+        tmp_path,
+        dev_server.address,
+        {"stickyScheduleToStartSeconds": 4, "heartbeatThrottleSeconds": 0.5},
+    )
+    argv = ["--config", str(config_file), "worker", "--sticky-schedule-to-start", "2.5"]
+    args = _parser().parse_args([*argv, "--graceful-shutdown", "7"])
+    config = apply_recovery_flags(args, load_config(args.config))
+    async with AgentWorker(temporal_client, config, definitions=agent_definitions("x")) as worker:
+        assert worker.worker is not None
+        options = worker.worker.config()
+    assert options["sticky_queue_schedule_to_start_timeout"] == timedelta(seconds=2.5)  # flag
+    assert options["max_heartbeat_throttle_interval"] == timedelta(seconds=0.5)  # file
+    assert options["default_heartbeat_throttle_interval"] == timedelta(seconds=0.5)
+    assert options["graceful_shutdown_timeout"] == timedelta(seconds=7)
+    assert any(isinstance(i, RecoveryInterceptor) for i in options["interceptors"])
+
+
+def test_a_bad_flag_is_a_usage_error(tmp_path):
+    config_file = _config_file(tmp_path, "127.0.0.1:1", {})
+    code = run(["--config", str(config_file), "worker", "--heartbeat-throttle", "0"])
+    assert code == 2
+
+
+def _seconds(timestamp: str) -> float:
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
+async def test_killed_worker_thread_resumes_within_target(tmp_path, dev_server, temporal_client):
+    """A thread inside a 3 s tool, default thread options; its worker is SIGKILLed while a
+    second one polls. The tool starts again, and after its result the next model call
+    starts, each within the target; the tool's side effect happens once."""
+    config_file = worker_config(tmp_path, dev_server.address)
+    task_queue = yaml.safe_load(config_file.read_text())["temporal"]["taskQueue"]
+    doomed = WorkerProcess(config_file)
+    await doomed.start()
+    store = Store.open(f"sqlite:///{tmp_path / 'weft.db'}")
+    try:
+        handle = await start_thread(
+            temporal_client,
+            task_queue,
+            agent="crash_agent",
+            messages=[{"role": "user", "content": "slow tool please"}],
+        )
+        await until_event(store, handle.id, "tool.started")
+        async with AgentWorker(temporal_client, load_config(config_file)):
+            killed = datetime.now().timestamp()
+            await doomed.kill()
+            await until_event(store, handle.id, "turn.completed")
+        events = store.events.read(
+            handle.id, types=["tool.started", "tool.result", "model.requested"], limit=1000
+        )
+        runs = store.values.get(handle.id, "runs")
+    finally:
+        await doomed.stop()
+        store.close()
+    retried = [_seconds(e.timestamp) for e in events if e.payload.get("attempt", 1) > 1]
+    assert retried and retried[0] - killed <= TARGET_SECONDS, retried
+    result = next(_seconds(e.timestamp) for e in events if e.type == "tool.result")
+    after = [_seconds(e.timestamp) for e in events if e.type == "model.requested"]
+    assert max(after) - result <= TARGET_SECONDS, (result, after)
+    assert runs == 1
+
+
+@activity.defn(name="recovery_test.silent")
+async def silent_for_a_while() -> int:
+    """Longer than its heartbeat timeout, without one heartbeat of its own (as a store write
+    under load); returns its attempt."""
+    await asyncio.sleep(2.5)
+    return activity.info().attempt
+
+
+@workflow.defn(name="RecoveryTestSilent", sandboxed=False)
+class SilentActivityWorkflow:
+    @workflow.run
+    async def run(self) -> int:
+        return await workflow.execute_activity(
+            silent_for_a_while,
+            start_to_close_timeout=timedelta(seconds=30),
+            heartbeat_timeout=timedelta(seconds=1),
+            retry_policy=RetryPolicy(maximum_attempts=1),  # a timeout fails the workflow
+        )
+
+
+async def test_activities_heartbeat_from_start_to_end(temporal_client):
+    """With the recovery interceptor, an activity silent for longer than its heartbeat
+    timeout is not timed out and retried: the worker heartbeats for it."""
+    queue = f"recovery-{uuid.uuid4().hex[:8]}"
+    interceptor = RecoveryInterceptor(temporal_client, heartbeat_every_seconds=0.3)
+    async with Worker(
+        temporal_client,
+        task_queue=queue,
+        workflows=[SilentActivityWorkflow],
+        activities=[silent_for_a_while],
+        interceptors=[interceptor],
+        workflow_runner=UnsandboxedWorkflowRunner(),
+        max_heartbeat_throttle_interval=timedelta(seconds=0.3),
+        default_heartbeat_throttle_interval=timedelta(seconds=0.3),
+    ):
+        attempt = await temporal_client.execute_workflow(
+            SilentActivityWorkflow.run, id=f"silent-{uuid.uuid4().hex[:8]}", task_queue=queue
+        )
+    assert attempt == 1
+
+
+def test_only_a_retry_of_an_attempt_elsewhere_unsticks(temporal_client):
+    """A retry of an attempt this worker ran (a provider error) keeps the thread sticky; a
+    retry whose previous attempt ran elsewhere (maybe a dead worker) does not."""
+    recovery = RecoveryInterceptor(temporal_client, heartbeat_every_seconds=1)
+
+    def info(activity_id: str, attempt: int) -> Any:
+        return SimpleNamespace(
+            workflow_id="thread-1",
+            workflow_run_id="run-1",
+            activity_id=activity_id,
+            attempt=attempt,
+        )
+
+    assert not recovery.previous_attempt_ran_elsewhere(info("1", 1))
+    assert not recovery.previous_attempt_ran_elsewhere(info("1", 2))  # attempt 1 ran here
+    assert recovery.previous_attempt_ran_elsewhere(info("2", 2))  # attempt 1 did not
+    assert recovery.previous_attempt_ran_elsewhere(info("2", 4))  # attempt 3 did not
+
+
+def test_a_retry_of_an_attempt_finished_here_gets_its_result(temporal_client):
+    """Temporal back from an outage longer than the heartbeat timeout retries activities
+    that had finished: the worker answers with the result it could not report."""
+    recovery = RecoveryInterceptor(temporal_client, heartbeat_every_seconds=1)
+
+    def info(activity_id: str, attempt: int) -> Any:
+        return SimpleNamespace(
+            workflow_id="thread-1",
+            workflow_run_id="run-1",
+            activity_id=activity_id,
+            attempt=attempt,
+        )
+
+    recovery.finished(info("1", 1), "the tool's message")
+    assert recovery.earlier_result(info("1", 2)) == Finished("the tool's message")
+    assert recovery.earlier_result(info("1", 1)) is None  # a first attempt runs
+    assert recovery.earlier_result(info("2", 2)) is None  # it never finished here

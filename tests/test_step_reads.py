@@ -1,0 +1,74 @@
+"""A step reads the same from the store however long its thread is (issue 15).
+
+Counted, not timed: the SQL statements a worker issues for a turn of K tool steps, and the
+transcript rows it loads. Were any per-step read to grow with the thread, the statements
+would grow faster than K and the rows loaded would grow with K squared.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from sqlalchemy import event
+from support import add_script, agent_definitions, idle_after, start_thread, wait_until
+
+
+async def _turn_of(start_worker, temporal_client, scripted_server, steps: int) -> dict[str, int]:
+    """Run one turn of `steps` tool steps and an answer on a fresh worker; what it read."""
+    script = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {"tool_calls": [{"name": "note", "arguments": {"text": "n"}}], "repeat": steps},
+                {"text": "finished"},
+            ]
+        },
+    )
+    worker = await start_worker(agent_definitions(script))
+    statements: Counter[str] = Counter()
+
+    def count(_conn, _cursor, statement: str, *_args: object) -> None:
+        statements[statement.split(None, 1)[0].upper()] += 1
+
+    handle = await start_thread(
+        temporal_client, worker.task_queue, options={"maxTotalSteps": steps + 5}
+    )
+    await wait_until(handle, lambda s: s.status == "waiting_input")
+    event.listen(worker.store.engine, "before_cursor_execute", count)
+    try:
+        await handle.signal("queue_message", {"role": "user", "content": "take notes"})
+        state = await wait_until(handle, idle_after(1), timeout=240)
+    finally:
+        event.remove(worker.store.engine, "before_cursor_execute", count)
+    assert state.counters.steps == steps + 1
+    transcripts = worker.store.transcripts.stats
+    return {
+        "selects": statements["SELECT"],
+        "statements": sum(statements.values()),
+        "rows_loaded": transcripts.rows_loaded,
+        "misses": transcripts.misses,
+    }
+
+
+async def test_store_reads_per_step_do_not_grow_with_the_thread(
+    start_worker, temporal_client, scripted_server
+):
+    """Turns of 4, 8 and 12 steps: the same statements for each 4 more steps, and every
+    transcript row loaded once."""
+    turns = [
+        await _turn_of(start_worker, temporal_client, scripted_server, steps)
+        for steps in (4, 8, 12)
+    ]
+    print(turns)
+    for key in ("selects", "statements"):
+        first, second = turns[1][key] - turns[0][key], turns[2][key] - turns[1][key]
+        assert first > 0
+        # Streamed text is stored in time-based batches, so a slow moment can add a
+        # statement or two; a read that grew with the thread would add one per earlier
+        # step, 16 or more between these turns.
+        assert second <= first + 4, (key, turns)
+    for steps, turn in zip((4, 8, 12), turns, strict=True):
+        # One full read when the turn begins (a new worker), then only what each step
+        # appended: the user message, and an assistant message and a tool result a step.
+        assert turn["misses"] == 1
+        assert turn["rows_loaded"] == 1 + 2 * steps
