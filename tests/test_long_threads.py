@@ -36,6 +36,25 @@ def long_script() -> dict[str, Any]:
     }
 
 
+def lost_messages_report(sent: list[str], stored: list[str], runs: list[Any]) -> str:
+    """Which queued messages the store lacks, and where each run's history has their
+    signal: enough to tell a lost signal from a run that dropped it."""
+    missing = [text for text in sent if text not in stored]
+    if not missing:
+        return f"the stored user messages repeat or reorder those sent: {stored[1:]} != {sent}"
+    seen: dict[str, list[str]] = {}
+    for number, run in enumerate(runs):
+        for event in run.events:
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+                payloads = event.workflow_execution_signaled_event_attributes.input.payloads
+                text = payloads[0].data.decode(errors="replace") if payloads else ""
+                for lost in missing:
+                    if f'"{lost}"' in text:
+                        seen.setdefault(lost, []).append(f"run {number} event {event.event_id}")
+    where = "; ".join(f"{m}: {', '.join(seen.get(m, ['no signal']))}" for m in missing)
+    return f"{len(missing)} queued messages are not stored ({where}); {len(stored)} stored"
+
+
 async def test_three_hundred_steps_across_runs_lose_nothing(
     start_worker, temporal_client, scripted_server
 ):
@@ -70,7 +89,9 @@ async def test_three_hundred_steps_across_runs_lose_nothing(
     assert [m.position for m in messages] == list(range(len(messages)))
     assert len({m.id for m in messages}) == len(messages)
     users = [m.content for m in messages if m.role == "user"]
-    assert users == ["take notes", *sent]
+    if users != ["take notes", *sent]:
+        runs = await run_histories(temporal_client, started.id, started.first_execution_run_id)
+        raise AssertionError(lost_messages_report(sent, users, runs))
     tools = [m for m in messages if m.role == "tool"]
     assert len(tools) == STEPS and all(m.tool_status == "success" for m in tools)
     assert len(worker.store.values.get(started.id, "notes")) == STEPS

@@ -49,6 +49,8 @@ class Worker:
       `temporal operator search-attribute create` commands, and never polls.
     - model calls stream (`model.delta` events); a model with
       `capabilities={"supportsStreaming": False}` is called without streaming.
+    - `graceful_shutdown_seconds`: how long leaving the `async with` lets running
+      activities finish; default the config's `worker.gracefulShutdownSeconds` (10 s).
     - `options.maxTotalSteps` (a thread's start option) caps a session at 64 steps, where a
       model call with the tool calls it asked for is one step.
     """
@@ -66,7 +68,7 @@ class Worker:
         root: str | os.PathLike[str] | None = None,
         register_search_attributes: bool = True,
         max_cached_workflows: int = 1000,
-        graceful_shutdown_seconds: float = 10,
+        graceful_shutdown_seconds: float | None = None,
     ) -> None:
         self.config = worker_config(
             config=config,

@@ -27,7 +27,7 @@ from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.background import BackgroundTasks
 from weft.workflows.context_state import ContextState
 from weft.workflows.effect_book import EffectBook
-from weft.workflows.outbox import flush
+from weft.workflows.outbox import flush, settle
 from weft.workflows.payload_budget import encoded_size
 from weft.workflows.thread_state import (
     Context,
@@ -40,6 +40,8 @@ from weft.workflows.turn_book import TurnBook
 
 # The patch that introduced continue-as-new: histories recorded before it never continue.
 PATCH_ID = "continue-as-new-v1"
+# The patch that makes a regular activity the last wait before continuing (`outbox.settle`).
+SETTLE_PATCH = "continue-as-new-settle-v1"
 # The message index carried into the next run: the `messages` query pages through this
 # recent window; older metadata (and all content) is read from the store.
 CARRIED_INDEX = 500
@@ -67,6 +69,9 @@ class Continuation:
             return
         if not workflow.patched(PATCH_ID):
             return  # a history from before continue-as-new existed
+        # Asked here, where every run that continues passes, never after a local activity:
+        # what a run has seen there can differ between a first run and a replay.
+        settling = workflow.patched(SETTLE_PATCH)
         announced = False
         while True:
             await workflow.wait_condition(
@@ -102,6 +107,8 @@ class Continuation:
                 announced = True
             # Every event and message reaches the store before this run ends.
             await flush(mem, with_thread_row=True)
+            if settling:
+                await settle(mem)
         workflow.continue_as_new(next_input)
 
 

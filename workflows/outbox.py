@@ -33,6 +33,27 @@ async def flush(mem: ThreadMemory, *, with_thread_row: bool = False) -> None:
         raise
 
 
+async def settle(mem: ThreadMemory) -> None:
+    """Write the thread's read-model row with a regular activity, not a local one: what a
+    run waits on last before it decides to continue as new.
+
+    The run then decides in the workflow task that this activity's completion started,
+    with every signal that came before it, in the same order on a replay. Deciding right
+    after a local activity lost queued messages: a local activity can end in a workflow
+    task of its own, with no new history event; the run continued as new there while
+    signals arrived, Temporal refused it (UnhandledCommand), and the task that followed
+    continued as new without the messages those signals had queued (ARCHITECTURE "Long
+    threads"). Only the row goes: the outbox stays for a local activity, whose input never
+    enters history.
+    """
+    await workflow.execute_activity(
+        ACTIVITY_STORE_FLUSH,
+        FlushInput(thread_id=mem.thread_id, events=[], messages=[], thread_row=mem.thread_row()),
+        start_to_close_timeout=timedelta(seconds=30),
+        retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=10)),
+    )
+
+
 async def persist_first(mem: ThreadMemory, events: list[Event], messages: list[Message]) -> None:
     """Write messages and events now, so the activity scheduled next need not carry them.
 
