@@ -10,7 +10,8 @@ from weft.contract.actions import ActionResolution, PendingAction
 from weft.contract.context import ContextCarry, ContextOptions
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.effects import ScheduledEffect
-from weft.contract.messages import MessageMeta, QueuedMessage, QueuedTool, Side
+from weft.contract.events import Event
+from weft.contract.messages import Message, MessageMeta, QueuedMessage, QueuedTool, Side
 from weft.contract.subagents import ParentLink, RegistryEntry, SpawnRequest
 from weft.contract.turns import StopReason as StopReason
 from weft.contract.turns import TurnsCarry
@@ -254,6 +255,14 @@ class ThreadCarryOver(CamelModel):
     )
     effects: list[ScheduledEffect] = Field(
         default_factory=list, description="pending scheduled effects, with their due times"
+    )
+    outbox: list[Event] = Field(
+        default_factory=list,
+        description="events not yet stored (signals that came during the last write); the "
+        "next run stores them first",
+    )
+    outbox_messages: list[Message] = Field(
+        default_factory=list, description="messages not yet stored, likewise"
     )
 
 

@@ -97,6 +97,10 @@ async def test_three_hundred_steps_across_runs_lose_nothing(
     assert len(worker.store.values.get(started.id, "notes")) == STEPS
     assert len(worker.store.events.read(started.id, types=["thread.started"])) == 1
     assert len(worker.store.events.read(started.id, types=["turn.started"])) == 1
+    # Every enqueue was recorded, those a run carried unstored into the next one included.
+    changes = worker.store.events.read(started.id, types=["queue.changed"])
+    enqueued = [e for e in changes if (e.payload or {}).get("action") == "enqueued"]
+    assert len(enqueued) == len(sent) + 1
 
     runs = await run_histories(temporal_client, started.id, started.first_execution_run_id)
     assert len(runs) == state.counters.runs

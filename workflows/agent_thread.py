@@ -40,7 +40,7 @@ from weft.workflows import read_models, search_attributes
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.background import BackgroundTasks
 from weft.workflows.context_keeper import ContextKeeper
-from weft.workflows.continuation import Continuation, restore
+from weft.workflows.continuation import Continuation, restore, store_carried
 from weft.workflows.control_plane import ControlPlane, refused_after_terminate
 from weft.workflows.effects import EffectTimers
 from weft.workflows.human_gate import HumanGate
@@ -194,6 +194,7 @@ class AgentThreadWorkflow:
             await self._init()
         else:
             effects.restart_timers()
+            await store_carried(mem)
             if carried.turn is not None and not mem.is_terminated():
                 await self._run_session(resume=carried.turn)
         while not mem.is_terminated():

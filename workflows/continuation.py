@@ -1,12 +1,14 @@
 """Continue-as-new: when a run has grown enough, and what it carries into the next run.
 
 A run continues as new only at a safe point (idle, or between two steps of a turn), after
-every handler has finished, with the event outbox flushed and nothing waiting on a human.
+every handler has finished, with the outbox flushed and nothing waiting on a human. What
+signals add to the outbox during that last write is carried, and the next run stores it
+first (`store_carried`).
 A `submit_turn` that waits for its turn (`wait: "completed"`) finishes only when the turn
 ends, which needs this run to go on: while one is pending the run does not continue as new
 (it would otherwise wait for that handler for ever), and tries again at the next safe point.
-`ThreadMemory` moves whole (less the flushed outbox and the older message index) into
-`ThreadCarryOver`; content stays in the store.
+`ThreadMemory` moves whole (less the older message index) into `ThreadCarryOver`; content
+stays in the store.
 """
 
 from __future__ import annotations
@@ -89,8 +91,8 @@ class Continuation:
                 # Heavy queued messages: the next step drains them into the store first.
                 mem.incident("continue_as_new_postponed", f"carry-over is {size} bytes")
                 return
-            if announced and not mem.outbox and not mem.outbox_messages:
-                break
+            if announced and (settling or (not mem.outbox and not mem.outbox_messages)):
+                break  # what signals added since the last write is carried (`carry_over`)
             if not announced:
                 info = workflow.info()
                 mem.emit(
@@ -110,6 +112,12 @@ class Continuation:
             if settling:
                 await settle(mem)
         workflow.continue_as_new(next_input)
+
+
+async def store_carried(mem: ThreadMemory) -> None:
+    """In a continued run, first store what the previous run's outbox carried."""
+    if mem.outbox or mem.outbox_messages:
+        await flush(mem)
 
 
 def history_is_long(options: ThreadOptions) -> bool:
@@ -163,6 +171,8 @@ def carry_over(
         context=mem.window.carry(),
         turns=mem.turns.carry(),
         effects=mem.effects.carry(),
+        outbox=list(mem.outbox),
+        outbox_messages=list(mem.outbox_messages),
     )
 
 
@@ -212,4 +222,6 @@ def restore(
         window=ContextState.restore(carried.context),
         turns=TurnBook.restore(carried.turns),
         effects=EffectBook.restore(carried.effects),
+        outbox=list(carried.outbox),
+        outbox_messages=list(carried.outbox_messages),
     )

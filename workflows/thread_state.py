@@ -1,8 +1,9 @@
 """The AgentThread's one state object: lifecycle, queue, message index, counters, outbox.
 
 `ThreadMemory` is created once the start input is valid and is never optional after
-that. Everything in it except the outbox is carried across continue-as-new
-(`workflows/continuation.py`); the outbox is flushed before a run ends. Only ids, roles
+that. All of it is carried across continue-as-new (`workflows/continuation.py`); the
+outbox is flushed before a run ends, and only what arrives during that write is carried
+with it. Only ids, roles
 and counters live here; message content lives in the store.
 """
 

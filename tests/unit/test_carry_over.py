@@ -12,7 +12,7 @@ from weft.workflows.queue import ThreadQueue
 
 
 def test_carried_memory_restores_the_same_thread() -> None:
-    """Everything but the flushed outbox survives carry_over then restore."""
+    """Everything survives carry_over then restore, the events not yet stored included."""
     mem = memory(sessionId="s1")
     ThreadQueue(mem).add_message(QueuedMessage(role="user", content="next"))
     mem.new_message(role="user", content="hi", side=None, turn_id="turn_1")
@@ -36,7 +36,10 @@ def test_carried_memory_restores_the_same_thread() -> None:
     assert restored.subagents.immediate_done == {"p"}
     assert (restored.warnings, restored.incidents) == (1, mem.incidents)
     assert restored.counters.steps == 1 and restored.counters.messages == 1
-    assert restored.outbox == []  # the run flushed it before continuing
+    # Events a signal added during the run's last write ride along; the next run stores them.
+    assert [e.event_id for e in restored.outbox] == [e.event_id for e in mem.outbox]
+    assert [e.type for e in restored.outbox] == ["queue.changed", "runtime.warning"]
+    assert restored.outbox_messages == mem.outbox_messages
 
 
 def test_only_a_recent_window_is_carried() -> None:
