@@ -107,7 +107,8 @@ class Continuation:
                     },
                 )
                 announced = True
-            # Every event and message reaches the store before this run ends.
+            # Every event and message so far reaches the store before this run ends (what
+            # signals add during the settle is carried).
             await flush(mem, with_thread_row=True)
             if settling:
                 await settle(mem)
