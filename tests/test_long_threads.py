@@ -98,7 +98,7 @@ async def test_three_hundred_steps_across_runs_lose_nothing(
     assert len(worker.store.events.read(started.id, types=["thread.started"])) == 1
     assert len(worker.store.events.read(started.id, types=["turn.started"])) == 1
     # Every enqueue was recorded, those a run carried unstored into the next one included.
-    changes = worker.store.events.read(started.id, types=["queue.changed"])
+    changes = worker.store.events.read(started.id, types=["queue.changed"], limit=10_000)
     enqueued = [e for e in changes if (e.payload or {}).get("action") == "enqueued"]
     assert len(enqueued) == len(sent) + 1
 
