@@ -52,7 +52,6 @@ from history_phases import (  # noqa: E402
     is_signal,
     per_step_ms,
     whole_workflow,
-    workflow_histories,
 )
 from processes import MachineCpu, cpu_seconds, temporal_server_pid  # noqa: E402
 from scenario import (  # noqa: E402
@@ -64,7 +63,13 @@ from scenario import (  # noqa: E402
     bench_definitions,
     floor_input,
 )
-from support import local_stack, scratch_config, start_thread, wait_until  # noqa: E402
+from support import (  # noqa: E402
+    local_stack,
+    run_histories,
+    scratch_config,
+    start_thread,
+    wait_until,
+)
 from temporalio.client import Client  # noqa: E402
 from worker_probe import OUTSIDE, Bucket, WorkerProbe  # noqa: E402
 
@@ -99,7 +104,7 @@ async def run_floor(client: Client, queue: str, definitions: Definitions, calls:
     steps = await handle.result()
     assert steps == calls + 1, f"the floor made {steps} model calls, not {calls + 1}"
     assert handle.first_execution_run_id is not None
-    histories = await workflow_histories(client, handle.id, handle.first_execution_run_id)
+    histories = await run_histories(client, handle.id, handle.first_execution_run_id)
     return Sample(steps, analyse(histories, begins=is_execution_started, ends_after=whole_workflow))
 
 
@@ -121,7 +126,7 @@ async def run_weft(client: Client, queue: str, probe: WorkerProbe, calls: int) -
     )
     worker = probe.snapshot()
     assert state.counters.steps == calls + 1, f"weft ran {state.counters.steps} steps"
-    histories = await workflow_histories(client, started.id, started.first_execution_run_id)
+    histories = await run_histories(client, started.id, started.first_execution_run_id)
     await thread.signal(SIGNAL_TERMINATE, {})
     await wait_closed(thread)
     figures = analyse(

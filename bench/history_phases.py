@@ -14,7 +14,6 @@ from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.client import Client
 
 E = EventType
 WORKFLOW_TASK = "workflow task"
@@ -49,22 +48,6 @@ class HistoryFigures:
 def per_step_ms(seconds: float, steps: int) -> float:
     """`seconds` in milliseconds per step."""
     return seconds / steps * 1000
-
-
-async def workflow_histories(client: Client, workflow_id: str, first_run_id: str) -> list[Any]:
-    """The history of every run of `workflow_id`, following its continue-as-new chain."""
-    histories = []
-    run_id: str | None = first_run_id
-    while run_id:
-        history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
-        histories.append(history)
-        last = history.events[-1]
-        run_id = (
-            last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
-            if last.event_type == E.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
-            else None
-        )
-    return histories
 
 
 def analyse(

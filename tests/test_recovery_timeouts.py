@@ -150,18 +150,17 @@ async def test_activities_heartbeat_from_start_to_end(temporal_client):
     assert attempt == 1
 
 
+def info(activity_id: str, attempt: int) -> Any:
+    """The fields of an activity's info that the recovery interceptor reads."""
+    return SimpleNamespace(
+        workflow_id="thread-1", workflow_run_id="run-1", activity_id=activity_id, attempt=attempt
+    )
+
+
 def test_only_a_retry_of_an_attempt_elsewhere_unsticks(temporal_client):
     """A retry of an attempt this worker ran (a provider error) keeps the thread sticky; a
     retry whose previous attempt ran elsewhere (maybe a dead worker) does not."""
     recovery = RecoveryInterceptor(temporal_client, heartbeat_every_seconds=1)
-
-    def info(activity_id: str, attempt: int) -> Any:
-        return SimpleNamespace(
-            workflow_id="thread-1",
-            workflow_run_id="run-1",
-            activity_id=activity_id,
-            attempt=attempt,
-        )
 
     assert not recovery.previous_attempt_ran_elsewhere(info("1", 1))
     assert not recovery.previous_attempt_ran_elsewhere(info("1", 2))  # attempt 1 ran here
@@ -173,14 +172,6 @@ def test_a_retry_of_an_attempt_finished_here_gets_its_result(temporal_client):
     """Temporal back from an outage longer than the heartbeat timeout retries activities
     that had finished: the worker answers with the result it could not report."""
     recovery = RecoveryInterceptor(temporal_client, heartbeat_every_seconds=1)
-
-    def info(activity_id: str, attempt: int) -> Any:
-        return SimpleNamespace(
-            workflow_id="thread-1",
-            workflow_run_id="run-1",
-            activity_id=activity_id,
-            attempt=attempt,
-        )
 
     recovery.finished(info("1", 1), "the tool's message")
     assert recovery.earlier_result(info("1", 2)) == Finished("the tool's message")

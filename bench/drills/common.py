@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 import statistics
+import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 import yaml
 from sqlalchemy import func, select
-from support import read
+from support import local_stack, read
 from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import Client, WorkflowHandle
 
@@ -75,6 +76,40 @@ def write_worker_config(
     path = folder / f"worker-{uuid.uuid4().hex[:6]}.yml"
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+@dataclass
+class DrillStack:
+    """What a drill on a local stack runs against."""
+
+    client: Client
+    queue: str
+    config_file: Path
+    store: Store
+
+
+@asynccontextmanager
+async def drill_stack(drill: str, script: dict[str, Any]) -> AsyncIterator[DrillStack]:
+    """A dev server, the scripted model with `script` named "drill", a SQLite store in a
+    temporary directory, and a worker config file for all three on a fresh task queue."""
+    with tempfile.TemporaryDirectory() as tmp_dir:
+        tmp = Path(tmp_dir)
+        url = f"sqlite:///{tmp / 'weft.db'}"
+        async with local_stack() as (client, scripted, address):
+            scripted.set_script("drill", script)
+            queue = task_queue(drill)
+            config_file = write_worker_config(
+                tmp,
+                address=address,
+                task_queue=queue,
+                store_url=url,
+                model_url=scripted.openai_base_url,
+            )
+            store = await asyncio.to_thread(Store.open, url)
+            try:
+                yield DrillStack(client, queue, config_file, store)
+            finally:
+                store.close()
 
 
 def task_queue(drill: str) -> str:

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import tempfile
 import time
-from pathlib import Path
 
-from support import local_stack, start_thread
+from support import start_thread
 from temporalio.client import Client
 from worker_process import WorkerProcess
 
@@ -19,13 +17,12 @@ from drills.common import (
     Report,
     check_all_complete,
     check_slow_threads,
+    drill_stack,
     event_counts,
     first,
     note,
     report_history,
-    task_queue,
     wait_for_events,
-    write_worker_config,
 )
 from weft.activities.store import Store
 
@@ -46,28 +43,17 @@ def _script() -> dict[str, object]:
 async def run(report: Report, args: argparse.Namespace) -> None:
     """Put every thread inside a tool on worker A, SIGTERM A, finish on worker B."""
     threads = args.threads or DEFAULT_THREADS
-    with tempfile.TemporaryDirectory() as tmp_dir:
-        tmp = Path(tmp_dir)
-        url = f"sqlite:///{tmp / 'weft.db'}"
-        async with local_stack() as (client, scripted, address):
-            scripted.set_script("drill", _script())
-            queue = task_queue("drain")
-            config = write_worker_config(
-                tmp,
-                address=address,
-                task_queue=queue,
-                store_url=url,
-                model_url=scripted.openai_base_url,
+    async with drill_stack("drain", _script()) as stack:
+        draining = WorkerProcess(stack.config_file)
+        successor = WorkerProcess(stack.config_file)
+        try:
+            await draining.start()
+            await _drill(
+                report, stack.client, stack.store, draining, successor, stack.queue, threads
             )
-            store = await asyncio.to_thread(Store.open, url)
-            draining, successor = WorkerProcess(config), WorkerProcess(config)
-            try:
-                await draining.start()
-                await _drill(report, client, store, draining, successor, queue, threads)
-            finally:
-                await draining.stop()
-                await successor.stop()
-                store.close()
+        finally:
+            await draining.stop()
+            await successor.stop()
 
 
 async def _drill(

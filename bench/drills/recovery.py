@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from support import local_stack
 from temporalio.client import Client
 from worker_process import WorkerProcess
 
@@ -38,6 +37,7 @@ from drills.common import (
     FINAL_TEXT,
     Report,
     attempts_after_first,
+    drill_stack,
     event_counts,
     first,
     note,
@@ -159,39 +159,26 @@ async def _start_threads(client: Client, queue: str, threads: int, label: str) -
 
 async def _worker_kill(report: Report, threads: int) -> None:
     """All threads inside a tool on worker A; worker B polls; A is SIGKILLed."""
-    with tempfile.TemporaryDirectory() as tmp_dir:
-        tmp = Path(tmp_dir)
-        url = f"sqlite:///{tmp / 'weft.db'}"
-        async with local_stack() as (client, scripted, address):
-            scripted.set_script("drill", _script())
-            queue = task_queue("recovery")
-            config_file = write_worker_config(
-                tmp,
-                address=address,
-                task_queue=queue,
-                store_url=url,
-                model_url=scripted.openai_base_url,
-            )
-            store = await asyncio.to_thread(Store.open, url)
-            doomed = WorkerProcess(config_file)
-            try:
-                await doomed.start()
-                ids = await _start_threads(client, queue, threads, "worker kill")
-                note(f"worker kill: {threads} threads, each in a {TOOL_SECONDS:.0f} s tool")
-                await wait_for_events(store, ids, "tool.started", timeout=120, interval=0.05)
-                # The successor runs in this process: it polls within a second, so every
-                # tool is still running on the doomed worker when it dies.
-                async with AgentWorker(client, load_config(config_file)) as successor:
-                    del successor
-                    polling = time.time()
-                    hit = threads - len(await asyncio.to_thread(event_counts, store, "tool.result"))
-                    killed = time.time()
-                    await doomed.kill()
-                    note(f"worker kill: SIGKILL with {hit}/{threads} tools in flight")
-                    await _judge(report, client, store, ids, "worker kill", killed, polling)
-            finally:
-                await doomed.stop()
-                store.close()
+    async with drill_stack("recovery", _script()) as stack:
+        client, store = stack.client, stack.store
+        doomed = WorkerProcess(stack.config_file)
+        try:
+            await doomed.start()
+            ids = await _start_threads(client, stack.queue, threads, "worker kill")
+            note(f"worker kill: {threads} threads, each in a {TOOL_SECONDS:.0f} s tool")
+            await wait_for_events(store, ids, "tool.started", timeout=120, interval=0.05)
+            # The successor runs in this process: it polls within a second, so every
+            # tool is still running on the doomed worker when it dies.
+            async with AgentWorker(client, load_config(stack.config_file)) as successor:
+                del successor
+                polling = time.time()
+                hit = threads - len(await asyncio.to_thread(event_counts, store, "tool.result"))
+                killed = time.time()
+                await doomed.kill()
+                note(f"worker kill: SIGKILL with {hit}/{threads} tools in flight")
+                await _judge(report, client, store, ids, "worker kill", killed, polling)
+        finally:
+            await doomed.stop()
 
 
 async def _server_crash(
