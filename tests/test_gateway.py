@@ -192,10 +192,9 @@ async def test_post_stores_values_and_signals_the_parent(
 
 
 async def test_every_route_needs_the_token(gateway: GatewayServer, store: Store) -> None:
-    """Without the bearer token, or with a wrong one, every route answers 401."""
+    """Without the bearer token, or with a wrong one, every route but `/healthz` answers 401."""
     request = await _recorded(store, _request())
     routes = [
-        ("GET", "/healthz", None),
         ("GET", "/openapi.json", None),
         ("GET", _url(request), None),
         ("POST", _url(request), {"values": {"API_KEY": "a", "REGION": "b"}}),
@@ -209,6 +208,9 @@ async def test_every_route_needs_the_token(gateway: GatewayServer, store: Store)
                 assert reply.headers["www-authenticate"].startswith("Bearer")
     still = await asyncio.to_thread(store.variable_requests.get, request.request_id)
     assert still is not None and still.status == "pending"
+    async with httpx.AsyncClient(base_url=gateway.url) as anonymous:
+        health = await anonymous.get("/healthz")
+        assert health.status_code == 200 and health.json()["status"] == "ok"
 
 
 async def test_unknown_request_or_other_parent_is_404(
@@ -508,9 +510,9 @@ async def test_weft_serve_command(tmp_path: Path, dev_server: DevServer, keyring
         banner = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
         assert f"http://127.0.0.1:{port}" in banner and "keys k9" in banner
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
-            refused = await client.get("/healthz")
+            refused = await client.get("/openapi.json")
             assert refused.status_code == 401
-            ok = await client.get("/healthz", headers={"Authorization": f"Bearer {TOKEN}"})
+            ok = await client.get("/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"})
             assert ok.status_code == 200, ok.text
     finally:
         process.send_signal(signal.SIGTERM)

@@ -11,6 +11,8 @@ FORBIDDEN = {
     "client": {"workers", "cli"},
     "workers": {"client", "cli"},
     "transport": {"client", "workers", "cli"},
+    # The HTTP API composes client/ and the gateway of workers/, and is composed by cli/.
+    "api": {"cli"},
 }
 
 

@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-INTERNAL = ("contract", "workflows", "activities", "transport", "workers", "client", "cli")
+INTERNAL = ("contract", "workflows", "activities", "transport", "workers", "client", "cli", "api")
 
 USER_PROGRAM = textwrap.dedent(
     """

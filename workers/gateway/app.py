@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 from typing import Any
+from urllib.parse import parse_qs
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -45,16 +46,32 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": ErrorBody} for status in (401, *statuses)}
 
 
-def create_app(store: Store, temporal_client: Client, token: str) -> FastAPI:
-    """The gateway app over `store` and `temporal_client`; every route needs `token`."""
+# Unauthenticated: load balancers probe it, and it tells nothing about any thread.
+HEALTH_PATH = "/healthz"
+# The browser page cannot send a header: it gets the token once in its URL and keeps it in
+# an HttpOnly, SameSite=Strict cookie (sent with its fetches and EventSource, never cross-site).
+TOKEN_COOKIE = "weft_token"
+PAGE_PATH = "/inbox"
+
+
+def create_app(
+    store: Store,
+    temporal_client: Client,
+    token: str,
+    *,
+    title: str = "weft gateway",
+    summary: str = "Complete scoped-variable requests of weft threads (Runtime §7.5)",
+) -> FastAPI:
+    """The gateway app over `store` and `temporal_client`; every route but `/healthz`
+    needs `token`."""
     if not token:
         raise ValueError("the gateway needs a bearer token")
     # Declares the scheme in the OpenAPI document; `_RequireToken` enforces it on every
     # path before anything else runs (a body is not even read without the token).
     bearer = HTTPBearer(auto_error=False, description="the token given to `weft serve`")
     app = FastAPI(
-        title="weft gateway",
-        summary="Complete scoped-variable requests of weft threads (Runtime §7.5)",
+        title=title,
+        summary=summary,
         version="1",
         dependencies=[Depends(bearer)],
         # The document is served below, behind the token; the HTML docs would load
@@ -72,9 +89,10 @@ def create_app(store: Store, temporal_client: Client, token: str) -> FastAPI:
         return app.openapi()
 
     @app.get(
-        "/healthz",
+        HEALTH_PATH,
         response_model=Health,
-        responses={503: {"model": Health}, **_errors()},
+        responses={503: {"model": Health}},
+        openapi_extra={"security": []},
         summary="Whether the store and Temporal answer",
     )
     async def healthz() -> Any:
@@ -161,14 +179,18 @@ async def _signal_parent(
 
 
 class _RequireToken:
-    """ASGI middleware: 401 unless `Authorization: Bearer <token>` matches."""
+    """ASGI middleware: 401 unless the token is presented, compared in constant time.
+
+    The token comes as `Authorization: Bearer <token>`, as the page's cookie, or (only for
+    `GET /inbox`, which then moves it into the cookie) as `?token=`. `/healthz` is open.
+    """
 
     def __init__(self, app: ASGIApp, *, token: str) -> None:
         self._app = app
         self._token = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not self._authorised(Headers(scope=scope)):
+        if scope["type"] == "http" and not self._authorised(scope):
             body = ErrorBody(error="bearer token required")
             reply = JSONResponse(
                 body.model_dump(),
@@ -179,11 +201,35 @@ class _RequireToken:
             return
         await self._app(scope, receive, send)
 
-    def _authorised(self, headers: Headers) -> bool:
+    def _authorised(self, scope: Scope) -> bool:
+        path, method = scope.get("path", ""), scope.get("method", "")
+        if path == HEALTH_PATH and method in ("GET", "HEAD"):
+            return True
+        headers = Headers(scope=scope)
         scheme, _, presented = headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not presented.strip():
-            return False
-        return hmac.compare_digest(presented.strip().encode(), self._token)
+        if scheme.lower() == "bearer" and presented.strip():
+            return self._matches(presented.strip())
+        cookie = _cookie(headers.get("cookie", ""), TOKEN_COOKIE)
+        if cookie:
+            return self._matches(cookie)
+        if path == PAGE_PATH and method == "GET":
+            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            return self._matches(query.get("token", [""])[0])
+        return False
+
+    def _matches(self, presented: str) -> bool:
+        return bool(presented) and hmac.compare_digest(
+            presented.encode("utf-8", "surrogateescape"), self._token
+        )
+
+
+def _cookie(header: str, name: str) -> str:
+    """One cookie's value from a `Cookie` header, or ''."""
+    for part in header.split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == name:
+            return value
+    return ""
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -245,4 +291,12 @@ async def _temporal_answers(client: Client) -> bool:
         return False
 
 
-__all__ = ["MAX_BODY_BYTES", "VARIABLES_PATH", "GatewayError", "create_app"]
+__all__ = [
+    "HEALTH_PATH",
+    "MAX_BODY_BYTES",
+    "PAGE_PATH",
+    "TOKEN_COOKIE",
+    "VARIABLES_PATH",
+    "GatewayError",
+    "create_app",
+]
