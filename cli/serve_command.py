@@ -1,4 +1,5 @@
-"""`weft serve`: the HTTP gateway (scoped-variable requests, Runtime §7.5) on the configured stack."""
+"""`weft serve`: the HTTP and SSE API (threads, control, events, the inbox page, and the
+§7.5 scoped-variable requests) on the configured stack; docs/http-api.md."""
 
 from __future__ import annotations
 
@@ -19,13 +20,17 @@ TOKEN_ENV = "WEFT_GATEWAY_TOKEN"
 def register(subparsers: Any) -> None:
     """Add `serve` to the main `weft` CLI's subparsers."""
     parser = subparsers.add_parser(
-        "serve", help="serve the HTTP gateway (scoped-variable requests of subagents)"
+        "serve", help="serve the HTTP API: threads, control, SSE events and the inbox page"
     )
     parser.add_argument("--host", default="127.0.0.1", help="listen address (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8088, help="listen port (default: 8088)")
     parser.add_argument(
         "--token",
         help=f"the bearer token every call needs (default: ${TOKEN_ENV}, or made and shown)",
+    )
+    parser.add_argument(
+        "--cors-origin",
+        help="the one browser origin allowed to call the API from another site (default: none)",
     )
     parser.set_defaults(handler=serve)
 
@@ -34,18 +39,32 @@ async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
     """Serve until SIGINT/SIGTERM (a graceful stop, status 0), over the configured store,
     Temporal and codec keys."""
     from weft.activities.store import Store
-    from weft.workers.gateway import GatewayServer, create_app
+    from weft.api import create_api
+    from weft.api.context import ApiContext
+    from weft.api.event_feed import open_event_feed
+    from weft.client.threads import Threads
+    from weft.workers.gateway import GatewayServer
 
     token = args.token or os.environ.get(TOKEN_ENV)
+    page_token = "$" + TOKEN_ENV  # never echo a token the operator chose into logs
     if not token:
-        token = secrets.token_urlsafe(32)
+        token = page_token = secrets.token_urlsafe(32)
         print(f"weft serve: no {TOKEN_ENV} set; this run's token: {token}", flush=True)
     keyring = load_keyring(config)
     temporal = config.temporal
     client = await client_from_config(config)
     store = await asyncio.to_thread(Store.open, config.store_url(), keyring=keyring)
+    feed = await open_event_feed(store)
     try:
-        server = GatewayServer(create_app(store, client, token), host=args.host, port=args.port)
+        ctx = ApiContext(
+            store=store,
+            client=client,
+            threads=Threads(client, task_queue=temporal.task_queue, store=store),
+            feed=feed,
+            task_queue=temporal.task_queue,
+        )
+        app = create_api(ctx, token, cors_origin=args.cors_origin)
+        server = GatewayServer(app, host=args.host, port=args.port)
         sealing = f"keys {', '.join(keyring.key_ids)}" if keyring else "NO keys: values unsealed"
         async with server:
             print(
@@ -53,11 +72,13 @@ async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
                 f"namespace {temporal.namespace}; {sealing})",
                 flush=True,
             )
+            print(f"weft serve: inbox page at {server.url}/inbox?token={page_token}", flush=True)
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, server.stop)
             await server.wait()
     finally:
+        await feed.close()
         store.close()
     return 0
 

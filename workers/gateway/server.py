@@ -12,6 +12,8 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+GRACEFUL_SHUTDOWN_SECONDS = 5
+
 
 class NoDelayH11Protocol(H11Protocol):
     """uvicorn's h11 protocol, with Nagle's algorithm off for each accepted connection.
@@ -57,6 +59,9 @@ class GatewayServer:
             log_config=None,  # leave logging to the host process
             access_log=False,  # paths and bodies stay out of logs
             server_header=False,
+            # Event streams never finish on their own: a stop waits this long for open
+            # requests, then closes the rest (SSE clients resume with Last-Event-ID).
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         )
         self.server: uvicorn.Server = _Server(config)
         self._task: asyncio.Task[None] | None = None
