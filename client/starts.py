@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import (
@@ -28,6 +29,7 @@ from weft.contract.thread import QUERY_THREAD_READ, ThreadRead
 
 CONFIRM_TIMEOUT = 15.0
 _POLL = 0.05
+_QUERY_WAIT = 2.0
 
 
 class ThreadStartRefused(ValueError):
@@ -69,15 +71,15 @@ async def start_confirmed(
     handle = await threads.start(agent, messages=messages, thread_id=thread_id, **fields)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        verdict = await _verdict(handle)
+    while (left := deadline - loop.time()) > 0:
+        verdict = await _verdict(handle, timedelta(seconds=min(left, _QUERY_WAIT)))
         if verdict is not None:
             return StartedThread(handle, confirmed=verdict)
         await asyncio.sleep(_POLL)
     return StartedThread(handle, confirmed=False)
 
 
-async def _verdict(handle: WorkflowHandle[Any, Any]) -> bool | None:
+async def _verdict(handle: WorkflowHandle[Any, Any], wait: timedelta) -> bool | None:
     """True once the thread is past `preparing`; None while it is not known yet."""
     try:
         described = await handle.describe()
@@ -87,7 +89,8 @@ async def _verdict(handle: WorkflowHandle[Any, Any]) -> bool | None:
         await _raise_refusal(handle)
         return True  # it ran and closed on its own (a thread that ends at once)
     try:
-        read = await handle.query(QUERY_THREAD_READ, result_type=ThreadRead)
+        # With no worker polling, a query waits for one: bound it by what is left.
+        read = await handle.query(QUERY_THREAD_READ, result_type=ThreadRead, rpc_timeout=wait)
     except (RPCError, WorkflowQueryFailedError):
         return None  # its first workflow task has not run yet
     return ThreadRead.model_validate(read).status != "preparing" or None
