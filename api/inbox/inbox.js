@@ -1,0 +1,652 @@
+// The weft inbox: the threads waiting on a human, one thread's live transcript, and its
+// pending action. It talks only to the JSON and SSE routes of `weft serve` (docs/http-api.md);
+// the token travels in the HttpOnly cookie the server set, so this script never holds it.
+//
+// Thread data is untrusted (model output, tool results, user text): it only ever reaches
+// the page as text nodes (`textContent`, `append(string)`), never as HTML.
+"use strict";
+
+(() => {
+  const WAITING_POLL_MS = 3000; // visibility is eventually consistent: the list is polled
+  const REFRESH_DELAY_MS = 120; // events come in bursts: one snapshot read per burst
+  const SNAPSHOT_LIMIT = 50;
+
+  const $ = (id) => document.getElementById(id);
+
+  // ---------------------------------------------------------------- small helpers
+
+  /** An element with properties set and children appended (strings become text nodes). */
+  function el(tag, props, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(props || {})) {
+      if (key === "data") Object.assign(node.dataset, value);
+      else if (key === "role") node.setAttribute(key, value);
+      else node[key] = value;
+    }
+    for (const child of children) if (child !== null && child !== undefined) node.append(child);
+    return node;
+  }
+
+  function showError(node, err) {
+    node.textContent = err instanceof Error ? err.message : String(err);
+    node.hidden = false;
+  }
+
+  function clearError(node) {
+    node.textContent = "";
+    node.hidden = true;
+  }
+
+  /** A v4 UUID; `randomUUID` exists only in secure contexts (https, localhost). */
+  function newUuid() {
+    if (crypto.randomUUID) return crypto.randomUUID();
+    const bytes = crypto.getRandomValues(new Uint8Array(16));
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  }
+
+  /** JSON text pretty-printed when it parses, as it is otherwise. */
+  function pretty(value) {
+    if (value === null || value === undefined) return "";
+    if (typeof value !== "string") return JSON.stringify(value, null, 2);
+    try {
+      return JSON.stringify(JSON.parse(value), null, 2);
+    } catch {
+      return value;
+    }
+  }
+
+  const threadPath = (threadId, rest = "") => `/threads/${encodeURIComponent(threadId)}${rest}`;
+
+  /** fetch JSON; a reply that is not 2xx throws the API's `error` message. */
+  async function api(path, { method = "GET", body } = {}) {
+    const headers = { Accept: "application/json" };
+    const init = { method, headers, credentials: "same-origin", cache: "no-store" };
+    if (body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      // One key per click: a retried request is answered once by the server.
+      headers["Idempotency-Key"] = newUuid();
+      init.body = JSON.stringify(body);
+    }
+    let response;
+    try {
+      response = await fetch(path, init);
+    } catch {
+      throw new Error("weft serve did not answer; is it running?");
+    }
+    const text = await response.text();
+    let data = null;
+    try {
+      data = text ? JSON.parse(text) : null;
+    } catch {
+      data = null;
+    }
+    if (!response.ok) {
+      if (response.status === 401) {
+        throw new Error("Not signed in: open the inbox link `weft serve` printed (with ?token=).");
+      }
+      const message = data && typeof data.error === "string" ? data.error : `HTTP ${response.status}`;
+      throw new Error(message);
+    }
+    return data;
+  }
+
+  // ---------------------------------------------------------------- the waiting list
+
+  const WAITS_FOR = { ask_human: "asks a question", tool_permission: "asks to run a tool" };
+  let selectedId = null;
+
+  async function pollWaiting() {
+    try {
+      const page = await api("/threads?awaiting=any&limit=50");
+      renderWaiting(Array.isArray(page && page.threads) ? page.threads : []);
+      clearError($("waiting-error"));
+    } catch (err) {
+      showError($("waiting-error"), err);
+    } finally {
+      setTimeout(pollWaiting, WAITING_POLL_MS);
+    }
+  }
+
+  function renderWaiting(threads) {
+    const items = threads.map((thread) => {
+      const started = thread.startedAt ? new Date(thread.startedAt).toLocaleString() : "";
+      const button = el(
+        "button",
+        { type: "button", className: "thread-link" },
+        el("strong", {}, String(thread.agent || "thread")),
+        " ",
+        el("span", { className: "waits" }, WAITS_FOR[thread.awaitingAction] || "waits"),
+        el("small", {}, String(thread.threadId)),
+        started ? el("small", {}, started) : null,
+      );
+      button.addEventListener("click", () => openThread(thread.threadId));
+      const item = el("li", { data: { threadId: thread.threadId } }, button);
+      if (thread.threadId === selectedId) item.setAttribute("aria-current", "true");
+      return item;
+    });
+    $("waiting").replaceChildren(...items);
+    $("waiting-empty").hidden = items.length > 0;
+  }
+
+  function markSelected() {
+    for (const item of $("waiting").children) {
+      if (item.dataset.threadId === selectedId) item.setAttribute("aria-current", "true");
+      else item.removeAttribute("aria-current");
+    }
+  }
+
+  // ---------------------------------------------------------------- one thread
+  //
+  // The transcript is the session snapshot's messages (settled, with content), plus what
+  // the event stream shows before the next snapshot read: the text of the step being
+  // streamed, and tool calls starting and ending. Events that settle something (a model
+  // reply, a tool result, drained user messages) trigger a new snapshot read, whose new
+  // messages take the place of their live stand-ins.
+
+  let view = null; // the open thread
+
+  function newView(threadId) {
+    return {
+      threadId,
+      source: null, // the EventSource
+      lastSequence: 0, // events at or below it were seen (a reconnect may repeat some)
+      messages: new Map(), // message id -> its <li>
+      tools: new Map(), // tool call id -> {details, status, args, result}
+      live: null, // the step being streamed: {stepId, attempt, item, text, messageId}
+      finished: new Map(), // message id -> the live <li> that stands in for it
+      refreshTimer: null,
+      refreshThreadToo: false,
+    };
+  }
+
+  async function openThread(threadId) {
+    threadId = String(threadId || "").trim();
+    if (!threadId) return;
+    closeView();
+    const current = (view = newView(threadId));
+    selectedId = threadId;
+    markSelected();
+    history.replaceState(null, "", `#thread=${encodeURIComponent(threadId)}`);
+    $("placeholder").hidden = true;
+    $("thread").hidden = false;
+    $("thread-title").textContent = threadId;
+    $("thread-id").textContent = threadId;
+    $("thread-status").textContent = "";
+    $("stream-status").textContent = "";
+    $("activity").textContent = "";
+    $("transcript").replaceChildren();
+    $("live").replaceChildren();
+    $("action").replaceChildren();
+    $("action").hidden = true;
+    clearError($("thread-error"));
+    try {
+      // The snapshot first, then events after it: an event may repeat what the snapshot
+      // shows (the live stand-ins are dropped), never the other way round.
+      const snapshot = await api(threadPath(threadId, `/session?limit=${SNAPSHOT_LIMIT}`));
+      if (current !== view) return;
+      applySnapshot(current, snapshot);
+      follow(current, snapshotSequence(snapshot));
+      await refreshThread(current);
+    } catch (err) {
+      if (current === view) showError($("thread-error"), err);
+    }
+  }
+
+  function closeView() {
+    if (!view) return;
+    if (view.source) view.source.close();
+    clearTimeout(view.refreshTimer);
+    view = null;
+  }
+
+  /** The event sequence the snapshot covers, when the server says; else 0 (replay all). */
+  function snapshotSequence(snapshot) {
+    const thread = firstThread(snapshot);
+    for (const value of [snapshot && snapshot.lastSequence, thread && thread.lastSequence]) {
+      if (Number.isInteger(value) && value >= 0) return value;
+    }
+    return 0;
+  }
+
+  function firstThread(snapshot) {
+    return snapshot && Array.isArray(snapshot.threads) ? snapshot.threads[0] : null;
+  }
+
+  /** GET /threads/{id}: the status and the pending actions. */
+  async function refreshThread(current) {
+    try {
+      const thread = await api(threadPath(current.threadId));
+      if (current !== view) return;
+      $("thread-title").textContent = thread.agent || current.threadId;
+      $("thread-status").textContent = thread.status || "";
+      renderActions(current, Array.isArray(thread.pendingActions) ? thread.pendingActions : []);
+    } catch (err) {
+      if (current === view) showError($("thread-error"), err);
+    }
+  }
+
+  /** Read the snapshot again soon (once per burst of events), and the thread if asked. */
+  function scheduleRefresh(current, { thread = false } = {}) {
+    current.refreshThreadToo = current.refreshThreadToo || thread;
+    if (current.refreshTimer) return;
+    current.refreshTimer = setTimeout(async () => {
+      current.refreshTimer = null;
+      const withThread = current.refreshThreadToo;
+      current.refreshThreadToo = false;
+      try {
+        const snapshot = await api(threadPath(current.threadId, `/session?limit=${SNAPSHOT_LIMIT}`));
+        if (current === view) applySnapshot(current, snapshot);
+      } catch (err) {
+        if (current === view) showError($("thread-error"), err);
+      }
+      if (withThread) await refreshThread(current);
+    }, REFRESH_DELAY_MS);
+  }
+
+  // ---------------------------------------------------------------- the snapshot's messages
+
+  function applySnapshot(current, snapshot) {
+    const thread = firstThread(snapshot);
+    const messages = (thread && thread.history && thread.history.messages) || [];
+    const ordered = [...messages].sort((a, b) => (a.position ?? 0) - (b.position ?? 0));
+    for (const message of ordered) {
+      if (!message || !message.id || current.messages.has(message.id)) continue;
+      showMessage(current, message);
+    }
+  }
+
+  // Messages may come camelCase (the API) or snake_case (a stored row): read both.
+  const field = (message, camel, snake) => message[camel] ?? message[snake];
+
+  function showMessage(current, message) {
+    const role = String(message.role || "");
+    if (role === "tool") {
+      showToolMessage(current, message);
+      current.messages.set(message.id, null);
+      return;
+    }
+    const standIn = current.finished.get(message.id);
+    let content = message.content;
+    if ((content === null || content === undefined) && standIn) {
+      content = standIn.querySelector(".text").textContent; // the snapshot left it out
+    }
+    const item = el(
+      "li",
+      { className: `message ${role}`, data: { messageId: message.id } },
+      el("span", { className: "role" }, role === "user" ? "user" : role),
+      el("div", { className: "text" }, content === null || content === undefined ? "" : String(content)),
+    );
+    if (message.depth) item.classList.add("nested");
+    for (const call of field(message, "toolCalls", "tool_calls") || []) {
+      const fn = call.function || {};
+      const tool = toolBlock(current, call.id, fn.name);
+      if (tool.args === null) setToolArgs(tool, fn.arguments);
+      item.append(tool.details); // moves a block a tool.started event made
+    }
+    if (standIn) {
+      standIn.replaceWith(item);
+      current.finished.delete(message.id);
+    } else {
+      $("transcript").append(item);
+    }
+    current.messages.set(message.id, item);
+  }
+
+  function showToolMessage(current, message) {
+    const callId = field(message, "toolCallId", "tool_call_id");
+    const tool = toolBlock(current, callId, message.name);
+    if (!tool.details.isConnected) $("transcript").append(el("li", { className: "message tool" }, tool.details));
+    const status = field(message, "toolStatus", "tool_status");
+    if (status) setToolStatus(tool, status);
+    if (message.content !== null && message.content !== undefined) {
+      tool.result.textContent = pretty(message.content);
+      tool.result.parentElement.hidden = false;
+    }
+  }
+
+  // ---------------------------------------------------------------- tool calls, folded
+
+  function toolBlock(current, callId, name) {
+    const key = callId || newUuid();
+    let tool = current.tools.get(key);
+    if (tool) return tool;
+    const status = el("span", { className: "tool-status" });
+    const argsText = el("pre", { className: "tool-args" });
+    const resultText = el("pre", { className: "tool-result" });
+    const resultPart = el("div", {}, el("h4", {}, "result"), resultText);
+    resultPart.hidden = true;
+    const details = el(
+      "details",
+      { className: "tool", data: { toolCallId: key } },
+      el("summary", {}, el("span", { className: "tool-name" }, String(name || "tool")), " ", status),
+      el("div", {}, el("h4", {}, "arguments"), argsText),
+      resultPart,
+    );
+    tool = { details, status, argsText, result: resultText, args: null };
+    current.tools.set(key, tool);
+    return tool;
+  }
+
+  function setToolArgs(tool, args) {
+    tool.args = args ?? "";
+    tool.argsText.textContent = pretty(tool.args);
+  }
+
+  function setToolStatus(tool, status) {
+    tool.status.textContent = status;
+    tool.details.dataset.status = status;
+  }
+
+  // ---------------------------------------------------------------- live events
+
+  const FOLLOWED = [
+    "model.requested",
+    "model.delta",
+    "model.completed",
+    "model.failed",
+    "tool.started",
+    "tool.result",
+    "tool.failed",
+    "queue.changed",
+    "turn.started",
+    "turn.completed",
+    "turn.failed",
+    "action.required",
+    "action.resolved",
+    "thread.updated",
+    "message.injected",
+    "message.updated",
+    "message.deleted",
+    "runtime.warning",
+  ];
+
+  function follow(current, after) {
+    current.lastSequence = after;
+    // EventSource sends the cookie, and on a reconnect resumes with Last-Event-ID itself.
+    const source = new EventSource(threadPath(current.threadId, `/events?after=${after}`));
+    current.source = source;
+    source.addEventListener("open", () => setStreamStatus(current, "live"));
+    source.addEventListener("error", (event) => {
+      if (event.data) {
+        showError($("thread-error"), errorOf(event.data)); // an error the server sent
+      }
+      setStreamStatus(current, source.readyState === EventSource.CLOSED ? "disconnected" : "reconnecting…");
+    });
+    source.addEventListener("end", () => {
+      source.close();
+      setStreamStatus(current, "ended");
+      scheduleRefresh(current, { thread: true });
+    });
+    for (const type of FOLLOWED) {
+      source.addEventListener(type, (event) => {
+        if (current !== view) return;
+        const sequence = Number(event.lastEventId);
+        if (Number.isFinite(sequence) && sequence > 0) {
+          if (sequence <= current.lastSequence) return; // seen before a reconnect
+          current.lastSequence = sequence;
+        }
+        let data;
+        try {
+          data = JSON.parse(event.data);
+        } catch {
+          return;
+        }
+        onEvent(current, type, data);
+      });
+    }
+  }
+
+  function errorOf(text) {
+    try {
+      const data = JSON.parse(text);
+      if (data && typeof data.error === "string") return data.error;
+    } catch {
+      // not JSON: show it as it is
+    }
+    return String(text);
+  }
+
+  function setStreamStatus(current, text) {
+    if (current === view) $("stream-status").textContent = text;
+  }
+
+  function onEvent(current, type, event) {
+    const payload = event.payload && typeof event.payload === "object" ? event.payload : {};
+    // Inside a prompt tool: its own steps; the tool's call and result show its outcome.
+    if (payload.parentToolCallId) return;
+    switch (type) {
+      case "model.requested":
+        stepRequested(current, event, payload);
+        break;
+      case "model.delta":
+        if (payload.kind === "text") streamText(current, event, payload);
+        break;
+      case "model.completed":
+        stepCompleted(current, payload.messageId);
+        scheduleRefresh(current);
+        break;
+      case "model.failed":
+        $("activity").textContent = `model failed (attempt ${payload.attempt ?? "?"}): ${payload.error ?? ""}`;
+        break;
+      case "tool.started": {
+        const tool = toolBlock(current, event.toolCallId, payload.name);
+        if (tool.args === null) setToolArgs(tool, payload.arguments);
+        if (!tool.details.isConnected) $("transcript").append(el("li", { className: "message tool" }, tool.details));
+        setToolStatus(tool, "running");
+        break;
+      }
+      case "tool.result":
+      case "tool.failed": {
+        const tool = toolBlock(current, event.toolCallId, payload.name);
+        setToolStatus(tool, payload.status || (type === "tool.failed" ? "error" : "success"));
+        scheduleRefresh(current); // the result's content comes with the tool message
+        break;
+      }
+      case "queue.changed":
+        if (payload.action === "drained") scheduleRefresh(current); // user messages joined
+        break;
+      case "turn.started":
+        $("activity").textContent = "working…";
+        break;
+      case "turn.completed":
+        $("activity").textContent = `turn completed (${payload.stopReason ?? "done"})`;
+        scheduleRefresh(current, { thread: true });
+        break;
+      case "turn.failed":
+        $("activity").textContent = `turn failed: ${payload.reason ?? ""}`;
+        scheduleRefresh(current, { thread: true });
+        break;
+      case "runtime.warning":
+        $("activity").textContent = `warning: ${payload.message ?? ""}`;
+        break;
+      case "message.updated":
+      case "message.deleted":
+        rebuildTranscript(current);
+        break;
+      default: // action.*, thread.updated, message.injected
+        scheduleRefresh(current, { thread: true });
+    }
+  }
+
+  /** A model call starts a step; with `reset` it retries one, whose partial text goes. */
+  function stepRequested(current, event, payload) {
+    const live = current.live;
+    if (live && live.stepId === event.stepId) {
+      if (payload.reset) {
+        live.text.textContent = "";
+        live.attempt = payload.attempt ?? live.attempt + 1;
+      }
+      return;
+    }
+    if (live) stepCompleted(current, null); // a step that never said how it ended
+    current.live = { stepId: event.stepId, attempt: payload.attempt ?? 1, item: null, text: null };
+  }
+
+  function streamText(current, event, payload) {
+    let live = current.live;
+    if (!live || live.stepId !== event.stepId) {
+      stepRequested(current, event, payload);
+      live = current.live;
+    }
+    if ((payload.attempt ?? live.attempt) < live.attempt) return; // from a dropped attempt
+    if (!live.item) {
+      live.text = el("div", { className: "text" });
+      live.item = el("li", { className: "message assistant streaming" }, el("span", { className: "role" }, "assistant"), live.text);
+      $("live").append(live.item);
+    }
+    live.text.append(String(payload.text ?? ""));
+    live.item.scrollIntoView({ block: "nearest" });
+  }
+
+  /** The streamed reply is a message now: it waits in the transcript for the snapshot's. */
+  function stepCompleted(current, messageId) {
+    const live = current.live;
+    current.live = null;
+    if (!live || !live.item) return;
+    live.item.classList.remove("streaming");
+    if (messageId && current.messages.has(messageId)) {
+      live.item.remove(); // the snapshot showed it already (a replayed event)
+      return;
+    }
+    $("transcript").append(live.item);
+    if (messageId) current.finished.set(messageId, live.item);
+  }
+
+  /** A message was edited or deleted: read the transcript anew. */
+  function rebuildTranscript(current) {
+    current.messages.clear();
+    current.tools.clear();
+    current.finished.clear();
+    $("transcript").replaceChildren();
+    scheduleRefresh(current);
+  }
+
+  // ---------------------------------------------------------------- the pending action
+
+  function renderActions(current, actions) {
+    const box = $("action");
+    box.replaceChildren(...actions.map((action) => actionForm(current, action)));
+    box.hidden = actions.length === 0;
+    for (const action of actions) {
+      const tool = current.tools.get(action.toolCallId);
+      if (tool && action.kind === "tool_permission") setToolStatus(tool, "waiting for permission");
+    }
+  }
+
+  function actionForm(current, action) {
+    const error = el("p", { className: "error", hidden: true, role: "alert" });
+    const form = el("form", { className: `pending ${action.kind}`, data: { actionId: action.actionId } });
+    const buttons = [];
+    const send = async (body) => {
+      for (const button of buttons) button.disabled = true;
+      clearError(error);
+      try {
+        await api(threadPath(current.threadId, `/actions/${encodeURIComponent(action.actionId)}`), {
+          method: "POST",
+          body,
+        });
+        form.classList.add("answered");
+        await refreshThread(current);
+      } catch (err) {
+        showError(error, err);
+        for (const button of buttons) button.disabled = false;
+      }
+    };
+    const button = (label, className, onClick) => {
+      const node = el("button", { type: "button", className }, label);
+      node.addEventListener("click", onClick);
+      buttons.push(node);
+      return node;
+    };
+    const decisions = Array.isArray(action.decisions) ? action.decisions : [];
+
+    if (action.kind === "ask_human") {
+      const answer = el("textarea", { rows: 2, required: true, placeholder: "Your answer" });
+      form.append(el("h3", {}, "The agent asks"), el("p", { className: "prompt" }, String(action.prompt ?? "")), answer);
+      const row = el("div", { className: "row" });
+      const submit = el("button", { type: "submit", className: "primary" }, "Send answer");
+      buttons.push(submit);
+      row.append(submit);
+      if (decisions.includes("deny")) {
+        row.append(button("Decline", "", () => send({ decision: "deny", scope: "once", answer: null, reason: null })));
+      }
+      form.append(row);
+      form.addEventListener("submit", (event) => {
+        event.preventDefault();
+        send({ decision: "answer", scope: "once", answer: answer.value, reason: null });
+      });
+    } else {
+      const reason = el("input", { type: "text", placeholder: "Reason, if you deny (optional)" });
+      form.append(
+        el("h3", {}, "Permission to run ", el("code", {}, String(action.toolName ?? "a tool"))),
+        el("p", { className: "prompt" }, String(action.prompt ?? "")),
+        el("pre", { className: "tool-args" }, pretty(action.args)),
+        el(
+          "div",
+          { className: "row" },
+          button("Approve", "primary", () => send({ decision: "approve", scope: "once", answer: null, reason: null })),
+          button("Approve for session", "", () =>
+            send({ decision: "approve", scope: "session", answer: null, reason: null }),
+          ),
+          button("Deny", "danger", () => send({ decision: "deny", scope: "once", answer: null, reason: reason.value.trim() || null })),
+          reason,
+        ),
+      );
+      form.addEventListener("submit", (event) => event.preventDefault());
+    }
+    if (action.expiresAt) {
+      const expires = new Date(action.expiresAt).toLocaleTimeString();
+      form.append(el("p", { className: "muted" }, `Expires at ${expires} (then: ${action.onTimeout ?? "deny"}).`));
+    }
+    form.append(error);
+    return form;
+  }
+
+  // ---------------------------------------------------------------- messages to the thread
+
+  async function sendMessage(event) {
+    event.preventDefault();
+    const current = view;
+    const text = $("message-text");
+    if (!current || !text.value.trim()) return;
+    const submit = $("message-form").querySelector("button");
+    submit.disabled = true;
+    clearError($("thread-error"));
+    try {
+      await api(threadPath(current.threadId, "/messages"), {
+        method: "POST",
+        body: { content: text.value, role: "user" },
+      });
+      text.value = "";
+      $("message-note").textContent = "queued";
+    } catch (err) {
+      showError($("thread-error"), err);
+    } finally {
+      submit.disabled = false;
+    }
+  }
+
+  // ---------------------------------------------------------------- start
+
+  function threadFromHash() {
+    const match = /^#thread=(.+)$/.exec(location.hash);
+    return match ? decodeURIComponent(match[1]) : null;
+  }
+
+  $("open-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    openThread($("open-id").value);
+  });
+  $("message-form").addEventListener("submit", sendMessage);
+  $("message-text").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) $("message-form").requestSubmit();
+  });
+  $("message-text").addEventListener("input", () => ($("message-note").textContent = ""));
+
+  pollWaiting();
+  const initial = threadFromHash();
+  if (initial) openThread(initial);
+})();
