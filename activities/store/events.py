@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func, select, text
 
 from weft.activities.store.database import Database
 from weft.activities.store.effect_rows import project_effects
@@ -21,6 +21,11 @@ from weft.activities.store.subagents import project_subagents
 from weft.activities.store.tables import events
 from weft.contract.events import Event
 from weft.contract.messages import Message
+
+# The PostgreSQL channel told "<thread id> <last new sequence>" when a thread's events commit
+# (api/event_feed.py listens on it).
+EVENTS_CHANNEL = "weft_events"
+_NOTIFY = text("SELECT pg_notify(:channel, :message)")
 
 
 class Events:
@@ -125,6 +130,19 @@ class Events:
         with self._db.read() as connection:
             return last_sequence(connection, thread_id)
 
+    def last_sequences(self, thread_ids: Collection[str]) -> dict[str, int]:
+        """The highest event sequence of each of `thread_ids` that has events, in one query
+        (the API's poller asks this for every waited-for thread at once)."""
+        if not thread_ids:
+            return {}
+        query = (
+            select(events.c.thread_id, func.max(events.c.sequence))
+            .where(events.c.thread_id.in_(list(thread_ids)))
+            .group_by(events.c.thread_id)
+        )
+        with self._db.read() as connection:
+            return {thread_id: int(last) for thread_id, last in connection.execute(query)}
+
     def _record_once(
         self, rows: list[dict[str, Any]], by_thread: dict[str, list[Event]]
     ) -> list[Event]:
@@ -174,6 +192,12 @@ def insert_events(
         connection.execute(events.insert(), [event_to_row(e) for e in numbered])
         project_subagents(database, connection, numbered)
         project_effects(database, connection, numbered)
+        if database.postgres:
+            # Delivered at commit, so a listener never hears of a sequence it cannot read yet.
+            connection.execute(
+                _NOTIFY,
+                {"channel": EVENTS_CHANNEL, "message": f"{thread_id} {numbered[-1].sequence}"},
+            )
         stored.extend(numbered)
     return stored
 
