@@ -2,7 +2,8 @@
 
 `store.messages`, `store.transcripts` (the cached main transcript), `store.events`, `store.values`, `store.snapshots`, `store.threads`,
 `store.subagents`, `store.variable_requests`, `store.files`, `store.boundaries`
-(context compaction boundaries) and `store.effects` (scheduled effects) share one `Database`, so every write follows the same
+(context compaction boundaries), `store.effects` (scheduled effects) and
+`store.idempotency` (the HTTP API's idempotency keys) share one `Database`, so every write follows the same
 transaction, locking and retry rules. Every method is
 synchronous and opens its own short transaction; activities call them through
 `asyncio.to_thread`. Writes are idempotent so a retried activity stores nothing twice.
@@ -18,6 +19,7 @@ from weft.activities.store.database import Database
 from weft.activities.store.effects import Effects
 from weft.activities.store.events import Events
 from weft.activities.store.files import FileStore
+from weft.activities.store.idempotency import IdempotencyKeys
 from weft.activities.store.messages import Messages
 from weft.activities.store.migrate import upgrade
 from weft.activities.store.snapshots import Snapshots
@@ -48,6 +50,8 @@ class Store:
         self.files = FileStore(self._database)
         self.boundaries = Boundaries(self._database)
         self.effects = Effects(self._database, keyring)
+        # The HTTP API's idempotency keys (api/idempotency.py).
+        self.idempotency = IdempotencyKeys(self._database)
 
     @classmethod
     def open(cls, url: str, *, migrate: bool = True, keyring: Keyring | None = None) -> Store:

@@ -255,3 +255,22 @@ transcript_revisions = Table(
     Column("revision", BigInteger, nullable=False),
     PrimaryKeyConstraint("thread_id", name="pk_transcript_revisions"),
 )
+
+# Idempotency keys of the HTTP API's POST requests (api/idempotency.py): the first request
+# with a key claims it (`pending`), and its final reply is kept (`done`) so a retry gets
+# the same reply without acting again. `claim_id` says which attempt holds a pending key,
+# so an attempt that was given up on cannot record over the one that took over.
+idempotency_keys = Table(
+    "idempotency_keys",
+    metadata,
+    Column("key", String(ID_LENGTH), primary_key=True),
+    Column("scope", Text, nullable=False),  # "POST /threads/…": what the key was used for
+    Column("fingerprint", String(64), nullable=False),  # sha256 of scope and canonical body
+    Column("claim_id", String(64), nullable=False),
+    Column("state", String(16), nullable=False),  # pending | done
+    Column("status", Integer),  # the reply's HTTP status, once done
+    Column("response", JSON),  # the reply's JSON body, once done
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Index("ix_idempotency_keys_created_at", "created_at"),
+)
