@@ -19,6 +19,12 @@ from weft.workers.gateway.app import PAGE_PATH, TOKEN_COOKIE, GatewayError
 
 ASSETS = Path(__file__).resolve().parent / "inbox"
 MEDIA_TYPES = {"inbox.js": "text/javascript", "inbox.css": "text/css"}
+# Without an icon of its own the browser asks for /favicon.ico and logs the 404.
+ICON = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
+    '<rect width="16" height="16" rx="3" fill="#2f5fd0"/>'
+    '<path d="M3 5h10M3 8h10M3 11h10M6 3v10M10 3v10" stroke="#fff" stroke-width="1.2"/></svg>'
+)
 
 # The page loads nothing but its own two files and talks only to this origin: no inline
 # script or style, no frames, no form posts elsewhere.
@@ -40,6 +46,10 @@ def router(ctx: ApiContext) -> APIRouter:
         if "token" in request.query_params:
             return _token_to_cookie(request)
         return _asset("inbox.html", "text/html; charset=utf-8")
+
+    @routes.get(PAGE_PATH + "/icon.svg")
+    async def icon() -> Response:
+        return Response(ICON, media_type="image/svg+xml", headers=SECURITY_HEADERS)
 
     @routes.get(PAGE_PATH + "/{name}")
     async def asset(name: str) -> Response:

@@ -159,6 +159,7 @@
       finished: new Map(), // message id -> the live <li> that stands in for it
       refreshTimer: null,
       refreshThreadToo: false,
+      threadReads: 0, // only the latest read of the thread is shown: replies may cross
     };
   }
 
@@ -217,9 +218,10 @@
 
   /** GET /threads/{id}: the status and the pending actions. */
   async function refreshThread(current) {
+    const read = ++current.threadReads;
     try {
       const thread = await api(threadPath(current.threadId));
-      if (current !== view) return;
+      if (current !== view || read !== current.threadReads) return;
       $("thread-title").textContent = thread.agent || current.threadId;
       $("thread-status").textContent = thread.status || "";
       renderActions(current, Array.isArray(thread.pendingActions) ? thread.pendingActions : []);
@@ -446,7 +448,10 @@
         break;
       }
       case "queue.changed":
-        if (payload.action === "drained") scheduleRefresh(current); // user messages joined
+        if (payload.action === "drained") {
+          scheduleRefresh(current); // queued messages joined the transcript
+          $("message-note").textContent = "";
+        }
         break;
       case "turn.started":
         $("activity").textContent = "working…";
@@ -528,7 +533,9 @@
 
   function renderActions(current, actions) {
     const box = $("action");
-    box.replaceChildren(...actions.map((action) => actionForm(current, action)));
+    // A form still pending keeps its node, so an answer being typed survives a refresh.
+    const shown = new Map([...box.children].map((form) => [form.dataset.actionId, form]));
+    box.replaceChildren(...actions.map((action) => shown.get(action.actionId) || actionForm(current, action)));
     box.hidden = actions.length === 0;
     for (const action of actions) {
       const tool = current.tools.get(action.toolCallId);
@@ -561,7 +568,7 @@
       buttons.push(node);
       return node;
     };
-    const decisions = Array.isArray(action.decisions) ? action.decisions : [];
+    const decisions = Array.isArray(action.decisions) ? action.decisions : ["approve", "deny", "answer"];
 
     if (action.kind === "ask_human") {
       const answer = el("textarea", { rows: 2, required: true, placeholder: "Your answer" });
@@ -580,20 +587,25 @@
       });
     } else {
       const reason = el("input", { type: "text", placeholder: "Reason, if you deny (optional)" });
+      const row = el("div", { className: "row" });
+      if (decisions.includes("approve")) {
+        row.append(
+          button("Approve", "primary", () => send({ decision: "approve", scope: "once", answer: null, reason: null })),
+          // "Approve and stop asking": the tool runs unasked for the rest of the session.
+          button("Approve for session", "", () =>
+            send({ decision: "approve", scope: "session", answer: null, reason: null }),
+          ),
+        );
+      }
+      if (decisions.includes("deny")) {
+        const deny = () => send({ decision: "deny", scope: "once", answer: null, reason: reason.value.trim() || null });
+        row.append(button("Deny", "danger", deny), reason);
+      }
       form.append(
         el("h3", {}, "Permission to run ", el("code", {}, String(action.toolName ?? "a tool"))),
         el("p", { className: "prompt" }, String(action.prompt ?? "")),
         el("pre", { className: "tool-args" }, pretty(action.args)),
-        el(
-          "div",
-          { className: "row" },
-          button("Approve", "primary", () => send({ decision: "approve", scope: "once", answer: null, reason: null })),
-          button("Approve for session", "", () =>
-            send({ decision: "approve", scope: "session", answer: null, reason: null }),
-          ),
-          button("Deny", "danger", () => send({ decision: "deny", scope: "once", answer: null, reason: reason.value.trim() || null })),
-          reason,
-        ),
+        row,
       );
       form.addEventListener("submit", (event) => event.preventDefault());
     }
