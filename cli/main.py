@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from pydantic import ValidationError
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
 
 from weft.activities.definitions import DefinitionError
 from weft.activities.store import Store
@@ -21,12 +23,18 @@ from weft.cli import (
     code_command,
     codec_command,
     effects_command,
+    inbox_command,
+    respond_command,
     schedule_command,
+    send_command,
     serve_command,
+    tail_command,
 )
-from weft.cli.render import TranscriptPrinter
 from weft.cli.temporal_client import client_from_config
-from weft.client.threads import Threads, tail_events
+from weft.cli.thread_guard import ThreadError, run_thread_command
+from weft.client import resume
+from weft.client.starts import ThreadStartRefused, start_confirmed
+from weft.client.threads import Threads
 from weft.workers.config import ConfigError, WeftConfig, WorkerConfig, load_config
 from weft.workers.dev_server import DevServerError
 
@@ -59,9 +67,18 @@ def run(argv: Sequence[str] | None = None) -> int:
     if handler is code_command.run:
         return int(handler(args))
     try:
+        if args.command == "thread" and getattr(args, "thread_id", None) is not None:
+            # Every command on one thread: an unknown or closed thread is one line.
+            return asyncio.run(run_thread_command(handler, args, config))
         return int(asyncio.run(handler(args, config)) or 0)
     except KeyboardInterrupt:
         return 130
+    except ThreadError as err:
+        print(f"weft: {err}", file=sys.stderr)
+        return 1
+    except RPCError as err:
+        print(f"weft: Temporal refused the request: {err.message}", file=sys.stderr)
+        return 1
     except (DefinitionError, DevServerError, ValueError, RuntimeError) as err:
         # Bad definitions or set-up: one clear line, not a traceback.
         print(f"weft: {err}", file=sys.stderr)
@@ -93,20 +110,13 @@ def _parser() -> argparse.ArgumentParser:
     start.add_argument("--id", help="thread id (default: generated)")
     start.add_argument("--session", help="session id")
     start.set_defaults(handler=_thread_start)
-    send = actions.add_parser("send", help="queue a message (queue_message signal)")
-    send.add_argument("thread_id")
-    send.add_argument("content")
-    send.add_argument("--role", default="user", choices=["user", "assistant", "system"])
-    send.set_defaults(handler=_thread_send)
-    show = actions.add_parser("show", help="print the thread read model as JSON")
+    send_command.register(actions)
+    show = actions.add_parser(
+        "show", help="print the thread read model as JSON (from the store if closed)"
+    )
     show.add_argument("thread_id")
-    show.set_defaults(handler=_thread_show)
-    tail = actions.add_parser("tail", help="follow a thread's events (streams model text)")
-    tail.add_argument("thread_id")
-    tail.add_argument("--after", type=int, default=0, help="start after this sequence")
-    tail.add_argument("--json", action="store_true", help="print raw events as JSON lines")
-    tail.add_argument("--no-follow", action="store_true", help="stop at the end of the log")
-    tail.set_defaults(handler=_thread_tail)
+    show.set_defaults(handler=_thread_show, closed_ok=True)
+    tail_command.register(actions)
     compact = actions.add_parser("compact", help="ask for a context compaction (compact signal)")
     compact.add_argument("thread_id")
     compact.add_argument("--reason", help="why, recorded with the request")
@@ -115,7 +125,7 @@ def _parser() -> argparse.ArgumentParser:
         "context", help="print the context boundary snapshot as JSON (from the store if closed)"
     )
     context.add_argument("thread_id")
-    context.set_defaults(handler=_thread_context)
+    context.set_defaults(handler=_thread_context, closed_ok=True)
     terminate = actions.add_parser("terminate", help="soft shutdown (terminate signal)")
     terminate.add_argument("thread_id")
     terminate.add_argument("--reason")
@@ -126,7 +136,9 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--limit", type=int, default=50)
     listing.set_defaults(handler=_thread_list)
     ask_command.register(actions)
+    respond_command.register(actions)
     effects_command.register(actions)
+    inbox_command.register(commands)
     schedule_command.register(commands)
 
     code_command.register(commands)
@@ -224,19 +236,32 @@ async def _demo(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 async def _thread_start(args: argparse.Namespace, config: WeftConfig) -> int:
+    """Start the thread and wait for a worker to accept it: a refusal (an unknown agent, a
+    missing variable) exits 1 with the worker's reason; no verdict in time is only a note,
+    since a worker that comes later runs the thread."""
     with _store(config) as store:
         threads = Threads(await _client(config), task_queue=config.temporal.task_queue, store=store)
-        handle = await threads.start(
-            args.agent, messages=args.message, thread_id=args.id, session_id=args.session
+        try:
+            started = await start_confirmed(
+                threads,
+                args.agent,
+                messages=args.message,
+                thread_id=args.id,
+                session_id=args.session,
+            )
+        except ThreadStartRefused as err:
+            print(f"weft: thread {err.thread_id!r} refused: {err.reason}", file=sys.stderr)
+            return 1
+        except WorkflowAlreadyStartedError:
+            print(f"weft: thread {args.id!r} already exists", file=sys.stderr)
+            return 1
+    print(started.thread_id)
+    if not started.confirmed:
+        print(
+            f"weft: no worker has picked up {started.thread_id} yet (task queue "
+            f"{config.temporal.task_queue}); it runs when one does",
+            file=sys.stderr,
         )
-    print(handle.id)
-    return 0
-
-
-async def _thread_send(args: argparse.Namespace, config: WeftConfig) -> int:
-    with _store(config) as store:
-        threads = Threads(await _client(config), task_queue=config.temporal.task_queue, store=store)
-        await threads.send(args.thread_id, args.content, role=args.role)
     return 0
 
 
@@ -251,26 +276,13 @@ def _store(config: WeftConfig) -> Iterator[Store]:
 
 
 async def _thread_show(args: argparse.Namespace, config: WeftConfig) -> int:
-    state = await (await _threads(config)).read(args.thread_id)
+    """The live read model, or the one a closed thread (or an unanswered one) last stored."""
+    with _store(config) as store:
+        state = await resume.thread_read(await _client(config), store, args.thread_id)
+    if state is None:
+        print(f"weft: thread {args.thread_id!r} has no read model yet", file=sys.stderr)
+        return 1
     print(state.model_dump_json(indent=2, by_alias=True))
-    return 0
-
-
-async def _thread_tail(args: argparse.Namespace, config: WeftConfig) -> int:
-    from weft.activities.store import Store
-
-    store = await asyncio.to_thread(Store.open, config.store_url())
-    printer = TranscriptPrinter(sys.stdout)
-    try:
-        async for event in tail_events(
-            store, args.thread_id, after=args.after, follow=not args.no_follow
-        ):
-            if args.json:
-                print(json.dumps(event.to_wire()), flush=True)
-            else:
-                printer.show(event)
-    finally:
-        store.close()
     return 0
 
 

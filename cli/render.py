@@ -7,6 +7,9 @@ from typing import Any, TextIO
 
 from weft.contract.events import Event
 
+# The most of a user's message the transcript shows: the rest is in the store.
+USER_TEXT_SHOWN = 2000
+
 
 class TranscriptPrinter:
     """Prints streamed reasoning and text as they arrive, and one line per tool call and turn
@@ -50,6 +53,17 @@ class TranscriptPrinter:
             self._line(f"[turn completed: {payload.get('stopReason')}]")
         elif kind == "turn.failed":
             self._line(f"[turn failed: {payload.get('reason')}]")
+        elif kind == "action.required":
+            # The id to answer with `weft thread respond`, and what is asked.
+            self._line(
+                f"  ? waiting on a human ({payload.get('actionType')} {event.action_id}):"
+                f" {payload.get('prompt')}"
+            )
+        elif kind == "action.resolved":
+            self._line(
+                f"  ✓ {payload.get('actionType')} {event.action_id}: {payload.get('decision')}"
+                f" (by {payload.get('decidedBy')})"
+            )
         elif kind == "runtime.warning":
             self._line(f"  ! warning: {payload.get('message')}")
         elif kind in ("hook.completed", "hook.failed"):
@@ -57,9 +71,12 @@ class TranscriptPrinter:
         self._out.flush()
 
     def user(self, text: str) -> None:
-        """Print a message the user sent."""
+        """Print a message the user sent; a long one (a pasted file) is cut, with its size."""
         self._indent = ""
+        if len(text) > USER_TEXT_SHOWN:
+            text = f"{text[:USER_TEXT_SHOWN]}… ({len(text)} characters)"
         self._line(f"user: {text}")
+        self._out.flush()
 
     def _line(self, text: str) -> None:
         self._end_line()

@@ -1,0 +1,75 @@
+"""`weft thread respond ID ACTION_ID approve|deny|answer`: answer what a thread waits for.
+
+The answer goes by the checked update (`respond_action_checked`), so an unknown action or
+a decision the action does not take is refused with the thread's reason, not dropped as a
+warning the way the fire-and-forget signal would drop it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from pydantic import ValidationError
+from temporalio.client import WorkflowUpdateFailedError
+
+from weft.cli.temporal_client import client_from_config
+from weft.client import actions
+from weft.workers.config import WeftConfig
+
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+
+_DONE = {"approve": "approved", "deny": "denied", "answer": "answered"}
+
+
+def register(actions_parser: Any) -> None:
+    """Add `respond` to the `weft thread` subcommands."""
+    respond = actions_parser.add_parser(
+        "respond",
+        help="answer a pending action: approve or deny a tool, answer an ask_human question",
+        description="Answer one of the thread's pending actions (`weft inbox` lists them, "
+        "`weft thread show ID` too). Tool permissions take approve or deny; questions take "
+        "answer (with --answer) or deny.",
+    )
+    respond.add_argument("thread_id")
+    respond.add_argument("action_id", help="the pending action's id (act_…)")
+    respond.add_argument("decision", choices=["approve", "deny", "answer"])
+    respond.add_argument("--answer", help="the answer to an ask_human question")
+    respond.add_argument(
+        "--scope",
+        choices=["once", "session"],
+        default="once",
+        help="session: approve this tool for the rest of the session (approve only)",
+    )
+    respond.add_argument("--reason", help="why, recorded with the decision")
+    respond.set_defaults(handler=run)
+
+
+async def run(args: argparse.Namespace, config: WeftConfig) -> int:
+    """Send the answer; print what was decided, or the thread's reason for refusing it."""
+    try:
+        answer = actions.response(
+            args.action_id, args.decision, answer=args.answer, scope=args.scope, reason=args.reason
+        )
+    except ValidationError as err:
+        print(f"weft: {_first_problem(err)}", file=sys.stderr)
+        return EXIT_USAGE
+    client = await client_from_config(config)
+    try:
+        result = await actions.respond_checked(client, args.thread_id, answer)
+    except WorkflowUpdateFailedError as err:
+        print(f"weft: thread {args.thread_id!r} refused: {err.cause or err}", file=sys.stderr)
+        return EXIT_REFUSED
+    scope = " for the session" if args.scope == "session" else ""
+    print(f"{_DONE[result.decision]} {result.action_id} on {args.thread_id}{scope}")
+    return 0
+
+
+def _first_problem(err: ValidationError) -> str:
+    """The first thing wrong with the answer, in the words of its flags."""
+    problem = err.errors()[0]
+    message = str(problem["msg"]).removeprefix("Value error, ")
+    field = ".".join(str(part) for part in problem["loc"])
+    return f"{field}: {message}" if field else message
