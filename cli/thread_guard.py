@@ -87,7 +87,9 @@ async def check_thread(
         if not await asyncio.to_thread(_store_knows, config, thread_id):
             raise ThreadError(f"thread {thread_id!r} not found") from None
         if not closed_ok:
-            raise ThreadError(f"thread {thread_id!r} is closed") from None
+            raise ThreadError(
+                f"thread {thread_id!r} is closed (past Temporal's retention)"
+            ) from None
         return
     if described.status == WorkflowExecutionStatus.RUNNING or closed_ok:
         return
