@@ -260,47 +260,66 @@
     }
   }
 
-  // Messages may come camelCase (the API) or snake_case (a stored row): read both.
+  // Messages may come camelCase (the snapshot) or snake_case (a stored message): read both.
   const field = (message, camel, snake) => message[camel] ?? message[snake];
 
+  /** Place a snapshot message now, in order; its content follows if the snapshot left it
+   *  out (a live thread's snapshot lists messages without their content). */
   function showMessage(current, message) {
     const role = String(message.role || "");
+    const withContent = "content" in message;
     if (role === "tool") {
-      showToolMessage(current, message);
       current.messages.set(message.id, null);
+      const tool = toolBlock(current, field(message, "toolCallId", "tool_call_id"), message.name);
+      place(tool, $("transcript"));
+      if (withContent) fillToolResult(tool, message);
+      else wholeMessage(current, message.id, (whole) => fillToolResult(tool, whole));
       return;
     }
-    const standIn = current.finished.get(message.id);
-    let content = message.content;
-    if ((content === null || content === undefined) && standIn) {
-      content = standIn.querySelector(".text").textContent; // the snapshot left it out
-    }
+    const text = el("div", { className: "text" });
     const item = el(
       "li",
       { className: `message ${role}`, data: { messageId: message.id } },
-      el("span", { className: "role" }, role === "user" ? "user" : role),
-      el("div", { className: "text" }, content === null || content === undefined ? "" : String(content)),
+      el("span", { className: "role" }, role),
+      text,
     );
     if (message.depth) item.classList.add("nested");
-    for (const call of field(message, "toolCalls", "tool_calls") || []) {
-      const fn = call.function || {};
-      const tool = toolBlock(current, call.id, fn.name);
-      if (tool.args === null) setToolArgs(tool, fn.arguments);
-      item.append(tool.details); // moves a block a tool.started event made
-    }
+    // The streamed stand-in of this reply gives way to it, keeping its text until the
+    // content arrives.
+    const standIn = current.finished.get(message.id);
     if (standIn) {
+      text.textContent = standIn.querySelector(".text").textContent;
       standIn.replaceWith(item);
       current.finished.delete(message.id);
     } else {
       $("transcript").append(item);
     }
     current.messages.set(message.id, item);
+    if (withContent) fillMessage(current, item, message);
+    else wholeMessage(current, message.id, (whole) => fillMessage(current, item, whole));
   }
 
-  function showToolMessage(current, message) {
-    const callId = field(message, "toolCallId", "tool_call_id");
-    const tool = toolBlock(current, callId, message.name);
-    if (!tool.details.isConnected) $("transcript").append(el("li", { className: "message tool" }, tool.details));
+  /** GET one stored message, whole; `then(message)` once it is there. */
+  async function wholeMessage(current, messageId, then) {
+    try {
+      const message = await api(threadPath(current.threadId, `/messages/${encodeURIComponent(messageId)}`));
+      if (current === view && message) then(message);
+    } catch (err) {
+      if (current === view) showError($("thread-error"), err);
+    }
+  }
+
+  function fillMessage(current, item, message) {
+    if (typeof message.content === "string") item.querySelector(".text").textContent = message.content;
+    for (const call of field(message, "toolCalls", "tool_calls") || []) {
+      const fn = call.function || {};
+      const tool = toolBlock(current, call.id, fn.name);
+      if (tool.args === null) setToolArgs(tool, fn.arguments);
+      place(tool, item);
+    }
+  }
+
+  function fillToolResult(tool, message) {
     const status = field(message, "toolStatus", "tool_status");
     if (status) setToolStatus(tool, status);
     if (message.content !== null && message.content !== undefined) {
@@ -310,11 +329,19 @@
   }
 
   // ---------------------------------------------------------------- tool calls, folded
+  //
+  // One folded block per tool call, made by whichever comes first: the assistant message
+  // that calls it, its tool.started event, or its result. It lives in its assistant
+  // message once that is shown, else in a row of its own.
 
   function toolBlock(current, callId, name) {
     const key = callId || newUuid();
     let tool = current.tools.get(key);
-    if (tool) return tool;
+    if (tool) {
+      if (name && !tool.named) setToolName(tool, name);
+      return tool;
+    }
+    const nameText = el("span", { className: "tool-name" }, "tool");
     const status = el("span", { className: "tool-status" });
     const argsText = el("pre", { className: "tool-args" });
     const resultText = el("pre", { className: "tool-result" });
@@ -323,13 +350,32 @@
     const details = el(
       "details",
       { className: "tool", data: { toolCallId: key } },
-      el("summary", {}, el("span", { className: "tool-name" }, String(name || "tool")), " ", status),
+      el("summary", {}, nameText, " ", status),
       el("div", {}, el("h4", {}, "arguments"), argsText),
       resultPart,
     );
-    tool = { details, status, argsText, result: resultText, args: null };
+    tool = { details, nameText, named: false, status, argsText, result: resultText, args: null };
+    if (name) setToolName(tool, name);
     current.tools.set(key, tool);
     return tool;
+  }
+
+  /** Put the block in `container`: an assistant message, or (the transcript) a row of its
+   *  own, unless it is already shown somewhere. A row left empty by a move goes. */
+  function place(tool, container) {
+    const row = tool.details.parentElement;
+    if (container.id === "transcript") {
+      if (!tool.details.isConnected) container.append(el("li", { className: "message tool" }, tool.details));
+      return;
+    }
+    if (row === container) return;
+    container.append(tool.details);
+    if (row && row.classList.contains("tool") && !row.children.length) row.remove();
+  }
+
+  function setToolName(tool, name) {
+    tool.nameText.textContent = String(name);
+    tool.named = true;
   }
 
   function setToolArgs(tool, args) {
@@ -436,7 +482,7 @@
       case "tool.started": {
         const tool = toolBlock(current, event.toolCallId, payload.name);
         if (tool.args === null) setToolArgs(tool, payload.arguments);
-        if (!tool.details.isConnected) $("transcript").append(el("li", { className: "message tool" }, tool.details));
+        place(tool, $("transcript"));
         setToolStatus(tool, "running");
         break;
       }
