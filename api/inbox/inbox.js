@@ -10,6 +10,7 @@
   const WAITING_POLL_MS = 3000; // visibility is eventually consistent: the list is polled
   const REFRESH_DELAY_MS = 120; // events come in bursts: one snapshot read per burst
   const SNAPSHOT_LIMIT = 50;
+  const EVENT_PAGE = 500; // the long poll's largest page
 
   const $ = (id) => document.getElementById(id);
 
@@ -184,12 +185,14 @@
     $("action").hidden = true;
     clearError($("thread-error"));
     try {
-      // The snapshot first, then events after it: an event may repeat what the snapshot
-      // shows (the live stand-ins are dropped), never the other way round.
+      // Where the events stand, then the snapshot, then the events after that cursor: an
+      // event may repeat what the snapshot shows (its live stand-in is dropped), but none
+      // is missed, and nothing older than the snapshot's window is replayed out of order.
+      const cursor = await lastSequence(threadId);
       const snapshot = await api(threadPath(threadId, `/session?limit=${SNAPSHOT_LIMIT}`));
       if (current !== view) return;
       applySnapshot(current, snapshot);
-      follow(current, snapshotSequence(snapshot));
+      follow(current, cursor);
       await refreshThread(current);
     } catch (err) {
       if (current === view) showError($("thread-error"), err);
@@ -203,13 +206,15 @@
     view = null;
   }
 
-  /** The event sequence the snapshot covers, when the server says; else 0 (replay all). */
-  function snapshotSequence(snapshot) {
-    const thread = firstThread(snapshot);
-    for (const value of [snapshot && snapshot.lastSequence, thread && thread.lastSequence]) {
-      if (Number.isInteger(value) && value >= 0) return value;
+  /** The thread's last stored event sequence, paging the long poll (no wait) to its end. */
+  async function lastSequence(threadId) {
+    let cursor = 0;
+    for (;;) {
+      const page = await api(threadPath(threadId, `/events?after=${cursor}&limit=${EVENT_PAGE}`));
+      const count = page && Array.isArray(page.events) ? page.events.length : 0;
+      if (page && Number.isInteger(page.cursor)) cursor = page.cursor;
+      if (count < EVENT_PAGE) return cursor;
     }
-    return 0;
   }
 
   function firstThread(snapshot) {
