@@ -1,11 +1,414 @@
-"""(being written)"""
+"""Threads over HTTP: start one, list them, read one (its read model, session snapshot,
+messages and files). Control (messages, turns, actions, queue, terminate) is in
+`control_routes.py`; the event stream in `event_routes.py` (docs/http-api.md)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: FastAPI reads the parameter annotations of the
+# routes, and those name dependencies built inside `router` (a closure, not a global).
 
-from fastapi import APIRouter
+import asyncio
+import base64
+import binascii
+import hmac
+import mimetypes
+import posixpath
+import secrets
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
-from weft.api.context import ApiContext
+from fastapi import APIRouter, Depends, Path, Query
+from fastapi.responses import Response
+from pydantic import ValidationError
+from temporalio.client import WorkflowExecution, WorkflowExecutionStatus
+from temporalio.common import SearchAttributeKey
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
+
+from weft.activities.spill import BLOB_REF_PREFIX
+from weft.activities.store.file_paths import InvalidPathError, normalize_path
+from weft.api.context import ApiContext, thread_status
+from weft.api.idempotency import IdempotentRequest, Reply, idempotency
+from weft.api.models import (
+    POST_ERRORS,
+    SAFE_VALUE_PATTERN,
+    StartThread,
+    ThreadList,
+    ThreadStarted,
+    ThreadSummary,
+    error_responses,
+)
+from weft.client.liveness import QUERY_TIMEOUT, UNANSWERED
+from weft.client.resume import snapshot, thread_read
+from weft.client.starts import ThreadStartRefused, start_confirmed
+from weft.contract.messages import Message
+from weft.contract.thread import QUERY_THREAD_READ, WORKFLOW_TYPE, ThreadRead
+from weft.contract.validation import describe_validation_error
+from weft.workers.gateway.app import GatewayError
+
+# How long `POST /threads` waits for a worker's verdict before answering unconfirmed.
+CONFIRM_SECONDS = 10.0
+
+# The keys of workflows/search_attributes.py, by name (api/ does not import workflows/).
+AGENT = SearchAttributeKey.for_keyword("WeftAgent")
+STATUS = SearchAttributeKey.for_keyword("WeftStatus")
+SESSION = SearchAttributeKey.for_keyword("WeftSession")
+AWAITING_ACTION = SearchAttributeKey.for_keyword("WeftAwaitingAction")
+
+# Path parameters: any thread or message id Temporal and the store can hold, but no
+# control characters (PostgreSQL text cannot hold NUL).
+ID_PATH_PATTERN = r"^[^\x00-\x1f\x7f]{1,1000}$"
+ThreadId = Annotated[str, Path(pattern=ID_PATH_PATTERN, description="the thread (workflow) id")]
+
+StatusFilter = Literal[
+    "running", "closed", "completed", "failed", "canceled", "terminated", "timed_out"
+]
+# Each filter as visibility query text: only these fixed strings and values matching
+# SAFE_VALUE_PATTERN ever reach the query, never raw request text.
+_STATUS_QUERIES: dict[str, str] = {
+    "running": "ExecutionStatus = 'Running'",
+    "closed": "ExecutionStatus != 'Running'",
+    "completed": "ExecutionStatus = 'Completed'",
+    "failed": "ExecutionStatus = 'Failed'",
+    "canceled": "ExecutionStatus = 'Canceled'",
+    "terminated": "ExecutionStatus = 'Terminated'",
+    "timed_out": "ExecutionStatus = 'TimedOut'",
+}
+_AWAITING_QUERIES = {
+    "ask_human": "WeftAwaitingAction = 'ask_human'",
+    "tool_permission": "WeftAwaitingAction = 'tool_permission'",
+    "any": "WeftAwaitingAction IN ('ask_human', 'tool_permission')",
+}
+
+# Served inline: types a browser shows without running anything. Everything else is an
+# attachment, and every file reply forbids sniffing and scripts.
+_INLINE_TYPES = {
+    "text/plain",
+    "text/csv",
+    "text/markdown",
+    "application/json",
+    "application/pdf",
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+}
+_FILE_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": "sandbox; default-src 'none'",
+    "Cache-Control": "no-store",
+}
 
 
 def router(ctx: ApiContext) -> APIRouter:
-    return APIRouter()
+    """The thread routes over `ctx`."""
+    routes = APIRouter(tags=["threads"])
+    Idempotent = Annotated[IdempotentRequest, Depends(idempotency(ctx.store))]
+    base_query = _base_query(ctx.task_queue)
+
+    @routes.post(
+        "/threads",
+        status_code=201,
+        response_model=ThreadStarted,
+        responses=error_responses(*POST_ERRORS, 503),
+        summary="Start a thread; the worker's verdict on it is waited for",
+    )
+    async def start_thread(body: StartThread, request: Idempotent) -> Response:
+        return await request.run(lambda: _start(ctx, body, request))
+
+    @routes.get(
+        "/threads",
+        response_model=ThreadList,
+        responses=error_responses(422, 503),
+        summary="List threads (Temporal visibility: eventually consistent)",
+    )
+    async def list_threads(
+        agent: Annotated[str | None, Query(pattern=SAFE_VALUE_PATTERN)] = None,
+        status: Annotated[StatusFilter | None, Query()] = None,
+        session: Annotated[str | None, Query(pattern=SAFE_VALUE_PATTERN)] = None,
+        awaiting: Annotated[Literal["ask_human", "tool_permission", "any"] | None, Query()] = None,
+        limit: Annotated[int, Query(ge=1, le=100)] = 50,
+        page_token: Annotated[str | None, Query(alias="pageToken", max_length=8192)] = None,
+    ) -> ThreadList:
+        query = " AND ".join(
+            [
+                base_query,
+                *([f"WeftAgent = '{agent}'"] if agent else []),
+                *([f"WeftSession = '{session}'"] if session else []),
+                *([_STATUS_QUERIES[status]] if status else []),
+                *([_AWAITING_QUERIES[awaiting]] if awaiting else []),
+            ]
+        )
+        return await _list(ctx, query, limit, page_token)
+
+    @routes.get(
+        "/threads/{thread_id}",
+        response_model=ThreadRead,
+        responses=error_responses(404, 422, 503),
+        summary="The thread read model: live, or the last one it stored",
+    )
+    async def read_thread(thread_id: ThreadId) -> ThreadRead:
+        read = await thread_read(ctx.client, ctx.store, thread_id)
+        if read is None:
+            raise await _not_readable(ctx, thread_id)
+        return read
+
+    @routes.get(
+        "/threads/{thread_id}/session",
+        response_model=dict[str, Any],
+        responses=error_responses(404, 422, 503),
+        summary="The session snapshot: the thread's shell and a window of messages",
+    )
+    async def read_session(
+        thread_id: ThreadId,
+        before: Annotated[int | None, Query(ge=0, description="a position: older")] = None,
+        limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    ) -> dict[str, Any]:
+        found = await snapshot(ctx.client, ctx.store, thread_id, before=before, limit=limit)
+        if found is None:
+            raise await _not_readable(ctx, thread_id)
+        return found
+
+    @routes.get(
+        "/threads/{thread_id}/messages/{message_id}",
+        response_model=Message,
+        responses=error_responses(404, 422),
+        summary="One stored message, whole (content stored as a blob included)",
+    )
+    async def read_message(
+        thread_id: ThreadId,
+        message_id: Annotated[str, Path(pattern=ID_PATH_PATTERN)],
+    ) -> Message:
+        message = await asyncio.to_thread(_whole_message, ctx, thread_id, message_id)
+        if message is None:
+            raise GatewayError(404, f"thread {thread_id!r} has no stored message {message_id!r}")
+        return message
+
+    @routes.get(
+        "/threads/{thread_id}/files/{path:path}",
+        response_class=Response,
+        responses={
+            200: {
+                "description": "the file's bytes, as its type (an attachment unless safe)",
+                "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}},
+            },
+            **error_responses(400, 404, 422),
+        },
+        summary="A file of the thread's filesystem",
+    )
+    async def read_file(thread_id: ThreadId, path: str) -> Response:
+        return await asyncio.to_thread(_file, ctx, thread_id, path)
+
+    return routes
+
+
+# -- POST /threads ------------------------------------------------------------------------
+
+
+async def _start(ctx: ApiContext, body: StartThread, request: IdempotentRequest) -> Reply:
+    # With a key and no id of its own, the thread id comes from the key: a retry after a
+    # crash between starting and recording finds the thread it started, never a second.
+    derived = request.derived_id("thread") if body.thread_id is None else None
+    thread_id = body.thread_id or derived
+    try:
+        started = await start_confirmed(
+            ctx.threads,
+            body.agent,
+            messages=body.start_messages(),
+            thread_id=thread_id,
+            timeout=CONFIRM_SECONDS,
+            **body.start_fields(),
+        )
+    except ThreadStartRefused as err:
+        raise GatewayError(
+            422, f"the worker refused agent {body.agent!r}: {err.reason}", fields=["agent"]
+        ) from None
+    except WorkflowAlreadyStartedError:
+        if derived is not None:
+            return await _started_before(ctx, derived)
+        raise GatewayError(
+            409, f"thread {thread_id!r} already exists", fields=["threadId"]
+        ) from None
+    except ValidationError as err:
+        raise GatewayError(422, describe_validation_error(err)) from None
+    except RPCError as err:
+        raise GatewayError(503, f"Temporal did not start the thread ({err.message})") from None
+    handle = started.handle
+    return Reply(
+        201,
+        ThreadStarted(
+            thread_id=handle.id,
+            run_id=handle.first_execution_run_id or handle.run_id,
+            confirmed=started.confirmed,
+        ),
+    )
+
+
+async def _started_before(ctx: ApiContext, thread_id: str) -> Reply:
+    """The thread this key started in an earlier attempt, as that attempt would answer."""
+    handle = ctx.client.get_workflow_handle(thread_id)
+    try:
+        described = await handle.describe()
+    except RPCError as err:
+        raise GatewayError(503, f"Temporal did not answer ({err.message}); retry") from None
+    confirmed = described.status == WorkflowExecutionStatus.COMPLETED
+    if described.status == WorkflowExecutionStatus.RUNNING:
+        try:
+            read = await handle.query(
+                QUERY_THREAD_READ, result_type=ThreadRead, rpc_timeout=QUERY_TIMEOUT
+            )
+            confirmed = ThreadRead.model_validate(read).status != "preparing"
+        except UNANSWERED:
+            confirmed = False
+    return Reply(
+        201, ThreadStarted(thread_id=thread_id, run_id=described.run_id, confirmed=confirmed)
+    )
+
+
+# -- GET /threads -------------------------------------------------------------------------
+
+
+def _base_query(task_queue: str) -> str:
+    """The threads this server serves: AgentThread runs on its task queue, latest runs only."""
+    if not _safe(task_queue):
+        raise ValueError(f"task queue {task_queue!r}: letters, digits and _ . : @ = + - only")
+    return (
+        f"WorkflowType = '{WORKFLOW_TYPE}' AND TaskQueue = '{task_queue}' "
+        "AND ExecutionStatus != 'ContinuedAsNew'"
+    )
+
+
+def _safe(value: str) -> bool:
+    return bool(value) and all(c.isascii() and (c.isalnum() or c in "_.:@=+-") for c in value)
+
+
+async def _list(ctx: ApiContext, query: str, limit: int, page_token: str | None) -> ThreadList:
+    token = _open_token(query, page_token) if page_token else None
+    listing = ctx.client.list_workflows(query, page_size=limit, next_page_token=token)
+    try:
+        await listing.fetch_next_page()
+    except RPCError as err:
+        raise GatewayError(503, f"Temporal did not list threads ({err.message})") from None
+    page = listing.current_page or []
+    next_token = listing.next_page_token
+    return ThreadList(
+        threads=[_summary(execution) for execution in page],
+        next_page_token=_seal_token(query, next_token) if next_token else None,
+    )
+
+
+# Page tokens are Temporal's, sealed with a key of this process: Temporal retries a call
+# with a token it cannot parse for seconds, so only tokens this server issued, for the
+# same filters, ever reach it. A token outlives neither a restart nor another replica.
+_TOKEN_KEY = secrets.token_bytes(32)
+_TAG_BYTES = 16
+
+
+def _tag(query: str, token: bytes) -> bytes:
+    return hmac.digest(_TOKEN_KEY, query.encode() + b"\0" + token, "sha256")[:_TAG_BYTES]
+
+
+def _seal_token(query: str, token: bytes) -> str:
+    return base64.urlsafe_b64encode(_tag(query, token) + token).decode().rstrip("=")
+
+
+def _open_token(query: str, text: str) -> bytes:
+    try:
+        sealed = base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
+    except (binascii.Error, ValueError):
+        sealed = b""
+    tag, token = sealed[:_TAG_BYTES], sealed[_TAG_BYTES:]
+    if not token or not hmac.compare_digest(tag, _tag(query, token)):
+        raise GatewayError(
+            422,
+            "pageToken: not a token this server gave for these filters (tokens do not "
+            "survive a restart); list again from the first page",
+            fields=["pageToken"],
+        )
+    return token
+
+
+def _summary(execution: WorkflowExecution) -> ThreadSummary:
+    attributes = execution.typed_search_attributes
+    status = execution.status or WorkflowExecutionStatus.RUNNING
+    awaiting = attributes.get(AWAITING_ACTION)
+    running = status == WorkflowExecutionStatus.RUNNING
+    return ThreadSummary(
+        thread_id=execution.id,
+        agent=attributes.get(AGENT),
+        status=status.name.lower(),  # the enum's names, lowercased
+        thread_status=attributes.get(STATUS),
+        session_id=attributes.get(SESSION),
+        awaiting_action=awaiting
+        if running and awaiting in ("ask_human", "tool_permission")
+        else None,
+        started_at=_iso(execution.start_time),
+    )
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# -- reads --------------------------------------------------------------------------------
+
+
+async def _not_readable(ctx: ApiContext, thread_id: str) -> GatewayError:
+    """Why a thread has no read model: unknown (404), no worker answers (503), or it
+    closed before it wrote one (404)."""
+    status = await thread_status(ctx, thread_id)  # raises 404 when Temporal does not know it
+    if status == WorkflowExecutionStatus.RUNNING:
+        return GatewayError(
+            503, f"thread {thread_id!r} is running but no worker answered for it; retry"
+        )
+    return GatewayError(
+        404, f"thread {thread_id!r} closed ({status.name.lower()}) before it recorded its state"
+    )
+
+
+def _whole_message(ctx: ApiContext, thread_id: str, message_id: str) -> Message | None:
+    """The stored message; content a client queued as a blob is read back whole."""
+    message = ctx.store.messages.get(thread_id, message_id)
+    if message is None:
+        return None
+    ref = message.metadata.get("contentRef")
+    if isinstance(ref, str) and ref.startswith(BLOB_REF_PREFIX):
+        data = ctx.store.files.get_blob(ref.removeprefix(BLOB_REF_PREFIX))
+        if data is not None:
+            try:
+                return message.model_copy(update={"content": data.decode("utf-8")})
+            except UnicodeDecodeError:
+                pass  # the stored content says why it is not there
+    return message
+
+
+def _file(ctx: ApiContext, thread_id: str, path: str) -> Response:
+    try:
+        normalized = normalize_path("/" + path)
+    except InvalidPathError as err:
+        raise GatewayError(400, str(err), fields=["path"]) from None
+    stat = ctx.store.files.stat_file(thread_id, normalized)
+    if stat is None or stat.kind != "file":
+        raise GatewayError(404, f"thread {thread_id!r} has no file {normalized!r}")
+    try:
+        data = ctx.store.files.read_file(thread_id, normalized)
+    except (FileNotFoundError, IsADirectoryError) as err:
+        raise GatewayError(404, str(err)) from None
+    media_type = stat.mime_type or mimetypes.guess_type(normalized)[0] or "application/octet-stream"
+    base_type = media_type.split(";")[0].strip().lower()
+    disposition = "inline" if base_type in _INLINE_TYPES else "attachment"
+    if disposition == "attachment" and base_type.startswith("text/"):
+        # Never let a browser render stored HTML, SVG or scripts from this origin.
+        media_type = "application/octet-stream"
+    headers = {**_FILE_HEADERS, "Content-Disposition": _disposition(disposition, normalized)}
+    return Response(data, media_type=media_type, headers=headers)
+
+
+def _disposition(kind: str, path: str) -> str:
+    name = posixpath.basename(path)
+    fallback = "".join(
+        c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in name
+    )
+    return f"{kind}; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
+
+
+__all__ = ["CONFIRM_SECONDS", "router"]
