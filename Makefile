@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_long_thread.py
 	$(BIN)/python bench/bench_context.py
 	$(BIN)/python bench/bench_drills.py
+	$(BIN)/python bench/bench_stream.py
 
 clean:
 	rm -rf $(VENV) .weft

@@ -87,7 +87,8 @@ class Waiters:
                     return batch
                 # On timeout the loop reads once more: the store has the last word.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(waiter.woken.wait(), deadline - loop.time())
+                    async with asyncio.timeout_at(deadline):  # no task per wait, unlike wait_for
+                        await waiter.woken.wait()
         finally:
             self._remove(waiter)
 
