@@ -354,7 +354,7 @@ def _refusal(thread_id: str, err: WorkflowUpdateFailedError) -> GatewayError:
     """The thread's reason for refusing an update, as the status that fits it."""
     cause = err.cause
     kind = cause.type if isinstance(cause, ApplicationError) else None
-    message = str(cause)
+    message = cause.message if isinstance(cause, ApplicationError) else str(cause)
     if kind == "ThreadTerminated":
         return GatewayError(409, message)
     if kind == "PayloadTooLarge":

@@ -162,13 +162,15 @@ def idempotency(store: Store) -> Callable[..., Awaitable[IdempotentRequest]]:
                 fields=[IDEMPOTENCY_HEADER],
             )
         scope = f"{request.method} {request.url.path}"
-        body = await request.body()
-        fingerprint = hashlib.sha256(
-            "\n".join((scope, request.url.query, _canonical(body))).encode()
-        ).hexdigest()
+        fingerprint = request_fingerprint(scope, request.url.query, await request.body())
         return IdempotentRequest(store, key, scope, fingerprint)
 
     return dependency
+
+
+def request_fingerprint(scope: str, query: str, body: bytes) -> str:
+    """What makes two requests the same: route and path, query string, canonical body."""
+    return hashlib.sha256("\n".join((scope, query, _canonical(body))).encode()).hexdigest()
 
 
 def _valid_key(key: str) -> bool:
@@ -195,4 +197,5 @@ __all__ = [
     "KeyHeader",
     "Reply",
     "idempotency",
+    "request_fingerprint",
 ]

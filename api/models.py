@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from weft.contract.actions import ApprovalScope, Decision
@@ -110,8 +110,8 @@ class StartThread(CamelModel):
 
     @field_validator(*_NOT_FROM_HTTP, mode="before")
     @classmethod
-    def _not_from_http(cls, value: Any, info: Any) -> Any:
-        raise ValueError(f"not accepted over HTTP: {_NOT_FROM_HTTP[info.field_name]}")
+    def _not_from_http(cls, value: Any, info: ValidationInfo) -> Any:
+        raise ValueError(f"not accepted over HTTP: {_NOT_FROM_HTTP[str(info.field_name)]}")
 
     def start_fields(self) -> dict[str, Any]:
         """The other start-input fields, as `Threads.start` takes them."""
@@ -185,11 +185,12 @@ class TurnInput(MessageInput):
         description="with wait=completed: how long to wait (default 60 s)",
     )
 
-    @model_validator(mode="after")
-    def _timeout_needs_completed(self) -> TurnInput:
-        if self.timeout_seconds is not None and self.wait != "completed":
-            raise ValueError("timeoutSeconds applies to wait=completed only")
-        return self
+    @field_validator("timeout_seconds")
+    @classmethod
+    def _timeout_needs_completed(cls, value: float | None, info: ValidationInfo) -> float | None:
+        if value is not None and info.data.get("wait") != "completed":
+            raise ValueError("applies to wait=completed only")
+        return value
 
 
 class TurnWaiting(CamelModel):
