@@ -332,4 +332,3 @@ async def test_terminate_then_every_control_route_is_409(
         bare = await stack.http.post(f"/threads/{other}/terminate")
         assert bare.status_code == 202
         assert (await stack.ctx.threads.result(other)).status == "cancelled"
-
