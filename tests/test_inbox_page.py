@@ -6,6 +6,7 @@ tool, is approved from the page and completes its turn."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ CHROMIUM_ARGS = [
 FIRST_TEXT = "Let me look up the weather in Oslo for you."
 # Markup in model text must show as text (the page never renders data as HTML).
 FINAL_TEXT = "It is sunny in Oslo, <b>21</b> degrees."
+RETRIED_TEXT = "Let me think about where to go next."
 # The first reply waits a moment and streams slowly, so the page is open while it streams.
 # The second turn (a message sent from the page) asks the human a question.
 WEATHER_THEN_A_QUESTION = {
@@ -52,7 +54,15 @@ WEATHER_THEN_A_QUESTION = {
         {
             "match": "where next",
             "replies": [
-                {"tool_calls": [{"name": "ask_human", "arguments": {"question": "Which city?"}}]},
+                {
+                    # The first attempt breaks off mid-stream; its retry starts the text anew.
+                    "text": RETRIED_TEXT,
+                    "tool_calls": [{"name": "ask_human", "arguments": {"question": "Which city?"}}],
+                    "chunk_size": 4,
+                    "chunk_delay_ms": 80,
+                    "drop_after_chunks": 5,
+                    "times": 1,
+                },
                 {"text": "Noted: Bergen it is."},
             ],
         },
@@ -173,6 +183,9 @@ async def test_inbox_follows_a_thread_and_answers_it(
             # A message from the page starts a turn whose model asks the human.
             await page.fill("#message-text", "And where next?")
             await page.click("#message-form button")
+            # The retried attempt's text replaces what the broken one had streamed.
+            live_text = page.locator("#live .message.streaming .text")
+            await expect(live_text).to_have_text(re.compile("^Let me think about"), timeout=15_000)
             question = page.locator("#action .pending.ask_human")
             await expect(question).to_contain_text("Which city?", timeout=15_000)
             await expect(transcript.locator(".message.user").last).to_contain_text(
@@ -181,8 +194,12 @@ async def test_inbox_follows_a_thread_and_answers_it(
             await question.locator("textarea").fill("Bergen")
             await question.get_by_role("button", name="Send answer").click()
             await expect(assistant.last).to_contain_text("Noted: Bergen it is.", timeout=15_000)
-            asked = transcript.locator('details.tool:has(.tool-name:text-is("ask_human"))')
-            await expect(asked.locator(".tool-result")).to_contain_text("Bergen")
+            asking = 'details.tool:has(.tool-name:text-is("ask_human"))'
+            await expect(transcript.locator(asking).locator(".tool-result")).to_contain_text(
+                "Bergen"
+            )
+            asker = assistant.filter(has=page.locator(asking))
+            await expect(asker.locator(".text")).to_have_text(RETRIED_TEXT)
             await expect(page.locator("#action")).to_be_hidden()
             await expect(page.locator("#stream-status")).to_have_text("live")
 

@@ -155,8 +155,8 @@
       source: null, // the EventSource
       lastSequence: 0, // events at or below it were seen (a reconnect may repeat some)
       messages: new Map(), // message id -> its <li>
-      tools: new Map(), // tool call id -> {details, status, args, result}
-      live: null, // the step being streamed: {stepId, attempt, item, text, messageId}
+      tools: new Map(), // tool call id -> its folded block (toolBlock)
+      live: null, // the step being streamed: {stepId, attempt, item, text}
       finished: new Map(), // message id -> the live <li> that stands in for it
       refreshTimer: null,
       refreshThreadToo: false,
@@ -212,8 +212,9 @@
     for (;;) {
       const page = await api(threadPath(threadId, `/events?after=${cursor}&limit=${EVENT_PAGE}`));
       const count = page && Array.isArray(page.events) ? page.events.length : 0;
-      if (page && Number.isInteger(page.cursor)) cursor = page.cursor;
-      if (count < EVENT_PAGE) return cursor;
+      const next = page && Number.isInteger(page.cursor) ? page.cursor : cursor;
+      if (count < EVENT_PAGE || next <= cursor) return next;
+      cursor = next;
     }
   }
 
@@ -532,7 +533,7 @@
     const live = current.live;
     if (live && live.stepId === event.stepId) {
       if (payload.reset) {
-        live.text.textContent = "";
+        if (live.text) live.text.textContent = "";
         live.attempt = payload.attempt ?? live.attempt + 1;
       }
       return;
