@@ -169,6 +169,7 @@ async def test_inbox_follows_a_thread_and_answers_it(
             await listed.get_by_role("button").click()
             await expect(transcript).to_contain_text(FIRST_TEXT)
             await expect(permission).to_be_visible()
+            shot = await _screenshot(page, tmp_path, "inbox-waiting.png")
 
             await permission.get_by_role("button", name="Approve", exact=True).click()
             await expect(weather.locator(".tool-status")).to_have_text("success", timeout=15_000)
@@ -178,7 +179,6 @@ async def test_inbox_follows_a_thread_and_answers_it(
             await expect(assistant.last).to_contain_text(FINAL_TEXT, timeout=15_000)
             await expect(page.locator("#activity")).to_contain_text("turn completed")
             await expect(page.locator("#action")).to_be_hidden()
-            shot = await _screenshot(page, tmp_path, "inbox-approved.png")
 
             # A message from the page starts a turn whose model asks the human.
             await page.fill("#message-text", "And where next?")
