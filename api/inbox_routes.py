@@ -26,7 +26,7 @@ ICON = (
     '<path d="M3 5h10M3 8h10M3 11h10M6 3v10M10 3v10" stroke="#fff" stroke-width="1.2"/></svg>'
 )
 
-# The page loads nothing but its own two files and talks only to this origin: no inline
+# The page loads nothing but its own files and talks only to this origin: no inline
 # script or style, no frames, no form posts elsewhere.
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -39,6 +39,7 @@ SECURITY_HEADERS = {
 
 
 def router(ctx: ApiContext) -> APIRouter:
+    """The page and its files; kept out of the OpenAPI document (they are no API)."""
     routes = APIRouter(include_in_schema=False)
 
     @routes.get(PAGE_PATH)
