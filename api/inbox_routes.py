@@ -3,7 +3,7 @@ lists the threads waiting on a human, shows a thread's transcript live and answe
 pending action, using only the JSON and SSE routes of the API.
 
 The token arrives once as `/inbox?token=…` (the middleware checks it); this moves it into
-an HttpOnly, SameSite=Strict cookie and redirects, so it leaves the address bar and the
+an HttpOnly, SameSite=Lax cookie and redirects, so it leaves the address bar and the
 history, and the page's fetches and EventSource carry it without script ever seeing it.
 """
 
@@ -65,20 +65,20 @@ def router(ctx: ApiContext) -> APIRouter:
 def _token_to_cookie(request: Request) -> Response:
     """303 to the bare page, keeping the token in the cookie.
 
-    The middleware let the request in on exactly one credential. Only when it came without
-    a header or a cookie was it the query token that passed, so only then is that token
-    known to be right and worth keeping; otherwise the valid cookie (or header) stays.
+    A token in the page's address is the credential the middleware judged (even over a
+    cookie of an older token), so reaching here means it is right.
     """
     response = RedirectResponse(PAGE_PATH, status_code=303, headers=SECURITY_HEADERS)
-    if "authorization" not in request.headers and TOKEN_COOKIE not in request.cookies:
-        response.set_cookie(
-            TOKEN_COOKIE,
-            request.query_params["token"],
-            path="/",
-            httponly=True,
-            samesite="strict",
-            secure=request.url.scheme == "https",
-        )
+    response.set_cookie(
+        TOKEN_COOKIE,
+        request.query_params["token"],
+        path="/",
+        httponly=True,
+        # Lax, not Strict: a link to the page from another site (a chat message) still
+        # opens it, and other sites still cannot POST with the cookie.
+        samesite="lax",
+        secure=request.url.scheme == "https",
+    )
     return response
 
 

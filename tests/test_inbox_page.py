@@ -71,8 +71,9 @@ WEATHER_THEN_A_QUESTION = {
 
 
 async def test_page_takes_the_token_once_and_keeps_it_in_a_cookie(temporal_client, weft_config):
-    """No token or a wrong one is 401; the right one becomes an HttpOnly, SameSite=Strict
-    cookie and leaves the URL; the page and its files come with a strict CSP."""
+    """No token or a wrong one is 401; the right one becomes an HttpOnly, SameSite=Lax
+    cookie and leaves the URL, even over the cookie of an older token; the page and its
+    files come with a strict CSP."""
     async with api_stack(temporal_client, weft_config, "tq-inbox-unused") as stack:
         async with httpx.AsyncClient(base_url=stack.url) as browser:
             assert (await browser.get("/inbox")).status_code == 401
@@ -85,7 +86,12 @@ async def test_page_takes_the_token_once_and_keeps_it_in_a_cookie(temporal_clien
             assert (moved.status_code, moved.headers["location"]) == (303, "/inbox")
             cookie = [part.strip().lower() for part in moved.headers["set-cookie"].split(";")]
             assert cookie[0] == f"weft_token={API_TOKEN}"
-            assert {"httponly", "samesite=strict", "path=/"} <= set(cookie)
+            assert {"httponly", "samesite=lax", "path=/"} <= set(cookie)
+            stale = {"Cookie": "weft_token=a-token-of-an-earlier-serve"}
+            renewed = await browser.get("/inbox", params={"token": API_TOKEN}, headers=stale)
+            assert renewed.status_code == 303
+            assert renewed.headers["set-cookie"].startswith(f"weft_token={API_TOKEN};")
+            assert (await browser.get("/inbox", headers=stale)).status_code == 401
 
             with_cookie = {"Cookie": f"weft_token={API_TOKEN}"}
             page = await browser.get("/inbox", headers=with_cookie)
@@ -134,7 +140,7 @@ async def test_inbox_follows_a_thread_and_answers_it(
             assert (cookie["name"], cookie["httpOnly"], cookie["sameSite"]) == (
                 "weft_token",
                 True,
-                "Strict",
+                "Lax",
             )
 
             # An API error is shown on the page (and the browser logs the 404 itself).

@@ -49,7 +49,8 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 # Unauthenticated: load balancers probe it, and it tells nothing about any thread.
 HEALTH_PATH = "/healthz"
 # The browser page cannot send a header: it gets the token once in its URL and keeps it in
-# an HttpOnly, SameSite=Strict cookie (sent with its fetches and EventSource, never cross-site).
+# an HttpOnly, SameSite=Lax cookie (sent with its fetches and EventSource; from another site
+# only on a top-level GET, so no other site can POST with it).
 TOKEN_COOKIE = "weft_token"
 PAGE_PATH = "/inbox"
 
@@ -205,17 +206,18 @@ class _RequireToken:
         path, method = scope.get("path", ""), scope.get("method", "")
         if path == HEALTH_PATH and method in ("GET", "HEAD"):
             return True
+        if path == PAGE_PATH and method == "GET":
+            # A token in the page's address is the one to judge (and to keep, see
+            # inbox_routes), even over an older cookie of a previous token.
+            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            if "token" in query:
+                return self._matches(query["token"][0])
         headers = Headers(scope=scope)
         scheme, _, presented = headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and presented.strip():
             return self._matches(presented.strip())
         cookie = _cookie(headers.get("cookie", ""), TOKEN_COOKIE)
-        if cookie:
-            return self._matches(cookie)
-        if path == PAGE_PATH and method == "GET":
-            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            return self._matches(query.get("token", [""])[0])
-        return False
+        return bool(cookie) and self._matches(cookie)
 
     def _matches(self, presented: str) -> bool:
         return bool(presented) and hmac.compare_digest(
