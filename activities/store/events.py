@@ -22,8 +22,8 @@ from weft.activities.store.tables import events
 from weft.contract.events import Event
 from weft.contract.messages import Message
 
-# The PostgreSQL channel told "<thread id> <last new sequence>" when a thread's events commit
-# (api/event_feed.py listens on it).
+# On PostgreSQL, each write that stores a thread's events notifies this channel with
+# "<thread id> <last new sequence>"; it is delivered at commit (api/event_feed.py listens).
 EVENTS_CHANNEL = "weft_events"
 _NOTIFY = text("SELECT pg_notify(:channel, :message)")
 
