@@ -184,6 +184,10 @@ async def test_start_refusals_name_the_field(
             ({}, "agent"),
             ({"agent": "helper", "options": {"maxTotalSteps": 0}}, "options.maxTotalSteps"),
             (
+                {"agent": "helper", "options": {"heartbeatTimeoutSeconds": 1e300}},
+                "options.heartbeatTimeoutSeconds",
+            ),
+            (
                 {
                     "agent": "helper",
                     "messages": [
