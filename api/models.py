@@ -67,8 +67,12 @@ class MessageInput(CamelModel):
 
 
 class StartMessage(QueuedMessage):
-    """A message queued with the thread's start: the `queue_message` fields."""
+    """A message queued with the thread's start: the `queue_message` fields.
 
+    Content is bounded by the body limit only: over 64 KiB it is stored as a blob first.
+    """
+
+    content: str = Field(description="the message text")
     metadata: CallerMetadata = Field(default_factory=dict)
 
 

@@ -285,8 +285,10 @@ async def test_messages_are_read_whole_and_files_safely(
     start_worker, temporal_client, weft_config, scripted_server
 ):
     async with _stack(start_worker, temporal_client, weft_config, scripted_server) as stack:
-        big = "".join(f"line {i}: {'x' * 60}\n" for i in range(2000))  # ~140 KB
-        started = await stack.http.post("/threads", json={"agent": "helper", "messages": [big]})
+        # Over 256 K characters: more than a queued message may carry, so stored as a blob.
+        big = "".join(f"line {i}: {'x' * 60}\n" for i in range(4500))
+        message = {"role": "user", "content": big}
+        started = await stack.http.post("/threads", json={"agent": "helper", "messages": [message]})
         thread_id = started.json()["threadId"]
         await _idle(stack, thread_id)
         user = next(m for m in stack.store.messages.list(thread_id) if m.role == "user")
