@@ -211,8 +211,10 @@ async def _dev(args: argparse.Namespace, config: WeftConfig) -> int:
             f" ({'started here' if stack.started_server else 'already running'}),"
             f" UI {stack.ui_url}, task queue {config.temporal.task_queue}"
         )
-        print("weft dev: worker running; Ctrl-C stops what this command started")
-        await _until_interrupted(stack.worker.wait())
+        await _until_interrupted(
+            stack.worker.wait(),
+            ready="weft dev: worker running; Ctrl-C stops what this command started",
+        )
     return 0
 
 
@@ -224,8 +226,10 @@ async def _worker(args: argparse.Namespace, config: WeftConfig) -> int:
     # AgentWorker checks the search attributes first: it registers missing ones, or raises
     # SearchAttributesMissing (a RuntimeError: one message with the commands, exit code 1).
     async with AgentWorker(client, config, definitions=definitions) as worker:
-        print(f"weft worker: polling {worker.task_queue} on {config.temporal.address}", flush=True)
-        await _until_interrupted(worker.wait())
+        await _until_interrupted(
+            worker.wait(),
+            ready=f"weft worker: polling {worker.task_queue} on {config.temporal.address}",
+        )
     return 0
 
 
@@ -331,12 +335,17 @@ def _quote(value: str) -> str:
     return value.replace("\\", "\\\\").replace("'", "\\'")
 
 
-async def _until_interrupted(waiting: Any) -> None:
-    """Run until `waiting` ends or SIGINT/SIGTERM arrives."""
+async def _until_interrupted(waiting: Any, *, ready: str) -> None:
+    """Print `ready`, then run until `waiting` ends or SIGINT/SIGTERM arrives.
+
+    The handlers are in place before `ready` is printed: whoever waits for that line may
+    stop the process at once, and a signal before them would kill it with no clean stop.
+    """
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    print(ready, flush=True)
     task = asyncio.ensure_future(waiting)
     stopper = asyncio.ensure_future(stop.wait())
     await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)

@@ -67,15 +67,16 @@ async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
         server = GatewayServer(app, host=args.host, port=args.port)
         sealing = f"keys {', '.join(keyring.key_ids)}" if keyring else "NO keys: values unsealed"
         async with server:
+            # Handlers first: whoever waits for the banner may stop the process at once.
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, server.stop)
             print(
                 f"weft serve: {server.url} (Temporal {temporal.address}, "
                 f"namespace {temporal.namespace}; {sealing})",
                 flush=True,
             )
             print(f"weft serve: inbox page at {server.url}/inbox?token={page_token}", flush=True)
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, server.stop)
             await server.wait()
     finally:
         await feed.close()

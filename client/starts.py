@@ -93,7 +93,12 @@ async def _verdict(handle: WorkflowHandle[Any, Any], wait: timedelta) -> bool | 
         read = await handle.query(QUERY_THREAD_READ, result_type=ThreadRead, rpc_timeout=wait)
     except (RPCError, WorkflowQueryFailedError):
         return None  # its first workflow task has not run yet
-    return ThreadRead.model_validate(read).status != "preparing" or None
+    status = ThreadRead.model_validate(read).status
+    if status == "failed":
+        # Its init failed: the workflow is closing with the reason (a query can answer
+        # from the worker's cache before the close is recorded).
+        await _raise_refusal(handle)
+    return status != "preparing" or None
 
 
 async def _raise_refusal(handle: WorkflowHandle[Any, Any]) -> None:

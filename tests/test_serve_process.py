@@ -98,9 +98,10 @@ async def test_a_thread_over_http_from_start_to_end(tmp_path: Path, dev_server: 
             timeout=30,
         ) as http,
     ):
-        assert (
-            await httpx.AsyncClient().get(f"http://127.0.0.1:{port}/healthz")
-        ).status_code == 200
+        probe = http.build_request("GET", "/healthz")
+        del probe.headers["Authorization"]  # the one route open without the token
+        health = await http.send(probe)
+        assert health.status_code == 200, health.text
 
         refused = await http.post("/threads", json={"agent": "nobody"})
         assert refused.status_code == 422, refused.text
@@ -133,8 +134,9 @@ async def test_a_thread_over_http_from_start_to_end(tmp_path: Path, dev_server: 
             ended = await http.post(f"/threads/{thread_id}/terminate", json={"reason": "done"})
             assert ended.status_code == 202, ended.text
             await _events_until(lines, "end", received)
+            await lines.aclose()  # a generator left suspended would hold its connection
 
-        sequences = [int(event["id"]) for event in received if event.get("event") != "end"]
+        sequences = [int(e["id"]) for e in received if "id" in e and e.get("event") != "end"]
         assert sequences == list(range(1, len(sequences) + 1)), "gapless, once, in order"
         texts = [
             json.loads(event["data"])["payload"].get("text", "")
