@@ -85,10 +85,14 @@ async def test_start_read_list_and_close(
         assert snapshot["sessionId"] == session
         history = snapshot["threads"][0]["history"]
         assert len(history["messages"]) == 1 and history["totalMessages"] == 2
+        assert history["messages"][0]["content"] == "hi there"  # the live window, with content
+        stored = await asyncio.to_thread(stack.store.events.last_sequence, thread_id)
+        assert 0 < snapshot["eventsCursor"] <= stored
         older = await stack.http.get(
             f"/threads/{thread_id}/session", params={"before": history["olderCursor"]}
         )
-        assert older.json()["threads"][0]["history"]["messages"][0]["role"] == "user"
+        first = older.json()["threads"][0]["history"]["messages"][0]
+        assert (first["role"], first["content"]) == ("user", "hello")
 
         listed = await _listed(stack, f"agent=helper&session={session}&status=running", thread_id)
         assert listed == {

@@ -10,7 +10,6 @@
   const WAITING_POLL_MS = 3000; // visibility is eventually consistent: the list is polled
   const REFRESH_DELAY_MS = 120; // events come in bursts: one snapshot read per burst
   const SNAPSHOT_LIMIT = 50;
-  const EVENT_PAGE = 500; // the long poll's largest page
 
   const $ = (id) => document.getElementById(id);
 
@@ -185,14 +184,13 @@
     $("action").hidden = true;
     clearError($("thread-error"));
     try {
-      // Where the events stand, then the snapshot, then the events after that cursor: an
-      // event may repeat what the snapshot shows (its live stand-in is dropped), but none
-      // is missed, and nothing older than the snapshot's window is replayed out of order.
-      const cursor = await lastSequence(threadId);
+      // The snapshot, then the events after its `eventsCursor` (read before it): an event
+      // may repeat what the snapshot shows (its live stand-in is dropped), but none is
+      // missed, and nothing older than the snapshot's window is replayed out of order.
       const snapshot = await api(threadPath(threadId, `/session?limit=${SNAPSHOT_LIMIT}`));
       if (current !== view) return;
       applySnapshot(current, snapshot);
-      follow(current, cursor);
+      follow(current, Number.isInteger(snapshot.eventsCursor) ? snapshot.eventsCursor : 0);
       await refreshThread(current);
     } catch (err) {
       if (current === view) showError($("thread-error"), err);
@@ -204,18 +202,6 @@
     if (view.source) view.source.close();
     clearTimeout(view.refreshTimer);
     view = null;
-  }
-
-  /** The thread's last stored event sequence, paging the long poll (no wait) to its end. */
-  async function lastSequence(threadId) {
-    let cursor = 0;
-    for (;;) {
-      const page = await api(threadPath(threadId, `/events?after=${cursor}&limit=${EVENT_PAGE}`));
-      const count = page && Array.isArray(page.events) ? page.events.length : 0;
-      const next = page && Number.isInteger(page.cursor) ? page.cursor : cursor;
-      if (count < EVENT_PAGE || next <= cursor) return next;
-      cursor = next;
-    }
   }
 
   function firstThread(snapshot) {
