@@ -86,28 +86,6 @@ _NOT_FROM_HTTP = {
 }
 
 
-# Bounds the HTTP API adds to `ThreadOptions`: the contract leaves these open, and a
-# timeout or attempt count past what Temporal can hold (1e300 s) fails every workflow task
-# of the thread instead of being refused.
-MAX_OPTION_SECONDS = 24 * 3600.0
-MAX_OPTION_ATTEMPTS = 1000
-
-
-class StartOptions(ThreadOptions):
-    """`ThreadOptions`, with the timeouts (up to a day) and attempts (up to 1000) bounded."""
-
-    model_timeout_seconds: float = Field(default=300, gt=0, le=MAX_OPTION_SECONDS)
-    tool_timeout_seconds: float = Field(default=300, gt=0, le=MAX_OPTION_SECONDS)
-    heartbeat_timeout_seconds: float = Field(
-        default=3,
-        gt=0,
-        le=MAX_OPTION_SECONDS,
-        description="how soon a crashed worker's activity is retried",
-    )
-    model_max_attempts: int = Field(default=5, ge=1, le=MAX_OPTION_ATTEMPTS)
-    tool_max_attempts: int = Field(default=3, ge=1, le=MAX_OPTION_ATTEMPTS)
-
-
 class StartThread(CamelModel):
     """`POST /threads`: the start input a caller may set (`contract/thread.py`)."""
 
@@ -128,7 +106,7 @@ class StartThread(CamelModel):
     )
     session_id: str | None = Field(default=None, max_length=255)
     user_id: str | None = Field(default=None, max_length=255)
-    options: StartOptions | None = Field(default=None, description="runtime limits")
+    options: ThreadOptions | None = Field(default=None, description="runtime limits")
     parent: SkipJsonSchema[Any] = Field(default=None, exclude=True)
     arguments: SkipJsonSchema[Any] = Field(default=None, exclude=True)
     scoped_env_request: SkipJsonSchema[Any] = Field(default=None, exclude=True)
@@ -273,7 +251,6 @@ __all__ = [
     "MessageInput",
     "QueueEditRequested",
     "StartMessage",
-    "StartOptions",
     "StartThread",
     "TerminateInput",
     "TerminateRequested",

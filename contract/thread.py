@@ -42,20 +42,27 @@ ThreadStatus = Literal[
 ]
 
 
+# A timeout or attempt count past what Temporal can hold (1e300 s) would fail every workflow
+# task of the thread, a thread stuck instead of refused: the start input bounds them.
+MAX_OPTION_SECONDS = 24 * 3600.0
+MAX_OPTION_ATTEMPTS = 1000
+
+
 class ThreadOptions(CamelModel):
     """Runtime limits of one thread."""
 
     max_total_steps: int = Field(default=64, ge=1, le=10_000, description="hard cap per session")
-    model_timeout_seconds: float = Field(default=300, gt=0)
-    tool_timeout_seconds: float = Field(default=300, gt=0)
+    model_timeout_seconds: float = Field(default=300, gt=0, le=MAX_OPTION_SECONDS)
+    tool_timeout_seconds: float = Field(default=300, gt=0, le=MAX_OPTION_SECONDS)
     heartbeat_timeout_seconds: float = Field(
         default=3,
         gt=0,
+        le=MAX_OPTION_SECONDS,
         description="how soon a crashed worker's activity is retried; a Temporal outage "
         "longer than this retries in-flight activities too (docs/recovery.md)",
     )
-    model_max_attempts: int = Field(default=5, ge=1)
-    tool_max_attempts: int = Field(default=3, ge=1)
+    model_max_attempts: int = Field(default=5, ge=1, le=MAX_OPTION_ATTEMPTS)
+    tool_max_attempts: int = Field(default=3, ge=1, le=MAX_OPTION_ATTEMPTS)
     continue_as_new_events: int = Field(
         default=4000,
         ge=20,
