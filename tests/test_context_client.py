@@ -184,7 +184,7 @@ async def test_cli_context_prints_json_and_compact_confirms(
     assert code == 0
     assert json.loads(out)["boundary"]["summary"] == "summary 1"
     code, _, err = await weft("thread", "context", "ctx-nobody")
-    assert code == 1 and "unknown thread ctx-nobody" in err
+    assert code == 1 and err == "weft: thread 'ctx-nobody' not found\n"
 
     handle = await Threads(temporal_client, task_queue=task_queue).start("a", messages=["hi"])
     try:
