@@ -306,7 +306,8 @@ async def _thread_context(args: argparse.Namespace, config: WeftConfig) -> int:
         threads = Threads(await _client(config), task_queue=config.temporal.task_queue, store=store)
         snapshot = await threads.context(args.thread_id)
     if snapshot is None:
-        print(f"weft: unknown thread {args.thread_id}", file=sys.stderr)
+        # The guard found the thread, but no worker answered and the store has nothing yet.
+        print(f"weft: thread {args.thread_id!r} has no context snapshot yet", file=sys.stderr)
         return 1
     print(json.dumps(snapshot, indent=2))
     return 0
