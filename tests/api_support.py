@@ -3,7 +3,7 @@ model, a store, and `create_api` served by uvicorn on a loopback port."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +20,7 @@ from weft.workers.config import WeftConfig
 from weft.workers.gateway import GatewayServer
 
 API_TOKEN = "test-api-token"
+SSE = {"Accept": "text/event-stream"}
 
 
 @dataclass
@@ -85,3 +86,55 @@ def sse_events(text: str) -> list[dict[str, Any]]:
     if current:
         events.append(current)
     return events
+
+
+class SseClient:
+    """One open stream: its messages as parsed by `sse_events`, and its comment lines."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self.messages: list[dict[str, Any]] = []
+        self.comments: list[str] = []
+        self._lines = response.aiter_lines()
+
+    async def read_until(self, done: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """Read messages until one satisfies `done`; returns it."""
+        async for parsed in self._blocks():
+            for message in parsed:
+                if done(message):
+                    return message
+        raise AssertionError(f"the stream ended before the awaited message: {self.messages}")
+
+    async def read_comments(self, count: int) -> None:
+        """Read until `count` comment lines have come."""
+        async for _ in self._blocks():
+            if len(self.comments) >= count:
+                return
+        raise AssertionError(f"the stream ended after comments {self.comments}")
+
+    async def _blocks(self) -> AsyncIterator[list[dict[str, Any]]]:
+        block: list[str] = []
+        async for line in self._lines:
+            if line:
+                block.append(line)
+                continue
+            self.comments += [c for c in block if c.startswith(":")]
+            parsed = sse_events("\n".join(block))
+            block = []
+            self.messages += parsed
+            yield parsed
+
+    def events(self) -> list[dict[str, Any]]:
+        """The thread's events received (not `retry` or `end`)."""
+        return [m for m in self.messages if "id" in m and m.get("event") != "end"]
+
+
+@asynccontextmanager
+async def sse(http: httpx.AsyncClient, thread_id: str, **headers: str) -> AsyncIterator[SseClient]:
+    """An open event stream of `thread_id`; leaving the block disconnects."""
+    request = http.stream(
+        "GET", f"/threads/{thread_id}/events", headers={**SSE, **headers}, timeout=120
+    )
+    async with request as response:
+        assert response.status_code == 200, await response.aread()
+        yield SseClient(response)

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import yaml
-from api_support import api_stack, sse_events
+from api_support import SSE, SseClient, api_stack, sse
 from support import add_script, agent_definitions, idle_after, start_thread, wait_until
 from worker_process import WorkerProcess, worker_config
 
@@ -21,65 +21,12 @@ from weft.activities.store import Store
 from weft.api import event_routes
 from weft.contract.events import Event
 
-SSE = {"Accept": "text/event-stream"}
 # About forty chunks 40 ms apart: the reply streams as a dozen or more delta events.
 LONG_REPLY = {
     "text": "This reply streams in small pieces so a client can leave and come back. " * 2,
     "chunk_size": 4,
     "chunk_delay_ms": 40,
 }
-
-
-class SseClient:
-    """One open stream: its messages as parsed by `sse_events`, and its comment lines."""
-
-    def __init__(self, response: httpx.Response) -> None:
-        self.response = response
-        self.messages: list[dict[str, Any]] = []
-        self.comments: list[str] = []
-        self._lines = response.aiter_lines()
-
-    async def read_until(self, done: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        """Read messages until one satisfies `done`; returns it."""
-        async for parsed in self._blocks():
-            for message in parsed:
-                if done(message):
-                    return message
-        raise AssertionError(f"the stream ended before the awaited message: {self.messages}")
-
-    async def read_comments(self, count: int) -> None:
-        """Read until `count` comment lines have come."""
-        async for _ in self._blocks():
-            if len(self.comments) >= count:
-                return
-        raise AssertionError(f"the stream ended after comments {self.comments}")
-
-    async def _blocks(self) -> AsyncIterator[list[dict[str, Any]]]:
-        block: list[str] = []
-        async for line in self._lines:
-            if line:
-                block.append(line)
-                continue
-            self.comments += [c for c in block if c.startswith(":")]
-            parsed = sse_events("\n".join(block))
-            block = []
-            self.messages += parsed
-            yield parsed
-
-    def events(self) -> list[dict[str, Any]]:
-        """The thread's events received (not `retry` or `end`)."""
-        return [m for m in self.messages if "id" in m and m.get("event") != "end"]
-
-
-@asynccontextmanager
-async def sse(http: httpx.AsyncClient, thread_id: str, **headers: str) -> AsyncIterator[SseClient]:
-    """An open event stream of `thread_id`; leaving the block disconnects."""
-    request = http.stream(
-        "GET", f"/threads/{thread_id}/events", headers={**SSE, **headers}, timeout=120
-    )
-    async with request as response:
-        assert response.status_code == 200, await response.aread()
-        yield SseClient(response)
 
 
 def _is(event_type: str) -> Callable[[dict[str, Any]], bool]:

@@ -9,13 +9,14 @@ import os
 import signal
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import yaml
+from api_support import sse
 
 from weft.workers.dev_server import DevServer, free_port
 
@@ -67,25 +68,6 @@ async def _process(*args: str, ready: str) -> AsyncIterator[str]:
         assert process.returncode == 0, "".join(seen) + output.decode()
 
 
-async def _events_until(
-    stream: AsyncIterator[str], wanted: str, received: list[dict[str, Any]]
-) -> None:
-    """Read SSE events into `received` until one of type `wanted` arrives."""
-    current: dict[str, Any] = {}
-    async for line in stream:
-        if line.startswith(":"):
-            continue
-        if line:
-            field, _, value = line.partition(":")
-            current[field] = value.removeprefix(" ")
-            continue
-        if current:
-            received.append(current)
-            if current.get("event") == wanted:
-                return
-        current = {}
-
-
 async def test_a_thread_over_http_from_start_to_end(tmp_path: Path, dev_server: DevServer) -> None:
     config = str(_config(tmp_path, dev_server.address, f"serve-{uuid.uuid4().hex[:8]}"))
     port = free_port()
@@ -117,26 +99,22 @@ async def test_a_thread_over_http_from_start_to_end(tmp_path: Path, dev_server: 
         assert again.json()["threadId"] == thread_id
         assert again.headers.get("idempotent-replayed") == "true"
 
-        received: list[dict[str, Any]] = []
-        sse = {"Accept": "text/event-stream"}
-        async with http.stream("GET", f"/threads/{thread_id}/events", headers=sse) as stream:
-            assert stream.status_code == 200
-            assert stream.headers["content-type"].startswith("text/event-stream")
-            lines = stream.aiter_lines()
-            await _events_until(lines, "turn.completed", received)
+        async with sse(http, thread_id) as stream:
+            assert stream.response.headers["content-type"].startswith("text/event-stream")
+            await stream.read_until(_is("turn.completed"))
             queued = await http.post(
                 f"/threads/{thread_id}/messages",
                 json={"content": "chat: and again"},
                 headers={"Idempotency-Key": f"send-{uuid.uuid4()}"},
             )
             assert queued.status_code == 202, queued.text
-            await _events_until(lines, "turn.completed", received)
+            await stream.read_until(_is("turn.completed"))
             ended = await http.post(f"/threads/{thread_id}/terminate", json={"reason": "done"})
             assert ended.status_code == 202, ended.text
-            await _events_until(lines, "end", received)
-            await lines.aclose()  # a generator left suspended would hold its connection
+            await stream.read_until(_is("end"))
+        received = stream.events()
 
-        sequences = [int(e["id"]) for e in received if "id" in e and e.get("event") != "end"]
+        sequences = [int(event["id"]) for event in received]
         assert sequences == list(range(1, len(sequences) + 1)), "gapless, once, in order"
         texts = [
             json.loads(event["data"])["payload"].get("text", "")
@@ -150,3 +128,7 @@ async def test_a_thread_over_http_from_start_to_end(tmp_path: Path, dev_server: 
         assert late.status_code == 409, late.text
         unknown = await http.get("/threads/no-such-thread")
         assert unknown.status_code == 404
+
+
+def _is(event_type: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda message: message.get("event") == event_type
