@@ -179,11 +179,7 @@ class PollingFeed:
 
     async def close(self) -> None:
         """Stop the poller and release the waiters."""
-        self._waiters.close()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await _close(self._waiters, self._task)
 
     def _start_polling(self) -> None:
         if self._task is None and not self._waiters.closed:
@@ -252,11 +248,7 @@ class ListeningFeed:
 
     async def close(self) -> None:
         """Stop listening and release the waiters."""
-        self._waiters.close()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await _close(self._waiters, self._task)
 
     async def _listen(self) -> psycopg.AsyncConnection[Any]:
         connection = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
@@ -302,6 +294,15 @@ class ListeningFeed:
             except Exception:
                 log.warning("event feed: PostgreSQL refused LISTEN; retrying", exc_info=True)
                 delay = min(delay * 2, most)
+
+
+async def _close(waiters: Waiters, task: asyncio.Task[None] | None) -> None:
+    """Release every waiter, then stop the task that wakes them."""
+    waiters.close()
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def open_event_feed(store: Store, *, poll_interval: float = 0.05) -> EventFeed:
