@@ -170,7 +170,6 @@ def router(ctx: ApiContext) -> APIRouter:
         found = await snapshot(ctx.client, ctx.store, thread_id, before=before, limit=limit)
         if found is None:
             raise await _not_readable(ctx, thread_id)
-        await asyncio.to_thread(_with_stored_content, ctx, thread_id, found)
         return {**found, "eventsCursor": cursor}
 
     @routes.get(
@@ -368,33 +367,6 @@ async def _not_readable(ctx: ApiContext, thread_id: str) -> GatewayError:
     return GatewayError(
         404, f"thread {thread_id!r} closed ({status.name.lower()}) before it recorded its state"
     )
-
-
-def _with_stored_content(ctx: ApiContext, thread_id: str, found: dict[str, Any]) -> None:
-    """Fill in the content of the window's messages from the store.
-
-    A live thread's snapshot comes from the workflow, which keeps ids and roles, never
-    content; a client showing a transcript would otherwise read each message on its own.
-    A message the store does not hold yet (queued, not taken by a step) stays as it is.
-    """
-    window = [
-        message
-        for thread in found.get("threads", [])
-        for message in thread.get("history", {}).get("messages", [])
-    ]
-    missing = [m["id"] for m in window if isinstance(m, dict) and "content" not in m]
-    if not missing:
-        return
-    stored = {m.id: m for m in ctx.store.messages.get_many(thread_id, missing)}
-    for entry in window:
-        message = stored.get(entry.get("id"))
-        if message is not None:
-            entry.update(message.model_dump(mode="json", by_alias=True), **_meta(entry))
-
-
-def _meta(entry: dict[str, Any]) -> dict[str, Any]:
-    """What the workflow's entry knows that the stored row may word differently."""
-    return {key: entry[key] for key in ("position", "depth", "parentId") if key in entry}
 
 
 def _whole_message(ctx: ApiContext, thread_id: str, message_id: str) -> Message | None:

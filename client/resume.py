@@ -79,7 +79,8 @@ async def thread_read(client: Client, store: Store, thread_id: str) -> ThreadRea
 async def snapshot(
     client: Client, store: Store, thread_id: str, *, before: int | None = None, limit: int = 50
 ) -> dict[str, Any] | None:
-    """The session snapshot by query, or from the store when the thread cannot answer."""
+    """The session snapshot by query, or from the store when the thread cannot answer; either
+    way the window's messages carry their stored content."""
     page: dict[str, Any] = {"limit": limit}
     if before is not None:
         page["before"] = before
@@ -88,12 +89,40 @@ async def snapshot(
             found: dict[str, Any] = await client.get_workflow_handle(thread_id).query(
                 QUERY_SESSION_SNAPSHOT, page, rpc_timeout=QUERY_TIMEOUT
             )
+            await asyncio.to_thread(_with_stored_content, store, thread_id, found)
             return found
         except UNANSWERED:
             pass  # no worker answered: fall back to what the thread last wrote
     return await asyncio.to_thread(
         session_snapshot_from_store, store, thread_id, before=before, limit=limit
     )
+
+
+def _with_stored_content(store: Store, thread_id: str, found: dict[str, Any]) -> None:
+    """Fill in the content of the window's messages from the store.
+
+    A live thread's snapshot comes from the workflow, which keeps ids and roles, never
+    content; a client showing a transcript would otherwise read each message on its own.
+    A message the store does not hold yet (queued, not taken by a step) stays as it is.
+    """
+    window = [
+        message
+        for thread in found.get("threads", [])
+        for message in thread.get("history", {}).get("messages", [])
+    ]
+    missing = [m["id"] for m in window if isinstance(m, dict) and "content" not in m]
+    if not missing:
+        return
+    stored = {m.id: m for m in store.messages.get_many(thread_id, missing)}
+    for entry in window:
+        message = stored.get(entry.get("id"))
+        if message is not None:
+            entry.update(message.model_dump(mode="json", by_alias=True), **_meta(entry))
+
+
+def _meta(entry: dict[str, Any]) -> dict[str, Any]:
+    """What the workflow's entry knows that the stored row may word differently."""
+    return {key: entry[key] for key in ("position", "depth", "parentId") if key in entry}
 
 
 @dataclass
