@@ -19,6 +19,7 @@ from fastapi.security import HTTPBearer
 from sqlalchemy import text
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
+from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
@@ -216,22 +217,13 @@ class _RequireToken:
         scheme, _, presented = headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and presented.strip():
             return self._matches(presented.strip())
-        cookie = _cookie(headers.get("cookie", ""), TOKEN_COOKIE)
+        cookie = cookie_parser(headers.get("cookie", "")).get(TOKEN_COOKIE, "")
         return bool(cookie) and self._matches(cookie)
 
     def _matches(self, presented: str) -> bool:
         return bool(presented) and hmac.compare_digest(
             presented.encode("utf-8", "surrogateescape"), self._token
         )
-
-
-def _cookie(header: str, name: str) -> str:
-    """One cookie's value from a `Cookie` header, or ''."""
-    for part in header.split(";"):
-        key, _, value = part.strip().partition("=")
-        if key == name:
-            return value
-    return ""
 
 
 def _install_error_handlers(app: FastAPI) -> None:
