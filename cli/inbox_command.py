@@ -47,8 +47,7 @@ async def run(args: argparse.Namespace, config: WeftConfig) -> int:
     """Print one line per pending action (or JSON); an empty inbox says so on stderr."""
     client = await client_from_config(config)
     kind = cast(ActionKind | None, args.kind)
-    agent = _quote(args.agent) if args.agent else None
-    thread_ids = await actions.waiting_threads(client, kind, agent=agent)
+    thread_ids = await actions.waiting_threads(client, kind, agent=args.agent)
     store = await asyncio.to_thread(Store.open, config.store_url())
     try:
         reads = await _read_all(client, store, thread_ids)
@@ -100,8 +99,3 @@ def _as_json(read: ThreadRead, pending: list[dict[str, Any]]) -> dict[str, Any]:
         "status": read.status,
         "pendingActions": pending,
     }
-
-
-def _quote(value: str) -> str:
-    """`value` inside a visibility query's single quotes."""
-    return value.replace("\\", "\\\\").replace("'", "\\'")

@@ -65,8 +65,13 @@ def waiting_query(kind: ActionKind | None = None, *, agent: str | None = None) -
         else "WeftAwaitingAction IN ('ask_human', 'tool_permission')"
     )
     if agent:
-        query += f" AND WeftAgent = '{agent}'"
+        query += f" AND WeftAgent = '{_quoted(agent)}'"
     return query + " AND ExecutionStatus = 'Running'"
+
+
+def _quoted(value: str) -> str:
+    """`value` safe inside a visibility query's single quotes."""
+    return value.replace("\\", "\\\\").replace("'", "\\'")
 
 
 async def waiting_threads(
