@@ -24,7 +24,6 @@ from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from weft.activities.spill import BLOB_REF_PREFIX
 from weft.activities.store.file_paths import InvalidPathError, normalize_path
 from weft.api.context import ApiContext, thread_status
 from weft.api.idempotency import IdempotentRequest, Reply, idempotency
@@ -182,7 +181,9 @@ def router(ctx: ApiContext) -> APIRouter:
         thread_id: ThreadId,
         message_id: Annotated[str, Path(pattern=ID_PATH_PATTERN)],
     ) -> Message:
-        message = await asyncio.to_thread(_whole_message, ctx, thread_id, message_id)
+        # Stored whole: the activity that writes a message queued as a blob resolves it
+        # first (activities/spill.py `resolve_content_refs`).
+        message = await asyncio.to_thread(ctx.store.messages.get, thread_id, message_id)
         if message is None:
             raise GatewayError(404, f"thread {thread_id!r} has no stored message {message_id!r}")
         return message
@@ -367,22 +368,6 @@ async def _not_readable(ctx: ApiContext, thread_id: str) -> GatewayError:
     return GatewayError(
         404, f"thread {thread_id!r} closed ({status.name.lower()}) before it recorded its state"
     )
-
-
-def _whole_message(ctx: ApiContext, thread_id: str, message_id: str) -> Message | None:
-    """The stored message; content a client queued as a blob is read back whole."""
-    message = ctx.store.messages.get(thread_id, message_id)
-    if message is None:
-        return None
-    ref = message.metadata.get("contentRef")
-    if isinstance(ref, str) and ref.startswith(BLOB_REF_PREFIX):
-        data = ctx.store.files.get_blob(ref.removeprefix(BLOB_REF_PREFIX))
-        if data is not None:
-            try:
-                return message.model_copy(update={"content": data.decode("utf-8")})
-            except UnicodeDecodeError:
-                pass  # the stored content says why it is not there
-    return message
 
 
 def _file(ctx: ApiContext, thread_id: str, path: str) -> Response:
