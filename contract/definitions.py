@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from weft.contract.actions import PermissionPolicy
+from weft.contract.budget import Budget
 from weft.contract.hooks import HookSpec
 from weft.contract.wire import CamelModel
 
@@ -187,6 +188,9 @@ class AgentDef(CamelModel):
     env: dict[str, Any] = Field(default_factory=dict)
     hooks: list[str] = Field(default_factory=list)
     permissions: PermissionPolicy | None = None
+    budget: Budget | None = Field(
+        default=None, description="caps for threads of this agent (the stricter one wins)"
+    )
 
     @model_validator(mode="after")
     def _dual_ai_has_side_b(self) -> AgentDef:

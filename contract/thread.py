@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from weft.contract.actions import ActionResolution, PendingAction
+from weft.contract.budget import Budget, BudgetState
 from weft.contract.context import ContextCarry, ContextOptions
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.effects import ScheduledEffect
@@ -87,6 +88,10 @@ class ThreadOptions(CamelModel):
         default_factory=ContextOptions,
         description="token budgets, previews of large outputs and compaction",
     )
+    budget: Budget | None = Field(
+        default=None,
+        description="hard caps on what this thread and its subagents spend (contract/budget.py)",
+    )
 
 
 class ThreadStartInput(CamelModel):
@@ -106,6 +111,10 @@ class ThreadStartInput(CamelModel):
         description="a §7.5 variable request whose stored values join this thread's env",
     )
     options: ThreadOptions = Field(default_factory=ThreadOptions)
+    budget_root: str | None = Field(
+        default=None,
+        description="set for subagents: the thread whose budget ledger this tree spends from",
+    )
     carry_over: ThreadCarryOver | None = Field(
         default=None, description="set by the thread itself when it continues as new"
     )
@@ -184,6 +193,9 @@ class ThreadRead(CamelModel):
     )
     agent_info: AgentInfo | None = Field(
         default=None, description="the running agent's title, description, icon, side labels"
+    )
+    budget: BudgetState | None = Field(
+        default=None, description="the tree's budget against its spend; None without limits"
     )
     scheduled_effects: list[dict[str, Any]] = Field(
         default_factory=list,

@@ -26,6 +26,7 @@ StopReason = Literal[
     "repeated_tool_error",
     "step_error",
     "aborted_by_user",
+    "budget_exhausted",
 ]
 
 TurnStatus = Literal["completed", "failed", "refused", "aborted"]

@@ -107,6 +107,36 @@ class WorkerConfig(_Config):
     )
 
 
+class TracingConfig(_Config):
+    """OpenTelemetry tracing (docs/observability.md). Off unless an exporter is chosen."""
+
+    exporter: Literal["none", "console", "otlp"] = "none"
+    endpoint: str | None = Field(
+        default=None,
+        description="the OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces",
+    )
+    service_name: str = "weft"
+    content: bool = Field(
+        default=False,
+        description="record prompts, replies and tool arguments on spans (secrets are "
+        "always redacted); off by default",
+    )
+
+
+class MetricsConfig(_Config):
+    """Prometheus metrics served by `weft worker` (docs/observability.md)."""
+
+    port: int | None = Field(
+        default=None, ge=0, le=65535, description="serve /metrics here; None turns it off"
+    )
+    host: str = "127.0.0.1"
+
+
+class TelemetryConfig(_Config):
+    tracing: TracingConfig = Field(default_factory=TracingConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+
+
 class WeftConfig(_Config):
     """Everything a worker, the CLI or the demo needs."""
 
@@ -114,6 +144,7 @@ class WeftConfig(_Config):
     worker: WorkerConfig = Field(default_factory=WorkerConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     codec: CodecConfig = Field(default_factory=CodecConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     definitions: str = "workers/demo/definitions"
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     root: Path = Field(default_factory=Path.cwd, exclude=True)

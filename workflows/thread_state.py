@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from temporalio import workflow
 
 from weft.contract.actions import ActionResolution, PendingAction
+from weft.contract.budget import BudgetState
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.events import Event
 from weft.contract.messages import Message, MessageMeta, QueuedMessage, QueuedTool, Role, Side
@@ -143,6 +144,9 @@ class ThreadMemory:
     effects: EffectBook = field(default_factory=EffectBook)
     # Tool calls awaiting results and the transcript edits held for them (not carried).
     open_calls: OpenCalls = field(default_factory=OpenCalls)
+    # The tree's budget against its spend as last reported (workflows/budget.py); None
+    # when no limit applies. Limits live in `start.options.budget`, which is carried.
+    budget: BudgetState | None = None
 
     @property
     def session_id(self) -> str | None:
