@@ -67,9 +67,9 @@ class Budget(CamelModel):
             return min(a, b)
 
         return Budget(
-            max_tokens=pick(self.max_tokens, other.max_tokens),  # type: ignore[arg-type]
+            max_tokens=pick(self.max_tokens, other.max_tokens),
             max_cost_usd=pick(self.max_cost_usd, other.max_cost_usd),
-            max_model_calls=pick(self.max_model_calls, other.max_model_calls),  # type: ignore[arg-type]
+            max_model_calls=pick(self.max_model_calls, other.max_model_calls),
             max_wall_seconds=pick(self.max_wall_seconds, other.max_wall_seconds),
         )
 
