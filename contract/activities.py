@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from weft.contract.budget import Budget, BudgetState
 from weft.contract.context import (
     CompactionReason,
     ContextBoundary,
@@ -47,12 +48,21 @@ class ThreadInitInput(CamelModel):
         default=None,
         description="a subagent's parent: its snapshot and after_subagent_created hooks",
     )
+    budget: Budget | None = Field(
+        default=None, description="options.budget; the agent's own budget is applied here"
+    )
+    budget_root: str | None = Field(
+        default=None, description="a subagent's budget root: it opens no ledger of its own"
+    )
 
 
 class ThreadInitResult(CamelModel):
     """The frozen definitions the thread runs with for its whole life."""
 
     snapshot: DefinitionSnapshot
+    budget: BudgetState | None = Field(
+        default=None, description="a root's ledger as opened, when it has limits"
+    )
 
 
 class Usage(CamelModel):
@@ -85,6 +95,11 @@ class ModelCallInput(CamelModel):
     scope: PromptScope | None = Field(
         default=None, description="inside a prompt tool: its prompt, parent call and depth"
     )
+    budget_root: str | None = Field(
+        default=None,
+        description="the thread whose budget ledger this call is checked against and charged "
+        "to (None in histories before budgets: neither)",
+    )
 
 
 class ModelCallResult(CamelModel):
@@ -97,6 +112,9 @@ class ModelCallResult(CamelModel):
     finish_reason: str | None = None
     context: ContextReport | None = Field(
         default=None, description="what the request held (None in histories before budgets)"
+    )
+    budget: BudgetState | None = Field(
+        default=None, description="the tree's ledger after this call was charged, if it has one"
     )
 
 

@@ -15,13 +15,18 @@ from pydantic import Field, model_validator
 
 from weft.contract.wire import CamelModel
 
-UPDATE_SET_BUDGET = "set_budget"
+# The checked update has a name of its own, as the effects' do (`schedule_effect_checked`):
+# the signal only warns about bad input, the update refuses it.
+UPDATE_SET_BUDGET = "set_budget_checked"
 SIGNAL_SET_BUDGET = "set_budget"
+# The ApplicationError type of a model call refused because the tree's budget is spent.
+BUDGET_EXHAUSTED = "BudgetExhausted"
 
 # A fraction of any limit at which `quota.low` is emitted (once per limit and raise).
 LOW_FRACTION = 0.8
 
 BudgetLimitName = Literal["tokens", "costUsd", "modelCalls", "wallSeconds"]
+LIMIT_NAMES: tuple[BudgetLimitName, ...] = ("tokens", "costUsd", "modelCalls", "wallSeconds")
 
 
 class Budget(CamelModel):
@@ -73,6 +78,21 @@ class Budget(CamelModel):
             max_wall_seconds=pick(self.max_wall_seconds, other.max_wall_seconds),
         )
 
+    def limit(self, name: BudgetLimitName) -> float | None:
+        """The cap on one measure, by its wire name (None: no cap)."""
+        return {
+            "tokens": self.max_tokens,
+            "costUsd": self.max_cost_usd,
+            "modelCalls": self.max_model_calls,
+            "wallSeconds": self.max_wall_seconds,
+        }[name]
+
+    def changed(self, request: SetBudget) -> Budget:
+        """These limits with `request` applied: given limits replace, `clear` removes."""
+        given = request.budget.model_dump(exclude_none=True, by_alias=False)
+        cleared = {_FIELD_OF[name]: None for name in request.clear}
+        return self.model_copy(update={**given, **cleared})
+
 
 class BudgetSpend(CamelModel):
     """What a budget's tree has spent so far, every attempt counted."""
@@ -85,6 +105,15 @@ class BudgetSpend(CamelModel):
         default=False, description="some attempt used a model without a price"
     )
 
+    def value(self, name: BudgetLimitName) -> float:
+        """The spend on one measure, by its wire name."""
+        return {
+            "tokens": float(self.tokens),
+            "costUsd": self.cost_usd,
+            "modelCalls": float(self.model_calls),
+            "wallSeconds": self.wall_seconds,
+        }[name]
+
 
 class BudgetState(CamelModel):
     """A budget against its spend, as `thread_read.budget` shows it."""
@@ -95,6 +124,23 @@ class BudgetState(CamelModel):
     blocked: BudgetLimitName | None = Field(
         default=None, description="the limit that stopped the tree, until the budget is raised"
     )
+
+    def spent_limit(self) -> BudgetLimitName | None:
+        """The first limit whose spend has reached its cap, or None."""
+        for name in LIMIT_NAMES:
+            cap = self.limits.limit(name)
+            if cap is not None and self.spent.value(name) >= cap:
+                return name
+        return None
+
+    def low_limits(self) -> list[BudgetLimitName]:
+        """The limits at or past `LOW_FRACTION` of their cap."""
+        return [
+            name
+            for name in LIMIT_NAMES
+            if (cap := self.limits.limit(name)) is not None
+            and self.spent.value(name) >= LOW_FRACTION * cap
+        ]
 
 
 class SetBudget(CamelModel):
@@ -112,3 +158,11 @@ class SetBudget(CamelModel):
         if self.budget.is_empty() and not self.clear:
             raise ValueError("set_budget needs at least one limit in `budget` or in `clear`")
         return self
+
+
+_FIELD_OF: dict[BudgetLimitName, str] = {
+    "tokens": "max_tokens",
+    "costUsd": "max_cost_usd",
+    "modelCalls": "max_model_calls",
+    "wallSeconds": "max_wall_seconds",
+}

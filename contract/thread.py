@@ -283,6 +283,9 @@ class ThreadCarryOver(CamelModel):
     outbox_messages: list[Message] = Field(
         default_factory=list, description="messages not yet stored, likewise"
     )
+    budget: BudgetState | None = Field(
+        default=None, description="the tree's budget as last reported to this thread"
+    )
 
 
 ThreadStartInput.model_rebuild()

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select, text
 
+from weft.activities.store.budget_rows import project_budgets
 from weft.activities.store.database import Database
 from weft.activities.store.effect_rows import project_effects
 from weft.activities.store.messages import (
@@ -192,6 +193,7 @@ def insert_events(
         connection.execute(events.insert(), [event_to_row(e) for e in numbered])
         project_subagents(database, connection, numbered)
         project_effects(database, connection, numbered)
+        project_budgets(database, connection, numbered)
         if database.postgres:
             # Delivered at commit, so a listener never hears of a sequence it cannot read yet.
             connection.execute(

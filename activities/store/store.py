@@ -3,8 +3,9 @@
 `store.messages`, `store.transcripts` (the cached main transcript), `store.events`, `store.values`, `store.snapshots`, `store.threads`,
 `store.subagents`, `store.variable_requests`, `store.files`, `store.boundaries`
 (context compaction boundaries), `store.effects` (scheduled effects) and
-`store.idempotency` (the HTTP API's idempotency keys) share one `Database`, so every write follows the same
-transaction, locking and retry rules. Every method is
+`store.idempotency` (the HTTP API's idempotency keys) and `store.budgets` (budget
+ledgers) share one `Database`, so every write follows the same transaction, locking and
+retry rules. Every method is
 synchronous and opens its own short transaction; activities call them through
 `asyncio.to_thread`. Writes are idempotent so a retried activity stores nothing twice.
 """
@@ -15,6 +16,7 @@ from sqlalchemy import Engine
 
 from weft.activities.crypto import Keyring
 from weft.activities.store.boundaries import Boundaries
+from weft.activities.store.budgets import Budgets
 from weft.activities.store.database import Database
 from weft.activities.store.effects import Effects
 from weft.activities.store.events import Events
@@ -52,6 +54,8 @@ class Store:
         self.effects = Effects(self._database, keyring)
         # The HTTP API's idempotency keys (api/idempotency.py).
         self.idempotency = IdempotencyKeys(self._database)
+        # Budget ledgers of thread trees (docs/budgets.md).
+        self.budgets = Budgets(self._database)
 
     @classmethod
     def open(cls, url: str, *, migrate: bool = True, keyring: Keyring | None = None) -> Store:

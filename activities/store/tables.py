@@ -12,6 +12,7 @@ from sqlalchemy import (
     Column,
     DateTime,
     Dialect,
+    Float,
     Index,
     Integer,
     LargeBinary,
@@ -273,4 +274,21 @@ idempotency_keys = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     Index("ix_idempotency_keys_created_at", "created_at"),
+)
+
+# One ledger per budget tree, keyed by its root thread: limits, spend and which limits
+# already announced `quota.low` (activities/store/budgets.py).
+budgets = Table(
+    "budgets",
+    metadata,
+    Column("root_thread_id", String(ID_LENGTH), primary_key=True),
+    Column("limits", JSON, nullable=False),  # Budget, by alias, without unset caps
+    Column("started_at", UTCDateTime, nullable=False),  # wall time counts from here
+    Column("tokens", BigInteger, nullable=False),
+    Column("cost_usd", Float, nullable=False),
+    Column("model_calls", BigInteger, nullable=False),
+    Column("cost_unknown", Boolean, nullable=False),
+    Column("low_emitted", JSON, nullable=False),  # limit names past 80 % and announced
+    Column("blocked", String(32)),  # the limit that stopped the tree, until raised
+    Column("updated_at", UTCDateTime, nullable=False),
 )
