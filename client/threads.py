@@ -45,6 +45,7 @@ from weft.contract.thread import (
     ThreadStartInput,
 )
 from weft.contract.turns import TurnResult
+from weft.contract.ui_text import secret_values, thread_summary
 
 
 class Threads:
@@ -79,6 +80,8 @@ class Threads:
             start,
             id=thread_id or f"thread-{uuid.uuid4().hex[:16]}",
             task_queue=self._task_queue,
+            # What the Temporal UI lists the thread by; secrets in its env are redacted.
+            static_summary=thread_summary(start.agent, start.messages, secret_values(start.env)),
         )
 
     def handle(self, thread_id: str) -> WorkflowHandle[Any, Any]:

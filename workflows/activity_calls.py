@@ -19,7 +19,7 @@ from temporalio.common import RetryPolicy
 from weft.contract.events import Event
 from weft.contract.messages import Message
 from weft.contract.thread import ThreadOptions
-from weft.workflows.outbox import persist_first
+from weft.workflows.outbox import persist_first, show_details
 from weft.workflows.payload_budget import encoded_size
 from weft.workflows.thread_state import ThreadMemory
 
@@ -74,21 +74,25 @@ async def start_within_budget(
     without_carried: dict[str, Any],
     result_type: type[Result],
     limits: Limits,
+    summary: str | None = None,
 ) -> tuple[workflow.ActivityHandle[Result], Carried]:
     """Start `activity`; when `payload` is over the thread's payload budget, persist what it
     carries first.
 
-    `without_carried` is the update that empties the payload's carried fields. Returns the
+    `without_carried` is the update that empties the payload's carried fields; `summary` is
+    the one line the Temporal UI shows for it (workflows/ui_summaries.py). Returns the
     handle and what the started input still carries (nothing, after persisting).
     """
     if encoded_size(payload) > mem.start.options.payload_budget_bytes:
         await persist_first(mem, carried.events, carried.messages)
         carried = Carried()
         payload = payload.model_copy(update=without_carried)
+    show_details(mem)
     handle = workflow.start_activity(
         activity,
         payload,
         result_type=result_type,
+        summary=summary,
         start_to_close_timeout=timedelta(seconds=limits.timeout_seconds),
         heartbeat_timeout=timedelta(seconds=limits.heartbeat_seconds),
         retry_policy=RetryPolicy(

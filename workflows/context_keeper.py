@@ -19,6 +19,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from weft.contract.activities import ACTIVITY_CONTEXT_COMPACT, CompactInput, CompactResult, Usage
 from weft.contract.context import CONTEXT_TOO_LONG, CompactionReason
 from weft.contract.messages import Message, Side
+from weft.workflows import ui_summaries
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.activity_calls import Carried, Limits, start_within_budget
 from weft.workflows.failures import failure_text
@@ -143,6 +144,7 @@ class ContextKeeper:
             without_carried={"new_messages": [], "outbox": []},
             result_type=CompactResult,
             limits=self._limits,
+            summary=ui_summaries.compaction(model_name, reason, harder=harder),
         )
         self._in_flight.track(handle)
         try:

@@ -39,6 +39,7 @@ from weft.contract.effects import (
     ScheduleEffectRequest,
     ScheduleEffectResult,
 )
+from weft.workflows import ui_summaries
 from weft.workflows.activity_calls import Carried, Limits, start_within_budget
 from weft.workflows.control import parse_single
 from weft.workflows.control_plane import ControlPlane, parse_update, refused_after_terminate
@@ -195,6 +196,7 @@ class EffectTimers:
                 options.heartbeat_timeout_seconds,
                 EFFECT_ATTEMPTS + 2,
             ),
+            summary=ui_summaries.effect_run(effect.name, effect.id),
         )
         self._in_flight.track(handle)
         try:

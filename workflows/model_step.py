@@ -11,6 +11,7 @@ from temporalio.exceptions import ActivityError, CancelledError
 from weft.contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult
 from weft.contract.messages import Message, Side
 from weft.contract.prompt_tools import PromptScope
+from weft.workflows import ui_summaries
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.activity_calls import Carried, Limits, start_within_budget
 from weft.workflows.context_keeper import ContextKeeper, add_usage, overflow_details
@@ -101,6 +102,9 @@ class ModelCaller:
                 without_carried={"new_messages": [], "outbox": []},
                 result_type=ModelCallResult,
                 limits=self._limits,
+                summary=ui_summaries.model_call(
+                    model_name, call.step, side, prompt=scope.prompt if scope else None
+                ),
             )
             # Persisted messages are not carried again by a fallback.
             messages = carried.messages

@@ -12,6 +12,7 @@ from temporalio.exceptions import ActivityError
 from weft.contract.activities import ACTIVITY_STORE_FLUSH, FlushInput
 from weft.contract.events import Event
 from weft.contract.messages import Message
+from weft.workflows import ui_summaries
 from weft.workflows.thread_state import ThreadMemory
 
 
@@ -46,11 +47,13 @@ async def settle(mem: ThreadMemory) -> None:
     threads"). Only the row goes: the outbox stays for a local activity, whose input never
     enters history.
     """
+    show_details(mem)
     await workflow.execute_activity(
         ACTIVITY_STORE_FLUSH,
         FlushInput(thread_id=mem.thread_id, events=[], messages=[], thread_row=mem.thread_row()),
         start_to_close_timeout=timedelta(seconds=30),
         retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=10)),
+        summary="settle the thread row before continue-as-new",
     )
 
 
@@ -69,6 +72,7 @@ async def _write(
     messages: list[Message],
     thread_row: dict[str, Any] | None,
 ) -> None:
+    show_details(mem)
     await workflow.execute_local_activity(
         ACTIVITY_STORE_FLUSH,
         FlushInput(
@@ -76,4 +80,16 @@ async def _write(
         ),
         start_to_close_timeout=timedelta(seconds=30),
         retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=10)),
+        summary=ui_summaries.store_flush(
+            len(events), len(messages), thread_row=thread_row is not None
+        ),
     )
+
+
+def show_details(mem: ThreadMemory) -> None:
+    """Refresh what the Temporal UI shows as the thread's current details.
+
+    Called where the thread writes or starts a step's activity, which follows every state
+    change worth showing; it sets a value Temporal's metadata query reads, adding no command.
+    """
+    workflow.set_current_details(ui_summaries.current_details(mem))

@@ -10,6 +10,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from weft.contract.activities import ACTIVITY_THREAD_INIT, ThreadInitInput, ThreadInitResult
 from weft.contract.definitions import DefinitionSnapshot
+from weft.workflows import ui_summaries
 from weft.workflows.failures import failure_text
 from weft.workflows.thread_state import ThreadMemory
 
@@ -42,6 +43,7 @@ async def take_snapshot(mem: ThreadMemory) -> DefinitionSnapshot:
             retry_policy=RetryPolicy(
                 maximum_attempts=10, non_retryable_error_types=["UnknownAgent"]
             ),
+            summary=ui_summaries.thread_init(start.agent),
         )
     except ActivityError as err:
         raise ApplicationError(

@@ -22,6 +22,8 @@ from weft.contract.activities import (
 from weft.contract.definitions import ToolSpec
 from weft.contract.messages import Message, QueuedTool, Side, ToolCall, ToolCallFunction
 from weft.contract.prompt_tools import PromptScope
+from weft.contract.ui_text import secret_values
+from weft.workflows import ui_summaries
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.activity_calls import Carried, Limits, start_within_budget
 from weft.workflows.human_gate import HumanGate
@@ -231,6 +233,11 @@ class ToolRunner:
             without_carried={"outbox": [], "prior_messages": []},
             result_type=ToolCallResult,
             limits=self._limits,
+            summary=ui_summaries.tool_call(
+                call.function.name,
+                call.function.arguments,
+                secret_values(self._agents.env(side)),
+            ),
         )
         self._in_flight.track(handle)
         try:

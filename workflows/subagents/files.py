@@ -10,6 +10,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from weft.contract.activities import ACTIVITY_FILES_COPY, CopyFilesInput, CopyFilesResult
+from weft.workflows import ui_summaries
 from weft.workflows.failures import failure_text
 
 # A store that is down for longer than these attempts fails the copy, not the thread.
@@ -34,6 +35,7 @@ async def copy_files(source: str, target: str, paths: list[str], copy_id: str) -
             result_type=CopyFilesResult,
             start_to_close_timeout=timedelta(seconds=60),
             retry_policy=RetryPolicy(maximum_attempts=COPY_ATTEMPTS),
+            summary=ui_summaries.files_copy(source, target, paths),
         )
     except ActivityError as err:
         # Never fail the workflow over a copy: the caller turns this into a tool error.

@@ -28,6 +28,7 @@ from weft.contract.subagents import (
     VariablesProvided,
 )
 from weft.contract.thread import WORKFLOW_TYPE, ThreadStartInput
+from weft.contract.ui_text import secret_values, thread_summary
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.background import BackgroundTasks
 from weft.workflows.failures import failure_text
@@ -35,6 +36,7 @@ from weft.workflows.queue import ThreadQueue
 from weft.workflows.subagents.common import ToolRefused, refuse
 from weft.workflows.subagents.files import MissingFile, copy_files
 from weft.workflows.subagents.registry import SubagentRegistry
+from weft.workflows import ui_summaries
 from weft.workflows.thread_state import ThreadMemory
 
 
@@ -132,6 +134,9 @@ class SubagentSpawner:
                 id=reference,
                 task_queue=workflow.info().task_queue,
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                static_summary=thread_summary(
+                    f"{config.name} · subagent {request.name}", child.messages, secret_values(env)
+                ),
             )
         except Exception as err:  # any start failure becomes a tool error
             self._registry.drop(reference)
@@ -178,7 +183,10 @@ class SubagentSpawner:
             created_at=mem.timestamp(),
         )
         await workflow.execute_local_activity(
-            ACTIVITY_VARIABLES_REQUEST, request, start_to_close_timeout=timedelta(seconds=30)
+            ACTIVITY_VARIABLES_REQUEST,
+            request,
+            start_to_close_timeout=timedelta(seconds=30),
+            summary=ui_summaries.variables_request(spawn.name, missing),
         )
         mem.subagents.deferred[request.request_id] = spawn.model_copy(
             update={"scoped_env_request": request.request_id}
