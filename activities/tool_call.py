@@ -21,6 +21,7 @@ from weft.activities.previews import page_chars
 from weft.activities.read_output import read_output
 from weft.activities.sandbox import SandboxPool
 from weft.activities.snapshots import SnapshotCache
+from weft.activities.spans import Spans
 from weft.activities.spill import spill_if_large
 from weft.activities.store import Store
 from weft.activities.streaming import Heartbeater
@@ -46,12 +47,14 @@ class ToolActivities:
         *,
         sandbox: SandboxPool | None = None,
         hooks: HookRegistry | None = None,
+        spans: Spans | None = None,
     ) -> None:
         self._store = store
         self._definitions = definitions
         self._snapshots = snapshots
         self._sandbox = sandbox
         self._hooks = hooks or HookRegistry(store)
+        self._spans = spans or Spans()
 
     @activity.defn(name=ACTIVITY_TOOL_CALL)
     async def call_tool(self, call: ToolCallInput) -> ToolCallResult:
@@ -149,7 +152,7 @@ class ToolActivities:
                 "tool_unavailable",
                 f"tool {name!r} is in this thread's definitions but not on this worker",
             )
-        return await execute_tool(tool, raw_args, state)
+        return await execute_tool(tool, raw_args, state, spans=self._spans)
 
     async def _read_output(
         self, call: ToolCallInput, snapshot: DefinitionSnapshot, raw_args: dict[str, Any]
@@ -177,6 +180,7 @@ class ToolActivities:
                 prompt=_gate_prompt(call, snapshot),
                 running_call_id=call.tool_call.id,
                 tool=call.tool_call.function.name,
+                spans=self._spans,
             ),
         )
 

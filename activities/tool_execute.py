@@ -11,21 +11,53 @@ import asyncio
 import traceback
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry.trace import StatusCode
+from opentelemetry.util.types import AttributeValue
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
 from weft.activities.definitions import FunctionTool
+from weft.activities.spans import Spans, failed
 from weft.contract.activities import ToolResult
+from weft.contract.thread_env import EnvEntry
 from weft.contract.validation import describe_validation_error
 
 if TYPE_CHECKING:
     from weft.activities.tool_state import ThreadState
 
 
+def state_env(state: ThreadState) -> dict[str, EnvEntry]:
+    """The env a tool's state resolved (its secrets are redacted from span content)."""
+    return state._env  # private: the tool span redacts them, tools never see this
+
+
 async def execute_tool(
-    tool: FunctionTool, raw_args: dict[str, Any], state: ThreadState
+    tool: FunctionTool, raw_args: dict[str, Any], state: ThreadState, *, spans: Spans | None = None
 ) -> ToolResult:
-    """Run `tool` with `raw_args` (validated against its args model) and `state`."""
+    """Run `tool` with `raw_args` (validated against its args model) and `state`, in an
+    `execute_tool {name}` span when tracing (GenAI conventions; status ok or error)."""
+    spans = spans or Spans()
+    attributes: dict[str, AttributeValue] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": tool.name,
+    }
+    if state.tool_call_id:
+        attributes["gen_ai.tool.call.id"] = state.tool_call_id
+    with spans.span(f"execute_tool {tool.name}", attributes) as span:
+        secrets = spans.secrets(state.thread_id, state_env(state))
+        spans.record_content(span, "gen_ai.tool.call.arguments", raw_args, secrets)
+        result = await _execute(tool, raw_args, state)
+        span.set_attribute("weft.tool.status", result.status)
+        if result.status == "error":
+            failed(span, result.error_code or "tool_error")
+        else:
+            span.set_status(StatusCode.OK)
+        shown = result.result if result.status != "error" else result.error
+        spans.record_content(span, "gen_ai.tool.call.result", shown, secrets)
+        return result
+
+
+async def _execute(tool: FunctionTool, raw_args: dict[str, Any], state: ThreadState) -> ToolResult:
     try:
         args: BaseModel = tool.args.model_validate(raw_args)
     except ValidationError as err:

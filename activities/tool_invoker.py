@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from weft.activities.definitions import Definitions, FunctionTool
+from weft.activities.spans import Spans
 from weft.activities.tool_execute import error_result, execute_tool
 from weft.contract.activities import Intent, ToolResult
 from weft.contract.context import READ_OUTPUT_TOOL
@@ -58,6 +59,7 @@ class ToolInvoker:
     running_call_id: str
     tool: str
     depth: int = 0
+    spans: Spans = field(default_factory=Spans)
 
     def nested(self, tool: str) -> ToolInvoker:
         """The invoker the invoked `tool` gets: one level deeper."""
@@ -183,7 +185,7 @@ class ToolInvoking:
         refusal = await self._permission(name, args, invoker)
         if refusal is not None:
             return refusal
-        return await execute_tool(tool, args, cast(Any, self))
+        return await execute_tool(tool, args, cast(Any, self), spans=invoker.spans)
 
     async def _permission(
         self, name: str, args: dict[str, Any], invoker: ToolInvoker

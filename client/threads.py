@@ -18,6 +18,7 @@ from weft.activities.store import Store
 from weft.client.ask import Policy, ask_thread
 from weft.client.context import context_snapshot
 from weft.contract.context import SIGNAL_COMPACT, CompactRequest
+from weft.contract.correlation import default_session_id
 from weft.contract.effects import (
     UPDATE_REMOVE_EFFECT_CHECKED,
     UPDATE_SCHEDULE_EFFECT_CHECKED,
@@ -75,10 +76,13 @@ class Threads:
         """Start a thread of `agent`; string messages are user messages."""
         queued = [await self._spilled(_as_message(m)) for m in messages]
         start = ThreadStartInput.model_validate({"agent": agent, "messages": queued, **fields})
+        thread_id = thread_id or f"thread-{uuid.uuid4().hex[:16]}"
+        if start.session_id is None:  # the workflow derives the same; here it is searchable
+            start.session_id = default_session_id(thread_id)
         return await self._client.start_workflow(
             WORKFLOW_TYPE,
             start,
-            id=thread_id or f"thread-{uuid.uuid4().hex[:16]}",
+            id=thread_id,
             task_queue=self._task_queue,
             # What the Temporal UI lists the thread by; secrets in its env are redacted.
             static_summary=thread_summary(start.agent, start.messages, secret_values(start.env)),

@@ -38,6 +38,9 @@ class Event(CamelModel):
     attempt_id: str | None = None
     action_id: str | None = None
     subagent_id: str | None = None
+    # The OpenTelemetry span of the work that produced the event (hex), when traced.
+    trace_id: str | None = None
+    span_id: str | None = None
     model_request_id: str | None = None
     queue_id: str | None = None
     output_ref: str | None = None

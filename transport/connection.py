@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from temporalio.client import Client
+from collections.abc import Sequence
+
+from temporalio.client import Client, Interceptor
 
 from weft.activities.crypto import Keyring
 from weft.transport.codec import EncryptMode, data_converter
@@ -16,10 +18,12 @@ async def connect(
     tls: bool = False,
     keyring: Keyring | None = None,
     encrypt: EncryptMode = "secrets",
+    interceptors: Sequence[Interceptor] = (),
 ) -> Client:
     """A Temporal client that speaks pydantic JSON, as every weft worker does.
 
     With a `keyring`, payloads that carry env are encrypted (see `transport/codec.py`).
+    `interceptors` (tracing, say) apply to the client's calls and to workers built on it.
     """
     return await Client.connect(
         address,
@@ -27,6 +31,7 @@ async def connect(
         api_key=api_key,
         tls=tls or bool(api_key),
         data_converter=data_converter(keyring, encrypt=encrypt),
+        interceptors=interceptors,
     )
 
 

@@ -6,12 +6,15 @@ import asyncio
 from contextlib import AsyncExitStack
 from types import TracebackType
 
+from opentelemetry.sdk.trace import TracerProvider
 from temporalio.client import Client
+from temporalio.contrib.opentelemetry import TracingInterceptor
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from weft.activities.code_run import CodeRunActivities
 from weft.activities.compaction import CompactionActivities
+from weft.activities.correlation import stamp_event
 from weft.activities.definitions import Definitions, load_directory
 from weft.activities.effect_run import EffectActivities
 from weft.activities.files_copy import FileCopyActivities
@@ -30,6 +33,8 @@ from weft.workers.recovery import RecoveryInterceptor, recovery_options
 from weft.workers.scripted_model import ScriptedModelServer
 from weft.workers.search_attributes import check_search_attributes
 from weft.workers.secrets import load_keyring
+from weft.workers.telemetry import activity_spans, has_tracing, tracing_interceptor
+from weft.workers.telemetry import tracer_provider as tracer_provider_for
 from weft.workflows.agent_thread import AgentThreadWorkflow
 from weft.workflows.scheduled_delivery import ScheduledDeliveryWorkflow
 
@@ -84,8 +89,12 @@ class AgentWorker:
         max_cached_workflows: int = 1000,
         graceful_shutdown_seconds: float | None = None,
         register_search_attributes: bool = True,
+        tracer_provider: TracerProvider | None = None,
     ) -> None:
         self._client = client
+        # Tracing: the given provider, else one from config.telemetry.tracing (None: off).
+        self._owns_provider = tracer_provider is None
+        self._tracer_provider = tracer_provider or tracer_provider_for(config.telemetry.tracing)
         self._config = config
         self._given_definitions = definitions
         self.task_queue = task_queue or config.temporal.task_queue
@@ -131,17 +140,28 @@ class AgentWorker:
             Store.open, self._config.store_url(), keyring=keyring
         )
         self._stack.callback(store.close)
-        providers = await build_providers(self._config, self._stack, scripted=self._scripted)
+        store.database.stamp_event = stamp_event  # run, attempt, trace and span ids
+        spans = activity_spans(
+            self._tracer_provider,
+            self._config.telemetry.tracing,
+            store=store,
+            definitions=self.definitions,
+        )
+        providers = await build_providers(
+            self._config, self._stack, scripted=self._scripted, spans=spans
+        )
         # Sandbox worker processes start lazily, on the first runCode of this worker.
         pool = SandboxPool()
         self._stack.callback(pool.close)
         snapshots = SnapshotCache(store)
-        hooks = HookRegistry(store, self.definitions.hooks)
+        hooks = HookRegistry(store, self.definitions.hooks, spans=spans)
         records = ThreadRecordActivities(store, self.definitions, snapshots, hooks=hooks)
         models = ModelActivities(store, providers, snapshots, hooks=hooks)
         compaction = CompactionActivities(store, providers, snapshots)
-        tools = ToolActivities(store, self.definitions, snapshots, sandbox=pool, hooks=hooks)
-        code = CodeRunActivities(pool)
+        tools = ToolActivities(
+            store, self.definitions, snapshots, sandbox=pool, hooks=hooks, spans=spans
+        )
+        code = CodeRunActivities(pool, spans=spans)
         effects = EffectActivities(store, self.definitions, snapshots, sandbox=pool)
         copies = FileCopyActivities(store)
         variable_requests = VariableRequestActivities(store)
@@ -165,11 +185,19 @@ class AgentWorker:
             interceptors=[
                 RecoveryInterceptor(
                     client, heartbeat_every_seconds=self._recovery.heartbeat_throttle_seconds
-                )
+                ),
+                *self._tracing(client),
             ],
             **recovery_options(self._recovery),
         )
         self._run_task = asyncio.create_task(self.worker.run())
+
+    def _tracing(self, client: Client) -> list[TracingInterceptor]:
+        """Temporal's tracing interceptor, unless off or the client brings its own (a
+        client's interceptors reach its workers: two would duplicate every span)."""
+        if self._tracer_provider is None or has_tracing(client):
+            return []
+        return [tracing_interceptor(self._tracer_provider)]
 
     async def wait(self) -> None:
         """Block until the worker stops (it fails loudly if polling fails)."""
@@ -190,3 +218,8 @@ class AgentWorker:
                 await asyncio.gather(self._run_task, return_exceptions=True)
         finally:
             await self._stack.aclose()
+            if self._tracer_provider is not None:
+                # Spans still batched are exported before the worker is gone.
+                provider = self._tracer_provider
+                close = provider.shutdown if self._owns_provider else provider.force_flush
+                await asyncio.to_thread(close)

@@ -9,6 +9,8 @@ from typing import Any
 import httpx
 
 from weft.activities.providers import AnthropicMessagesProvider, ChatProvider, OpenAIChatProvider
+from weft.activities.providers.traced import TracedProvider
+from weft.activities.spans import Spans
 from weft.workers.config import ProviderConfig, WeftConfig
 from weft.workers.scripted_model import ScriptedModelServer, load_script_file
 
@@ -22,12 +24,17 @@ def load_scripts(folder: Path) -> dict[str, Any]:
 
 
 async def build_providers(
-    config: WeftConfig, stack: AsyncExitStack, *, scripted: ScriptedModelServer | None = None
+    config: WeftConfig,
+    stack: AsyncExitStack,
+    *,
+    scripted: ScriptedModelServer | None = None,
+    spans: Spans | None = None,
 ) -> dict[str, ChatProvider]:
     """One provider per configured entry, sharing one pooled httpx client.
 
     A `scripted` provider gets the `scripted` server passed in, or starts its own on
-    loopback with the configured scripts; it lives as long as `stack`.
+    loopback with the configured scripts; it lives as long as `stack`. With tracing
+    `spans`, each provider is wrapped in a span per completion.
     """
     # Provider retries are off by construction: httpx never retries, Temporal does.
     http = await stack.enter_async_context(
@@ -38,7 +45,10 @@ async def build_providers(
     )
     providers: dict[str, ChatProvider] = {}
     for name, entry in config.providers.items():
-        providers[name] = await _build(name, entry, config, http, stack, scripted)
+        provider = await _build(name, entry, config, http, stack, scripted)
+        if spans is not None and spans.enabled:
+            provider = TracedProvider(provider, provider_name=name, system=entry.kind, spans=spans)
+        providers[name] = provider
     return providers
 
 

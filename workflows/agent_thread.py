@@ -224,7 +224,8 @@ class AgentThreadWorkflow:
 
     async def _init(self) -> None:
         mem = self._mem
-        search_attributes.upsert_initial(mem.start.agent, mem.parent_id, mem.session_id)
+        # The caller's session only: a derived one would change this command for old runs.
+        search_attributes.upsert_initial(mem.start.agent, mem.parent_id, mem.start.session_id)
         try:
             mem.snapshot = await take_snapshot(mem)
         except ApplicationError:

@@ -18,6 +18,7 @@ from temporalio import workflow
 
 from weft.contract.actions import ActionResolution, PendingAction
 from weft.contract.budget import BudgetState
+from weft.contract.correlation import default_session_id
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.events import Event
 from weft.contract.messages import Message, MessageMeta, QueuedMessage, QueuedTool, Role, Side
@@ -31,6 +32,7 @@ from weft.contract.thread import (
     UsageTotals,
 )
 from weft.workflows.context_state import ContextState
+from weft.workflows.correlation import run_correlation
 from weft.workflows.effect_book import EffectBook
 from weft.workflows.open_calls import OpenCalls
 from weft.workflows.turn_book import TurnBook
@@ -47,9 +49,16 @@ class Context(Protocol):
 
     def warning(self, message: str) -> None: ...
 
+    def correlation(self) -> dict[str, str]:
+        """The run's ids for its events: `run_id`, and `trace_id` / `span_id` when traced."""
+        ...
+
 
 class WorkflowContext:
     """Workflow time, replay-safe random ids and the replay-aware workflow logger."""
+
+    def __init__(self) -> None:
+        self._correlation: dict[str, str] | None = None
 
     def now(self) -> datetime:
         return workflow.now()
@@ -59,6 +68,11 @@ class WorkflowContext:
 
     def warning(self, message: str) -> None:
         workflow.logger.warning(message)
+
+    def correlation(self) -> dict[str, str]:
+        if self._correlation is None:  # headers and run id are fixed for the run
+            self._correlation = run_correlation()
+        return self._correlation
 
 
 @dataclass
@@ -149,8 +163,14 @@ class ThreadMemory:
     budget: BudgetState | None = None
 
     @property
-    def session_id(self) -> str | None:
-        return self.start.session_id
+    def session_id(self) -> str:
+        """The caller's session, or one derived from the thread (stable across runs)."""
+        return self.start.session_id or default_session_id(self.thread_id)
+
+    @property
+    def subagent_id(self) -> str | None:
+        """A child thread is the subagent its parent registered under this thread's id."""
+        return self.thread_id if self.start.parent is not None else None
 
     @property
     def parent_id(self) -> str | None:
@@ -202,7 +222,7 @@ class ThreadMemory:
             thread_id=self.thread_id,
             session_id=self.session_id,
             payload=payload,
-            **ids,
+            **{"subagent_id": self.subagent_id, **self.context.correlation(), **ids},
         )
         self.outbox.append(event)
         self.turns.observe(event, self)  # the turn events feed what waiting callers get

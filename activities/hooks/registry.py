@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from weft.activities.definitions.api import FunctionHook
 from weft.activities.hooks.runner import EventMaker, HookRunner, StateFactory
+from weft.activities.spans import Spans
 from weft.activities.store import Store
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.events import Event
@@ -22,9 +23,16 @@ from weft.contract.messages import Side
 class HookRegistry:
     """The hook functions this worker defines, by id; one runner per activity attempt."""
 
-    def __init__(self, store: Store, functions: Mapping[str, FunctionHook] | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        functions: Mapping[str, FunctionHook] | None = None,
+        *,
+        spans: Spans | None = None,
+    ) -> None:
         self._store = store
         self._functions = dict(functions or {})
+        self._spans = spans
 
     def runner(
         self,
@@ -42,6 +50,7 @@ class HookRegistry:
             state=state,
             sink=self._write,
             make_event=make_event,
+            spans=self._spans,
         )
 
     async def _write(self, events: list[Event]) -> None:

@@ -19,10 +19,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry.trace import Span
 from pydantic import ValidationError
 from temporalio import activity
 
 from weft.activities.definitions.api import FunctionHook, HookBlocked
+from weft.activities.spans import Spans, failed
 from weft.activities.streaming import Heartbeater
 from weft.contract.events import Event
 from weft.contract.hooks import BLOCKING_HOOKS, HookBlock, HookName, HookSpec
@@ -73,7 +75,9 @@ class HookRunner:
         state: StateFactory,
         sink: EventSink,
         make_event: EventMaker,
+        spans: Spans | None = None,
     ) -> None:
+        self._spans = spans or Spans()
         self._functions = functions
         self._specs = specs
         self._in_scope = [i for i in dict.fromkeys(in_scope) if i in specs]
@@ -153,6 +157,28 @@ class HookRunner:
         fields: dict[str, Any],
     ) -> tuple[Any, HookBlock | None]:
         began = time.monotonic()
+        attributes = {"weft.hook.id": hook_id, "weft.hook.point": point}
+        with self._spans.span(f"hook {point}", attributes) as span:
+            used, blocked = await self._one_in_span(
+                point, hook_id, data, check, tag, fields, began, span
+            )
+            outcome = (
+                "blocked" if blocked is not None else "replaced" if used is not data else "kept"
+            )
+            span.set_attribute("weft.hook.outcome", outcome)
+            return used, blocked
+
+    async def _one_in_span(
+        self,
+        point: HookName,
+        hook_id: str,
+        data: Any,
+        check: Check | None,
+        tag: str,
+        fields: dict[str, Any],
+        began: float,
+        span: Span,
+    ) -> tuple[Any, HookBlock | None]:
         try:
             value = await self._execute(point, hook_id, data)
             used, repairs = (
@@ -171,6 +197,7 @@ class HookRunner:
             return data, HookBlock(hook_id=hook_id, hook=point, reason=refusal.reason)
         except Exception as err:  # a hook's failure never fails the activity
             self._end(tag, fields, began, error=_describe(err))
+            failed(span, type(err).__name__)
             return data, None
         outcome = "kept" if used is data else "replaced"
         self._end(tag, fields, began, outcome=outcome)

@@ -18,6 +18,7 @@ from sqlalchemy import Connection, Engine, Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError, OperationalError
 
+from weft.activities.store.correlation import EventStamper, ThreadLinks, unchanged
 from weft.activities.store.urls import WRITE_OPTION
 
 T = TypeVar("T")
@@ -43,6 +44,10 @@ class Database:
         # This process's writers queue on a Python lock instead and go in as soon as it is
         # free; other processes still meet the busy handler.
         self._sqlite_writer = None if self.postgres else threading.Lock()
+        # Correlation ids for every stored event (activities/store/correlation.py); the
+        # worker replaces the stamper with one that reads the activity and its span.
+        self.stamp_event: EventStamper = unchanged
+        self.thread_links = ThreadLinks()
 
     @contextmanager
     def read(self) -> Iterator[Connection]:

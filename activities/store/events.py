@@ -185,9 +185,10 @@ def insert_events(
                 )
             )
         )
-        fresh = [e for e in batch if e.event_id not in known]
+        fresh = [database.stamp_event(e) for e in batch if e.event_id not in known]
         if not fresh:
             continue
+        fresh = database.thread_links.fill(connection, thread_id, fresh)
         last = last_sequence(connection, thread_id)
         numbered = [e.model_copy(update={"sequence": last + i}) for i, e in enumerate(fresh, 1)]
         connection.execute(events.insert(), [event_to_row(e) for e in numbered])

@@ -26,7 +26,7 @@ from sqlalchemy import Connection, delete, func, select
 
 from weft.activities.clock import now_iso
 from weft.activities.store.database import Database
-from weft.activities.store.events import last_sequence
+from weft.activities.store.events import insert_events
 from weft.activities.store.file_paths import (
     MAX_PATH_CHARS,
     ROOT,
@@ -54,7 +54,6 @@ from weft.activities.store.file_rows import (
 )
 from weft.activities.store.file_search import GrepMatch, find_paths, grep_lines
 from weft.activities.store.kv import StoreLimitError
-from weft.activities.store.rows import event_to_row
 from weft.activities.store.tables import ID_LENGTH, blobs, events, files
 from weft.contract.events import Event
 
@@ -329,9 +328,8 @@ class FileStore:
                         "paths": targets,
                     },
                 )
-                last = last_sequence(connection, target_thread_id)
-                stored = marker.model_copy(update={"sequence": last + 1})
-                connection.execute(events.insert().values(event_to_row(stored)))
+                # Numbered, stamped and announced like every other event.
+                insert_events(self._db, connection, {target_thread_id: [marker]})
             return targets
 
         return self._db.retrying(copy)

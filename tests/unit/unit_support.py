@@ -33,6 +33,9 @@ class FixedContext:
     def warning(self, message: str) -> None:
         self.warnings.append(message)
 
+    def correlation(self) -> dict[str, str]:
+        return {"run_id": "run_1"}
+
 
 def snapshot(**agent: Any) -> DefinitionSnapshot:
     """A snapshot of one agent `helper` with prompt `p` on model `m`."""

@@ -231,4 +231,5 @@ class SubagentRegistry:
             },
             turn_id=turn_id,
             tool_call_id=entry.tool_call_id,
+            subagent_id=entry.reference,  # the child's own events carry the same id
         )

@@ -29,6 +29,7 @@ from weft.contract.subagents import (
 )
 from weft.contract.thread import WORKFLOW_TYPE, ThreadStartInput
 from weft.contract.ui_text import secret_values, thread_summary
+from weft.workflows import ui_summaries
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.background import BackgroundTasks
 from weft.workflows.failures import failure_text
@@ -36,7 +37,6 @@ from weft.workflows.queue import ThreadQueue
 from weft.workflows.subagents.common import ToolRefused, refuse
 from weft.workflows.subagents.files import MissingFile, copy_files
 from weft.workflows.subagents.registry import SubagentRegistry
-from weft.workflows import ui_summaries
 from weft.workflows.thread_state import ThreadMemory
 
 
@@ -91,6 +91,7 @@ class SubagentSpawner:
             if message
             else [],
             env=scoped,
+            session_id=mem.session_id,  # the tree is one session
             user_id=start.user_id,
             parent=ParentLink(
                 thread_id=mem.thread_id,
