@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any, TypedDict
 
 from temporalio import activity
@@ -32,8 +33,9 @@ from weft.activities.hooks import HookRegistry
 from weft.activities.hooks.model_hooks import ModelHooks
 from weft.activities.images import image_view
 from weft.activities.message_views import MessageViews
-from weft.activities.model_support import cost_of, provider_for, with_estimate
-from weft.activities.providers import ChatProvider, ChatReply, ChatRequest
+from weft.activities.model_budget import AttemptCost, StreamMeter, budget_exhausted
+from weft.activities.model_support import provider_for, with_estimate
+from weft.activities.providers import ChatProvider, ChatReply, ChatRequest, Delta
 from weft.activities.providers.definition_fields import definition_fields
 from weft.activities.scoped_window import load_scoped_window
 from weft.activities.snapshots import SnapshotCache
@@ -41,7 +43,8 @@ from weft.activities.spill import resolve_content_refs, spill_if_large
 from weft.activities.store import Store
 from weft.activities.streaming import DeltaBatcher, Heartbeater, delta_event
 from weft.activities.structured_output import checked_reply
-from weft.contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult, Usage
+from weft.contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult
+from weft.contract.budget import BudgetState
 from weft.contract.context import CONTEXT_TOO_LONG, ContextBoundary, ContextReport
 from weft.contract.definitions import DefinitionSnapshot, ModelDef
 from weft.contract.events import Event
@@ -114,15 +117,23 @@ class ModelActivities:
             ),
             interval=self._delta_interval,
         )
+        meter = StreamMeter()
+
+        async def on_delta(delta: Delta) -> None:
+            meter.count(delta)
+            await batcher.add(delta)
+
         began = time.monotonic()
+        reply: ChatReply | None = None
         try:
             async with Heartbeater():
-                reply = await provider.complete(request, on_delta=batcher.add)
+                reply = await provider.complete(request, on_delta=on_delta)
                 await batcher.flush()
                 reply = checked_reply(request, reply, attempt=info.attempt)
         except ApplicationError as err:
             await batcher.flush()
             err = with_estimate(err, report)
+            spent = AttemptCost.of_failure(model, info.attempt, reply, report, meter)
             failed = self._event(
                 call,
                 ids,
@@ -136,7 +147,7 @@ class ModelActivities:
                     "retryable": not err.non_retryable,
                 },
             )
-            await asyncio.to_thread(self._store.events.append, [failed])
+            await asyncio.to_thread(self._record_charged, call, ids, [], [failed], spent)
             raise err from None
         duration_ms = int((time.monotonic() - began) * 1000)
         message, refusal = await hooks.reply(self._reply_message(call, model, reply))
@@ -248,7 +259,7 @@ class ModelActivities:
         # model.requested), then the context is read back in the same thread hop.
         if not resolved:
             messages, events = resolve_content_refs(self._store, messages, events)
-        self._store.events.record(messages, events)
+        self._record_checked(call, messages, events)
         side_frame = frame(self._store, snapshot, call.thread_id, call.agent, call.side, call.scope)
         loaded = (
             load_window(self._store, call.thread_id, call.window)
@@ -256,6 +267,50 @@ class ModelActivities:
             else load_scoped_window(self._store, call.thread_id, call.window, call.scope)
         )
         return side_frame, loaded
+
+    def _record_checked(
+        self, call: ModelCallInput, messages: list[Message], events: list[Event]
+    ) -> None:
+        """Store what the step brings; the budget ledger, when the call has one, is read
+        in the same transaction and a spent budget stores `quota.blocked` instead of
+        `model.requested` (the last event) and refuses the call."""
+        root = call.budget_root
+        if root is None:
+            self._store.events.record(messages, events)
+            return
+        *before, requested = events
+        ids = _ids(call, activity.info().attempt)
+        checked = self._store.budgets.record_checked(
+            root,
+            messages,
+            before,
+            requested,
+            now=datetime.now(UTC),
+            make_event=lambda suffix, kind, data: self._event(call, ids, suffix, kind, data),
+        )
+        if checked.state is not None and checked.refused_by is not None:
+            raise budget_exhausted(checked.state, checked.refused_by)
+
+    def _record_charged(
+        self,
+        call: ModelCallInput,
+        ids: _AttemptIds,
+        messages: list[Message],
+        events: list[Event],
+        spent: AttemptCost,
+    ) -> BudgetState | None:
+        """Store an attempt's messages and events with its `cost.recorded`, charging the
+        ledger in the same transaction (only when that event is new: retries count once)."""
+        root = call.budget_root
+        cost = self._event(call, ids, "cost", "cost.recorded", spent.payload(root))
+        _, state = self._store.budgets.record_charged(
+            messages,
+            [*events, cost],
+            spent.charge(root, cost.event_id),
+            now=datetime.now(UTC),
+            make_event=lambda suffix, kind, data: self._event(call, ids, suffix, kind, data),
+        )
+        return state
 
     def _window(
         self,
@@ -343,12 +398,8 @@ class ModelActivities:
         report: ContextReport,
         events: list[Event],
     ) -> ModelCallResult | None:
-        usage = Usage(
-            input_tokens=reply.usage.input_tokens,
-            output_tokens=reply.usage.output_tokens,
-            cached_tokens=reply.usage.cached_tokens,
-        )
-        cost = cost_of(model, usage)
+        spent = AttemptCost.of_reply(model, activity.info().attempt, reply)
+        usage, cost = spent.usage, spent.cost_usd
         completed = self._event(
             call,
             ids,
@@ -367,13 +418,15 @@ class ModelActivities:
             },
         )
         if message is None:  # a before_create_message hook refused the reply
-            self._store.events.append([*events, completed])
+            self._record_charged(call, ids, [], [*events, completed], spent)
             return None
         returned, spilled = spill_if_large(
             message,
             ids={"session_id": call.session_id, "turn_id": call.turn_id, "step_id": call.step_id},
         )
-        self._store.events.record([message], [*events, *filter(None, [spilled]), completed])
+        budget = self._record_charged(
+            call, ids, [message], [*events, *filter(None, [spilled]), completed], spent
+        )
         return ModelCallResult(
             message=returned,
             usage=usage,
@@ -381,6 +434,7 @@ class ModelActivities:
             model=model.name,
             finish_reason=reply.finish_reason,
             context=report,
+            budget=budget,
         )
 
     @staticmethod

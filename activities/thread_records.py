@@ -13,6 +13,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from weft.activities.clock import now_iso
 from weft.activities.definitions import DefinitionError, Definitions
 from weft.activities.definitions.variables import MissingVariable, thread_env
 from weft.activities.hooks import HookRegistry
@@ -28,7 +29,9 @@ from weft.contract.activities import (
     ThreadInitInput,
     ThreadInitResult,
 )
+from weft.contract.budget import Budget, BudgetState
 from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.events import Event
 
 
 class ThreadRecordActivities:
@@ -54,7 +57,7 @@ class ThreadRecordActivities:
             snapshot = self._definitions.snapshot(start.agent)
         except DefinitionError as err:
             raise ApplicationError(str(err), type="UnknownAgent", non_retryable=True) from None
-        await asyncio.to_thread(
+        budget = await asyncio.to_thread(
             self._init, start, snapshot, snapshot.model_dump(mode="json", by_alias=True)
         )
         self._snapshots.remember(snapshot)
@@ -66,11 +69,11 @@ class ThreadRecordActivities:
             start,
             attempt=activity.info().attempt,
         )
-        return ThreadInitResult(snapshot=snapshot)
+        return ThreadInitResult(snapshot=snapshot, budget=budget)
 
     def _init(
         self, start: ThreadInitInput, snapshot: DefinitionSnapshot, data: dict[str, object]
-    ) -> None:
+    ) -> BudgetState | None:
         self._store.snapshots.put(snapshot.snapshot_id, data)
         if self._store.threads.get(start.thread_id) is None:
             self._store.threads.upsert(
@@ -85,8 +88,42 @@ class ThreadRecordActivities:
                     env=self._env(start, snapshot),
                 )
             )
+        if start.budget_root is None or start.budget_root == start.thread_id:
+            return self._open_budget(start, snapshot)
         if start.outbox:
             self._store.events.append(start.outbox)
+        return None
+
+    def _open_budget(
+        self, start: ThreadInitInput, snapshot: DefinitionSnapshot
+    ) -> BudgetState | None:
+        """A root opens its tree's ledger, even without limits, so that spend counts from
+        the start should set_budget add some later; it is written with the first events.
+
+        The limits are options.budget made stricter by the agent's own `budget:`. A
+        subagent spends from its root's ledger only: its own limits do not apply.
+        """
+        limits = (start.budget or Budget()).stricter(snapshot.agent.budget)
+        events = list(start.outbox)
+        if not limits.is_empty():
+            events.append(
+                Event(
+                    type="limit.changed",
+                    event_id=f"{start.thread_id}:budget.opened",
+                    timestamp=now_iso(),
+                    thread_id=start.thread_id,
+                    session_id=start.session_id,
+                    payload={
+                        "rootThreadId": start.thread_id,
+                        "reason": "opened",
+                        "limits": limits.model_dump(mode="json", by_alias=True, exclude_none=True),
+                    },
+                )
+            )
+        state = self._store.budgets.open(
+            start.thread_id, limits, now=datetime.now(UTC), events=events
+        )
+        return None if state.limits.is_empty() else state
 
     def _env(self, start: ThreadInitInput, snapshot: DefinitionSnapshot) -> dict[str, Any]:
         """The thread's env (scoped values too), typed as declared; a required variable

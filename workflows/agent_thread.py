@@ -39,6 +39,7 @@ from weft.contract.validation import describe_validation_error
 from weft.workflows import read_models, search_attributes
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.background import BackgroundTasks
+from weft.workflows.budget import BudgetControl
 from weft.workflows.context_keeper import ContextKeeper
 from weft.workflows.continuation import Continuation, restore, store_carried
 from weft.workflows.control_plane import ControlPlane, refused_after_terminate
@@ -125,6 +126,8 @@ class AgentThreadWorkflow:
         self._continuation = Continuation(mem, self._agents, self._background)
         self._effects = EffectTimers(mem, self._in_flight, self)
         self._effects.register(self._control, refuse_if_not_started=self._refuse_if_not_started)
+        budget = BudgetControl(mem, self._background)
+        budget.register(self._control, refuse_if_not_started=self._refuse_if_not_started)
         self._control.handle_intents(TranscriptEdits(mem).intent_handlers())
         if carried is None and self._start_error is None:
             for message in valid.messages:

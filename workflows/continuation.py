@@ -174,6 +174,7 @@ def carry_over(
         effects=mem.effects.carry(),
         outbox=list(mem.outbox),
         outbox_messages=list(mem.outbox_messages),
+        budget=mem.budget,
     )
 
 
@@ -225,4 +226,5 @@ def restore(
         effects=EffectBook.restore(carried.effects),
         outbox=list(carried.outbox),
         outbox_messages=list(carried.outbox_messages),
+        budget=carried.budget,
     )

@@ -11,7 +11,7 @@ from temporalio.exceptions import ActivityError, CancelledError
 from weft.contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult
 from weft.contract.messages import Message, Side
 from weft.contract.prompt_tools import PromptScope
-from weft.workflows import ui_summaries
+from weft.workflows import budget, ui_summaries
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.activity_calls import Carried, Limits, start_within_budget
 from weft.workflows.context_keeper import ContextKeeper, add_usage, overflow_details
@@ -93,6 +93,7 @@ class ModelCaller:
                 outbox=carried.events,
                 window=mem.window.window(mem.start.options.context),
                 scope=scope,
+                budget_root=budget.budget_root(mem),
             )
             handle, carried = await start_within_budget(
                 mem,
@@ -124,6 +125,10 @@ class ModelCaller:
                     raise ModelInterrupted() from None
                 if mem.is_terminated() or isinstance(err.cause, CancelledError):
                     mem.stop_reason = "aborted_by_user"
+                    break
+                spent = budget.refusal(mem, err)
+                if spent is not None:  # no fallback either: the whole tree is out of budget
+                    mem.stop_reason, mem.last_outcome = "budget_exhausted", spent
                     break
                 blocks = hook_blocks(err)
                 if blocks:
@@ -171,12 +176,13 @@ class ModelCaller:
                 mem.window.observe(result.context)
             mem.index_message(result.message)
             add_usage(mem, result.usage, result.cost_usd)
+            budget.observe(mem, result.budget)
             return result
         # Nothing answered: keep the drained messages (idempotent writes) and fail the turn.
         mem.outbox_messages.extend(messages)
         if scope is not None and index >= len(candidates):
             raise PromptModelFailed(last_error)
-        if mem.stop_reason not in ("aborted_by_user", "hook_blocked"):
+        if mem.stop_reason not in ("aborted_by_user", "hook_blocked", "budget_exhausted"):
             mem.stop_reason = "step_error"
             mem.last_outcome = last_error
             mem.incident("step_error", last_error, turn_id=turn_id, step_id=step_id)

@@ -165,6 +165,8 @@ class PromptToolRunner:
                     if blocked
                     else Failure("aborted", "not finished: the thread was terminated")
                 )
+                if mem.stop_reason == "budget_exhausted" and not mem.is_terminated():
+                    failure = Failure("budget_exhausted", mem.last_outcome or "budget spent")
                 result = shape_result(scope.prompt, config, done, None, failure)
                 return PromptToolOutcome(result, blocked=blocked)
             calls = reply.message.tool_calls or []

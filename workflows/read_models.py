@@ -65,6 +65,8 @@ def thread_read(mem: ThreadMemory) -> ThreadRead:
             {**e.model_dump(mode="json", by_alias=True), "due": e.id in mem.effects.due}
             for e in mem.effects.listed()
         ],
+        # Spend as last reported by the store (model calls and set_budget bring it).
+        budget=mem.budget if mem.budget and not mem.budget.limits.is_empty() else None,
     )
 
 

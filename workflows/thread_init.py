@@ -35,6 +35,8 @@ async def take_snapshot(mem: ThreadMemory) -> DefinitionSnapshot:
                 scoped_env_request=start.scoped_env_request,
                 outbox=mem.take_outbox(),
                 parent=start.parent,
+                budget=start.options.budget,
+                budget_root=start.budget_root,
             ),
             result_type=ThreadInitResult,
             start_to_close_timeout=timedelta(seconds=30),
@@ -51,4 +53,6 @@ async def take_snapshot(mem: ThreadMemory) -> DefinitionSnapshot:
             type="ThreadInitFailed",
             non_retryable=True,
         ) from err
+    if result.budget is not None:
+        mem.budget = result.budget
     return result.snapshot

@@ -110,6 +110,8 @@ class SubagentSpawner:
             arguments=request.arguments,
             scoped_env_request=request.scoped_env_request,
             options=start.options,
+            # The child spends from its parent's tree: a parent's budget bounds all of it.
+            budget_root=start.budget_root or mem.thread_id,
         )
         agent = snapshot.agents.get(config.name)
         entry = RegistryEntry(

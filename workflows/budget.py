@@ -1,0 +1,138 @@
+"""The thread's side of budgets (docs/budgets.md): which ledger it spends from, what it
+last heard of it, the refusal of a spent budget, and `set_budget` on a tree's root.
+
+The ledger itself is in the store: `model.call` checks and charges it in the writes it
+makes anyway, so the workflow adds no command to a step. `set_budget` writes its
+`limit.changed` with the `store.flush` local activity (the store projects it into the
+ledger), only when it is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from weft.contract.budget import (
+    BUDGET_EXHAUSTED,
+    SIGNAL_SET_BUDGET,
+    UPDATE_SET_BUDGET,
+    Budget,
+    BudgetState,
+    SetBudget,
+)
+from weft.workflows.background import BackgroundTasks
+from weft.workflows.control import parse_single
+from weft.workflows.control_plane import ControlPlane, parse_update
+from weft.workflows.outbox import persist_first
+from weft.workflows.thread_state import ThreadMemory
+
+# Guards the local activity `set_budget` runs: before it, the signal was unknown.
+SET_BUDGET_PATCH = "set-budget-v1"
+
+
+def budget_root(mem: ThreadMemory) -> str:
+    """The thread whose ledger this thread's model calls are checked against and charged to."""
+    return mem.start.budget_root or mem.thread_id
+
+
+def observe(mem: ThreadMemory, state: BudgetState | None) -> None:
+    """Keep what the store last said about the tree's budget (shown by `thread_read`)."""
+    if state is not None:
+        mem.budget = state
+
+
+def refusal(mem: ThreadMemory, err: ActivityError) -> str | None:
+    """The reason text when `model.call` was refused because the budget is spent, else None.
+
+    The refusal carries the ledger as the store saw it, so `thread_read` shows it at once.
+    """
+    cause = err.cause
+    if not isinstance(cause, ApplicationError) or cause.type != BUDGET_EXHAUSTED:
+        return None
+    if cause.details and isinstance(cause.details[0], dict):
+        try:
+            observe(mem, BudgetState.model_validate(cause.details[0]))
+        except ValidationError:
+            pass  # the text still says what happened
+    return cause.message
+
+
+class BudgetControl:
+    """`set_budget` (a checked update and a signal): new limits for the tree of a root."""
+
+    def __init__(self, mem: ThreadMemory, background: BackgroundTasks) -> None:
+        self._mem = mem
+        self._background = background
+
+    def register(self, control: ControlPlane, *, refuse_if_not_started: Callable[[], None]) -> None:
+        """Take the signal from the control plane and set the checked update."""
+        control.handle_signals({SIGNAL_SET_BUDGET: self.on_signal})
+
+        def validate(payload: Any = None) -> None:
+            refuse_if_not_started()
+            self.validate(payload)
+
+        workflow.set_update_handler(UPDATE_SET_BUDGET, self.set_checked, validator=validate)
+
+    def validate(self, payload: Any) -> None:
+        """The update validator: refuse before anything reaches history."""
+        problem = self._refused()
+        if problem is not None:
+            raise ApplicationError(problem, type="BudgetNotSettable")
+        parse_update(UPDATE_SET_BUDGET, payload, SetBudget)
+
+    async def set_checked(self, payload: Any = None) -> BudgetState:
+        """The update: the tree's budget with the new limits, once the ledger has them."""
+        return await self._apply(SetBudget.model_validate(payload))
+
+    def on_signal(self, name: str, values: list[Any]) -> None:
+        request = parse_single(name, values, SetBudget)  # InvalidPayload: a warning
+        problem = self._refused()
+        if problem is not None:
+            self._mem.warn("budget_not_settable", name, problem)
+        elif workflow.patched(SET_BUDGET_PATCH):
+            self._background.run(self._write(request))
+        else:  # a history from before set_budget: the signal was unknown then
+            self._mem.warn("unknown_signal", name, f"no signal named {name!r}")
+
+    def _refused(self) -> str | None:
+        mem = self._mem
+        if mem.is_terminated():
+            return f"thread {mem.thread_id} was terminated; its budget cannot change"
+        root = budget_root(mem)
+        if root != mem.thread_id:
+            return (
+                f"thread {mem.thread_id} spends from the budget of thread {root}, the root "
+                f"of its tree: set_budget on {root} instead"
+            )
+        return None
+
+    async def _write(self, request: SetBudget) -> None:
+        await self._apply(request)
+
+    async def _apply(self, request: SetBudget) -> BudgetState:
+        mem = self._mem
+        workflow.patched(SET_BUDGET_PATCH)
+        current = mem.budget or BudgetState(root_thread_id=mem.thread_id, limits=Budget())
+        limits = current.limits.changed(request)
+        event = mem.emit(
+            "limit.changed",
+            {
+                "rootThreadId": mem.thread_id,
+                "reason": "set_budget",
+                "limits": limits.model_dump(mode="json", by_alias=True, exclude_none=True),
+                "previous": current.limits.model_dump(
+                    mode="json", by_alias=True, exclude_none=True
+                ),
+            },
+        )
+        # Written now, on its own, so the ledger changes even while a turn (or a child's
+        # turn) runs; the rest of the outbox goes with the step as usual.
+        mem.outbox.remove(event)
+        await persist_first(mem, [event], [])
+        mem.budget = current.model_copy(update={"limits": limits, "blocked": None})
+        return mem.budget
