@@ -4,15 +4,20 @@ API, the event stream and the inbox page added, and one CORS origin if configure
 from __future__ import annotations
 
 from fastapi import FastAPI
+from opentelemetry.trace import Tracer
 from starlette.middleware.cors import CORSMiddleware
 
 from weft.api import control_routes, event_routes, inbox_routes, thread_routes
 from weft.api.context import ApiContext
+from weft.api.tracing import RequestSpans
 from weft.workers.gateway.app import create_app
 
 
-def create_api(ctx: ApiContext, token: str, *, cors_origin: str | None = None) -> FastAPI:
-    """The whole `weft serve` app over `ctx`; every route but `/healthz` needs `token`."""
+def create_api(
+    ctx: ApiContext, token: str, *, cors_origin: str | None = None, tracer: Tracer | None = None
+) -> FastAPI:
+    """The whole `weft serve` app over `ctx`; every route but `/healthz` needs `token`.
+    With a `tracer`, each request is a server span continuing its `traceparent`."""
     app = create_app(
         ctx.store,
         ctx.client,
@@ -32,6 +37,9 @@ def create_api(ctx: ApiContext, token: str, *, cors_origin: str | None = None) -
             expose_headers=["Idempotent-Replayed"],
             max_age=600,
         )
+    if tracer is not None:
+        # Outermost: the span covers CORS and token checks, and refusals are traced too.
+        app.add_middleware(RequestSpans, tracer=tracer)
     return app
 
 

@@ -38,12 +38,14 @@ def register(subparsers: Any) -> None:
 async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
     """Serve until SIGINT/SIGTERM (a graceful stop, status 0), over the configured store,
     Temporal and codec keys."""
+    from weft.activities.correlation import stamp_event
     from weft.activities.store import Store
     from weft.api import create_api
     from weft.api.context import ApiContext
     from weft.api.event_feed import open_event_feed
     from weft.client.threads import Threads
     from weft.workers.gateway import GatewayServer
+    from weft.workers.telemetry import tracer_provider, tracing_interceptor, weft_tracer
 
     token = args.token or os.environ.get(TOKEN_ENV)
     page_token = "$" + TOKEN_ENV  # never echo a token the operator chose into logs
@@ -52,8 +54,12 @@ async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
         print(f"weft serve: no {TOKEN_ENV} set; this run's token: {token}", flush=True)
     keyring = load_keyring(config)
     temporal = config.temporal
-    client = await client_from_config(config)
+    tracing = tracer_provider(config.telemetry.tracing)
+    client = await client_from_config(
+        config, interceptors=[tracing_interceptor(tracing)] if tracing else []
+    )
     store = await asyncio.to_thread(Store.open, config.store_url(), keyring=keyring)
+    store.database.stamp_event = stamp_event  # events the API writes carry its span
     feed = await open_event_feed(store)
     try:
         ctx = ApiContext(
@@ -63,7 +69,12 @@ async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
             feed=feed,
             task_queue=temporal.task_queue,
         )
-        app = create_api(ctx, token, cors_origin=args.cors_origin)
+        app = create_api(
+            ctx,
+            token,
+            cors_origin=args.cors_origin,
+            tracer=weft_tracer(tracing) if tracing else None,
+        )
         server = GatewayServer(app, host=args.host, port=args.port)
         sealing = f"keys {', '.join(keyring.key_ids)}" if keyring else "NO keys: values unsealed"
         async with server:
@@ -81,6 +92,8 @@ async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
     finally:
         await feed.close()
         store.close()
+        if tracing is not None:
+            await asyncio.to_thread(tracing.shutdown)  # export what is still batched
     return 0
 
 

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from temporalio.client import Client
+from collections.abc import Sequence
+
+from temporalio.client import Client, Interceptor
 
 from weft.transport.connection import connect
 from weft.workers.config import WeftConfig
 from weft.workers.secrets import load_keyring
 
 
-async def client_from_config(config: WeftConfig) -> Client:
-    """Connect to the configured Temporal with weft's data converter (and its codec keys)."""
+async def client_from_config(
+    config: WeftConfig, *, interceptors: Sequence[Interceptor] = ()
+) -> Client:
+    """Connect to the configured Temporal with weft's data converter (and its codec keys),
+    and `interceptors` (tracing, for `weft serve`)."""
     temporal = config.temporal
     return await connect(
         temporal.address,
@@ -19,4 +24,5 @@ async def client_from_config(config: WeftConfig) -> Client:
         tls=temporal.tls,
         keyring=load_keyring(config),
         encrypt=config.codec.encrypt,
+        interceptors=interceptors,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Literal
 
+from opentelemetry.sdk.trace import TracerProvider
 from temporalio.client import Client
 
 from weft._config import DEFAULT_ADDRESS, codec_config, root_of
@@ -12,6 +13,7 @@ from weft.activities.crypto import Keyring
 from weft.transport.connection import connect as connect_transport
 from weft.workers.config import WeftConfig
 from weft.workers.secrets import load_keyring
+from weft.workers.telemetry import tracing_interceptor
 
 
 async def connect(
@@ -23,6 +25,7 @@ async def connect(
     api_key: str | None = None,
     tls: bool = False,
     encrypt: Literal["secrets", "all"] = "secrets",
+    tracer_provider: TracerProvider | None = None,
 ) -> Client:
     """Connect to Temporal the way every weft worker does.
 
@@ -38,6 +41,9 @@ async def connect(
     keys file), else `$WEFT_CODEC_KEYS`, else the file `.weft/codec.keys` under `root`
     (the current directory by default) when it exists. Without any, nothing is encrypted.
     A worker finds its keys by the same rule: give both the same keys.
+
+    Tracing: with a `tracer_provider`, the client carries Temporal's tracing interceptor,
+    so a thread it starts joins the caller's current trace (docs/observability.md).
     """
     if isinstance(keys, Keyring):
         keyring: Keyring | None = keys
@@ -51,4 +57,5 @@ async def connect(
         tls=tls,
         keyring=keyring,
         encrypt=encrypt,
+        interceptors=[tracing_interceptor(tracer_provider)] if tracer_provider else [],
     )

@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from types import TracebackType
 
+from opentelemetry.sdk.trace import TracerProvider
 from temporalio.client import Client
 
 from weft._config import ProviderSpec, worker_config
@@ -69,7 +70,9 @@ class Worker:
         register_search_attributes: bool = True,
         max_cached_workflows: int = 1000,
         graceful_shutdown_seconds: float | None = None,
+        tracer_provider: TracerProvider | None = None,
     ) -> None:
+        self._tracer_provider = tracer_provider
         self.config = worker_config(
             config=config,
             store=store,
@@ -112,6 +115,7 @@ class Worker:
             register_search_attributes=self._register,
             max_cached_workflows=self._max_cached,
             graceful_shutdown_seconds=self._grace,
+            tracer_provider=self._tracer_provider,
         )
         await worker.__aenter__()
         self._worker = worker
