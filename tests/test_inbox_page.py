@@ -12,23 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from api_support import API_TOKEN, api_stack
-from playwright.async_api import Browser, Page, Playwright, async_playwright, expect
+from browser_support import launch_chromium
+from playwright.async_api import Page, async_playwright, expect
 from support import add_script, agent_definitions
-
-CHROMIUM = "/usr/bin/chromium"
-# Headless, and nothing that reaches the network or writes a profile beyond the test's own.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 FIRST_TEXT = "Let me look up the weather in Oslo for you."
 # Markup in model text must show as text (the page never renders data as HTML).
@@ -130,7 +117,7 @@ async def test_inbox_follows_a_thread_and_answers_it(
         api_stack(temporal_client, weft_config, worker.task_queue) as stack,
         async_playwright() as playwright,
     ):
-        browser = await _launch_chromium(playwright)
+        browser = await launch_chromium(playwright)
         try:
             page = await browser.new_page(viewport={"width": 1280, "height": 900})
             problems = _page_problems(page)
@@ -223,24 +210,6 @@ async def test_inbox_follows_a_thread_and_answers_it(
         finally:
             await browser.close()
         await handle.signal("terminate", {})
-
-
-async def _launch_chromium(playwright: Playwright) -> Browser:
-    """Debian's chromium if installed, else Playwright's own; no browser skips the test
-    here, but fails it in CI, where the browser test must run."""
-    executable = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
-    try:
-        return await playwright.chromium.launch(
-            executable_path=executable, args=CHROMIUM_ARGS, timeout=30_000
-        )
-    except Exception as error:
-        first_line = str(error).strip().splitlines()[0]  # Playwright adds a banner
-        message = (
-            f"no browser could be launched ({executable or 'Playwright default'}): {first_line}"
-        )
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{message} (CI=true, so the browser test must run)", pytrace=False)
-        pytest.skip(message)
 
 
 def _page_problems(page: Page) -> list[str]:

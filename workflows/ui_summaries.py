@@ -80,7 +80,7 @@ def current_details(mem: ThreadMemory) -> str:
         states = Counter(f"{c.name} {c.status}" for c in children)
         lines.append(f"- children: {_counted(states)}")
     lines.append(f"- {_usage(mem)}")
-    if mem.budget is not None:
+    if mem.budget is not None and not mem.budget.limits.is_empty():
         lines.append(f"- budget: {budget(mem.budget)}")
     return "\n".join(lines)
 
@@ -97,7 +97,7 @@ def budget(state: BudgetState) -> str:
         parts.append(f"{spent.model_calls} / {limits.max_model_calls} model calls")
     if limits.max_wall_seconds is not None:
         parts.append(f"{spent.wall_seconds:.0f} / {limits.max_wall_seconds:.0f} s")
-    text = " · ".join(parts) or "no limits"
+    text = " · ".join(parts)
     return f"{text} · **blocked by {state.blocked}**" if state.blocked else text
 
 

@@ -150,3 +150,10 @@ def test_current_details_render_a_budget_when_there_is_one():
     )
     details = ui_summaries.current_details(mem)
     assert "- budget: 1,234 / 10,000 tokens · $0.2500 / $1.00 · **blocked by costUsd**" in details
+
+
+def test_current_details_leave_out_a_budget_without_limits():
+    """A budget with no limit set says nothing the usage line does not."""
+    mem = memory()
+    mem.budget = BudgetState(root_thread_id="t1", limits=Budget())
+    assert "budget" not in ui_summaries.current_details(mem)
