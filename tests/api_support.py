@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from opentelemetry.trace import Tracer
 from temporalio.client import Client
 
 from weft.activities.store import Store
@@ -40,6 +41,7 @@ async def api_stack(
     *,
     cors_origin: str | None = None,
     store: Store | None = None,
+    tracer: Tracer | None = None,
 ) -> AsyncIterator[ApiStack]:
     """Serve the API over `weft_config`'s store for threads on `task_queue` (a worker for
     that queue is the caller's: `start_worker(defs, task_queue=...)`)."""
@@ -53,7 +55,7 @@ async def api_stack(
         feed=feed,
         task_queue=task_queue,
     )
-    app = create_api(ctx, API_TOKEN, cors_origin=cors_origin)
+    app = create_api(ctx, API_TOKEN, cors_origin=cors_origin, tracer=tracer)
     try:
         async with GatewayServer(app, port=0) as server:
             headers = {"Authorization": f"Bearer {API_TOKEN}"}

@@ -7,19 +7,20 @@ import uuid
 from collections import Counter
 from typing import Any
 
+from api_support import api_stack
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import format_span_id, format_trace_id
 from pydantic import BaseModel
 from subagent_support import family, start_boss
-from support import add_script, idle_after, wait_until
+from support import add_script, agent_definitions, idle_after, wait_until
 
 from weft.activities.definitions import define_tool
 from weft.client.threads import Threads
 from weft.transport.connection import connect
 from weft.workers.agent_worker import AgentWorker
-from weft.workers.telemetry import tracing_interceptor
+from weft.workers.telemetry import tracing_interceptor, weft_tracer
 
 SECRET = "tr4ce-secret-" + uuid.uuid4().hex[:8]
 # Spans a caller makes or answers on its own (queries, signals): their traces are the
@@ -163,3 +164,46 @@ async def test_one_trace_covers_a_thread_tree_and_survives_replay(
     # An activity's events name the span of its work, not the workflow's.
     writers = {by_span[e.span_id] for e in events if e.type == "model.completed" and e.span_id}
     assert writers == {"RunActivity:model.call"}
+
+
+async def test_a_post_with_traceparent_and_its_thread_are_one_trace(
+    dev_server, weft_config, scripted_server
+):
+    """`POST /threads` continues the caller's `traceparent` in a server span, and the thread
+    it starts (workflow, model call) joins that trace; the thread's events carry it."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    client = await connect(dev_server.address, interceptors=[tracing_interceptor(provider)])
+    script = add_script(scripted_server, {"replies": [{"text": "hi"}]})
+    caller_trace, caller_span = uuid.uuid4().hex, uuid.uuid4().hex[:16]
+    async with (
+        AgentWorker(
+            client,
+            weft_config,
+            definitions=agent_definitions(script),
+            scripted=scripted_server,
+            task_queue=weft_config.temporal.task_queue,
+            tracer_provider=provider,
+        ) as worker,
+        api_stack(client, weft_config, worker.task_queue, tracer=weft_tracer(provider)) as stack,
+    ):
+        started = await stack.http.post(
+            "/threads",
+            json={"agent": "helper", "messages": ["hello"]},
+            headers={"traceparent": f"00-{caller_trace}-{caller_span}-01"},
+        )
+        assert started.status_code == 201, started.text
+        thread_id = started.json()["threadId"]
+        await wait_until(client.get_workflow_handle(thread_id), idle_after(1))
+        events = worker.store.events.read(thread_id)
+    provider.force_flush()
+    spans = exporter.get_finished_spans()
+    [server] = [s for s in spans if s.name == "POST /threads"]
+    assert server.parent is not None and format_span_id(server.parent.span_id) == caller_span
+    joined = {
+        s.name for s in spans if s.context and format_trace_id(s.context.trace_id) == caller_trace
+    }
+    assert {"POST /threads", "StartWorkflow:AgentThread", "RunWorkflow:AgentThread"} <= joined
+    assert any(name.startswith("chat ") for name in joined)
+    assert events and {e.trace_id for e in events} == {caller_trace}
