@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from browser_support import launch_chromium
 from playwright.async_api import async_playwright, expect
+from subagent_support import family, start_boss
 from support import (
     add_script,
     agent_definitions,
@@ -191,3 +192,37 @@ async def _summaries(client: Client, handle: WorkflowHandle[Any, Any]) -> list[s
             assert event.event_type in SCHEDULED, event
             found.append(converter.from_payload(event.user_metadata.summary, str))
     return found
+
+
+async def test_a_subagent_gets_a_static_summary_without_its_parents_secrets(
+    start_worker, temporal_client, scripted_server
+):
+    """A child thread is summarised by its agent, its name and its task's first line, with
+    the parent's secret env values redacted."""
+    parent = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "researcher",
+                            "arguments": {"message": f"Rome with {SECRET}", "label": "Rome desk"},
+                        }
+                    ]
+                },
+                {"text": "Done."},
+            ]
+        },
+    )
+    child = add_script(
+        scripted_server,
+        {"replies": [{"tool_calls": [{"name": "report", "arguments": {"summary": "21 C"}}]}]},
+    )
+    worker = await start_worker(family(parent, child, subagent={"initAgentNameProperty": "label"}))
+    handle = await start_boss(temporal_client, worker, env={"TOKEN": SECRET})
+    state = await wait_until(handle, idle_after(1))
+    [entry] = state.children
+    description = await temporal_client.get_workflow_handle(entry["reference"]).describe()
+    summary = await description.static_summary()
+    assert summary == "researcher · subagent Rome desk · Rome with [secret]"
