@@ -10,7 +10,7 @@ import signal
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from temporalio.exceptions import WorkflowAlreadyStartedError
@@ -38,6 +38,9 @@ from weft.client.threads import Threads
 from weft.workers.config import ConfigError, WeftConfig, WorkerConfig, load_config
 from weft.workers.dev_server import DevServerError
 
+if TYPE_CHECKING:  # imported where a worker runs: other commands need not load it
+    from weft.workers.agent_worker import AgentWorker
+
 EXIT_USAGE = 2
 
 
@@ -63,6 +66,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     if getattr(args, "definitions", None):
         config.definitions = args.definitions
+    if getattr(args, "metrics_port", None) is not None:
+        config.telemetry.metrics.port = args.metrics_port
     handler = args.handler
     if handler is code_command.run:
         return int(handler(args))
@@ -92,10 +97,12 @@ def _parser() -> argparse.ArgumentParser:
 
     dev = commands.add_parser("dev", help="start the dev server if needed, and a worker")
     dev.add_argument("--definitions", help="definitions directory")
+    _add_metrics_flag(dev)
     dev.set_defaults(handler=_dev)
 
     worker = commands.add_parser("worker", help="run a worker")
     worker.add_argument("--definitions", help="definitions directory")
+    _add_metrics_flag(worker)
     _add_recovery_flags(worker)
     worker.set_defaults(handler=_worker)
 
@@ -155,6 +162,22 @@ RECOVERY_FLAGS = {
 }
 
 
+def _add_metrics_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--metrics-port",
+        type=_port,
+        metavar="PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (0: a free port, printed;"
+        " HOST is telemetry.metrics.host, default 127.0.0.1; docs/observability.md)",
+    )
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0 to 65535)")
+    return int(text)
+
+
 def _add_recovery_flags(parser: argparse.ArgumentParser) -> None:
     recovery = parser.add_argument_group("recovery (seconds; docs/recovery.md)")
     recovery.add_argument(
@@ -211,6 +234,7 @@ async def _dev(args: argparse.Namespace, config: WeftConfig) -> int:
             f" ({'started here' if stack.started_server else 'already running'}),"
             f" UI {stack.ui_url}, task queue {config.temporal.task_queue}"
         )
+        _print_metrics_url("weft dev", stack.worker)
         await _until_interrupted(
             stack.worker.wait(),
             ready="weft dev: worker running; Ctrl-C stops what this command started",
@@ -226,11 +250,17 @@ async def _worker(args: argparse.Namespace, config: WeftConfig) -> int:
     # AgentWorker checks the search attributes first: it registers missing ones, or raises
     # SearchAttributesMissing (a RuntimeError: one message with the commands, exit code 1).
     async with AgentWorker(client, config, definitions=definitions) as worker:
+        _print_metrics_url("weft worker", worker)
         await _until_interrupted(
             worker.wait(),
             ready=f"weft worker: polling {worker.task_queue} on {config.temporal.address}",
         )
     return 0
+
+
+def _print_metrics_url(command: str, worker: AgentWorker) -> None:
+    if worker.metrics is not None:
+        print(f"{command}: metrics at {worker.metrics.url}", flush=True)
 
 
 async def _demo(args: argparse.Namespace, config: WeftConfig) -> int:

@@ -14,7 +14,7 @@ from weft._config import ProviderSpec, worker_config
 from weft.activities.definitions import Definitions, load_directory
 from weft.activities.store import Store
 from weft.workers.agent_worker import AgentWorker
-from weft.workers.config import WeftConfig
+from weft.workers.config import MetricsConfig, WeftConfig
 
 
 class Worker:
@@ -54,6 +54,9 @@ class Worker:
       activities finish; default the config's `worker.gracefulShutdownSeconds` (10 s).
     - `options.maxTotalSteps` (a thread's start option) caps a session at 64 steps, where a
       model call with the tool calls it asked for is one step.
+    - `metrics_port`: serve Prometheus metrics (the Temporal SDK's and weft's) at
+      `metrics_url`; 0 picks a free port; default the config's `telemetry.metrics.port`
+      (off). docs/observability.md lists the metrics.
     """
 
     def __init__(
@@ -71,6 +74,7 @@ class Worker:
         max_cached_workflows: int = 1000,
         graceful_shutdown_seconds: float | None = None,
         tracer_provider: TracerProvider | None = None,
+        metrics_port: int | None = None,
     ) -> None:
         self._tracer_provider = tracer_provider
         self.config = worker_config(
@@ -87,6 +91,15 @@ class Worker:
         self._grace = graceful_shutdown_seconds
         self._register = register_search_attributes
         self._worker: AgentWorker | None = None
+        if metrics_port is not None:
+            self.config.telemetry.metrics.port = MetricsConfig(port=metrics_port).port
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where the running worker serves Prometheus metrics, or None when it does not."""
+        if self._worker is None or self._worker.metrics is None:
+            return None
+        return self._worker.metrics.url
 
     @property
     def task_queue(self) -> str:

@@ -28,6 +28,7 @@ from weft.activities.tool_call import ToolActivities
 from weft.activities.variables_request import VariableRequestActivities
 from weft.transport.connection import with_keyring
 from weft.workers.config import WeftConfig
+from weft.workers.metrics import WorkerMetrics
 from weft.workers.providers import build_providers
 from weft.workers.recovery import RecoveryInterceptor, recovery_options
 from weft.workers.scripted_model import ScriptedModelServer
@@ -111,6 +112,8 @@ class AgentWorker:
         self.worker: Worker | None = None
         self.store: Store | None = None
         self.definitions: Definitions | None = None
+        # The /metrics endpoint, when `telemetry.metrics.port` is set (its `url` once up).
+        self.metrics: WorkerMetrics | None = None
 
     async def __aenter__(self) -> AgentWorker:
         try:
@@ -134,6 +137,10 @@ class AgentWorker:
         # whatever data converter the given client was built with.
         keyring = load_keyring(self._config)
         client = self._client
+        if self._config.telemetry.metrics.port is not None:
+            self.metrics = WorkerMetrics(self._config.telemetry.metrics)
+            # The SDK records a worker's metrics in the runtime of the client it polls with.
+            client = await self.metrics.connect(client)
         if keyring is not None:
             client = with_keyring(client, keyring, encrypt=self._config.codec.encrypt)
         store = self.store = await asyncio.to_thread(
@@ -141,6 +148,10 @@ class AgentWorker:
         )
         self._stack.callback(store.close)
         store.database.stamp_event = stamp_event  # run, attempt, trace and span ids
+        if self.metrics is not None:
+            self.metrics.watch(store, client, self.task_queue)
+            await self.metrics.start()
+            self._stack.push_async_callback(self.metrics.close)
         spans = activity_spans(
             self._tracer_provider,
             self._config.telemetry.tracing,

@@ -10,7 +10,7 @@ import hashlib
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
 
@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 
 from weft.activities.store.correlation import EventStamper, ThreadLinks, unchanged
 from weft.activities.store.urls import WRITE_OPTION
+from weft.contract.events import Event
 
 T = TypeVar("T")
 
@@ -30,6 +31,8 @@ Upsert = postgresql.Insert | sqlite.Insert
 _THREAD_LOCK_CLASS = 0x77656675
 # A write that loses a race (unique violation, SQLite lock) is retried this many times.
 _WRITE_ATTEMPTS = 10
+# Where a write transaction keeps the events it stored, in `Connection.info`.
+_STORED_EVENTS = "weft.stored_events"
 
 
 class Database:
@@ -48,6 +51,9 @@ class Database:
         # worker replaces the stamper with one that reads the activity and its span.
         self.stamp_event: EventStamper = unchanged
         self.thread_links = ThreadLinks()
+        # Told of the events each write newly stored, after its commit (the worker's
+        # metrics): a rolled-back or retried transaction reports nothing twice.
+        self.events_committed: Callable[[Sequence[Event]], None] | None = None
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -68,7 +74,25 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """A connection in a write transaction (BEGIN IMMEDIATE on SQLite), committed on
-        success."""
+        success; then `events_committed` hears of the events it stored."""
+        stored: list[Event] = []
+        with self._write_transaction() as connection:
+            connection.info[_STORED_EVENTS] = stored
+            try:
+                yield connection
+            finally:
+                del connection.info[_STORED_EVENTS]  # the DBAPI connection is pooled
+        if stored and self.events_committed is not None:
+            self.events_committed(stored)
+
+    def note_stored(self, connection: Connection, stored: Sequence[Event]) -> None:
+        """Remember events stored in `connection`'s write transaction until it commits."""
+        pending = connection.info.get(_STORED_EVENTS)
+        if pending is not None:
+            pending.extend(stored)
+
+    @contextmanager
+    def _write_transaction(self) -> Iterator[Connection]:
         if self._sqlite_writer is None:
             with self.engine.connect() as connection, connection.begin():
                 yield connection

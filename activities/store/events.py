@@ -17,6 +17,7 @@ from weft.activities.store.messages import (
     message_rows,
     update_message,
 )
+from weft.activities.store.queue_rows import project_queue_depth
 from weft.activities.store.rows import event_to_row, row_to_event
 from weft.activities.store.subagents import project_subagents
 from weft.activities.store.tables import events
@@ -195,6 +196,8 @@ def insert_events(
         project_subagents(database, connection, numbered)
         project_effects(database, connection, numbered)
         project_budgets(database, connection, numbered)
+        project_queue_depth(connection, numbered)
+        database.note_stored(connection, numbered)
         if database.postgres:
             # Delivered at commit, so a listener never hears of a sequence it cannot read yet.
             connection.execute(

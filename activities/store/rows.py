@@ -30,6 +30,9 @@ class ThreadRow(BaseModel):
     env: dict[str, Any] = Field(default_factory=dict)
     usage: dict[str, Any] = Field(default_factory=dict)
     last_outcome: str | None = None
+    queue_depth: int = Field(
+        default=0, description="entries waiting in the thread's queue, as of its last event"
+    )
 
     @field_validator("created_at", "updated_at")
     @classmethod
@@ -93,8 +96,9 @@ def row_to_boundary(data: dict[str, Any]) -> ContextBoundary:
 
 
 def thread_to_row(thread: ThreadRow) -> dict[str, Any]:
-    """The column values for a thread row; datetimes stay datetimes."""
-    return thread.model_dump()
+    """The column values for a thread row; datetimes stay datetimes. `queue_depth` is left
+    out: only its projection from `queue.changed` writes it (queue_rows.py)."""
+    return thread.model_dump(exclude={"queue_depth"})
 
 
 def row_to_thread(row: RowMapping) -> ThreadRow:

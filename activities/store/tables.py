@@ -23,6 +23,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 
 # Longest id, role, status or name the schema holds; ids are uuids or derived strings.
@@ -148,6 +149,8 @@ threads = Table(
     Column("env", JSON, nullable=False),
     Column("usage", JSON, nullable=False),
     Column("last_outcome", FreeText),
+    # Projected from the thread's newest `queue.changed` (queue_rows.py), never upserted.
+    Column("queue_depth", Integer, nullable=False, server_default=text("0")),
     Index("ix_threads_created_at", "created_at"),
     Index("ix_threads_agent_created_at", "agent", "created_at"),
     Index("ix_threads_status_created_at", "status", "created_at"),

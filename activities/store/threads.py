@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 
-from sqlalchemy import RowMapping, select, update
+from sqlalchemy import RowMapping, func, select, update
 
 from weft.activities.crypto import Keyring
 from weft.activities.store.database import Database
@@ -14,6 +14,9 @@ from weft.activities.store.sealed import seal, unseal
 from weft.activities.store.tables import threads
 from weft.contract.events import Event
 from weft.contract.thread_env import EnvEntry
+
+# A thread in one of these statuses runs no more: what its queue held never runs.
+CLOSED_STATUSES = ("completed", "cancelled", "failed")
 
 
 class Threads:
@@ -56,6 +59,17 @@ class Threads:
         with self._db.read() as connection:
             rows = connection.execute(query.limit(limit)).mappings().all()
         return [self._thread(row) for row in rows]
+
+    def queued_by_agent(self) -> dict[str, int]:
+        """Entries waiting in the queues of threads not closed, summed per agent (each
+        thread's `queue_depth`, projected from its newest `queue.changed`)."""
+        query = (
+            select(threads.c.agent, func.sum(threads.c.queue_depth))
+            .where(threads.c.status.not_in(CLOSED_STATUSES))
+            .group_by(threads.c.agent)
+        )
+        with self._db.read() as connection:
+            return {agent: int(total or 0) for agent, total in connection.execute(query)}
 
     def set_env(self, thread_id: str, name: str, entry: EnvEntry, event: Event) -> None:
         """Set one env value of the thread (sealed with the rest) and record `event`, in
