@@ -39,6 +39,7 @@ from weft.client.actions import response
 from weft.client.ask import TurnWaitTimeout, ask_thread
 from weft.client.liveness import QUERY_TIMEOUT, UNANSWERED
 from weft.contract.actions import UPDATE_RESPOND_ACTION_CHECKED, RespondActionResult
+from weft.contract.budget import UPDATE_SET_BUDGET, BudgetState, SetBudget
 from weft.contract.messages import (
     QueuedMessage,
     QueuedTurnRef,
@@ -143,6 +144,28 @@ def router(ctx: ApiContext) -> APIRouter:
                 RespondActionResult,
             )
             return Reply(200, RespondActionResult.model_validate(result))
+
+        return await request.run(act)
+
+    @routes.post(
+        "/threads/{thread_id}/budget",
+        response_model=BudgetState,
+        responses=error_responses(*_CONTROL_ERRORS),
+        summary="Set the budget of a thread's tree (its root only); a raise resumes a turn "
+        "the spent budget stopped",
+    )
+    async def set_budget(thread_id: ThreadId, body: SetBudget, request: Idempotent) -> Response:
+        async def act() -> Reply:
+            await require_running(ctx, thread_id)
+            result = await _update(
+                ctx,
+                thread_id,
+                UPDATE_SET_BUDGET,
+                body.model_dump(mode="json", by_alias=True, exclude_none=True),
+                request.derived_id("budget"),
+                BudgetState,
+            )
+            return Reply(200, BudgetState.model_validate(result))
 
         return await request.run(act)
 
@@ -367,6 +390,8 @@ def _refusal(thread_id: str, err: WorkflowUpdateFailedError) -> GatewayError:
         return GatewayError(409, message)  # already resolved
     if kind == "InvalidPayload":
         return GatewayError(422, message)
+    if kind == "BudgetNotSettable":
+        return GatewayError(409, message)
     return GatewayError(409, f"thread {thread_id!r} refused: {message}")
 
 

@@ -17,6 +17,13 @@ from weft.activities.spill import SPILL_THRESHOLD_BYTES, spill_queued_content
 from weft.activities.store import Store
 from weft.client.ask import Policy, ask_thread
 from weft.client.context import context_snapshot
+from weft.contract.budget import (
+    UPDATE_SET_BUDGET,
+    Budget,
+    BudgetLimitName,
+    BudgetState,
+    SetBudget,
+)
 from weft.contract.context import SIGNAL_COMPACT, CompactRequest
 from weft.contract.correlation import default_session_id
 from weft.contract.effects import (
@@ -194,6 +201,31 @@ class Threads:
             UPDATE_REMOVE_EFFECT_CHECKED, {"id": effect_id}, result_type=RemoveEffectResult
         )
         return RemoveEffectResult.model_validate(result).removed
+
+    async def set_budget(
+        self,
+        thread_id: str,
+        budget: Budget | dict[str, Any] | None = None,
+        *,
+        clear: Sequence[BudgetLimitName] = (),
+        resume: bool = True,
+    ) -> BudgetState:
+        """New limits for the tree whose root is `thread_id` (the checked update).
+
+        Limits given replace the current ones and `clear` removes caps. With `resume`, a
+        thread whose last turn stopped because the budget was spent continues it once the
+        new limits leave room. A thread that spends from another root's budget refuses,
+        naming that root.
+        """
+        request = SetBudget(
+            budget=Budget.model_validate(budget or {}), clear=list(clear), resume=resume
+        )
+        result = await self.handle(thread_id).execute_update(
+            UPDATE_SET_BUDGET,
+            request.model_dump(mode="json", by_alias=True, exclude_none=True),
+            result_type=BudgetState,
+        )
+        return BudgetState.model_validate(result)
 
     async def effects(self, thread_id: str) -> list[dict[str, Any]]:
         """The thread's pending effects, soonest first (from `thread_read`)."""

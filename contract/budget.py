@@ -147,11 +147,16 @@ class SetBudget(CamelModel):
     """The `set_budget` update / signal: new limits for a thread's tree (root threads only).
 
     Limits given replace the current ones; `clear` removes the named caps. Raising a spent
-    budget lets a blocked tree go on.
+    budget lets a blocked tree go on, and with `resume` the root continues its stopped turn.
     """
 
     budget: Budget = Field(default_factory=Budget)
     clear: list[BudgetLimitName] = Field(default_factory=list)
+    resume: bool = Field(
+        default=True,
+        description="when the thread's last turn stopped because the budget was spent, "
+        "continue it at once (a new turn, without a new message)",
+    )
 
     @model_validator(mode="after")
     def _something_to_do(self) -> SetBudget:

@@ -79,10 +79,20 @@ async def test_max_model_calls_ends_the_turn_and_set_budget_resumes(
     assert raised.limits.max_model_calls == 10 and raised.blocked is None
     ledger = worker.store.budgets.get(handle.id, now=_now())
     assert ledger is not None and ledger.limits.max_model_calls == 10 and ledger.blocked is None
-    await handle.signal("queue_message", {"role": "user", "content": "go on"})
+    # The raise resumes the stopped turn by itself: the model goes on from the transcript.
     state = await wait_until(handle, idle_after(2))
     assert state.stop_reason == "stop_on_response"
     assert state.budget is not None and state.budget.spent.model_calls == 4
+    resumed = [
+        e
+        for e in worker.store.events.read(handle.id, limit=10_000)
+        if e.type == "turn.started" and e.payload.get("reason") == "budget_raised"
+    ]
+    assert len(resumed) == 1
+    await handle.signal("queue_message", {"role": "user", "content": "go on"})
+    state = await wait_until(handle, idle_after(3))
+    assert state.stop_reason == "stop_on_response"
+    assert state.budget is not None and state.budget.spent.model_calls == 5
 
     # The signal does the same; a malformed one is only a warning.
     await handle.signal(SIGNAL_SET_BUDGET, {"budget": {"maxTokens": "lots"}})

@@ -126,7 +126,7 @@ class AgentThreadWorkflow:
         self._continuation = Continuation(mem, self._agents, self._background)
         self._effects = EffectTimers(mem, self._in_flight, self)
         self._effects.register(self._control, refuse_if_not_started=self._refuse_if_not_started)
-        budget = BudgetControl(mem, self._background)
+        self._budget = budget = BudgetControl(mem, self._background)
         budget.register(self._control, refuse_if_not_started=self._refuse_if_not_started)
         self._control.handle_intents(TranscriptEdits(mem).intent_handlers())
         if carried is None and self._start_error is None:
@@ -209,14 +209,16 @@ class AgentThreadWorkflow:
                     or self._context.requested()
                     or effects.has_due()
                     or effects.changed
+                    or self._budget.resume_requested
                 )
             )
             if mem.is_terminated():
                 break
             if effects.has_due():  # an effect's alarm fired (Runtime §2, the fourth trigger)
                 await effects.run_due()
-            if self._queue:
-                await self._run_session()
+            resumed = None if self._queue else self._budget.take_resume()
+            if self._queue or resumed is not None:
+                await self._run_session(resume=resumed)
             else:
                 if self._context.requested():  # a `compact` signal while idle
                     await self._context.compact_idle()

@@ -24,6 +24,7 @@ from weft.contract.budget import (
     BudgetState,
     SetBudget,
 )
+from weft.contract.thread import TurnCursor
 from weft.workflows.background import BackgroundTasks
 from weft.workflows.control import parse_single
 from weft.workflows.control_plane import ControlPlane, parse_update
@@ -67,6 +68,26 @@ class BudgetControl:
     def __init__(self, mem: ThreadMemory, background: BackgroundTasks) -> None:
         self._mem = mem
         self._background = background
+        # Set by a raise that asked to resume a turn the spent budget stopped; the idle
+        # loop takes it (`take_resume`).
+        self.resume_requested = False
+
+    def take_resume(self) -> TurnCursor | None:
+        """The turn to run when a raise asked to resume one the budget stopped, else None.
+
+        It is a new turn, announced here (the cursor's steps say it has begun): the model
+        sees the transcript as it was left and goes on, with no invented message.
+        """
+        mem = self._mem
+        if not self.resume_requested:
+            return None
+        self.resume_requested = False
+        if mem.stop_reason != "budget_exhausted" or not mem.is_idle():
+            return None
+        mem.stop_reason = None
+        turn_id = mem.new_id("turn")
+        mem.emit("turn.started", {"side": "a", "reason": "budget_raised"}, turn_id=turn_id)
+        return TurnCursor(side="a", turn_id=turn_id, side_steps=0)
 
     def register(self, control: ControlPlane, *, refuse_if_not_started: Callable[[], None]) -> None:
         """Take the signal from the control plane and set the checked update."""
@@ -135,4 +156,6 @@ class BudgetControl:
         mem.outbox.remove(event)
         await persist_first(mem, [event], [])
         mem.budget = current.model_copy(update={"limits": limits, "blocked": None})
+        if request.resume and mem.stop_reason == "budget_exhausted":
+            self.resume_requested = True
         return mem.budget
