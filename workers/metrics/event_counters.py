@@ -43,14 +43,14 @@ class EventCounters:
         )
         self.tokens = Counter(
             "weft_model_tokens",
-            "Tokens of answered model calls by model and kind (input, output, cached: the "
-            "part of input the provider served from its cache)",
+            "Tokens of model call attempts (failed ones estimated) by model and kind "
+            "(input, output, cached: the part of input the provider served from its cache)",
             ["model", "kind"],
             registry=registry,
         )
         self.cost = Counter(
             "weft_model_cost_usd",
-            "Cost in USD of answered model calls, by model (models without a price add 0)",
+            "Cost in USD of model call attempts by model (models without a price add 0)",
             ["model"],
             registry=registry,
         )
@@ -85,23 +85,34 @@ class EventCounters:
 
     def observe(self, events: Sequence[Event]) -> None:
         """Count what `events`, newly committed by the store, say happened."""
+        # Spend is counted from `cost.recorded` (every attempt, failed ones too, written
+        # in the same commit as the attempt's outcome); from `model.completed` only for an
+        # attempt that has none.
+        costed = {e.attempt_id for e in events if e.type == "cost.recorded" and e.attempt_id}
         for event in events:
+            payload = event.payload if isinstance(event.payload, dict) else {}
             count = self._by_type.get(event.type)
             if count is not None:
-                count(event, event.payload if isinstance(event.payload, dict) else {})
+                count(event, payload)
+            if event.type == "cost.recorded":
+                self._spend(payload.get("model"), payload, payload.get("costUsd"))
+            elif event.type == "model.completed" and event.attempt_id not in costed:
+                usage = payload.get("usage")
+                usage = usage if isinstance(usage, dict) else {}
+                self._spend(payload.get("model"), usage, payload.get("costUsd"))
 
     def _model_completed(self, event: Event, payload: dict[str, Any]) -> None:
         model = self._models(payload.get("model"))
         self.model_calls.labels(model, "ok").inc()
         if "parentToolCallId" not in payload:  # a prompt tool's calls are inside a step
             self.steps.labels("ok").inc()
-        usage = payload.get("usage")
-        usage = usage if isinstance(usage, dict) else {}
+
+    def _spend(self, model_name: object, usage: dict[str, Any], cost: object) -> None:
+        model = self._models(model_name)
         for kind, key in TOKEN_KINDS.items():
             tokens = usage.get(key)
             if isinstance(tokens, int) and tokens > 0:
                 self.tokens.labels(model, kind).inc(tokens)
-        cost = payload.get("costUsd")
         self.cost.labels(model).inc(cost if isinstance(cost, int | float) and cost > 0 else 0)
 
     def _model_failed(self, event: Event, payload: dict[str, Any]) -> None:
