@@ -20,6 +20,7 @@ from weft.activities.definitions import DefinitionError
 from weft.activities.store import Store
 from weft.cli import (
     ask_command,
+    budget_command,
     code_command,
     codec_command,
     effects_command,
@@ -144,6 +145,7 @@ def _parser() -> argparse.ArgumentParser:
     listing.set_defaults(handler=_thread_list)
     ask_command.register(actions)
     respond_command.register(actions)
+    budget_command.register(actions)
     effects_command.register(actions)
     inbox_command.register(commands)
     schedule_command.register(commands)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import yaml
-from support import add_script, agent_definitions, idle_after, read, wait_until
+from support import add_script, agent_definitions, idle_after, read, start_thread, wait_until
 
 # The weather question asks for a tool that waits for permission; any other message (the
 # pasted files) gets a short reply.
@@ -79,6 +79,7 @@ async def test_unknown_threads_and_agents_are_one_line(
         ("compact", "nope-thread"),
         ("context", "nope-thread"),
         ("effects", "nope-thread"),
+        ("budget", "nope-thread"),
     ]
     results = await asyncio.gather(
         *(_weft(config, "thread", *command) for command in commands),
@@ -178,3 +179,37 @@ async def test_respond_inbox_send_and_tail(
     code, tail, err = await _weft(config, "thread", "tail", thread_id, "--no-follow")
     assert code == 0 and "user: weather in Oslo?" in tail, err
     assert (await read(handle)).status == "cancelled"
+
+
+async def test_thread_budget_shows_sets_and_refuses(
+    start_worker, temporal_client, scripted_server, weft_config, tmp_path
+):
+    """`weft thread budget` prints the tree's budget, refuses a bad limit with exit 2 and
+    its flag's name, and sets new limits on the root."""
+    worker = await start_worker(
+        agent_definitions(add_script(scripted_server, {"replies": [{"text": "hi"}]}))
+    )
+    config = _cli_config(tmp_path, weft_config, worker.task_queue)
+    handle = await start_thread(
+        temporal_client,
+        worker.task_queue,
+        messages=[{"role": "user", "content": "hello"}],
+        options={"budget": {"maxModelCalls": 4}},
+    )
+    await wait_until(handle, idle_after(1))
+    code, out, err = await _weft(config, "thread", "budget", handle.id)
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["limits"] == {"maxModelCalls": 4} and shown["spent"]["modelCalls"] == 1
+
+    code, out, err = await _weft(config, "thread", "budget", handle.id, "--max-tokens", "0")
+    assert code == 2 and "--max-tokens" in err and "Traceback" not in err, err
+
+    code, out, err = await _weft(
+        config, "thread", "budget", handle.id, "--max-tokens", "900", "--clear", "modelCalls"
+    )
+    assert code == 0, err
+    assert json.loads(out)["limits"] == {"maxTokens": 900}
+    state = await read(handle)
+    assert state.budget is not None and state.budget.limits.max_tokens == 900
+    assert state.budget.limits.max_model_calls is None
