@@ -3,6 +3,7 @@ model, a store, and `create_api` served by uvicorn on a loopback port."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -140,3 +141,22 @@ async def sse(http: httpx.AsyncClient, thread_id: str, **headers: str) -> AsyncI
     async with request as response:
         assert response.status_code == 200, await response.aread()
         yield SseClient(response)
+
+
+async def read_until(
+    stack: ApiStack, thread_id: str, predicate: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """GET /threads/{id} until `predicate` holds (20 s at most); the last read model."""
+    for _ in range(400):
+        read: dict[str, Any] = (await stack.http.get(f"/threads/{thread_id}")).json()
+        if predicate(read):
+            return read
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"condition not met; last read: {read}")
+
+
+def idle(turns: int) -> Callable[[dict[str, Any]], bool]:
+    """A predicate on the read model: waiting for input, queue empty, `turns` turns run."""
+    return lambda r: (
+        r["status"] == "waiting_input" and not r["queue"] and r["counters"]["turns"] >= turns
+    )

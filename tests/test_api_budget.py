@@ -3,12 +3,9 @@ raises it and the stopped turn resumes; bad input, a retried key, unknown thread
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import Callable
-from typing import Any
 
-from api_support import ApiStack, api_stack
+from api_support import api_stack, idle, read_until
 from support import add_script
 
 from weft.activities.definitions import Definitions, define_agent, define_model, define_prompt
@@ -20,23 +17,6 @@ def _definitions(script: str) -> Definitions:
         define_model(name="scripted", provider="scripted", model=script),
         define_prompt(name="chat", toolDescription="chats", model="scripted", prompt="Chat."),
         define_agent(name="chatter", sideA={"prompt": "chat"}),
-    )
-
-
-async def _read_until(
-    stack: ApiStack, thread_id: str, predicate: Callable[[dict[str, Any]], bool]
-) -> dict[str, Any]:
-    for _ in range(400):
-        read: dict[str, Any] = (await stack.http.get(f"/threads/{thread_id}")).json()
-        if predicate(read):
-            return read
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"condition not met; last read: {read}")
-
-
-def _idle(turns: int) -> Callable[[dict[str, Any]], bool]:
-    return lambda r: (
-        r["status"] == "waiting_input" and not r["queue"] and r["counters"]["turns"] >= turns
     )
 
 
@@ -56,10 +36,10 @@ async def test_the_budget_route_raises_a_spent_budget_and_the_turn_resumes(
         )
         assert started.status_code == 201, started.text
         thread_id = started.json()["threadId"]
-        await _read_until(stack, thread_id, _idle(1))
+        await read_until(stack, thread_id, idle(1))
         sent = await stack.http.post(f"/threads/{thread_id}/messages", json={"content": "again"})
         assert sent.status_code == 202, sent.text
-        read = await _read_until(stack, thread_id, _idle(2))
+        read = await read_until(stack, thread_id, idle(2))
         assert read["stopReason"] == "budget_exhausted"
         assert read["budget"]["blocked"] == "modelCalls"
         assert read["budget"]["spent"]["modelCalls"] == 1
@@ -79,7 +59,7 @@ async def test_the_budget_route_raises_a_spent_budget_and_the_turn_resumes(
         assert replay.headers[REPLAYED_HEADER] == "true" and replay.json() == raised.json()
 
         # The stopped turn goes on by itself: one more call, answered.
-        read = await _read_until(stack, thread_id, _idle(3))
+        read = await read_until(stack, thread_id, idle(3))
         assert read["stopReason"] == "stop_on_response"
         assert read["budget"]["spent"]["modelCalls"] == 2
         answers = [m.content for m in stack.store.messages.list(thread_id) if m.role == "assistant"]

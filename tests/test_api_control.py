@@ -6,15 +6,14 @@ queued meanwhile stays in its queue until the question is answered, with no timi
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
-from api_support import ApiStack, api_stack
+from api_support import ApiStack, api_stack, idle, read_until
 from support import add_script
 
 from weft.activities.definitions import Definitions, define_agent, define_model, define_prompt
@@ -58,23 +57,6 @@ async def _stack(
         yield stack
 
 
-async def _read_until(
-    stack: ApiStack, thread_id: str, predicate: Callable[[dict[str, Any]], bool]
-) -> dict[str, Any]:
-    for _ in range(400):
-        read: dict[str, Any] = (await stack.http.get(f"/threads/{thread_id}")).json()
-        if predicate(read):
-            return read
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"condition not met; last read: {read}")
-
-
-def _idle(turns: int) -> Callable[[dict[str, Any]], bool]:
-    return lambda r: (
-        r["status"] == "waiting_input" and not r["queue"] and r["counters"]["turns"] >= turns
-    )
-
-
 async def _thread(stack: ApiStack, first: str) -> str:
     reply = await stack.http.post("/threads", json={"agent": "helper", "messages": [first]})
     assert reply.status_code == 201, reply.text
@@ -85,7 +67,7 @@ async def _thread(stack: ApiStack, first: str) -> str:
 async def _waiting_thread(stack: ApiStack) -> tuple[str, str]:
     """A thread waiting on its ask_human question: (thread id, action id)."""
     thread_id = await _thread(stack, "ask me")
-    read = await _read_until(stack, thread_id, lambda r: bool(r["pendingActions"]))
+    read = await read_until(stack, thread_id, lambda r: bool(r["pendingActions"]))
     return thread_id, read["pendingActions"][0]["actionId"]
 
 
@@ -144,7 +126,7 @@ async def test_a_retried_message_is_queued_once(
             json={"decision": "answer", "answer": "Lisbon"},
         )
         assert answered.status_code == 200, answered.text
-        await _read_until(stack, thread_id, _idle(1))
+        await read_until(stack, thread_id, idle(1))
         assert _users(stack, thread_id) == ["ask me", "first", big]
         stored = next(m for m in stack.store.messages.list(thread_id) if m.content == big)
         assert stored.metadata["tag"] == 1 and stored.metadata["contentRef"].startswith("blob:")
@@ -156,18 +138,18 @@ async def test_turns_with_policies_and_waits(
 ):
     async with _stack(start_worker, temporal_client, weft_config, scripted_server) as stack:
         thread_id = await _thread(stack, "hello")
-        await _read_until(stack, thread_id, _idle(1))
+        await read_until(stack, thread_id, idle(1))
         turns = f"/threads/{thread_id}/turns"
         done = await stack.http.post(turns, json={"content": "again", "wait": "completed"})
         assert done.status_code == 200, done.text
         assert done.json()["status"] == "completed" and done.json()["response"] == "hi"
         queued = await stack.http.post(turns, json={"content": "once more"})
         assert queued.status_code == 202 and queued.json()["status"] in ("accepted", "queued")
-        await _read_until(stack, thread_id, _idle(3))
+        await read_until(stack, thread_id, idle(3))
 
         asked = await stack.http.post(turns, json={"content": "ask me"})
         assert asked.status_code == 202
-        read = await _read_until(stack, thread_id, lambda r: bool(r["pendingActions"]))
+        read = await read_until(stack, thread_id, lambda r: bool(r["pendingActions"]))
         action_id = read["pendingActions"][0]["actionId"]
         refused = await stack.http.post(turns, json={"content": "now!", "policy": "reject"})
         assert refused.status_code == 409 and "policy 'reject'" in refused.json()["error"]
@@ -191,7 +173,7 @@ async def test_turns_with_policies_and_waits(
         ended = await stack.http.post(turns, json={**body, "timeoutSeconds": 60}, headers=key)
         assert ended.status_code == 200, ended.text
         assert ended.json()["status"] == "completed"
-        await _read_until(stack, thread_id, _idle(4))
+        await read_until(stack, thread_id, idle(4))
         assert _users(stack, thread_id).count("and then?") == 1
 
         for bad, field in [
@@ -240,7 +222,7 @@ async def test_actions_are_answered_once(
         assert replay.status_code == 200 and replay.headers[REPLAYED_HEADER] == "true"
         again = await stack.http.post(path, json=answer)
         assert again.status_code == 409 and "already resolved" in again.json()["error"]
-        await _read_until(stack, thread_id, _idle(1))
+        await read_until(stack, thread_id, idle(1))
         tool = next(m for m in stack.store.messages.list(thread_id) if m.role == "tool")
         assert "Lisbon" in (tool.content or "")
         await stack.ctx.threads.terminate(thread_id)
@@ -269,12 +251,12 @@ async def test_queued_turns_are_removed_and_promoted(
         for action in ("remove", "promote"):
             unknown = await stack.http.post(f"{base}/q-unknown/{action}")
             assert unknown.status_code == 404 and "q-unknown" in unknown.json()["error"]
-        read = await _read_until(stack, thread_id, lambda r: len(r["queue"]) == 2)
+        read = await read_until(stack, thread_id, lambda r: len(r["queue"]) == 2)
         assert [q["queueId"] for q in read["queue"]] == [queue_ids[2], queue_ids[1]]
         await stack.http.post(
             f"/threads/{thread_id}/actions/{action_id}", json={"decision": "deny"}
         )
-        await _read_until(stack, thread_id, _idle(1))
+        await read_until(stack, thread_id, idle(1))
         assert _users(stack, thread_id) == ["ask me", "third", "second"]
         await stack.ctx.threads.terminate(thread_id)
 
@@ -284,7 +266,7 @@ async def test_terminate_then_every_control_route_is_409(
 ):
     async with _stack(start_worker, temporal_client, weft_config, scripted_server) as stack:
         thread_id = await _thread(stack, "hello")
-        await _read_until(stack, thread_id, _idle(1))
+        await read_until(stack, thread_id, idle(1))
         terminated = await stack.http.post(
             f"/threads/{thread_id}/terminate", json={"reason": "done here"}
         )
