@@ -54,6 +54,7 @@ _STOP = "workflows/stop_rules.py"
 _SUBAGENTS = "workflows/subagents/agent_tools.py"
 _SPAWNER = "workflows/subagents/spawner.py"
 _PERMISSIONS = "workflows/permissions.py"
+_BUDGETS = "contract/budget.py"
 _MODEL_CALL = "activities/model_call.py"
 _MODEL_SUPPORT = "activities/model_support.py"
 _VARIABLES = "activities/definitions/variables.py"
@@ -95,6 +96,7 @@ FIELDS: dict[str, Support] = {
     "AgentDef.env": _I(_ACTIVE, "agent-level env defaults"),
     "AgentDef.hooks": _I(_HOOK_SCOPE, "hooks in scope when the prompt lists none"),
     "AgentDef.permissions": _I(_PERMISSIONS, "weft: tool permission rules and mode"),
+    "AgentDef.budget": _I("activities/thread_records.py", "weft: caps on the tree's spend (the stricter wins)"),
     "SideConfig.prompt": _I(_ACTIVE, "the side's prompt"),
     "SideConfig.label": _I(_READ, "thread_read agentInfo.sides"),
     "SideConfig.stopOnResponse": _I(_STOP, "stop rule 2"),
@@ -107,6 +109,10 @@ FIELDS: dict[str, Support] = {
     "SessionTool.name": _I(_TOOL_SPECS, "the lifecycle tool's name"),
     "SessionTool.messageProperty": _I(_STOP, "the argument handed to the parent as text"),
     "SessionTool.attachmentsProperty": _I(_STOP, "the argument whose files go to the parent"),
+    "Budget.maxTokens": _I(_BUDGETS, "weft: input + output tokens of every attempt"),
+    "Budget.maxCostUsd": _I(_BUDGETS, "weft: priced cost of every attempt"),
+    "Budget.maxModelCalls": _I(_BUDGETS, "weft: model attempts, failed ones included"),
+    "Budget.maxWallSeconds": _I(_BUDGETS, "weft: seconds since the root thread started"),
     "PermissionPolicy.mode": _I(_PERMISSIONS, "weft: default decision"),
     "PermissionPolicy.rules": _I(_PERMISSIONS, "weft: allow/ask/deny rules"),
     "PermissionPolicy.askTimeoutSeconds": _I(_PERMISSIONS, "weft: permission ask timeout"),
