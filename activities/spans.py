@@ -17,7 +17,7 @@ from opentelemetry import trace
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from weft.contract.thread_env import EnvEntry
+from weft.contract.thread_env import EnvEntry, redact, secret_values
 
 # Content attributes are cut to this many characters (after redaction).
 MAX_CONTENT_CHARS = 4000
@@ -80,7 +80,7 @@ class Spans:
         if not self.content:
             return set()
         found = {str(v) for v in self._secrets_of(thread_id)} if thread_id else set()
-        found.update(env_secrets(env or {}))
+        found.update(secret_values(env or {}))
         return {s for s in found if s}
 
     def record_content(self, span: Span, key: str, value: Any, secrets: Iterable[str]) -> None:
@@ -88,24 +88,10 @@ class Spans:
         if not self.content:
             return
         text = value if isinstance(value, str) else json.dumps(value, default=str)
-        span.set_attribute(key, redact(text, secrets)[:MAX_CONTENT_CHARS])
+        span.set_attribute(key, redact(text, secrets, REDACTED)[:MAX_CONTENT_CHARS])
 
 
 def failed(span: Span, error_type: str) -> None:
     """Mark `span` failed with the error's type (`error.type`, as the conventions name it)."""
     span.set_attribute("error.type", error_type)
     span.set_status(Status(StatusCode.ERROR, error_type))
-
-
-def env_secrets(env: Mapping[str, EnvEntry]) -> set[str]:
-    """The secret values of an env mapping, as text."""
-    return {str(e.value) for e in env.values() if e.type == "secret" and e.value is not None}
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every secret value replaced, longest first (one may contain another)."""
-    # A secret quoted inside JSON text is escaped: redact that spelling too.
-    spellings = {form for s in secrets if s for form in (s, json.dumps(s)[1:-1])}
-    for secret in sorted(spellings, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    return text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -25,6 +27,29 @@ def parse_env(raw: dict[str, Any]) -> dict[str, EnvEntry]:
         else:
             entries[name] = EnvEntry(value=item)
     return entries
+
+
+def secret_values(env: Mapping[str, Any]) -> list[str]:
+    """The text of every env value typed secret, longest first (so a secret inside another
+    is redacted whole). Takes `EnvEntry`s or raw values as a start input gives them."""
+    entries = [
+        item if isinstance(item, EnvEntry) else parse_env({name: item})[name]
+        for name, item in env.items()
+    ]
+    found = {str(e.value) for e in entries if e.type == "secret" and e.value is not None}
+    return sorted((value for value in found if value), key=len, reverse=True)
+
+
+def redact(text: str, secrets: Iterable[str], marker: str) -> str:
+    """`text` with every secret value replaced by `marker`, longest first.
+
+    A secret quoted inside JSON text is escaped (a quote or backslash in it), so that
+    spelling is replaced too: UI summaries and span content are both JSON often.
+    """
+    spellings = {form for s in secrets if s for form in (s, json.dumps(s)[1:-1])}
+    for secret in sorted(spellings, key=len, reverse=True):
+        text = text.replace(secret, marker)
+    return text
 
 
 def merge_env(*layers: dict[str, Any]) -> dict[str, EnvEntry]:

@@ -8,11 +8,11 @@ carry a secret or much content. Client and workflow both build them, so they liv
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from weft.contract.messages import QueuedMessage
-from weft.contract.thread_env import EnvEntry, parse_env
+from weft.contract.thread_env import redact as redact_with
+from weft.contract.thread_env import secret_values as secret_values
 
 SUMMARY_MAX_CHARS = 100
 REDACTED = "[secret]"
@@ -26,18 +26,6 @@ _SECRET_NAME = re.compile(
 _WHITESPACE = re.compile(r"\s+")
 
 
-def secret_values(env: Mapping[str, Any]) -> list[str]:
-    """The text of every env value typed secret (an `EnvEntry`, or raw as a start input
-    gives it: `value` or `{value, type}`),
-    longest first so a secret inside another is redacted whole."""
-    entries = [
-        item if isinstance(item, EnvEntry) else parse_env({name: item})[name]
-        for name, item in env.items()
-    ]
-    found = {str(entry.value) for entry in entries if entry.type == "secret"}
-    return sorted((value for value in found if value), key=len, reverse=True)
-
-
 def is_secret_name(name: str) -> bool:
     """Whether a key name looks like it holds a credential."""
     return bool(_SECRET_NAME.search(name))
@@ -45,10 +33,7 @@ def is_secret_name(name: str) -> bool:
 
 def redact(text: str, secrets: Iterable[str]) -> str:
     """`text` with every occurrence of a secret replaced by `[secret]`."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, REDACTED)
-    return text
+    return redact_with(text, secrets, REDACTED)
 
 
 def one_line(text: str, limit: int = SUMMARY_MAX_CHARS) -> str:

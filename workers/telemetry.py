@@ -20,10 +20,10 @@ from temporalio.contrib.opentelemetry import TracingInterceptor, TracingWorkflow
 from temporalio.worker import WorkflowInterceptorClassInput
 
 from weft.activities.definitions import Definitions
-from weft.activities.spans import Spans, env_secrets
+from weft.activities.spans import Spans
 from weft.activities.store import Store
 from weft.contract.correlation import TRACING_EXTERN, thread_traceparent
-from weft.contract.thread_env import parse_env
+from weft.contract.thread_env import secret_values
 from weft.workers.config import TracingConfig
 
 TRACER_NAME = "weft"
@@ -78,7 +78,7 @@ def activity_spans(
 
     def secrets_of(thread_id: str) -> Iterable[str]:
         row = store.threads.get(thread_id)
-        return defined | (env_secrets(parse_env(row.env)) if row else set())
+        return defined | (set(secret_values(row.env)) if row else set())
 
     return Spans(weft_tracer(provider), content=config.content, secrets_of=secrets_of)
 
@@ -86,7 +86,7 @@ def activity_spans(
 def _definition_secrets(definitions: Definitions) -> set[str]:
     layers = [a.env for a in definitions.agents.values()]
     layers += [p.env for p in definitions.prompts.values()]
-    return {s for layer in layers for s in env_secrets(parse_env(layer))}
+    return {s for layer in layers for s in secret_values(layer)}
 
 
 class WeftTracingInterceptor(TracingInterceptor):
