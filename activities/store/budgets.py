@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, update
+from sqlalchemy import Connection, Row, update
 
 from weft.activities.store.budget_rows import ledger_row, new_ledger_row, state_of
 from weft.activities.store.database import Database
@@ -143,9 +143,13 @@ class Budgets:
                 stored = insert_events(self._db, connection, events_by_thread(events))
                 if charge is None:
                     return stored, None
-                if any(e.event_id == charge.event_id for e in stored):
+                charged = any(e.event_id == charge.event_id for e in stored)
+                # A charge returns the ledger it leaves; a retried attempt's only reads it.
+                row = (
                     _add(connection, charge, now)
-                row = ledger_row(connection, charge.root_thread_id)
+                    if charged
+                    else ledger_row(connection, charge.root_thread_id)
+                )
                 if row is None:
                     return stored, None
                 state = state_of(row, now)
@@ -163,9 +167,12 @@ class Budgets:
         return self._db.retrying(once)
 
 
-def _add(connection: Connection, charge: Charge, now: datetime) -> None:
-    # One statement adds to the stored values, so concurrent charges never lose one.
-    connection.execute(
+def _add(connection: Connection, charge: Charge, now: datetime) -> Row[Any] | None:
+    """Charge the ledger and return it as charged (None when the tree has no ledger).
+
+    One statement adds to the stored values, so concurrent charges never lose one.
+    """
+    return connection.execute(
         update(budgets)
         .where(budgets.c.root_thread_id == charge.root_thread_id)
         .values(
@@ -175,7 +182,8 @@ def _add(connection: Connection, charge: Charge, now: datetime) -> None:
             cost_unknown=budgets.c.cost_unknown | (charge.cost_usd is None),
             updated_at=now,
         )
-    )
+        .returning(*budgets.c)
+    ).first()
 
 
 def _low_events(
