@@ -59,8 +59,8 @@ def register(actions_parser: Any) -> None:
 
 async def run(args: argparse.Namespace, config: WeftConfig) -> int:
     limits = {dest: getattr(args, dest) for dest in _FLAGS if getattr(args, dest) is not None}
-    threads = Threads(await client_from_config(config), task_queue=config.temporal.task_queue)
     if not limits and not args.clear:
+        threads = Threads(await client_from_config(config), task_queue=config.temporal.task_queue)
         read = await threads.read(args.thread_id)
         if read.budget is None:
             print(f"thread {args.thread_id} has no budget")
@@ -76,6 +76,8 @@ async def run(args: argparse.Namespace, config: WeftConfig) -> int:
         flag = _FLAGS[field][0] if field in _FLAGS else field
         print(f"weft: {flag + ': ' if flag else ''}{message}", file=sys.stderr)
         return EXIT_USAGE
+    # Checked before connecting: a bad limit needs no Temporal to be refused.
+    threads = Threads(await client_from_config(config), task_queue=config.temporal.task_queue)
     try:
         state = await threads.set_budget(
             args.thread_id, request.budget, clear=request.clear, resume=request.resume
