@@ -26,7 +26,7 @@ ASK_HUMAN_PARAMETERS: dict[str, Any] = {
     "required": ["question"],
 }
 
-ActionKind = Literal["ask_human", "tool_permission"]
+ActionKind = Literal["ask_human", "tool_permission", "elicitation"]
 Decision = Literal["approve", "deny", "answer"]
 ApprovalScope = Literal["once", "session"]
 DecidedBy = Literal["rule", "mode", "session", "human", "timeout", "terminate"]

@@ -17,6 +17,7 @@ from weft.contract.context import (
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.events import Event
 from weft.contract.hooks import HookBlock
+from weft.contract.mcp import McpCallOutcome, McpToolTarget
 from weft.contract.messages import Message, Side, ToolCall
 from weft.contract.prompt_tools import PromptScope
 from weft.contract.subagents import ParentLink
@@ -100,6 +101,11 @@ class ModelCallInput(CamelModel):
         description="the thread whose budget ledger this call is checked against and charged "
         "to (None in histories before budgets: neither)",
     )
+    mcp_catalogs: dict[str, str] = Field(
+        default_factory=dict,
+        description="the catalogue id of each MCP server the thread has listed (the prompt's "
+        "are offered)",
+    )
 
 
 class ModelCallResult(CamelModel):
@@ -173,6 +179,9 @@ class ToolCallInput(CamelModel):
     scope: PromptScope | None = Field(
         default=None, description="inside a prompt tool: its prompt, parent call and depth"
     )
+    mcp: McpToolTarget | None = Field(
+        default=None, description="an MCP tool: its server and its name there"
+    )
 
 
 class ToolCallResult(CamelModel):
@@ -187,6 +196,10 @@ class ToolCallResult(CamelModel):
         default=None,
         description="a before_* hook refused the result; the stored message says so and the "
         "turn ends with hook_blocked",
+    )
+    mcp: McpCallOutcome | None = Field(
+        default=None,
+        description="an MCP call whose server reported list_changed: its tool list digest now",
     )
 
 

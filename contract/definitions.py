@@ -14,6 +14,7 @@ from pydantic import Field, field_validator, model_validator
 from weft.contract.actions import PermissionPolicy
 from weft.contract.budget import Budget
 from weft.contract.hooks import HookSpec
+from weft.contract.mcp import McpRef, McpServerDef
 from weft.contract.wire import CamelModel
 
 NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
@@ -118,7 +119,7 @@ class PromptDef(CamelModel):
     recent_image_threshold: int = Field(default=10, ge=0)
     provider_options: dict[str, Any] = Field(default_factory=dict)
     hooks: list[str] | None = None
-    tools: list[str | ToolRef] = Field(default_factory=list)
+    tools: list[str | ToolRef | McpRef] = Field(default_factory=list)
     permissions: PermissionPolicy | None = None
 
     @field_validator("variables", mode="before")
@@ -134,8 +135,11 @@ class PromptDef(CamelModel):
         return {}
 
     def tool_names(self) -> list[str]:
-        """The names of the tools this prompt offers, in order."""
-        return [t if isinstance(t, str) else t.name for t in self.tools]
+        """The names of the tools this prompt offers, in order (`{mcp: server}` entries are
+        not names: `contract.mcp` reads them; a `server.tool` string is listed as it is)."""
+        return [
+            t if isinstance(t, str) else t.name for t in self.tools if not isinstance(t, McpRef)
+        ]
 
 
 class SessionTool(CamelModel):
@@ -256,6 +260,9 @@ class DefinitionSnapshot(CamelModel):
     )
     effects: dict[str, EffectSpec] = Field(
         default_factory=dict, description="the effects the thread may schedule, by name"
+    )
+    mcp_servers: dict[str, McpServerDef] = Field(
+        default_factory=dict, description="the MCP servers the prompts here use, by name"
     )
 
     def agent_def(self, name: str | None) -> AgentDef:

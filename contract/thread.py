@@ -12,6 +12,7 @@ from weft.contract.context import ContextCarry, ContextOptions
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.effects import ScheduledEffect
 from weft.contract.events import Event
+from weft.contract.mcp import CatalogReason, McpServerCatalog
 from weft.contract.messages import Message, MessageMeta, QueuedMessage, QueuedTool, Side
 from weft.contract.subagents import ParentLink, RegistryEntry, SpawnRequest
 from weft.contract.turns import StopReason as StopReason
@@ -285,6 +286,12 @@ class ThreadCarryOver(CamelModel):
     )
     budget: BudgetState | None = Field(
         default=None, description="the tree's budget as last reported to this thread"
+    )
+    mcp_catalogs: list[McpServerCatalog] = Field(
+        default_factory=list, description="the MCP servers' tool catalogues, as last listed"
+    )
+    mcp_due: dict[str, CatalogReason] = Field(
+        default_factory=dict, description="MCP servers to list again before their next use"
     )
 
 

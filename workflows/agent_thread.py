@@ -21,6 +21,7 @@ from weft.contract.actions import UPDATE_RESPOND_ACTION_CHECKED, ActionKind, Res
 from weft.contract.activities import Intent, ToolResult
 from weft.contract.context import QUERY_CONTEXT_BOUNDARY
 from weft.contract.definitions import ToolSpec
+from weft.contract.mcp import QUERY_MCP_ELICITATION, ElicitationAnswer
 from weft.contract.messages import MessagePage, Side, SubmitTurnResult, ToolCall
 from weft.contract.thread import (
     QUERY_MESSAGES,
@@ -47,6 +48,7 @@ from weft.workflows.effects import EffectTimers
 from weft.workflows.human_gate import HumanGate
 from weft.workflows.in_flight import InFlight
 from weft.workflows.intake import Intake
+from weft.workflows.mcp_tools import McpTools
 from weft.workflows.model_step import ModelCaller
 from weft.workflows.outbox import flush
 from weft.workflows.prompt_tools import PromptToolRunner
@@ -116,7 +118,9 @@ class AgentThreadWorkflow:
             self,
         )
         gate = HumanGate(mem, self._agents, self)
-        self._model = ModelCaller(mem, self._agents, self._in_flight, self._context)
+        self._mcp = mcp = McpTools(mem, self._agents, gate, self._background)
+        mcp.register(self._control)
+        self._model = ModelCaller(mem, self._agents, self._in_flight, self._context, mcp)
         prompts = PromptToolRunner(mem, self._agents, self._model)
         self._tools = ToolRunner(mem, self._agents, gate, self._in_flight, self, prompts)
         intake = Intake(mem, self._queue, self._tools)
@@ -178,6 +182,14 @@ class AgentThreadWorkflow:
         """The Agent Runtime `context_boundary_snapshot`: the boundary in force and its summary."""
         self._refuse_if_not_started()
         return read_models.context_snapshot(self._mem)
+
+    @workflow.query(name=QUERY_MCP_ELICITATION)
+    def mcp_elicitation_answer(self, action_id: Any = None) -> ElicitationAnswer | None:
+        """How a person answered an MCP server's elicitation; None while they may still.
+
+        Polled by the `tool.call` activity whose server asked (`workflows/mcp_tools.py`).
+        """
+        return self._mcp.answer(action_id) if isinstance(action_id, str) else None
 
     @workflow.query(name=QUERY_MESSAGES)
     def messages(self, page: Any = None) -> MessagePage:
@@ -361,7 +373,8 @@ class AgentThreadWorkflow:
         if kind is None:
             self._set_status("running")
         else:
-            self._set_status("waiting_input" if kind == "ask_human" else "waiting_permission")
+            asks_input = kind in ("ask_human", "elicitation")
+            self._set_status("waiting_input" if asks_input else "waiting_permission")
         search_attributes.upsert_awaiting(kind)
 
     # ---- helpers ---------------------------------------------------------------------

@@ -29,6 +29,7 @@ from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.background import BackgroundTasks
 from weft.workflows.context_state import ContextState
 from weft.workflows.effect_book import EffectBook
+from weft.workflows.mcp_book import McpBook
 from weft.workflows.outbox import flush, settle
 from weft.workflows.payload_budget import encoded_size
 from weft.workflows.thread_state import (
@@ -175,6 +176,8 @@ def carry_over(
         outbox=list(mem.outbox),
         outbox_messages=list(mem.outbox_messages),
         budget=mem.budget,
+        mcp_catalogs=list(mem.mcp.catalogs.values()),
+        mcp_due=dict(mem.mcp.due),
     )
 
 
@@ -227,4 +230,5 @@ def restore(
         outbox=list(carried.outbox),
         outbox_messages=list(carried.outbox_messages),
         budget=carried.budget,
+        mcp=McpBook.restore(carried.mcp_catalogs, carried.mcp_due),
     )

@@ -25,6 +25,7 @@ from weft.contract.actions import (
 )
 from weft.contract.activities import ToolResult
 from weft.contract.definitions import PromptDef
+from weft.contract.mcp import elicitation_problems
 from weft.contract.messages import Side, ToolCall
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.outbox import flush
@@ -63,6 +64,13 @@ def check_response(mem: ThreadMemory, response: ActionResponse) -> None:
             f"{action.action_id!r}; "
             f"expected one of {', '.join(action.decisions)}"
         )
+    if action.kind == "elicitation" and response.decision == "answer":
+        problems = elicitation_problems(action.args.get("requestedSchema") or {}, response.answer)
+        if problems:
+            raise UnanswerableAction(
+                f"the answer to elicitation {action.action_id!r} does not fit what MCP server "
+                f"{action.args.get('server')!r} asked for: {'; '.join(problems)}"
+            )
 
 
 def apply_response(mem: ThreadMemory, response: ActionResponse) -> None:
@@ -119,7 +127,7 @@ class HumanGate:
             timeout=options.timeout_seconds,
             on_timeout="answer" if options.default is not None else "deny",
         )
-        resolution = await self._wait(action, step_id=step_id, default=options.default)
+        resolution = await self.wait(action, step_id=step_id, default=options.default)
         if resolution.decision == "answer":
             return ToolResult(status="success", result=resolution.answer)
         if resolution.decided_by == "terminate":
@@ -150,13 +158,23 @@ class HumanGate:
     # ---- permissions -----------------------------------------------------------------
 
     async def permit(
-        self, call: ToolCall, *, side: Side, turn_id: str, step_id: str, prompt: str | None = None
+        self,
+        call: ToolCall,
+        *,
+        side: Side,
+        turn_id: str,
+        step_id: str,
+        prompt: str | None = None,
+        mcp: bool = False,
     ) -> ToolResult | None:
-        """None when the call may run; otherwise the error result that replaces it."""
+        """None when the call may run; otherwise the error result that replaces it.
+
+        `mcp`: the call names a catalogued MCP tool (in no snapshot, but just as known).
+        """
         snapshot = self._agents.snapshot()
         policy = effective_policy(snapshot.agent, self._own_prompt(side, prompt))
         spec = snapshot.tools.get(call.function.name)
-        if policy is None or spec is None or spec.builtin:
+        if policy is None or (spec is None and not mcp) or (spec is not None and spec.builtin):
             # No policy; an unknown tool (tool.call answers it with an error); or a runtime
             # tool (lifecycle tools, ask_human).
             return None
@@ -197,7 +215,7 @@ class HumanGate:
             action_id=action.action_id,
             **ids,
         )
-        resolution = await self._wait(action, step_id=step_id)
+        resolution = await self.wait(action, step_id=step_id)
         allowed = resolution.decision == "approve"
         if allowed and resolution.scope == "session":
             mem.session_allowed_tools.add(name)
@@ -260,7 +278,7 @@ class HumanGate:
             on_timeout=on_timeout if timeout else None,
         )
 
-    async def _wait(
+    async def wait(
         self, action: PendingAction, *, step_id: str, default: Any = None
     ) -> ActionResolution:
         """Publish the action, wait for an answer, a timeout or terminate; emit the result."""
@@ -322,7 +340,7 @@ def _required_payload(action: PendingAction) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "actionType": action.kind,
         "toolName": action.tool_name,
-        "decisionKind": "answer" if action.kind == "ask_human" else "approve_or_deny",
+        "decisionKind": "approve_or_deny" if action.kind == "tool_permission" else "answer",
         "decisions": action.decisions,
         "prompt": action.prompt,
         "args": action.args,

@@ -17,6 +17,7 @@ from weft.workflows.activity_calls import Carried, Limits, start_within_budget
 from weft.workflows.context_keeper import ContextKeeper, add_usage, overflow_details
 from weft.workflows.failures import failure_text, hook_blocks
 from weft.workflows.in_flight import InFlight
+from weft.workflows.mcp_tools import McpTools
 from weft.workflows.thread_state import ThreadMemory
 
 
@@ -37,12 +38,18 @@ class ModelCaller:
     """Calls the model of one step, with fallbacks; failures end the turn, not the thread."""
 
     def __init__(
-        self, mem: ThreadMemory, agents: ActiveAgent, in_flight: InFlight, context: ContextKeeper
+        self,
+        mem: ThreadMemory,
+        agents: ActiveAgent,
+        in_flight: InFlight,
+        context: ContextKeeper,
+        mcp: McpTools,
     ) -> None:
         self._mem = mem
         self._agents = agents
         self._in_flight = in_flight
         self._context = context
+        self._mcp = mcp
         self._limits = Limits.of_models(mem.start.options)
 
     async def call(
@@ -68,6 +75,9 @@ class ModelCaller:
         messages = [*mem.take_outbox_messages(), *new_messages]
         if scope is None:
             messages = await self._context.fit(prompt.model, side, turn_id, step_id, messages)
+        # The prompt's MCP tools are listed the first time it calls its model (and again
+        # when a refresh is due), so the request below can offer them.
+        await self._mcp.ensure(prompt, side=side, turn_id=turn_id, step_id=step_id)
         last_error = "no model was tried"
         overflow_retried = False
         index = 0
@@ -94,6 +104,7 @@ class ModelCaller:
                 window=mem.window.window(mem.start.options.context),
                 scope=scope,
                 budget_root=budget.budget_root(mem),
+                mcp_catalogs=self._mcp.catalog_ids(),
             )
             handle, carried = await start_within_budget(
                 mem,

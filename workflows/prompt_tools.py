@@ -73,9 +73,10 @@ class PromptToolRunner:
         """Inside a prompt tool only the tools its prompt lists run (and `read_output`)."""
         if scope is None:
             return None
-        listed = self._agents.snapshot().prompts[scope.prompt].tool_names()
+        prompt = self._agents.snapshot().prompts[scope.prompt]
+        listed = prompt.tool_names()
         name = call.function.name
-        if name in listed or name == READ_OUTPUT_TOOL:
+        if name in listed or name == READ_OUTPUT_TOOL or self._mem.mcp.tool(prompt, name):
             return None
         return ToolResult(
             status="error",

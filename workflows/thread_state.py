@@ -34,6 +34,7 @@ from weft.contract.thread import (
 from weft.workflows.context_state import ContextState
 from weft.workflows.correlation import run_correlation
 from weft.workflows.effect_book import EffectBook
+from weft.workflows.mcp_book import McpBook
 from weft.workflows.open_calls import OpenCalls
 from weft.workflows.turn_book import TurnBook
 
@@ -161,6 +162,8 @@ class ThreadMemory:
     # The tree's budget against its spend as last reported (workflows/budget.py); None
     # when no limit applies. Limits live in `start.options.budget`, which is carried.
     budget: BudgetState | None = None
+    # The MCP servers' tool catalogues, as last listed (workflows/mcp_book.py).
+    mcp: McpBook = field(default_factory=McpBook)
 
     @property
     def session_id(self) -> str:

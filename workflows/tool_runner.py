@@ -20,6 +20,7 @@ from weft.contract.activities import (
     ToolResult,
 )
 from weft.contract.definitions import ToolSpec
+from weft.contract.mcp import McpToolTarget
 from weft.contract.messages import Message, QueuedTool, Side, ToolCall, ToolCallFunction
 from weft.contract.prompt_tools import PromptScope
 from weft.contract.ui_text import secret_values
@@ -137,6 +138,7 @@ class ToolRunner:
     ) -> ToolOutcome:
         gate, prompt = self._gate, scope.prompt if scope else None
         spec = self._agents.snapshot().tools.get(call.function.name)
+        mcp = None if spec else self._mcp_tool(call.function.name, side, agent, scope)
         local = self._prompts.refuse_unlisted(call, scope)
         blocked = False
         if local is None and call.function.name == ASK_HUMAN_TOOL and spec and spec.builtin:
@@ -145,7 +147,12 @@ class ToolRunner:
             )
         elif local is None:
             local = await gate.permit(
-                call, side=side, turn_id=turn_id, step_id=step_id, prompt=prompt
+                call,
+                side=side,
+                turn_id=turn_id,
+                step_id=step_id,
+                prompt=prompt,
+                mcp=mcp is not None,
             )
         if local is None and spec is not None and spec.kind in (*AGENT_TOOL_KINDS, "prompt"):
             self._mem.outbox_messages.extend(prior)
@@ -175,7 +182,21 @@ class ToolRunner:
             self._record_result(call, side, turn_id, step_id, local, scope)
             succeeded = local.status == "success"
             return ToolOutcome(call, succeeded, blocked, None if succeeded else local.error)
-        return await self._run_activity(call, prior, side, turn_id, step_id, agent, scope)
+        return await self._run_activity(call, prior, side, turn_id, step_id, agent, scope, mcp)
+
+    def _mcp_tool(
+        self, name: str, side: Side, agent: str | None, scope: PromptScope | None
+    ) -> McpToolTarget | None:
+        """Where the MCP tool `name` runs, when the calling prompt offers one by that name."""
+        snapshot = self._agents.snapshot()
+        prompt = snapshot.prompts[
+            scope.prompt if scope else snapshot.agent_def(agent).side(side).prompt
+        ]
+        spec = self._mem.mcp.tool(prompt, name)
+        if spec is None:
+            return None
+        digest = self._mem.mcp.catalogs[spec.server].digest
+        return McpToolTarget(server=spec.server, tool=spec.tool, digest=digest)
 
     async def _run_activity(
         self,
@@ -186,6 +207,7 @@ class ToolRunner:
         step_id: str,
         agent: str | None,
         scope: PromptScope | None,
+        mcp: McpToolTarget | None = None,
     ) -> ToolOutcome:
         mem, budget = self._mem, self._mem.start.options.payload_budget_bytes
         message_id, position = mem.new_id("msg"), mem.reserve_position()
@@ -224,6 +246,7 @@ class ToolRunner:
             outbox=carried.events,
             prior_messages=carried.messages,
             scope=scope,
+            mcp=mcp,
         )
         handle, carried = await start_within_budget(
             mem,
@@ -261,6 +284,7 @@ class ToolRunner:
         finally:
             self._in_flight.track(None)
         mem.index_message(result.message)
+        mem.mcp.observe(result.mcp)
         self._host.apply_intents(result.intents)
         if result.blocked is not None:
             mem.last_outcome = f"hook {result.blocked.hook_id!r} refused: {result.blocked.reason}"
