@@ -21,6 +21,7 @@ from weft.activities.definitions.field_support import FIELDS, Implemented, Refus
 from weft.contract.actions import AskHumanOptions
 from weft.contract.definitions import AgentDef, ModelDef, PromptDef
 from weft.contract.hooks import HookSpec
+from weft.contract.mcp import McpServerDef
 from weft.contract.prompt_tools import PromptToolConfig
 from weft.contract.subagents import HandoffToolConfig, SubagentToolConfig
 from weft.contract.wire import CamelModel
@@ -37,6 +38,7 @@ ROOTS: tuple[type[BaseModel], ...] = (
     PromptToolConfig,
     AskHumanOptions,
     HookSpec,
+    McpServerDef,
 )
 
 

@@ -49,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "Schedules": "weft.client.schedules",
     "RespondActionResult": "weft.contract.actions",
     "Event": "weft.contract.events",
+    "McpServerDef": "weft.contract.mcp",
     "ThreadOptions": "weft.contract.thread",
     "ThreadRead": "weft.contract.thread",
     "ThreadResult": "weft.contract.thread",
@@ -87,6 +88,7 @@ if TYPE_CHECKING:
     from weft.client.schedules import ScheduleError, Schedules
     from weft.contract.actions import RespondActionResult
     from weft.contract.events import Event
+    from weft.contract.mcp import McpServerDef
     from weft.contract.thread import ThreadOptions, ThreadRead, ThreadResult
     from weft.contract.turns import StopReason, TurnResult, UsageTotals
     from weft.workers.config import ProviderConfig, WeftConfig
@@ -111,6 +113,7 @@ __all__ = [
     "FunctionTool",
     "HookBlocked",
     "Keyring",
+    "McpServerDef",
     "ProviderConfig",
     "RespondActionResult",
     "ScheduleError",

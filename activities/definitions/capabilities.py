@@ -1,8 +1,9 @@
 """Start-up checks of what models declare they cannot do.
 
 `capabilities.supportsToolCalls: false` means a model cannot be offered tools: a prompt
-that offers tools (its own `tools`, or its side's lifecycle tools) on such a model, or on
-a fallback of it, is refused naming the prompt's (or agent's) file and the model's.
+that offers tools (its own `tools`, MCP servers' included, or its side's lifecycle tools)
+on such a model, or on a fallback of it, is refused naming the prompt's (or agent's) file
+and the model's.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from weft.activities.definitions.errors import DefinitionError
+from weft.activities.definitions.mcp_checks import entry_label
 from weft.contract.definitions import ModelDef, PromptDef
 
 if TYPE_CHECKING:
@@ -41,7 +43,7 @@ def _refuse_toolless(
     field: str,
     tools: list[str] | None = None,
 ) -> None:
-    offered = tools if tools is not None else prompt.tool_names()
+    offered = tools if tools is not None else [entry_label(t) for t in prompt.tools]
     for model in _model_chain(definitions, prompt.model):
         if model.capabilities is not None and model.capabilities.supports_tool_calls is False:
             via = "" if model.name == prompt.model else f" (a fallback of {prompt.model!r})"

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol, TypeVar
 
 from weft.activities.definitions.api import FunctionEffect, FunctionHook, FunctionTool
 from weft.activities.definitions.errors import DefinitionError
+from weft.activities.definitions.mcp_checks import MCP_KIND
 from weft.activities.definitions.snapshot import build_snapshot
 from weft.activities.definitions.validation import check_definitions
 from weft.contract.definitions import AgentDef, DefinitionSnapshot, ModelDef, PromptDef
+from weft.contract.mcp import McpServerDef
 
 
 class _Named(Protocol):
@@ -24,11 +27,21 @@ class _Named(Protocol):
 
 Named = TypeVar("Named", bound=_Named)
 
+# What `Definitions.add` takes.
+Definable = (
+    ModelDef | PromptDef | AgentDef | FunctionTool | FunctionHook | FunctionEffect | McpServerDef
+)
+
 
 @dataclass
 class Definitions:
-    """Models, prompts, agents, function tools, hooks (by id) and effects, with where each
-    came from."""
+    """Models, prompts, agents, function tools, hooks (by id), effects and MCP servers, with
+    where each came from.
+
+    `root` is the directory `load_directory` read them from (None when built in Python): a
+    stdio MCP server's relative `cwd`, and its default one, are resolved against it when a
+    session is opened.
+    """
 
     models: dict[str, ModelDef] = field(default_factory=dict)
     prompts: dict[str, PromptDef] = field(default_factory=dict)
@@ -36,11 +49,13 @@ class Definitions:
     tools: dict[str, FunctionTool] = field(default_factory=dict)
     hooks: dict[str, FunctionHook] = field(default_factory=dict)
     effects: dict[str, FunctionEffect] = field(default_factory=dict)
+    mcp_servers: dict[str, McpServerDef] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    root: Path | None = None
 
     def add(
         self,
-        *items: ModelDef | PromptDef | AgentDef | FunctionTool | FunctionHook | FunctionEffect,
+        *items: Definable,
         source: str | None = None,
     ) -> Definitions:
         """Add definitions made in Python; a second definition of a name is an error."""
@@ -60,6 +75,8 @@ class Definitions:
                 self._add("hook", self.hooks, item, source)
             elif isinstance(item, FunctionEffect):
                 self._add("effect", self.effects, item, source)
+            elif isinstance(item, McpServerDef):
+                self._add(MCP_KIND, self.mcp_servers, item, source)
             else:
                 raise TypeError(f"cannot add {type(item).__name__} to definitions")
         return self

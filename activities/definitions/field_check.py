@@ -1,9 +1,9 @@
 """Refuses, at start-up, every definition field this runtime does not support.
 
 What is supported is `field_support.FIELDS`; this walks each loaded definition (nested
-models, tool entries, function tools) and raises a `DefinitionError` naming the file and
-the field's path for the first refused field set to anything but its default. A tool
-entry is read as the config of what it names: a function tool, ask_human, an agent
+models, tool entries, function tools, MCP servers) and raises a `DefinitionError` naming
+the file and the field's path for the first refused field set to anything but its
+default. A tool entry is read as the config of what it names: a function tool, ask_human, an agent
 (subagent or handoff) or a prompt.
 """
 
@@ -17,8 +17,10 @@ from pydantic import BaseModel, ValidationError
 
 from weft.activities.definitions.errors import DefinitionError
 from weft.activities.definitions.field_support import Refused, support_of
+from weft.activities.definitions.mcp_checks import MCP_KIND
 from weft.contract.actions import ASK_HUMAN_TOOL
 from weft.contract.definitions import ToolRef
+from weft.contract.mcp import McpRef
 from weft.contract.prompt_tools import PromptToolConfig
 from weft.contract.subagents import HandoffToolConfig, SubagentToolConfig
 from weft.contract.validation import describe_validation_error
@@ -42,8 +44,12 @@ def check_field_support(definitions: Definitions) -> None:
         for i, entry in enumerate(prompt.tools):
             if isinstance(entry, ToolRef):
                 _check_entry(definitions, where, f"tools[{i}]", entry)
+            elif isinstance(entry, McpRef):
+                refuse_unsupported(where, entry, f"tools[{i}].")
     for name, tool in definitions.tools.items():
         _check_function_tool(definitions.where("tool", name), tool)
+    for name, server in definitions.mcp_servers.items():
+        refuse_unsupported(definitions.where(MCP_KIND, name), server)
 
 
 def refuse_unsupported(

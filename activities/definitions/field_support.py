@@ -66,6 +66,11 @@ _STRUCTURED = "activities/providers/definition_fields.py"
 _SCHEMA_CHECKS = "activities/definitions/schema_checks.py"
 _SCOPED = "activities/scoped_window.py"
 _READ = "workflows/read_models.py"
+_MCP = "contract/mcp.py"
+_MCP_REACH = "activities/mcp/templating.py"
+_MCP_CALLS = "activities/mcp/calls.py"
+_MCP_LISTING = "activities/mcp/catalog_activity.py"
+_MCP_ELICIT = "activities/mcp/elicitation.py"
 
 _NO_TOOL_ENV = (
     "per-tool env values are not handed to the tool; put the value in the prompt's or the "
@@ -96,7 +101,9 @@ FIELDS: dict[str, Support] = {
     "AgentDef.env": _I(_ACTIVE, "agent-level env defaults"),
     "AgentDef.hooks": _I(_HOOK_SCOPE, "hooks in scope when the prompt lists none"),
     "AgentDef.permissions": _I(_PERMISSIONS, "weft: tool permission rules and mode"),
-    "AgentDef.budget": _I("activities/thread_records.py", "weft: caps on the tree's spend (the stricter wins)"),
+    "AgentDef.budget": _I(
+        "activities/thread_records.py", "weft: caps on the tree's spend (the stricter wins)"
+    ),
     "SideConfig.prompt": _I(_ACTIVE, "the side's prompt"),
     "SideConfig.label": _I(_READ, "thread_read agentInfo.sides"),
     "SideConfig.stopOnResponse": _I(_STOP, "stop rule 2"),
@@ -218,6 +225,27 @@ FIELDS: dict[str, Support] = {
     "Capabilities.maxContextTokens": _I(_BUDGET, "the context budget"),
     "Capabilities.maxOutputTokens": _I(_BUDGET, "reserved and sent as max tokens"),
     "Capabilities.reasoningLevels": _I(_SCHEMA_CHECKS, "other reasoning efforts refused"),
+    # -- MCP servers and entries -----------------------------------------------------------
+    "McpServerDef.name": _I(_LOADER, "weft: the file stem; `{mcp: name}` and `name.tool` use it"),
+    "McpServerDef.description": _I(_MCP, "weft: for people reading it; not sent to the model"),
+    "McpServerDef.command": _I(_MCP_REACH, "weft: the stdio server's program"),
+    "McpServerDef.args": _I(_MCP_REACH, "weft: its arguments, `${NAME}` from the thread's env"),
+    "McpServerDef.env": _I(_MCP_REACH, "weft: its environment, `${NAME}` from the thread's env"),
+    "McpServerDef.cwd": _I(
+        _MCP_REACH, "weft: its working directory (default: the definitions folder)"
+    ),
+    "McpServerDef.url": _I(_MCP_REACH, "weft: the streamable HTTP endpoint"),
+    "McpServerDef.headers": _I(_MCP_REACH, "weft: HTTP headers, `${NAME}` from the thread's env"),
+    "McpServerDef.allow": _I(_MCP, "weft: only these tools are listed or may be named"),
+    "McpServerDef.deny": _I(_MCP, "weft: these tools are never listed nor may be named"),
+    "McpServerDef.prefix": _I(_MCP, "weft: put before each tool's name, as the model sees it"),
+    "McpServerDef.startupTimeoutSeconds": _I(
+        _MCP_LISTING, "weft: a listing that takes longer fails"
+    ),
+    "McpServerDef.callTimeoutSeconds": _I(_MCP_CALLS, "weft: one tool call's limit"),
+    "McpServerDef.elicitationTimeoutSeconds": _I(_MCP_ELICIT, "weft: how long a person may answer"),
+    "McpRef.mcp": _I(_MCP, "weft: the server whose tools are offered"),
+    "McpRef.tools": _I(_MCP, "weft: only these of its tools"),
 }
 
 

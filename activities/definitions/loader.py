@@ -1,5 +1,5 @@
-"""Loads a definitions directory: models/, prompts/, agents/ (YAML), tools/, hooks/, effects/
-(Python).
+"""Loads a definitions directory: models/, prompts/, agents/, mcp/ (YAML), tools/, hooks/,
+effects/ (Python).
 
 One definition per file; the file stem is the name (a hook's id). Every problem is a
 DefinitionError that names the file and the field.
@@ -21,9 +21,11 @@ from pydantic import ValidationError
 from weft.activities.definitions.api import FunctionEffect, FunctionHook, FunctionTool
 from weft.activities.definitions.definition_set import Definitions
 from weft.activities.definitions.errors import DefinitionError
+from weft.activities.definitions.mcp_checks import mcp_server_error
 from weft.contract.definitions import AgentDef, ModelDef, PromptDef
 from weft.contract.effects import EFFECT_NAME_PATTERN
 from weft.contract.hooks import HOOK_ID_PATTERN
+from weft.contract.mcp import MCP_SERVER_NAME_PATTERN, McpServerDef
 from weft.contract.validation import describe_validation_error
 
 # A definition written in YAML, one per file.
@@ -37,14 +39,22 @@ YAML_KINDS: tuple[tuple[str, type[YamlDefinition]], ...] = (
 
 
 def load_directory(root: str | Path, *, into: Definitions | None = None) -> Definitions:
-    """Read every definition under `root` (not validated across files: call `validate`)."""
+    """Read every definition under `root` (not validated across files: call `validate`).
+
+    `root` becomes the set's `root` (unless `into` has one already): stdio MCP servers run
+    in it, or relative to it, so it is kept absolute.
+    """
     root = Path(root)
     if not root.is_dir():
         raise DefinitionError(str(root), None, "definitions directory does not exist")
     definitions = into or Definitions()
+    if definitions.root is None:
+        definitions.root = root.resolve()
     for folder, model in YAML_KINDS:
         for path in sorted((root / folder).glob("*.y*ml")):
             definitions.add(_load_yaml(path, model, root), source=_rel(path, root))
+    for path in sorted((root / "mcp").glob("*.y*ml")):
+        definitions.add(_load_mcp_server(path, root), source=_rel(path, root))
     for path in sorted((root / "tools").glob("*.py")):
         if not path.name.startswith("_"):
             definitions.add(_load_tool(path, root), source=_rel(path, root))
@@ -59,6 +69,28 @@ def load_directory(root: str | Path, *, into: Definitions | None = None) -> Defi
 
 def _load_yaml(path: Path, model: type[YamlDefinition], root: Path) -> YamlDefinition:
     where = _rel(path, root)
+    data = _read_named_mapping(path, where)
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise DefinitionError(where, None, describe_validation_error(err)) from None
+
+
+def _load_mcp_server(path: Path, root: Path) -> McpServerDef:
+    where = _rel(path, root)
+    # The name is the head of a prompt's `server.tool` entries, so a dot would split it.
+    _stem_matches(
+        path, where, MCP_SERVER_NAME_PATTERN, "name", "hold no dot (letters, digits, _ and -)"
+    )
+    data = _read_named_mapping(path, where)
+    try:
+        return McpServerDef.model_validate(data)
+    except ValidationError as err:
+        raise mcp_server_error(where, err, data) from None
+
+
+def _read_named_mapping(path: Path, where: str) -> dict[str, object]:
+    """The one mapping a YAML definition file holds, its `name` defaulting to the stem."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
@@ -66,10 +98,7 @@ def _load_yaml(path: Path, model: type[YamlDefinition], root: Path) -> YamlDefin
     if not isinstance(data, dict):
         raise DefinitionError(where, None, "must hold one mapping (a definition)")
     _named_by_stem(data.setdefault("name", path.stem), path, where, "name")
-    try:
-        return model.model_validate(data)
-    except ValidationError as err:
-        raise DefinitionError(where, None, describe_validation_error(err)) from None
+    return data
 
 
 def _load_tool(path: Path, root: Path) -> FunctionTool:

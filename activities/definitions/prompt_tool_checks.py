@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from weft.activities.definitions.errors import DefinitionError
 from weft.contract.actions import ASK_HUMAN_TOOL
 from weft.contract.definitions import PromptDef
+from weft.contract.mcp import McpRef
 from weft.contract.prompt_tools import PromptToolConfig
 from weft.contract.subagents import SUBAGENT_CREATE_TOOL, SUBAGENT_MESSAGE_TOOL
 from weft.contract.tool_catalog import tool_entry
@@ -69,7 +70,11 @@ def check_prompt_tool_graph(definitions: Definitions) -> None:
     callers = _callers(definitions)
     for name, listing in callers.items():
         sub = definitions.prompts[name]
-        for i, tool_name in enumerate(sub.tool_names()):
+        # Over `tools` itself, so `tools[i]` counts `{mcp: x}` entries (which may stay).
+        for i, entry in enumerate(sub.tools):
+            if isinstance(entry, McpRef):
+                continue
+            tool_name = entry if isinstance(entry, str) else entry.name
             if tool_name in definitions.agents and tool_name not in definitions.tools:
                 raise DefinitionError(
                     definitions.where("prompt", name),

@@ -1,8 +1,9 @@
 """Freezing what one agent needs into a content-addressed `DefinitionSnapshot`.
 
 A thread keeps its snapshot for life: its prompts (with includes and the prompts it runs
-as prompt tools), models (with fallbacks), tool specs, and the agents it hands off to or
-runs as subagents.
+as prompt tools), models (with fallbacks), tool specs, the agents it hands off to or runs
+as subagents, and the MCP servers its prompts use (whose tools are not frozen here: the
+`tool.catalog` activity lists them when a prompt becomes active).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from weft.contract.definitions import (
     ToolSpec,
 )
 from weft.contract.hooks import HookSpec
+from weft.contract.mcp import McpServerDef, servers_of
 from weft.contract.tool_catalog import tool_entry
 
 if TYPE_CHECKING:
@@ -79,8 +81,11 @@ def build_snapshot(definitions: Definitions, agent_name: str) -> DefinitionSnaps
         tools.update(resumable_subagent_specs(definitions.agents, resumable))
     hooks = _collect_hooks(definitions, [agent, *agents.values()], prompts)
     effects = {name: effect.spec() for name, effect in sorted(definitions.effects.items())}
+    mcp_servers = _collect_mcp_servers(definitions, prompts)
     return DefinitionSnapshot(
-        snapshot_id=_snapshot_id(agent, agents, prompts, models, tools, hooks, effects),
+        snapshot_id=_snapshot_id(
+            agent, agents, prompts, models, tools, hooks, effects, mcp_servers
+        ),
         agent=agent,
         agents=agents,
         prompts=prompts,
@@ -88,6 +93,7 @@ def build_snapshot(definitions: Definitions, agent_name: str) -> DefinitionSnaps
         tools=tools,
         hooks=hooks,
         effects=effects,
+        mcp_servers=mcp_servers,
     )
 
 
@@ -150,6 +156,16 @@ def _collect_prompt_tools(definitions: Definitions, into: dict[str, PromptDef]) 
                 pending += [into[n] for n in into if n not in before]
 
 
+def _collect_mcp_servers(
+    definitions: Definitions, prompts: dict[str, PromptDef]
+) -> dict[str, McpServerDef]:
+    """The MCP servers the prompts use (`{mcp: x}`, `x.tool`), by name; no tool specs: a
+    server's tools are known only once the `tool.catalog` activity lists them."""
+    known = definitions.mcp_servers
+    used = [s for p in prompts.values() for s in servers_of(p.tools, known) if s in known]
+    return {name: known[name] for name in sorted(set(used))}
+
+
 def _resumable_subagents(definitions: Definitions, prompts: dict[str, PromptDef]) -> list[str]:
     """The dual_ai agents the prompts list as resumable, once each, in order."""
     names = [
@@ -171,6 +187,7 @@ def _snapshot_id(
     tools: dict[str, ToolSpec],
     hooks: dict[str, HookSpec],
     effects: dict[str, EffectSpec],
+    mcp_servers: dict[str, McpServerDef],
 ) -> str:
     """The content address: a digest of everything the snapshot freezes."""
     body: dict[str, Any] = {
@@ -185,5 +202,7 @@ def _snapshot_id(
         body["hooks"] = {k: v.model_dump(mode="json") for k, v in hooks.items()}
     if effects:  # likewise for snapshots without effects
         body["effects"] = {k: v.model_dump(mode="json") for k, v in effects.items()}
+    if mcp_servers:  # likewise for snapshots without MCP servers
+        body["mcp_servers"] = {k: v.model_dump(mode="json") for k, v in mcp_servers.items()}
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]
     return f"snap_{digest}"

@@ -15,6 +15,12 @@ from pydantic import ValidationError
 from weft.activities.definitions.capabilities import check_model_capabilities
 from weft.activities.definitions.errors import DefinitionError, known_names
 from weft.activities.definitions.field_check import check_field_support
+from weft.activities.definitions.mcp_checks import (
+    check_mcp_ref,
+    check_mcp_servers,
+    check_mcp_tool,
+    unknown_tool_hint,
+)
 from weft.activities.definitions.prompt_tool_checks import (
     check_prompt_tool,
     check_prompt_tool_graph,
@@ -23,6 +29,7 @@ from weft.activities.definitions.schema_checks import check_model_requests
 from weft.contract.actions import ASK_HUMAN_TOOL, AskHumanOptions
 from weft.contract.context import READ_OUTPUT_TOOL
 from weft.contract.definitions import AgentDef, ModelDef, PromptDef, SideConfig
+from weft.contract.mcp import McpRef, single_tool_ref
 from weft.contract.subagents import (
     SUBAGENT_CREATE_TOOL,
     SUBAGENT_MESSAGE_TOOL,
@@ -54,6 +61,7 @@ def check_definitions(definitions: Definitions, providers: Iterable[str] | None 
         )
     for model in definitions.models.values():
         _check_model(definitions, model, known_providers)
+    check_mcp_servers(definitions)
     for prompt in definitions.prompts.values():
         _check_prompt(definitions, prompt)
         _check_hooks(definitions, definitions.where("prompt", prompt.name), prompt.hooks or [])
@@ -114,8 +122,16 @@ def _check_prompt(definitions: Definitions, prompt: PromptDef) -> None:
             "model",
             f"unknown model {prompt.model!r}; known models: {known_names(definitions.models)}",
         )
-    for i, tool_name in enumerate(prompt.tool_names()):
-        _check_tool(definitions, where, i, prompt, tool_name)
+    # Indexed over `tools` itself: `tool_names()` skips `{mcp: x}`, which would shift `tools[i]`.
+    for i, entry in enumerate(prompt.tools):
+        if isinstance(entry, McpRef):
+            check_mcp_ref(definitions, where, i, entry)
+            continue
+        name = entry if isinstance(entry, str) else entry.name
+        if single_tool_ref(name, definitions.mcp_servers) is not None:
+            check_mcp_tool(definitions, where, i, entry)
+        else:
+            _check_tool(definitions, where, i, prompt, name)
     if isinstance(prompt.prompt, list):
         for i, part in enumerate(prompt.prompt):
             if part.type == "include" and part.prompt not in definitions.prompts:
@@ -152,7 +168,8 @@ def _check_tool(
     raise DefinitionError(
         where,
         f"tools[{index}]",
-        f"unknown tool {tool_name!r}; known tools: {known_names(definitions.tools)}",
+        f"unknown tool {tool_name!r}; known tools: {known_names(definitions.tools)}"
+        + unknown_tool_hint(definitions, tool_name),
     )
 
 
