@@ -1,7 +1,7 @@
 """Steering a running thread over HTTP: queue a message, submit a turn (and wait for it),
-answer a pending action, edit the queue, terminate. Every route is a POST, idempotent with
-an `Idempotency-Key` (api/idempotency.py); each answers 404 for an unknown thread and 409
-for a closed one before it acts (docs/http-api.md)."""
+answer a pending action, edit the queue, refresh its MCP tools, terminate. Every route is a
+POST, idempotent with an `Idempotency-Key` (api/idempotency.py); each answers 404 for an
+unknown thread and 409 for a closed one before it acts (docs/http-api.md)."""
 
 # No `from __future__ import annotations`: FastAPI reads the parameter annotations of the
 # routes, and those name dependencies built inside `router` (a closure, not a global).
@@ -28,8 +28,10 @@ from weft.api.models import (
     ActionAnswer,
     MessageInput,
     QueueEditRequested,
+    RefreshToolsInput,
     TerminateInput,
     TerminateRequested,
+    ToolsRefreshRequested,
     TurnInput,
     TurnWaiting,
     error_responses,
@@ -40,6 +42,7 @@ from weft.client.ask import TurnWaitTimeout, ask_thread
 from weft.client.liveness import QUERY_TIMEOUT, UNANSWERED
 from weft.contract.actions import UPDATE_RESPOND_ACTION_CHECKED, RespondActionResult
 from weft.contract.budget import UPDATE_SET_BUDGET, BudgetState, SetBudget
+from weft.contract.mcp import SIGNAL_REFRESH_TOOLS, RefreshTools
 from weft.contract.messages import (
     QueuedMessage,
     QueuedTurnRef,
@@ -121,7 +124,8 @@ def router(ctx: ApiContext) -> APIRouter:
         "/threads/{thread_id}/actions/{action_id}",
         response_model=RespondActionResult,
         responses=error_responses(*_CONTROL_ERRORS),
-        summary="Answer a pending action: approve or deny a tool, answer a question",
+        summary="Answer a pending action: approve or deny a tool, answer a question or an MCP "
+        "elicitation",
     )
     async def answer_action(
         thread_id: ThreadId,
@@ -171,6 +175,26 @@ def router(ctx: ApiContext) -> APIRouter:
 
     _add_queue_route(routes, ctx, "remove")
     _add_queue_route(routes, ctx, "promote")
+
+    @routes.post(
+        "/threads/{thread_id}/tools/refresh",
+        status_code=202,
+        response_model=ToolsRefreshRequested,
+        responses=error_responses(*_CONTROL_ERRORS),
+        summary="List the thread's MCP servers' tools again (all, or the servers named) "
+        "before its next model call",
+    )
+    async def refresh_tools(
+        thread_id: ThreadId, request: Idempotent, body: RefreshToolsInput | None = None
+    ) -> Response:
+        async def act() -> Reply:
+            await require_running(ctx, thread_id)
+            servers = body.servers if body else None
+            payload = RefreshTools(servers=servers).model_dump(by_alias=True)
+            await _signal(ctx, thread_id, SIGNAL_REFRESH_TOOLS, payload)
+            return Reply(202, ToolsRefreshRequested(thread_id=thread_id, refresh_requested=servers))
+
+        return await request.run(act)
 
     @routes.post(
         "/threads/{thread_id}/terminate",
@@ -387,6 +411,8 @@ def _refusal(thread_id: str, err: WorkflowUpdateFailedError) -> GatewayError:
             return GatewayError(404, message)
         if "cannot answer" in message:
             return GatewayError(422, message, fields=["decision"])
+        if "does not fit" in message:  # an elicitation answer its schema refuses
+            return GatewayError(422, message, fields=["answer"])
         return GatewayError(409, message)  # already resolved
     if kind == "InvalidPayload":
         return GatewayError(422, message)

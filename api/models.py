@@ -9,7 +9,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from weft.contract.actions import ApprovalScope, Decision
+from weft.contract.actions import ActionKind, ApprovalScope, Decision
+from weft.contract.mcp import MCP_SERVER_NAME_PATTERN
 from weft.contract.messages import QueueableRole, QueuedMessage
 from weft.contract.thread import ThreadOptions
 from weft.contract.wire import CamelModel
@@ -24,6 +25,8 @@ SAFE_VALUE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@=+\-]{0,254}$"
 # could make the thread read any stored blob it can name.
 RESERVED_METADATA = ("contentRef", "contentBytes", "queued_tool")
 MAX_TURN_WAIT_SECONDS = 300.0
+# The most servers one refresh may name (a thread defines a handful).
+MAX_REFRESH_SERVERS = 100
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -159,8 +162,9 @@ class ThreadSummary(CamelModel):
         description="weft's own status while it ran (running, waiting_input, cancelled, …)"
     )
     session_id: str | None
-    awaiting_action: Literal["ask_human", "tool_permission"] | None = Field(
-        description="what the thread waits for from a human, if anything"
+    awaiting_action: ActionKind | None = Field(
+        description="what the thread waits for from a human, if anything: a question "
+        "(ask_human), a tool permission, or an MCP server's request for input (elicitation)"
     )
     started_at: str = Field(description="ISO-8601 UTC")
 
@@ -210,12 +214,17 @@ class ActionAnswer(CamelModel):
     """`POST /threads/{id}/actions/{actionId}`: the answer to a pending action."""
 
     decision: Decision = Field(
-        description="approve or deny a tool permission; answer (or deny) an ask_human question"
+        description="approve or deny a tool permission; answer (or deny) an ask_human "
+        "question or an MCP elicitation"
     )
     scope: ApprovalScope = Field(
         default="once", description="`session` approves the tool for the rest of the session"
     )
-    answer: Any = Field(default=None, description="the answer, with decision=answer only")
+    answer: Any = Field(
+        default=None,
+        description="the answer, with decision=answer only: text for ask_human, an object "
+        "of the requested fields for an elicitation",
+    )
     reason: str | None = Field(default=None, max_length=4096)
 
 
@@ -226,6 +235,29 @@ class QueueEditRequested(CamelModel):
     queue_id: str
     action: Literal["remove", "promote"]
     status: Literal["requested"] = "requested"
+
+
+McpServerName = Annotated[str, Field(pattern=MCP_SERVER_NAME_PATTERN, max_length=255)]
+
+
+class RefreshToolsInput(CamelModel):
+    """`POST /threads/{id}/tools/refresh` body (optional)."""
+
+    servers: list[McpServerName] | None = Field(
+        default=None,
+        max_length=MAX_REFRESH_SERVERS,
+        description="the MCP servers to list again; default: every server the thread defines",
+    )
+
+
+class ToolsRefreshRequested(CamelModel):
+    """`POST /threads/{id}/tools/refresh` reply: the thread lists the servers' tools again
+    before its next model call (a server it does not define is a `runtime.warning`)."""
+
+    thread_id: str
+    refresh_requested: list[str] | None = Field(
+        description="the servers named, or null for every server the thread defines"
+    )
 
 
 class TerminateInput(CamelModel):
@@ -250,6 +282,7 @@ __all__ = [
     "ExecutionStatus",
     "MessageInput",
     "QueueEditRequested",
+    "RefreshToolsInput",
     "StartMessage",
     "StartThread",
     "TerminateInput",
@@ -257,6 +290,7 @@ __all__ = [
     "ThreadList",
     "ThreadStarted",
     "ThreadSummary",
+    "ToolsRefreshRequested",
     "TurnInput",
     "TurnWaiting",
 ]

@@ -75,8 +75,10 @@ _STATUS_QUERIES: dict[str, str] = {
 _AWAITING_QUERIES = {
     "ask_human": "WeftAwaitingAction = 'ask_human'",
     "tool_permission": "WeftAwaitingAction = 'tool_permission'",
-    "any": "WeftAwaitingAction IN ('ask_human', 'tool_permission')",
+    "elicitation": "WeftAwaitingAction = 'elicitation'",
+    "any": "WeftAwaitingAction IN ('ask_human', 'tool_permission', 'elicitation')",
 }
+_ACTION_KINDS = ("ask_human", "tool_permission", "elicitation")
 
 # Served inline: types a browser shows without running anything. Everything else is an
 # attachment, and every file reply forbids sniffing and scripts.
@@ -124,7 +126,9 @@ def router(ctx: ApiContext) -> APIRouter:
         agent: Annotated[str | None, Query(pattern=SAFE_VALUE_PATTERN)] = None,
         status: Annotated[StatusFilter | None, Query()] = None,
         session: Annotated[str | None, Query(pattern=SAFE_VALUE_PATTERN)] = None,
-        awaiting: Annotated[Literal["ask_human", "tool_permission", "any"] | None, Query()] = None,
+        awaiting: Annotated[
+            Literal["ask_human", "tool_permission", "elicitation", "any"] | None, Query()
+        ] = None,
         limit: Annotated[int, Query(ge=1, le=100)] = 50,
         page_token: Annotated[str | None, Query(alias="pageToken", max_length=8192)] = None,
     ) -> ThreadList:
@@ -343,9 +347,7 @@ def _summary(execution: WorkflowExecution) -> ThreadSummary:
         status=status.name.lower(),  # the enum's names, lowercased
         thread_status=attributes.get(STATUS),
         session_id=attributes.get(SESSION),
-        awaiting_action=awaiting
-        if running and awaiting in ("ask_human", "tool_permission")
-        else None,
+        awaiting_action=awaiting if running and awaiting in _ACTION_KINDS else None,
         started_at=_iso(execution.start_time),
     )
 

@@ -31,13 +31,17 @@ def register(commands: Any) -> None:
     inbox = commands.add_parser(
         "inbox",
         help="list the threads waiting on a human and what each waits for",
-        description="The threads waiting on a human (a tool permission or an ask_human "
-        "question), with each pending action: the tool and its arguments, or the question. "
-        "Threads are found through Temporal visibility, which is eventually consistent: a "
-        "thread that just started waiting may take a moment to appear. Answer with "
-        "`weft thread respond THREAD ACTION approve|deny|answer`.",
+        description="The threads waiting on a human (a tool permission, an ask_human "
+        "question or an MCP server's elicitation), with each pending action: the tool and its "
+        "arguments, the question, or the server's message and the fields it asks for (* "
+        "marks a required one). Threads are found through Temporal visibility, which is "
+        "eventually consistent: a thread that just started waiting may take a moment to "
+        "appear. Answer with `weft thread respond THREAD ACTION approve|deny|answer` (an "
+        "elicitation: `answer --answer-json '{\"field\": ...}'`, or `deny` to decline).",
     )
-    inbox.add_argument("--kind", choices=["ask_human", "tool_permission"], help="only this kind")
+    inbox.add_argument(
+        "--kind", choices=["ask_human", "tool_permission", "elicitation"], help="only this kind"
+    )
     inbox.add_argument("--agent", help="only threads of this agent")
     inbox.add_argument("--json", action="store_true", help="print the threads as JSON")
     inbox.set_defaults(handler=run)
@@ -73,11 +77,33 @@ async def run(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 def describe(action: dict[str, Any]) -> str:
-    """What the action asks: the tool call to approve, or the question to answer."""
+    """What the action asks: the tool call to approve, the question to answer, or what an
+    MCP server asks for (its message and fields)."""
     if action.get("kind") == "ask_human":
         return f"asks: {action.get('prompt')}"
-    args = json.dumps(action.get("args") or {}, ensure_ascii=False)
-    return f"{action.get('toolName')}({args})"
+    args = action.get("args") or {}
+    if action.get("kind") == "elicitation":
+        schema = args.get("requestedSchema") or {}
+        return (
+            f"MCP {args.get('server')} (in {action.get('toolName')}) asks: "
+            f"{action.get('prompt')} [{_fields(schema) or 'no fields'}]"
+        )
+    return f"{action.get('toolName')}({json.dumps(args, ensure_ascii=False)})"
+
+
+def _fields(schema: dict[str, Any]) -> str:
+    """`name*: string, size: small|large`: each requested field, `*` when required."""
+    properties = schema.get("properties")
+    required = set(schema.get("required") or [])
+    if not isinstance(properties, dict):
+        return ""
+    shown = []
+    for name, field in properties.items():
+        field = field if isinstance(field, dict) else {}
+        enum = field.get("enum")
+        kind = "|".join(map(str, enum)) if isinstance(enum, list) else field.get("type", "?")
+        shown.append(f"{name}{'*' if name in required else ''}: {kind}")
+    return ", ".join(shown)
 
 
 async def _read_all(client: Client, store: Store, thread_ids: list[str]) -> list[ThreadRead]:

@@ -129,6 +129,22 @@ def _parser() -> argparse.ArgumentParser:
     compact.add_argument("thread_id")
     compact.add_argument("--reason", help="why, recorded with the request")
     compact.set_defaults(handler=_thread_compact)
+    refresh = actions.add_parser(
+        "refresh-tools",
+        help="list the thread's MCP servers' tools again (refresh_tools signal)",
+        description="Ask the thread to list its MCP servers' tools again before its next "
+        "model call; each listing is recorded as a tool.catalog.resolved event. A server "
+        "the thread does not define becomes a runtime.warning (unknown_mcp_server).",
+    )
+    refresh.add_argument("thread_id")
+    refresh.add_argument(
+        "--server",
+        action="append",
+        dest="servers",
+        metavar="NAME",
+        help="only this MCP server (repeat for more; default: every server of the thread)",
+    )
+    refresh.set_defaults(handler=_thread_refresh_tools)
     context = actions.add_parser(
         "context", help="print the context boundary snapshot as JSON (from the store if closed)"
     )
@@ -330,6 +346,13 @@ async def _thread_terminate(args: argparse.Namespace, config: WeftConfig) -> int
 async def _thread_compact(args: argparse.Namespace, config: WeftConfig) -> int:
     await (await _threads(config)).compact(args.thread_id, args.reason)
     print(f"compaction requested for {args.thread_id}")
+    return 0
+
+
+async def _thread_refresh_tools(args: argparse.Namespace, config: WeftConfig) -> int:
+    await (await _threads(config)).refresh_tools(args.thread_id, args.servers)
+    which = ", ".join(args.servers) if args.servers else "all MCP servers"
+    print(f"tool refresh requested for {args.thread_id} ({which})")
     return 0
 
 

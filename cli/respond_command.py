@@ -1,4 +1,5 @@
-"""`weft thread respond ID ACTION_ID approve|deny|answer`: answer what a thread waits for.
+"""`weft thread respond ID ACTION_ID approve|deny|answer`: answer what a thread waits for
+(a tool permission, an ask_human question, an MCP server's elicitation).
 
 The answer goes by the checked update (`respond_action_checked`), so an unknown action or
 a decision the action does not take is refused with the thread's reason, not dropped as a
@@ -8,6 +9,7 @@ warning the way the fire-and-forget signal would drop it.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
@@ -28,15 +30,23 @@ def register(actions_parser: Any) -> None:
     """Add `respond` to the `weft thread` subcommands."""
     respond = actions_parser.add_parser(
         "respond",
-        help="answer a pending action: approve or deny a tool, answer an ask_human question",
+        help="answer a pending action: approve or deny a tool, answer a question or an MCP "
+        "elicitation",
         description="Answer one of the thread's pending actions (`weft inbox` lists them, "
         "`weft thread show ID` too). Tool permissions take approve or deny; questions take "
-        "answer (with --answer) or deny.",
+        "answer (with --answer) or deny; an MCP server's elicitation takes answer (with "
+        "--answer-json, an object of the fields it asks for) or deny (declines).",
     )
     respond.add_argument("thread_id")
     respond.add_argument("action_id", help="the pending action's id (act_…)")
     respond.add_argument("decision", choices=["approve", "deny", "answer"])
-    respond.add_argument("--answer", help="the answer to an ask_human question")
+    answers = respond.add_mutually_exclusive_group()
+    answers.add_argument("--answer", help="the answer to an ask_human question")
+    answers.add_argument(
+        "--answer-json",
+        metavar="JSON",
+        help='the answer as JSON: an elicitation takes an object, e.g. \'{"city": "Oslo"}\'',
+    )
     respond.add_argument(
         "--scope",
         choices=["once", "session"],
@@ -49,9 +59,16 @@ def register(actions_parser: Any) -> None:
 
 async def run(args: argparse.Namespace, config: WeftConfig) -> int:
     """Send the answer; print what was decided, or the thread's reason for refusing it."""
+    given: Any = args.answer
+    if args.answer_json is not None:
+        try:
+            given = json.loads(args.answer_json)
+        except json.JSONDecodeError as err:
+            print(f"weft: --answer-json: not JSON ({err})", file=sys.stderr)
+            return EXIT_USAGE
     try:
         answer = actions.response(
-            args.action_id, args.decision, answer=args.answer, scope=args.scope, reason=args.reason
+            args.action_id, args.decision, answer=given, scope=args.scope, reason=args.reason
         )
     except ValidationError as err:
         print(f"weft: {_first_problem(err)}", file=sys.stderr)

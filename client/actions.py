@@ -62,7 +62,7 @@ def waiting_query(kind: ActionKind | None = None, *, agent: str | None = None) -
     query = (
         f"WeftAwaitingAction = '{kind}'"
         if kind
-        else "WeftAwaitingAction IN ('ask_human', 'tool_permission')"
+        else "WeftAwaitingAction IN ('ask_human', 'tool_permission', 'elicitation')"
     )
     if agent:
         query += f" AND WeftAgent = '{_quoted(agent)}'"

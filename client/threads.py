@@ -1,4 +1,5 @@
-"""A Python client for weft threads: start, send, update, query, compact, terminate and tail.
+"""A Python client for weft threads: start, send, update, query, compact, refresh MCP
+tools, terminate and tail.
 
 Everything here is plain Temporal: the same names and JSON any other service can send.
 Events are tailed from the store by cursor, because workflows cannot stream.
@@ -34,6 +35,7 @@ from weft.contract.effects import (
     ScheduleEffectResult,
 )
 from weft.contract.events import Event
+from weft.contract.mcp import SIGNAL_REFRESH_TOOLS, RefreshTools
 from weft.contract.messages import (
     MAX_QUEUED_CONTENT_CHARS,
     MessagePage,
@@ -167,6 +169,19 @@ class Threads:
             await handle.signal(SIGNAL_COMPACT)
         else:
             await handle.signal(SIGNAL_COMPACT, CompactRequest(reason=reason))
+
+    async def refresh_tools(self, thread_id: str, servers: Sequence[str] | None = None) -> None:
+        """Ask the thread to list its MCP servers' tools again (the `refresh_tools` signal).
+
+        `servers` names the servers to list (default: every server the thread's snapshot
+        defines). The thread lists them before its next model call and records
+        `tool.catalog.resolved`; a server it does not define is a `runtime.warning`
+        (`unknown_mcp_server`). The payload is validated here, as `compact` does.
+        """
+        if isinstance(servers, str):  # a lone name would be listed letter by letter
+            raise TypeError(f"servers must be a list of names, not the string {servers!r}")
+        request = RefreshTools(servers=None if servers is None else list(servers))
+        await self.handle(thread_id).signal(SIGNAL_REFRESH_TOOLS, request)
 
     async def context(self, thread_id: str) -> dict[str, Any] | None:
         """The `context_boundary_snapshot`: live, or from the store once the thread is closed.

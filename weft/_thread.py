@@ -138,9 +138,11 @@ class Thread:
         reason: str | None = None,
     ) -> RespondActionResult:
         """Answer a pending human action (`read().pending_actions`): `approve` or `deny` a
-        tool permission (`scope="session"` approves the tool for the session), or `answer`
-        an `ask_human` question. An unknown or resolved action id raises
-        `temporalio.client.WorkflowUpdateFailedError` saying what is wrong."""
+        tool permission (`scope="session"` approves the tool for the session), `answer`
+        an `ask_human` question, or `answer` an MCP server's `elicitation` with an object
+        that fits its `args["requestedSchema"]` (`deny` declines it). An unknown or
+        resolved action id, or an elicitation answer that does not fit (naming the field),
+        raises `temporalio.client.WorkflowUpdateFailedError` saying what is wrong."""
         checked = response(action_id, decision, answer=answer, scope=scope, reason=reason)
         return await respond_checked(self.client, self.id, checked)
 
@@ -168,6 +170,12 @@ class Thread:
         """The pending effects, soonest first: `{id, name, args, scheduledAt, createdAt,
         scheduledBy, due}` each."""
         return await self._threads.effects(self.id)
+
+    async def refresh_tools(self, servers: Sequence[str] | None = None) -> None:
+        """List the thread's MCP servers' tools again before its next model call (all its
+        servers, or those named); each listing is recorded as `tool.catalog.resolved`. A
+        name the thread does not define becomes a `runtime.warning` (`unknown_mcp_server`)."""
+        await self._threads.refresh_tools(self.id, servers)
 
     async def read(self) -> ThreadRead:
         """The thread read model: status, queue, pending actions, counters, usage, last

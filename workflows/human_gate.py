@@ -312,7 +312,10 @@ class HumanGate:
                 mem.incident("action_timeout", f"{action.kind} {action_id} timed out", **ids)
         resolution = mem.resolved_actions[action_id]
         del mem.pending_actions[action_id]
-        host.set_waiting(None)
+        # Another action may still wait (an MCP elicitation comes mid-call, beside any other).
+        host.set_waiting(
+            next(iter(mem.pending_actions.values())).kind if mem.pending_actions else None
+        )
         mem.emit("action.resolved", _resolved_payload(action, resolution), **ids)
         return resolution
 

@@ -10,7 +10,7 @@ STATUS = SearchAttributeKey.for_keyword("WeftStatus")
 PARENT_THREAD = SearchAttributeKey.for_keyword("WeftParentThread")
 SESSION = SearchAttributeKey.for_keyword("WeftSession")
 # Set while the thread waits on a human, to the action kind: list waiting threads with
-# `WeftAwaitingAction IN ('ask_human', 'tool_permission')`.
+# `WeftAwaitingAction IN ('ask_human', 'tool_permission', 'elicitation')`.
 AWAITING_ACTION = SearchAttributeKey.for_keyword("WeftAwaitingAction")
 
 # Workers register these at start-up (workers/search_attributes.py); an unregistered key
@@ -34,7 +34,8 @@ def upsert_status(status: str) -> None:
 
 
 def upsert_awaiting(kind: str | None) -> None:
-    """Flag a thread that waits on a human (`ask_human` or `tool_permission`), or clear it."""
+    """Flag a thread that waits on a human (`ask_human`, `tool_permission` or an MCP
+    `elicitation`), or clear it."""
     if kind is None:
         workflow.upsert_search_attributes([AWAITING_ACTION.value_unset()])
     else:

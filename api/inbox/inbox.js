@@ -95,7 +95,11 @@
 
   // ---------------------------------------------------------------- the waiting list
 
-  const WAITS_FOR = { ask_human: "asks a question", tool_permission: "asks to run a tool" };
+  const WAITS_FOR = {
+    ask_human: "asks a question",
+    tool_permission: "asks to run a tool",
+    elicitation: "a tool asks for input",
+  };
   let selectedId = null;
 
   async function pollWaiting() {
@@ -578,6 +582,7 @@
     for (const action of actions) {
       const tool = current.tools.get(action.toolCallId);
       if (tool && action.kind === "tool_permission") setToolStatus(tool, "waiting for permission");
+      if (tool && action.kind === "elicitation") setToolStatus(tool, "waiting for input");
     }
   }
 
@@ -623,6 +628,8 @@
         event.preventDefault();
         send({ decision: "answer", scope: "once", answer: answer.value, reason: null });
       });
+    } else if (action.kind === "elicitation") {
+      elicitationForm(form, action, button, buttons, send);
     } else {
       const reason = el("input", { type: "text", placeholder: "Reason, if you deny (optional)" });
       const row = el("div", { className: "row" });
@@ -653,6 +660,88 @@
     }
     form.append(error);
     return form;
+  }
+
+  // ---------------------------------------------------------------- MCP elicitation
+  //
+  // An MCP server asks a person for input mid-call: its message, and a flat object schema
+  // (`args.requestedSchema`) of string, number, integer, boolean and enum fields. The
+  // answer is the object typed in (numbers as numbers); the thread checks it against the
+  // schema again and names the field it refuses.
+
+  function elicitationForm(form, action, button, buttons, send) {
+    const args = action.args && typeof action.args === "object" ? action.args : {};
+    const schema = args.requestedSchema && typeof args.requestedSchema === "object" ? args.requestedSchema : {};
+    const properties = schema.properties && typeof schema.properties === "object" ? schema.properties : {};
+    const required = new Set(Array.isArray(schema.required) ? schema.required.map(String) : []);
+    const fields = Object.entries(properties).map(([name, spec]) =>
+      elicitationField(name, spec && typeof spec === "object" ? spec : {}, required.has(name)),
+    );
+    const submit = el("button", { type: "submit", className: "primary" }, "Send");
+    buttons.push(submit);
+    const row = el("div", { className: "row" }, submit);
+    if ((action.decisions || []).includes("deny")) {
+      row.append(button("Decline", "", () => send({ decision: "deny", scope: "once", answer: null, reason: null })));
+    }
+    form.append(
+      el("h3", {}, "MCP server ", el("code", {}, String(args.server ?? "?")), " asks"),
+      el("p", { className: "prompt" }, String(action.prompt ?? "")),
+      el("p", { className: "muted" }, "during ", el("code", {}, String(action.toolName ?? "a tool"))),
+      ...fields.map((field) => field.node),
+      required.size ? el("p", { className: "muted" }, "* required") : null,
+      row,
+    );
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      if (!form.reportValidity()) return;
+      const answer = {};
+      for (const field of fields) {
+        const value = field.value();
+        if (value !== undefined) answer[field.name] = value;
+      }
+      send({ decision: "answer", scope: "once", answer, reason: null });
+    });
+  }
+
+  /** One requested field: {name, node, value()}; value() is undefined when left empty. */
+  function elicitationField(name, spec, isRequired) {
+    const title = String(spec.title || name);
+    const caption = el("span", { className: "field-name" }, title, isRequired ? el("span", { className: "required" }, " *") : null);
+    const hint = spec.description ? el("small", { className: "muted" }, String(spec.description)) : null;
+    const data = { field: name };
+    if (spec.type === "boolean") {
+      const box = el("input", { type: "checkbox", name, checked: spec.default === true });
+      const node = el("label", { className: "field boolean", data }, box, " ", caption, hint);
+      return { name, node, value: () => box.checked };
+    }
+    let input;
+    let value;
+    if (Array.isArray(spec.enum)) {
+      const labels = Array.isArray(spec.enumNames) ? spec.enumNames : [];
+      const options = spec.enum.map((option, i) => el("option", { value: String(option) }, String(labels[i] ?? option)));
+      // No choice until the person makes one, unless the server gave a default.
+      input = el("select", { name, required: isRequired }, el("option", { value: "" }, "—"), ...options);
+      if (spec.default !== undefined) input.value = String(spec.default);
+      value = () => {
+        const index = spec.enum.findIndex((option) => String(option) === input.value);
+        return index < 0 ? undefined : spec.enum[index];
+      };
+    } else if (spec.type === "number" || spec.type === "integer") {
+      input = el("input", { type: "number", name, required: isRequired, step: spec.type === "integer" ? "1" : "any" });
+      if (typeof spec.minimum === "number") input.min = String(spec.minimum);
+      if (typeof spec.maximum === "number") input.max = String(spec.maximum);
+      if (typeof spec.default === "number") input.value = String(spec.default);
+      value = () => (input.value.trim() === "" ? undefined : Number(input.value));
+    } else {
+      const types = { email: "email", uri: "url", date: "date" };
+      input = el("input", { type: types[spec.format] || "text", name, required: isRequired });
+      if (typeof spec.minLength === "number") input.minLength = spec.minLength;
+      if (typeof spec.maxLength === "number") input.maxLength = spec.maxLength;
+      if (typeof spec.default === "string") input.value = spec.default;
+      value = () => (input.value === "" && !isRequired ? undefined : input.value);
+    }
+    const node = el("label", { className: "field", data }, caption, input, hint);
+    return { name, node, value };
   }
 
   // ---------------------------------------------------------------- messages to the thread
