@@ -12,6 +12,7 @@ is the size the next call sends.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,7 @@ from weft.contract.context_budget import (
     preview_cap_tokens,
 )
 from weft.contract.definitions import DefinitionSnapshot, ModelDef, PromptDef
+from weft.contract.mcp import McpServerCatalog, failed_servers, offered_mcp_tools, servers_of
 from weft.contract.messages import Message, Side
 from weft.contract.prompt_tools import PromptScope
 from weft.contract.thread_env import merge_env
@@ -65,11 +67,15 @@ def frame(
     agent: str | None,
     side: Side,
     scope: PromptScope | None = None,
+    *,
+    mcp: Mapping[str, McpServerCatalog] | None = None,
 ) -> Frame:
     """The side's rendered system prompt and offered tools (env merged as Runtime §4 says).
 
     Inside a prompt tool (`scope`), its own prompt and tools, without the side's lifecycle
-    tools: ending turns and sessions is the caller's business.
+    tools: ending turns and sessions is the caller's business. The prompt's MCP tools come
+    from the catalogues in `mcp` (by server); a server that failed to list, or whose tools
+    were skipped, is noted in the system prompt so the model knows what it lacks.
     """
     agent_def = snapshot.agent_def(agent)
     side_def = agent_def.side(side)
@@ -81,7 +87,23 @@ def frame(
         snapshot.tools[n].model_dump(include={"name", "description", "parameters"})
         for n in offered_tools(snapshot, prompt, lifecycle, env)
     ]
-    return Frame(prompt, render_prompt(prompt, snapshot, env), tools, agent_def.type == "dual_ai")
+    system = render_prompt(prompt, snapshot, env)
+    if mcp:
+        taken = {t["name"] for t in tools}
+        tools += [s.offered() for s in offered_mcp_tools(prompt.tools, mcp) if s.name not in taken]
+        system += mcp_notes(prompt, mcp)
+    return Frame(prompt, system, tools, agent_def.type == "dual_ai")
+
+
+def mcp_notes(prompt: PromptDef, catalogs: Mapping[str, McpServerCatalog]) -> str:
+    """What the system prompt tells the model of the prompt's MCP servers' missing tools."""
+    notes = [
+        f"\n\nNote: the tools of MCP server {c.server!r} are unavailable this turn: {c.error}"
+        for c in failed_servers(prompt.tools, catalogs)
+    ]
+    for server in servers_of(prompt.tools, catalogs):
+        notes += [f"\n\nNote: {warning}." for warning in catalogs[server].warnings]
+    return "".join(notes)
 
 
 def preview_cap(model: ModelDef, window: ContextWindow) -> int:

@@ -32,6 +32,7 @@ from weft.activities.context_window import (
 from weft.activities.hooks import HookRegistry
 from weft.activities.hooks.model_hooks import ModelHooks
 from weft.activities.images import image_view
+from weft.activities.mcp.catalog_store import CatalogStore
 from weft.activities.message_views import MessageViews
 from weft.activities.model_budget import AttemptCost, StreamMeter, budget_exhausted
 from weft.activities.model_support import provider_for, with_estimate
@@ -49,6 +50,7 @@ from weft.contract.context import CONTEXT_TOO_LONG, ContextBoundary, ContextRepo
 from weft.contract.definitions import DefinitionSnapshot, ModelDef
 from weft.contract.events import Event
 from weft.contract.hooks import HookName
+from weft.contract.mcp import McpServerCatalog
 from weft.contract.messages import Message
 
 # Hooks that change what a request holds, run between reading the context and sending it.
@@ -70,10 +72,12 @@ class ModelActivities:
         *,
         hooks: HookRegistry | None = None,
         delta_interval: float = 0.1,
+        catalogs: CatalogStore | None = None,
     ) -> None:
         self._store = store
         self._providers = providers
         self._snapshots = snapshots
+        self._catalogs = catalogs or CatalogStore(store)
         self._hooks = hooks or HookRegistry(store)
         self._delta_interval = delta_interval
         self._views = MessageViews()
@@ -83,6 +87,7 @@ class ModelActivities:
         """One step's model call; returns the persisted assistant message and its usage."""
         info = activity.info()
         snapshot = await self._snapshots.get(call.snapshot_id)
+        mcp = await self._catalogs.get_many(call.mcp_catalogs)
         model = snapshot.models[call.model]
         provider = provider_for(self._providers, model)
         ids = _ids(call, info.attempt)
@@ -107,7 +112,7 @@ class ModelActivities:
             make_event=lambda suffix, kind, data: self._event(call, ids, suffix, kind, data),
             attempt_id=ids["attempt_id"],
         )
-        request, report = await self._prepare(call, snapshot, model, started, hooks)
+        request, report = await self._prepare(call, snapshot, mcp, model, started, hooks)
         if report.request_tokens * call.window.token_scale > report.prompt_budget:
             await self._refuse_over_budget(call, ids, model, report)
         batcher = DeltaBatcher(
@@ -199,6 +204,7 @@ class ModelActivities:
         self,
         call: ModelCallInput,
         snapshot: DefinitionSnapshot,
+        mcp: dict[str, McpServerCatalog],
         model: ModelDef,
         started: Event,
         hooks: ModelHooks,
@@ -208,13 +214,13 @@ class ModelActivities:
             # Nothing runs between reading the context and sending it: one thread hop
             # for the whole assembly instead of three.
             request, report = await asyncio.to_thread(
-                self._assemble, call, snapshot, model, messages, [*events, started], resolved
+                self._assemble, call, snapshot, mcp, model, messages, [*events, started], resolved
             )
             await hooks.created(messages)
             await hooks.runner.flush()
             return request, report
         side_frame, loaded = await asyncio.to_thread(
-            self._load, call, snapshot, messages, [*events, started], resolved
+            self._load, call, snapshot, mcp, messages, [*events, started], resolved
         )
         await hooks.created(messages)
         boundary, pinned, history = loaded
@@ -236,13 +242,14 @@ class ModelActivities:
         self,
         call: ModelCallInput,
         snapshot: DefinitionSnapshot,
+        mcp: dict[str, McpServerCatalog],
         model: ModelDef,
         messages: list[Message],
         events: list[Event],
         resolved: bool,
     ) -> tuple[ChatRequest, ContextReport]:
         side_frame, (boundary, pinned, history) = self._load(
-            call, snapshot, messages, events, resolved
+            call, snapshot, mcp, messages, events, resolved
         )
         window = self._window(call, model, side_frame, boundary, pinned, history)
         return self._request(call, model, side_frame, window, boundary)
@@ -251,6 +258,7 @@ class ModelActivities:
         self,
         call: ModelCallInput,
         snapshot: DefinitionSnapshot,
+        mcp: dict[str, McpServerCatalog],
         messages: list[Message],
         events: list[Event],
         resolved: bool,
@@ -260,7 +268,9 @@ class ModelActivities:
         if not resolved:
             messages, events = resolve_content_refs(self._store, messages, events)
         self._record_checked(call, messages, events)
-        side_frame = frame(self._store, snapshot, call.thread_id, call.agent, call.side, call.scope)
+        side_frame = frame(
+            self._store, snapshot, call.thread_id, call.agent, call.side, call.scope, mcp=mcp
+        )
         loaded = (
             load_window(self._store, call.thread_id, call.window)
             if call.scope is None

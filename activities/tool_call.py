@@ -1,4 +1,4 @@
-"""The `tool.call` activity: run one function tool and persist its result message.
+"""The `tool.call` activity: run one function or MCP tool and persist its result message.
 
 A tool's own failure (bad arguments, an exception, an unknown tool) is a result with
 status `error`, never an activity failure: Runtime §5.2 says tool errors are persisted
@@ -17,6 +17,8 @@ from weft.activities.clock import now_iso, now_micros
 from weft.activities.definitions import Definitions
 from weft.activities.hooks import HookRegistry
 from weft.activities.hooks.tool_hooks import ToolHooks, refused
+from weft.activities.mcp.calls import McpCalls
+from weft.activities.mcp.pool import McpSessionPool
 from weft.activities.previews import page_chars
 from weft.activities.read_output import read_output
 from weft.activities.sandbox import SandboxPool
@@ -33,11 +35,13 @@ from weft.contract.context import READ_OUTPUT_TOOL, ContextOptions
 from weft.contract.context_budget import ContextBudget, preview_cap_tokens
 from weft.contract.definitions import DefinitionSnapshot, PromptDef
 from weft.contract.events import Event
+from weft.contract.mcp import McpCallOutcome, McpToolTarget
 from weft.contract.messages import Message
 
 
 class ToolActivities:
-    """Runs the worker's function tools with a ThreadState."""
+    """Runs the worker's function tools with a ThreadState, and MCP tools through `mcp`,
+    the worker's session pool."""
 
     def __init__(
         self,
@@ -48,6 +52,7 @@ class ToolActivities:
         sandbox: SandboxPool | None = None,
         hooks: HookRegistry | None = None,
         spans: Spans | None = None,
+        mcp: McpSessionPool | None = None,
     ) -> None:
         self._store = store
         self._definitions = definitions
@@ -55,6 +60,7 @@ class ToolActivities:
         self._sandbox = sandbox
         self._hooks = hooks or HookRegistry(store)
         self._spans = spans or Spans()
+        self._mcp = McpCalls(mcp, spans=self._spans) if mcp is not None else None
 
     @activity.defn(name=ACTIVITY_TOOL_CALL)
     async def call_tool(self, call: ToolCallInput) -> ToolCallResult:
@@ -78,9 +84,13 @@ class ToolActivities:
                 call, f"a{info.attempt}.{suffix}", kind, data
             ),
         )
+        relisted: McpCallOutcome | None = None
         try:
             async with Heartbeater():
-                result = await self._run(call, snapshot, state)
+                if call.mcp is None:
+                    result = await self._run(call, snapshot, state)
+                else:
+                    result, relisted = await self._run_mcp(call, call.mcp, snapshot, state)
         except asyncio.CancelledError:
             state.abort.set()  # stop any sandboxed code the tool started
             raise
@@ -119,7 +129,9 @@ class ToolActivities:
             [*hooks.runner.take_events(), done, *filter(None, [spilled])],
         )
         await hooks.created(message)
-        return ToolCallResult(message=returned, intents=state.intents, blocked=blocked)
+        return ToolCallResult(
+            message=returned, intents=state.intents, blocked=blocked, mcp=relisted
+        )
 
     async def _run(
         self, call: ToolCallInput, snapshot: DefinitionSnapshot, state: ThreadState
@@ -153,6 +165,21 @@ class ToolActivities:
                 f"tool {name!r} is in this thread's definitions but not on this worker",
             )
         return await execute_tool(tool, raw_args, state, spans=self._spans)
+
+    async def _run_mcp(
+        self,
+        call: ToolCallInput,
+        target: McpToolTarget,
+        snapshot: DefinitionSnapshot,
+        state: ThreadState,
+    ) -> tuple[ToolResult, McpCallOutcome | None]:
+        if self._mcp is None:
+            return error_result(
+                "tool_unavailable",
+                f"tool {call.tool_call.function.name!r} is an MCP tool, and this worker runs "
+                "no MCP sessions",
+            ), None
+        return await self._mcp.run(call, target, snapshot, state)
 
     async def _read_output(
         self, call: ToolCallInput, snapshot: DefinitionSnapshot, raw_args: dict[str, Any]

@@ -19,6 +19,9 @@ from weft.activities.definitions import Definitions, load_directory
 from weft.activities.effect_run import EffectActivities
 from weft.activities.files_copy import FileCopyActivities
 from weft.activities.hooks import HookRegistry
+from weft.activities.mcp.catalog_activity import CatalogActivities
+from weft.activities.mcp.catalog_store import CatalogStore
+from weft.activities.mcp.pool import McpSessionPool
 from weft.activities.model_call import ModelActivities
 from weft.activities.sandbox import SandboxPool
 from weft.activities.snapshots import SnapshotCache
@@ -164,14 +167,20 @@ class AgentWorker:
         # Sandbox worker processes start lazily, on the first runCode of this worker.
         pool = SandboxPool()
         self._stack.callback(pool.close)
+        # MCP sessions open lazily, on the first listing or call of a server and env;
+        # closed (their stdio processes ended) after the worker stops.
+        mcp = McpSessionPool(root=self.definitions.root)
+        self._stack.push_async_callback(mcp.aclose)
         snapshots = SnapshotCache(store)
+        catalogs = CatalogStore(store)
         hooks = HookRegistry(store, self.definitions.hooks, spans=spans)
         records = ThreadRecordActivities(store, self.definitions, snapshots, hooks=hooks)
-        models = ModelActivities(store, providers, snapshots, hooks=hooks)
+        models = ModelActivities(store, providers, snapshots, hooks=hooks, catalogs=catalogs)
         compaction = CompactionActivities(store, providers, snapshots)
         tools = ToolActivities(
-            store, self.definitions, snapshots, sandbox=pool, hooks=hooks, spans=spans
+            store, self.definitions, snapshots, sandbox=pool, hooks=hooks, spans=spans, mcp=mcp
         )
+        tool_catalogs = CatalogActivities(store, snapshots, mcp, catalogs=catalogs)
         code = CodeRunActivities(pool, spans=spans)
         effects = EffectActivities(store, self.definitions, snapshots, sandbox=pool)
         copies = FileCopyActivities(store)
@@ -186,6 +195,7 @@ class AgentWorker:
                 models.call_model,
                 compaction.compact,
                 tools.call_tool,
+                tool_catalogs.resolve_catalog,
                 effects.run_effect,
                 code.run,
                 copies.copy_files,

@@ -1,0 +1,425 @@
+"""One MCP session, held open by a task of its own until it is closed or its server dies.
+
+anyio's context managers (the SDK's transports and `ClientSession`) must be entered and
+exited in the same task, and a session outlives the activity that opened it; so each
+session has an owner task that opens it, waits, and closes it. Calls from any task use it
+concurrently (the SDK matches replies to requests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import math
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import anyio
+import anyio.abc
+import httpx
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp import ClientSession, types
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.context import RequestContext
+from mcp.shared.exceptions import McpError
+from mcp.shared.message import SessionMessage
+from mcp.shared.session import RequestResponder
+
+from weft.activities.mcp.failures import describe_start_failure, leaves, sole_error, stderr_tail
+from weft.activities.mcp.results import listed_tool
+from weft.activities.mcp.routing import CallClock, CallGate, ElicitReply, ElicitRoute, declined
+from weft.activities.mcp.templating import ResolvedServer
+from weft.activities.mcp.types import ElicitationHandler, ListedTool, McpUnavailable
+
+logger = logging.getLogger(__name__)
+
+CLIENT_INFO = types.Implementation(name="weft", version="1")
+# Closing waits this long for a stdio server to exit (the SDK gives it 2 s after stdin
+# closes, then 2 s after SIGTERM) or for an HTTP session's DELETE; then it is cut off.
+CLOSE_GRACE_SECONDS = 6.0
+_MAX_LIST_PAGES = 100
+_STDERR_TAIL_BYTES = 4096
+# The streamable HTTP transport's answer to a request for a session the server no
+# longer knows (HTTP 404): the server did not run it.
+_SESSION_TERMINATED = "Session terminated"
+
+T = TypeVar("T")
+Message = RequestResponder[types.ServerRequest, types.ClientResult] | types.ServerNotification
+
+
+class NotSent(Exception):
+    """The request surely never reached the server: it may be sent on a new session."""
+
+
+class SessionLost(Exception):
+    """The session ended while a request was in flight: its outcome is unknown."""
+
+
+class McpSession:
+    """An MCP session to one resolved server, owned by its own task."""
+
+    def __init__(
+        self,
+        server: ResolvedServer,
+        *,
+        startup_timeout: float,
+        idle_seconds: float,
+        redact: Callable[[str], str],
+        on_closed: Callable[[McpSession], None],
+    ) -> None:
+        self.server = server
+        self.key = server.key()
+        self.list_changed = False
+        self.last_used = anyio.current_time()
+        self._startup_timeout = startup_timeout
+        self._idle_seconds = idle_seconds
+        self._redact = redact
+        self._on_closed = on_closed
+        self._ready = anyio.Event()
+        self._settled = anyio.Event()  # ready, or ended without being ready
+        self._stop = anyio.Event()  # closing, or the connection ended
+        self._close_requested = False
+        self._done = anyio.Event()
+        self._client: ClientSession | None = None
+        self._listing: list[ListedTool] | None = None
+        self._failure = "closed before it started"
+        self._ended: list[BaseException] = []
+        self._notes: list[str] = []
+        self._stderr = bytearray()
+        self._users = 0
+        self._in_flight = 0
+        self._requests: set[anyio.CancelScope] = set()
+        self._gate = CallGate()
+        self._route: ElicitRoute | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    # -- life ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        # A context of its own: the session outlives the activity that opened it, and
+        # must not carry that activity's context (or its span) into later calls.
+        self._task = asyncio.create_task(self._own(), context=contextvars.Context())
+
+    async def opened(self) -> list[ListedTool] | None:
+        """Wait until the session is open; its start-up listing, the first time only.
+        Raises `McpUnavailable` when it could not be opened."""
+        await self._settled.wait()
+        if self._client is None or self._done.is_set():
+            raise McpUnavailable(self.server.name, self._failure)
+        listing, self._listing = self._listing, None
+        return listing
+
+    @property
+    def usable(self) -> bool:
+        """Open (or opening) and not ended or closing."""
+        return not (self._stop.is_set() or self._done.is_set())
+
+    @property
+    def idle(self) -> bool:
+        return self._users == 0
+
+    def hold(self) -> None:
+        """A caller is using the session: it is not closed for idleness meanwhile."""
+        self._users += 1
+
+    def release(self) -> None:
+        self._users -= 1
+        self.last_used = anyio.current_time()
+
+    def close_soon(self) -> None:
+        self._close_requested = True
+        self._stop.set()
+
+    async def aclose(self) -> None:
+        self.close_soon()
+        await self._done.wait()
+
+    async def _own(self) -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                try:
+                    await self._serve(tg)
+                finally:
+                    tg.cancel_scope.cancel()
+        except BaseException as exc:
+            self._ended = leaves(exc)
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            if not self._ready.is_set():
+                reason = describe_start_failure(
+                    self.server, self._ended, self._startup_timeout, self._notes
+                )
+                tail = stderr_tail(bytes(self._stderr))
+                self._failure = self._redact(f"{reason}{tail}")
+            self._done.set()
+            self._settled.set()
+            for request in self._requests:
+                request.cancel()
+            self._on_closed(self)
+
+    async def _serve(self, tg: anyio.abc.TaskGroup) -> None:
+        with anyio.CancelScope(deadline=anyio.current_time() + self._startup_timeout) as scope:
+            tg.start_soon(self._cancel_start_when_closed, scope)
+            async with self._transport(tg) as (read, write):
+                inbound_send, inbound = anyio.create_memory_object_stream[
+                    SessionMessage | Exception
+                ](0)
+                try:
+                    tg.start_soon(self._pump, read, inbound_send)
+                    async with ClientSession(
+                        inbound,
+                        write,
+                        elicitation_callback=self._elicited,
+                        message_handler=self._on_message,
+                        client_info=CLIENT_INFO,
+                    ) as client:
+                        await client.initialize()
+                        self._listing = await _list_all(client)
+                        self._client = client
+                        scope.deadline = math.inf
+                        self._ready.set()
+                        self._settled.set()
+                        await self._wait_for_stop()
+                        scope.deadline = anyio.current_time() + CLOSE_GRACE_SECONDS
+                finally:
+                    # Closed here too: a pump cancelled before it ran closes nothing.
+                    inbound_send.close()
+                    inbound.close()
+        if scope.cancelled_caught and not (self._ready.is_set() or self._close_requested):
+            raise TimeoutError
+
+    async def _cancel_start_when_closed(self, scope: anyio.CancelScope) -> None:
+        await self._stop.wait()
+        if self._close_requested and not self._ready.is_set():
+            scope.cancel()
+
+    async def _wait_for_stop(self) -> None:
+        """Until closed, or the connection ends, or idle for `idle_seconds`."""
+        while not self._stop.is_set():
+            quiet = anyio.current_time() - self.last_used
+            wait = self._idle_seconds - quiet if self._users == 0 else self._idle_seconds
+            if wait <= 0:
+                self.close_soon()
+                break
+            with anyio.move_on_after(wait):
+                await self._stop.wait()
+
+    @contextlib.asynccontextmanager
+    async def _transport(
+        self, tg: anyio.abc.TaskGroup
+    ) -> AsyncIterator[
+        tuple[
+            MemoryObjectReceiveStream[SessionMessage | Exception],
+            MemoryObjectSendStream[SessionMessage],
+        ]
+    ]:
+        server = self.server
+        if server.transport == "http":
+            timeout = httpx.Timeout(30.0, read=300.0)
+            async with httpx.AsyncClient(headers=dict(server.headers), timeout=timeout) as http:
+                opened: list[MemoryObjectReceiveStream[SessionMessage | Exception]] = []
+                try:
+                    async with streamable_http_client(server.url, http_client=http) as (
+                        read,
+                        write,
+                        _,
+                    ):
+                        opened.append(read)
+                        yield read, write
+                finally:
+                    for read in opened:
+                        read.close()  # the SDK leaves its read end to the session: here, ours
+            return
+        params = StdioServerParameters(
+            command=server.command, args=list(server.args), env=server.process_env(), cwd=server.cwd
+        )
+        # The server's stderr goes to a pipe whose tail is kept: it says why a server died.
+        read_fd, write_fd = os.pipe()
+        errlog = os.fdopen(write_fd, "w")
+        try:
+            async with stdio_client(params, errlog=errlog) as streams:
+                errlog.close()  # the child has its own copy
+                tg.start_soon(self._read_stderr, read_fd)
+                read_fd = -1
+                yield streams
+        finally:
+            errlog.close()
+            if read_fd >= 0:
+                os.close(read_fd)
+
+    async def _read_stderr(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        try:
+            while True:
+                await anyio.wait_readable(fd)
+                if not self._keep_stderr(fd):
+                    return
+        finally:
+            self._keep_stderr(fd)  # what is left when the session ends
+            os.close(fd)
+
+    def _keep_stderr(self, fd: int) -> bool:
+        """Read what is there; False at end of file."""
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                return True
+            if not chunk:
+                return False
+            self._stderr += chunk
+            del self._stderr[:-_STDERR_TAIL_BYTES]
+
+    async def _pump(
+        self,
+        read: MemoryObjectReceiveStream[SessionMessage | Exception],
+        inbound: MemoryObjectSendStream[SessionMessage | Exception],
+    ) -> None:
+        """Pass the server's messages to the session; when they end, the session has."""
+        try:
+            async for message in read:
+                await inbound.send(message)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        finally:
+            # Ended before the session learns it: a call that then fails knows why.
+            self._stop.set()
+            inbound.close()
+
+    # -- calls --------------------------------------------------------------------------
+
+    async def list_tools(self) -> list[ListedTool]:
+        """The server's tools now (clears `list_changed`). Raises `NotSent`, `SessionLost`
+        or `McpError`."""
+        self.list_changed = False
+        return await self._request(_list_all)
+
+    async def call(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        clock: CallClock,
+        elicit: ElicitationHandler | None,
+    ) -> types.CallToolResult:
+        """Call `tool` within `clock` (its scope is the caller's to enter). Raises
+        `NotSent`, `SessionLost` or `McpError` (the server's JSON-RPC error)."""
+        sole = elicit is not None
+        await self._gate.acquire(sole=sole)
+        clock.started = True
+        try:
+            async with self._routed(elicit, clock):
+                request = types.ClientRequest(
+                    types.CallToolRequest(
+                        params=types.CallToolRequestParams(name=tool, arguments=args)
+                    )
+                )
+                # Not `ClientSession.call_tool`: its output-schema check may list the
+                # tools after the call, and a failure there would look like one before.
+                return await self._request(
+                    lambda client: client.send_request(request, types.CallToolResult)
+                )
+        finally:
+            self._gate.release(sole=sole)
+
+    async def _request(self, send: Callable[[ClientSession], Awaitable[T]]) -> T:
+        client = self._client
+        if client is None or not self.usable:
+            raise NotSent
+        # Ended by the owner when the session ends: the SDK fails requests still waiting
+        # only when its receive loop is not cancelled first, and closing cancels it.
+        aborted = anyio.CancelScope()
+        self._requests.add(aborted)
+        self._in_flight += 1
+        try:
+            with aborted:
+                return await send(client)
+            raise await self._lost()
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise NotSent from None  # the session's streams closed before it was written
+        except McpError as err:
+            if err.error.code == types.CONNECTION_CLOSED:
+                raise await self._lost() from None
+            if err.error.message == _SESSION_TERMINATED:
+                self.close_soon()
+                raise NotSent from None
+            raise
+        finally:
+            self._in_flight -= 1
+            self._requests.discard(aborted)
+
+    async def _lost(self) -> Exception:
+        """NotSent when the connection failed before this, the only request, was sent."""
+        self.close_soon()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
+            await self._done.wait()
+        refused = any(isinstance(e, httpx.ConnectError) for e in self._ended)
+        return NotSent() if refused and self._in_flight == 1 else SessionLost(self.describe_end())
+
+    def describe_end(self) -> str:
+        """Why the session ended, as far as is known, and the stderr tail."""
+        causes = [f"{type(e).__name__}: {e}" for e in self._ended if str(e)]
+        said = f" ({'; '.join(causes)})" if causes else ""
+        return self._redact(f"{said}{stderr_tail(bytes(self._stderr))}")
+
+    @contextlib.asynccontextmanager
+    async def _routed(
+        self, elicit: ElicitationHandler | None, clock: CallClock
+    ) -> AsyncIterator[None]:
+        if elicit is None:
+            yield
+            return
+        route = ElicitRoute(elicit, clock)
+        self._route = route
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(route.serve)
+                try:
+                    yield
+                finally:
+                    tg.cancel_scope.cancel()
+        except ExceptionGroup as group:
+            raise sole_error(group) from None
+        finally:
+            self._route = None
+            route.close()
+
+    # -- what the server sends ------------------------------------------------------------
+
+    async def _elicited(
+        self, context: RequestContext[ClientSession, Any], params: types.ElicitRequestParams
+    ) -> ElicitReply:
+        route = self._route
+        if route is None:
+            return declined("no call on this session can ask a person")
+        return await route.ask(params)
+
+    async def _on_message(self, message: Message | Exception) -> None:
+        if isinstance(message, Exception):
+            # Not MCP on the wire (or a reply nobody waits for any more, after a timeout).
+            if not self._ready.is_set():
+                self._notes.append(f"{type(message).__name__}: {message}")
+            logger.debug("MCP server %r: %s", self.server.name, message)
+            return
+        if isinstance(message, types.ServerNotification) and isinstance(
+            message.root, types.ToolListChangedNotification
+        ):
+            self.list_changed = True
+
+
+async def _list_all(client: ClientSession) -> list[ListedTool]:
+    """Every page of the server's `tools/list`."""
+    tools: list[ListedTool] = []
+    cursor: str | None = None
+    for _ in range(_MAX_LIST_PAGES):
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await client.list_tools(params=params)
+        tools += [listed_tool(tool) for tool in page.tools]
+        cursor = page.nextCursor
+        if not cursor:
+            break
+    return tools
