@@ -129,6 +129,8 @@ async def record(out: Path, only: set[str]) -> None:
             await _asks(client, scripted, address, out)
         if not only or EFFECTS in only:
             await _effects(client, scripted, address, out)
+        if not only or MCP in only:
+            await _mcp(client, scripted, address, out)
 
 
 def _config(address: str) -> Any:
@@ -513,6 +515,57 @@ async def _effects(client: Any, scripted: ScriptedModelServer, address: str, out
         await handle.execute_update("remove_scheduled_effect_checked", {"id": removed["id"]})
         await handle.execute_update(schedule, {"name": "remind", "delayMs": 60_000})
         await _terminate_and_save(handle, out, EFFECTS)
+
+
+MCP = "mcp"
+
+
+async def _mcp(client: Any, scripted: ScriptedModelServer, address: str, out: Path) -> None:
+    """MCP tools: the catalogue listed when the prompt first calls its model, a call, a call
+    that makes the server report list_changed (listed again), an elicitation answered by a
+    person, and a refresh_tools signal before the next turn."""
+    from mcp_support import stdio_server
+
+    config = _config(address)
+    model = add_script(
+        scripted,
+        {
+            "turns": [
+                {
+                    "match": "start",
+                    "replies": [
+                        {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]},
+                        {"tool_calls": [{"name": "add_tool", "arguments": {"name": "shiny"}}]},
+                        {"tool_calls": [{"name": "ask_name", "arguments": {}}]},
+                        {"text": "done"},
+                    ],
+                },
+                {"match": "*", "replies": [{"text": "refreshed"}]},
+            ]
+        },
+    )
+    definitions = agent_definitions(model, tools=["weather", {"mcp": "tools"}])
+    definitions.add(stdio_server(allow=["add", "add_tool", "ask_name", "shiny"]))
+    async with AgentWorker(
+        client, config, definitions=definitions, task_queue=f"record-{MCP}", scripted=scripted
+    ) as worker:
+        handle = await start_thread(
+            client, worker.task_queue, messages=[{"role": "user", "content": "start"}]
+        )
+        state = await wait_until(handle, lambda s: bool(s.pending_actions), timeout=60)
+        await handle.signal(
+            "respond_action",
+            {
+                "actionId": state.pending_actions[0]["actionId"],
+                "decision": "answer",
+                "answer": {"name": "Ada"},
+            },
+        )
+        await wait_until(handle, idle_after(1), timeout=60)
+        await handle.signal("refresh_tools", {})
+        await handle.signal("queue_message", {"role": "user", "content": "again"})
+        await wait_until(handle, idle_after(2), timeout=60)
+        await _terminate_and_save(handle, out, MCP)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ def test_histories_are_committed():
         "hooks",
         "asks",
         "effects",
+        "mcp",
     } <= names
 
 
