@@ -32,6 +32,7 @@ from weft.activities.context_window import (
     request_tokens,
     tools_for,
 )
+from weft.activities.mcp.catalog_store import CatalogStore
 from weft.activities.model_support import cost_of, provider_for
 from weft.activities.providers import ChatProvider, ChatRequest
 from weft.activities.providers.definition_fields import streams
@@ -44,6 +45,7 @@ from weft.contract.context import DEFAULT_COMPACTION_PROMPT, ContextBoundary
 from weft.contract.context_budget import BYTES_PER_TOKEN, ContextBudget, estimate_tokens
 from weft.contract.definitions import DefinitionSnapshot, ModelDef
 from weft.contract.events import Event
+from weft.contract.mcp import McpServerCatalog
 
 # The first line of every summarising request, so logs and scripted models can tell it apart.
 REQUEST_MARKER = "[weft: compaction request]"
@@ -64,11 +66,17 @@ class CompactionActivities:
     """Writes compaction boundaries; providers are injected, as for `model.call`."""
 
     def __init__(
-        self, store: Store, providers: Mapping[str, ChatProvider], snapshots: SnapshotCache
+        self,
+        store: Store,
+        providers: Mapping[str, ChatProvider],
+        snapshots: SnapshotCache,
+        *,
+        catalogs: CatalogStore | None = None,
     ) -> None:
         self._store = store
         self._providers = providers
         self._snapshots = snapshots
+        self._catalogs = catalogs or CatalogStore(store)
 
     @activity.defn(name=ACTIVITY_CONTEXT_COMPACT)
     async def compact(self, job: CompactInput) -> CompactResult:
@@ -80,7 +88,8 @@ class CompactionActivities:
             return CompactResult(boundary=written, tokens_before=written.tokens_before)
         snapshot = await self._snapshots.get(job.snapshot_id)
         target = snapshot.models[job.model]
-        prepared = await asyncio.to_thread(self._prepare, job, snapshot, target)
+        mcp = await self._catalogs.get_many(job.mcp_catalogs)
+        prepared = await asyncio.to_thread(self._prepare, job, snapshot, target, mcp)
         if prepared.plan is None:
             return CompactResult(
                 tokens_before=prepared.tokens_before,
@@ -126,10 +135,14 @@ class CompactionActivities:
         )
 
     def _prepare(
-        self, job: CompactInput, snapshot: DefinitionSnapshot, target: ModelDef
+        self,
+        job: CompactInput,
+        snapshot: DefinitionSnapshot,
+        target: ModelDef,
+        mcp: dict[str, McpServerCatalog],
     ) -> _Prepared:
         self._store.events.record(*resolve_content_refs(self._store, job.new_messages, job.outbox))
-        side_frame = frame(self._store, snapshot, job.thread_id, job.agent, job.side)
+        side_frame = frame(self._store, snapshot, job.thread_id, job.agent, job.side, mcp=mcp)
         previous, pinned, messages = load_window(self._store, job.thread_id, job.window)
         cap = preview_cap(target, job.window)
         now = build_window(side_frame, previous, pinned, messages, side=job.side, cap=cap)

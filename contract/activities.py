@@ -252,6 +252,10 @@ class CompactInput(CamelModel):
     step_id: str | None = None
     new_messages: list[Message] = Field(default_factory=list)
     outbox: list[Event] = Field(default_factory=list)
+    mcp_catalogs: dict[str, str] = Field(
+        default_factory=dict,
+        description="the thread's MCP catalogue ids: their tools count in the request measured",
+    )
 
 
 class CompactResult(CamelModel):

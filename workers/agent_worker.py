@@ -176,7 +176,7 @@ class AgentWorker:
         hooks = HookRegistry(store, self.definitions.hooks, spans=spans)
         records = ThreadRecordActivities(store, self.definitions, snapshots, hooks=hooks)
         models = ModelActivities(store, providers, snapshots, hooks=hooks, catalogs=catalogs)
-        compaction = CompactionActivities(store, providers, snapshots)
+        compaction = CompactionActivities(store, providers, snapshots, catalogs=catalogs)
         tools = ToolActivities(
             store, self.definitions, snapshots, sandbox=pool, hooks=hooks, spans=spans, mcp=mcp
         )

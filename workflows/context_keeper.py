@@ -135,6 +135,7 @@ class ContextKeeper:
             step_id=step_id,
             new_messages=carried.messages,
             outbox=carried.events,
+            mcp_catalogs=mem.mcp.ids(),
         )
         handle, carried = await start_within_budget(
             mem,
