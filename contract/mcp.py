@@ -150,6 +150,9 @@ class ToolCatalogInput(CamelModel):
     snapshot_id: str
     agent: str | None = None
     side: Literal["a", "b"] = "a"
+    prompt: str | None = Field(
+        default=None, description="the prompt that uses them (its env applies; default the side's)"
+    )
     servers: list[str]
     reason: CatalogReason
     turn_id: str | None = None

@@ -94,10 +94,17 @@ class McpTools:
         for server, reason in wanted.items():
             by_reason.setdefault(reason, []).append(server)
         for reason, servers in by_reason.items():
-            mem.mcp.resolved(await self._list(servers, reason, side, turn_id, step_id))
+            listed = await self._list(prompt.name, servers, reason, side, turn_id, step_id)
+            mem.mcp.resolved(listed)
 
     async def _list(
-        self, servers: list[str], reason: CatalogReason, side: Side, turn_id: str, step_id: str
+        self,
+        prompt: str,
+        servers: list[str],
+        reason: CatalogReason,
+        side: Side,
+        turn_id: str,
+        step_id: str,
     ) -> dict[str, McpServerCatalog]:
         mem, snapshot = self._mem, self._agents.snapshot()
         startup = max(snapshot.mcp_servers[s].startup_timeout_seconds for s in servers)
@@ -107,6 +114,7 @@ class McpTools:
             snapshot_id=snapshot.snapshot_id,
             agent=mem.active_agent,
             side=side,
+            prompt=prompt,
             servers=servers,
             reason=reason,
             turn_id=turn_id,

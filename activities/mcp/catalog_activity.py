@@ -103,10 +103,10 @@ class CatalogActivities:
         return ready_catalog(server, listed, reserved=reserved, resolved_at=now_iso())
 
     def _env(self, job: ToolCatalogInput, snapshot: DefinitionSnapshot) -> dict[str, EnvEntry]:
-        """The env the side's tools get (tool_state.thread_state_for): secrets included."""
+        """The env the prompt's tools get (tool_state.thread_state_for): secrets included."""
         row = self._store.threads.get(job.thread_id)
         agent = snapshot.agent_def(job.agent)
-        prompt = snapshot.prompts[agent.side(job.side).prompt]
+        prompt = snapshot.prompts[job.prompt or agent.side(job.side).prompt]
         return merge_env(prompt.env, agent.env, row.env if row else {})
 
     def _record(self, job: ToolCatalogInput, servers: dict[str, McpServerCatalog]) -> None:
