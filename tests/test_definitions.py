@@ -34,6 +34,8 @@ def test_demo_definitions_load_and_validate():
     assert set(snapshot.tools) == {"get_weather", "packing_advisor", "packing_list"}
     assert snapshot.tools["packing_advisor"].kind == "prompt"
     assert snapshot.tools["get_weather"].parameters["required"] == ["city"]
+    # mcp_servers/travel_notes.py is the MCP server's program, not a function tool.
+    assert snapshot.mcp_servers["travel_notes"].args == ["mcp_servers/travel_notes.py"]
 
 
 def test_snapshot_is_stable_and_content_addressed(tmp_path):

@@ -91,6 +91,10 @@ def test_a_user_module_named_client_does_not_collide(tmp_path: Path) -> None:
     # Only `weft` is installed at top level: none of the internal names.
     top_level = {p.name for p in site.iterdir()}
     assert "weft" in top_level and not top_level & set(INTERNAL), sorted(top_level)
+    # The demo's definitions ship whole: its MCP server's definition and program too.
+    demo = site / "weft" / "workers" / "demo" / "definitions"
+    assert (demo / "mcp" / "travel_notes.yaml").is_file()
+    assert (demo / "mcp_servers" / "travel_notes.py").is_file()
     (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
 
     app = tmp_path / "app"
