@@ -64,6 +64,9 @@ class TranscriptPrinter:
                 f"  ✓ {payload.get('actionType')} {event.action_id}: {payload.get('decision')}"
                 f" (by {payload.get('decidedBy')})"
             )
+        elif kind == "tool.catalog.resolved":
+            for name, server in (payload.get("servers") or {}).items():
+                self._line(_catalog_line(name, server, payload.get("reason")))
         elif kind == "runtime.warning":
             self._line(f"  ! warning: {payload.get('message')}")
         elif kind in ("hook.completed", "hook.failed"):
@@ -106,6 +109,15 @@ def _hook_line(payload: dict[str, Any]) -> str:
         return f"  ! {hook} failed: {payload['error']}"
     reason = f": {payload['reason']}" if payload.get("reason") else ""
     return f"  · {hook} {payload.get('outcome')}{reason}"
+
+
+def _catalog_line(name: str, server: dict[str, Any], reason: Any) -> str:
+    """One line per MCP server listed: its tools, or why there are none (docs/mcp.md)."""
+    why = "" if reason == "prompt_active" else f", {reason}"
+    if server.get("status") != "ready":
+        return f"  (MCP {name} unavailable{why}: {server.get('error')})"
+    tools = ", ".join(server.get("tools") or []) or "no tools"
+    return f"  (MCP {name} ready{why}: {_short(tools)})"
 
 
 def _short(arguments: Any, limit: int = 80) -> str:

@@ -57,3 +57,21 @@ def test_prompt_tool_steps_are_indented_under_its_call() -> None:
         "  ← advisor success",
         "assistant: Done.",
     ]
+
+
+def test_mcp_catalogues_print_one_line_per_server() -> None:
+    """A listed server shows its tools (and why it was listed again); a failed one, why."""
+    out = io.StringIO()
+    servers = {
+        "notes": {"status": "ready", "tools": ["notes_add", "notes_list"]},
+        "web": {"status": "failed", "tools": [], "error": "MCP server 'web': exited at once"},
+    }
+    printer = TranscriptPrinter(out)
+    printer.show(_event("tool.catalog.resolved", {"reason": "prompt_active", "servers": servers}))
+    again = {"notes": {"status": "ready", "tools": ["notes_add"]}}
+    printer.show(_event("tool.catalog.resolved", {"reason": "refresh", "servers": again}))
+    assert out.getvalue().splitlines() == [
+        "  (MCP notes ready: notes_add, notes_list)",
+        "  (MCP web unavailable: MCP server 'web': exited at once)",
+        "  (MCP notes ready, refresh: notes_add)",
+    ]
