@@ -72,6 +72,13 @@ class McpServerDef(CamelModel):
     elicitation_timeout_seconds: float | None = Field(
         default=None, gt=0, description="how long a person has to answer an elicitation"
     )
+    max_sessions: int = Field(
+        default=4,
+        ge=1,
+        le=32,
+        description="sessions a worker opens at once for one resolved env (a call holds its "
+        "session alone); 1 keeps a server that remembers its client on one session",
+    )
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerDef:

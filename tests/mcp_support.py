@@ -1,9 +1,10 @@
 """Real MCP servers for tests: the stdio script, an HTTP server subprocess, definitions.
 
 `tools_server.py` (tests/mcp_servers/) has the tools every MCP test uses: add, echo, fail,
-slow, pid, env, cwd, weather (structured), picture (image + resource), ask_name
+slow, pid, env, cwd, header, weather (structured), picture (image + resource), ask_name
 (elicitation), add_tool (list_changed) and broken (`--bad-schema` makes its schema
-`{"type": 5}`); `--mode hang` never answers `initialize`, `--mode exit` exits at once.
+`{"type": 5}`); `--mode hang` never answers `initialize`, `--mode exit` exits at once, `--mode garbage`
+answers with what is not JSON-RPC.
 """
 
 from __future__ import annotations
@@ -87,8 +88,9 @@ class HttpMcpServer:
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 raise RuntimeError(f"the MCP test server exited: {self._process.returncode}")
-            with contextlib.suppress(OSError), socket.create_connection(
-                ("127.0.0.1", self.port), timeout=0.2
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2),
             ):
                 return
             time.sleep(0.05)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from contextlib import AsyncExitStack
 from types import TracebackType
 
+from mcp.client.stdio import get_default_environment
 from opentelemetry.sdk.trace import TracerProvider
 from temporalio.client import Client
 from temporalio.contrib.opentelemetry import TracingInterceptor
@@ -60,6 +62,19 @@ def workflow_runner() -> SandboxedWorkflowRunner:
         "weft.contract", "weft.workflows", "pydantic", "pydantic_core"
     )
     return SandboxedWorkflowRunner(restrictions=restrictions)
+
+
+# What a stdio MCP server inherits beyond the SDK's safe base (HOME, LOGNAME, PATH, SHELL,
+# TERM, USER): the locale and the temp folder. Never the whole environment: it holds the
+# providers' keys.
+_MCP_INHERITED = ("LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ")
+
+
+def mcp_server_environment() -> dict[str, str]:
+    """The environment a stdio MCP server starts from (its definition's `env` on top)."""
+    inherited = get_default_environment()
+    inherited.update({k: os.environ[k] for k in _MCP_INHERITED if k in os.environ})
+    return inherited
 
 
 def load_definitions(config: WeftConfig) -> Definitions:
@@ -169,7 +184,7 @@ class AgentWorker:
         self._stack.callback(pool.close)
         # MCP sessions open lazily, on the first listing or call of a server and env;
         # closed (their stdio processes ended) after the worker stops.
-        mcp = McpSessionPool(root=self.definitions.root)
+        mcp = McpSessionPool(root=self.definitions.root, base_env=mcp_server_environment())
         self._stack.push_async_callback(mcp.aclose)
         snapshots = SnapshotCache(store)
         catalogs = CatalogStore(store)

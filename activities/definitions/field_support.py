@@ -67,6 +67,7 @@ _SCHEMA_CHECKS = "activities/definitions/schema_checks.py"
 _SCOPED = "activities/scoped_window.py"
 _READ = "workflows/read_models.py"
 _MCP = "contract/mcp.py"
+_MCP_POOL = "activities/mcp/pool.py"
 _MCP_REACH = "activities/mcp/templating.py"
 _MCP_CALLS = "activities/mcp/calls.py"
 _MCP_LISTING = "activities/mcp/catalog_activity.py"
@@ -244,6 +245,9 @@ FIELDS: dict[str, Support] = {
     ),
     "McpServerDef.callTimeoutSeconds": _I(_MCP_CALLS, "weft: one tool call's limit"),
     "McpServerDef.elicitationTimeoutSeconds": _I(_MCP_ELICIT, "weft: how long a person may answer"),
+    "McpServerDef.maxSessions": _I(
+        _MCP_POOL, "weft: sessions open at once for one env (a call holds its session alone)"
+    ),
     "McpRef.mcp": _I(_MCP, "weft: the server whose tools are offered"),
     "McpRef.tools": _I(_MCP, "weft: only these of its tools"),
 }

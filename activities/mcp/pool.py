@@ -3,10 +3,12 @@
 A server's `command`, `args`, `env` and `cwd` (stdio) or `url` and `headers` (streamable
 HTTP) are filled in from the thread's env (`${NAME}`, templating.py); the result keys the
 pool, so threads whose env gives a server different secrets get different sessions, and
-threads with the same env share one. A session that died is opened again on the next call
-(sent again only when the request surely never reached the server); one that dies under a
-call gives that call an honest "outcome unknown" error. Sessions idle for `idle_seconds`
-close, and past `max_sessions` the least recently used idle one does.
+threads with the same env share them. A key has one session, and more (up to the
+server's `maxSessions`) only while a call that may ask a person holds one alone. A session
+that died is opened again on the next call (sent again only when the request surely never
+reached the server); one that dies under a call gives that call an honest "outcome
+unknown" error. Sessions idle for `idle_seconds` close, and past `max_sessions` the least
+recently used idle one does.
 """
 
 from __future__ import annotations
@@ -44,12 +46,18 @@ class McpSessionPool:
     """Per-worker MCP sessions (see the module docstring); `aclose()` ends them all."""
 
     def __init__(
-        self, *, root: Path | None = None, idle_seconds: float = 300.0, max_sessions: int = 64
+        self,
+        *,
+        root: Path | None = None,
+        idle_seconds: float = 300.0,
+        max_sessions: int = 64,
+        base_env: Mapping[str, str] | None = None,
     ) -> None:
         self._root = root
+        self._base_env = base_env
         self._idle_seconds = idle_seconds
         self._max_sessions = max_sessions
-        self._sessions: OrderedDict[str, McpSession] = OrderedDict()  # least recent first
+        self._sessions: list[McpSession] = []  # usable or opening, least recently used first
         self._live: set[McpSession] = set()  # open, opening or closing
         # The last listing seen per key: a reopened session that lists differently is
         # reported like `list_changed` (a server restarted with other tools).
@@ -63,12 +71,13 @@ class McpSessionPool:
 
         Raises `McpUnavailable` when no session can be opened or the listing fails.
         """
-        resolved = resolve(server, env, root=self._root)
+        resolved = resolve(server, env, root=self._root, base_env=self._base_env)
         seconds = server.startup_timeout_seconds
         for _ in range(_ATTEMPTS):
-            async with self._use(server, resolved, env) as (session, listing):
+            async with self._use(server, resolved, env, sole=False) as (session, listing):
                 if listing is not None:
                     session.list_changed = False
+                    self._remember(session.key, listing)
                     return listing
                 try:
                     with anyio.fail_after(seconds):
@@ -101,9 +110,10 @@ class McpSessionPool:
 
         Raises `McpUnavailable` only when no session can be opened.
         """
-        resolved = resolve(server, env, root=self._root)
+        resolved = resolve(server, env, root=self._root, base_env=self._base_env)
+        sole = elicit is not None
         for _ in range(_ATTEMPTS):
-            async with self._use(server, resolved, env) as (session, listing):
+            async with self._use(server, resolved, env, sole=sole) as (session, listing):
                 clock = CallClock(timeout)
                 try:
                     with clock.scope:
@@ -133,15 +143,19 @@ class McpSessionPool:
 
     @contextlib.asynccontextmanager
     async def _use(
-        self, server: McpServerDef, resolved: ResolvedServer, env: Mapping[str, EnvEntry]
+        self,
+        server: McpServerDef,
+        resolved: ResolvedServer,
+        env: Mapping[str, EnvEntry],
+        *,
+        sole: bool,
     ) -> AsyncIterator[tuple[McpSession, list[ListedTool] | None]]:
-        """The open session for `resolved` (opened if need be) and, when this use opened
-        it, its start-up listing. Raises `McpUnavailable`."""
+        """A session for `resolved` (opened if need be) and, when this use opened it, its
+        start-up listing. Raises `McpUnavailable`."""
         if self._closing:
             raise McpUnavailable(server.name, "the worker's MCP sessions are closed")
-        key = resolved.key()
-        session = self._sessions.get(key)
-        if session is None or not session.usable:
+        session = self._choose(resolved.key(), server.max_sessions, sole=sole)
+        if session is None:
             session = McpSession(
                 resolved,
                 startup_timeout=server.startup_timeout_seconds,
@@ -149,17 +163,34 @@ class McpSessionPool:
                 redact=_redactor(env),
                 on_closed=self._closed,
             )
-            self._sessions[key] = session
+            self._sessions.append(session)
             self._live.add(session)
             session.start()
-        self._sessions.move_to_end(key)
-        session.hold()
+        else:
+            self._sessions.remove(session)
+            self._sessions.append(session)
+        session.hold(sole=sole)
         try:
             self._evict()
             listing = await session.opened()
             yield session, listing
         finally:
-            session.release()
+            session.release(sole=sole)
+
+    def _choose(self, key: str, limit: int, *, sole: bool) -> McpSession | None:
+        """The most recently used session of `key` that a call can use at once; else None
+        (open another) while `key` has fewer than `limit`; else the least busy.
+
+        A call that may be asked for elicitation has its session alone (routing.py), so
+        a person's slow answer must not hold up every other thread with the same env.
+        """
+        mine = [s for s in self._sessions if s.key == key and s.usable]
+        free = [s for s in mine if s.free_for(sole=sole)]
+        if free:
+            return free[-1]
+        if len(mine) < limit:
+            return None
+        return min(mine, key=lambda s: s.users)
 
     async def _relisted(
         self, session: McpSession, server: McpServerDef, opened_with: list[ListedTool] | None
@@ -191,15 +222,15 @@ class McpSessionPool:
     def _evict(self) -> None:
         """Close the least recently used idle sessions past `max_sessions`."""
         while len(self._sessions) > self._max_sessions:
-            victim = next((s for s in self._sessions.values() if s.idle), None)
+            victim = next((s for s in self._sessions if s.users == 0), None)
             if victim is None:
                 return  # all in use: over the limit until some are released
-            del self._sessions[victim.key]
+            self._sessions.remove(victim)
             victim.close_soon()
 
     def _closed(self, session: McpSession) -> None:
-        if self._sessions.get(session.key) is session:
-            del self._sessions[session.key]
+        if session in self._sessions:
+            self._sessions.remove(session)
         self._live.discard(session)
 
 
@@ -223,7 +254,7 @@ def _timed_out(server: str, tool: str, timeout: float | None, *, sent: bool) -> 
         message = f"MCP server {server!r}: tool {tool!r} did not answer within {seconds:g} s"
     else:
         message = (
-            f"MCP server {server!r}: tool {tool!r} was not called: its session stayed busy "
-            f"with a call that is asking a person for {seconds:g} s"
+            f"MCP server {server!r}: tool {tool!r} was not called: its sessions stayed busy "
+            f"with other calls (one may be asking a person) for {seconds:g} s"
         )
     return error_result(TIMEOUT, message)

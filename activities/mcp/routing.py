@@ -3,8 +3,11 @@
 The SDK does not say which call an `elicitation/create` belongs to: the server's
 `related_request_id` only steers its HTTP transport and never reaches the client. So a
 call that can answer elicitations (it has a handler) holds its session alone (`CallGate`),
-and any elicitation that arrives meanwhile is that call's. Calls without a handler share
-the session; an elicitation then is declined (no call could take it to a person).
+and any elicitation that arrives meanwhile is that call's; meanwhile the pool gives other
+calls another session of the same server and env. Alone is also what the SDK needs: it
+answers an elicitation inside its receive loop, so a session waiting for a person reads
+no other reply. Calls without a handler share a session; an elicitation during one is
+declined (no call could take it to a person).
 """
 
 from __future__ import annotations

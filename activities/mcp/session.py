@@ -12,18 +12,14 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-import math
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
 import httpx
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp import ClientSession, types
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.context import RequestContext
 from mcp.shared.exceptions import McpError
 from mcp.shared.message import SessionMessage
@@ -33,16 +29,18 @@ from weft.activities.mcp.failures import describe_start_failure, leaves, sole_er
 from weft.activities.mcp.results import listed_tool
 from weft.activities.mcp.routing import CallClock, CallGate, ElicitReply, ElicitRoute, declined
 from weft.activities.mcp.templating import ResolvedServer
+from weft.activities.mcp.transports import Inbound, StderrTail, connect
 from weft.activities.mcp.types import ElicitationHandler, ListedTool, McpUnavailable
 
 logger = logging.getLogger(__name__)
 
 CLIENT_INFO = types.Implementation(name="weft", version="1")
-# Closing waits this long for a stdio server to exit (the SDK gives it 2 s after stdin
-# closes, then 2 s after SIGTERM) or for an HTTP session's DELETE; then it is cut off.
+# Closing an HTTP session waits this long for its DELETE (a stdio server is given 2 s
+# after its stdin closes, then 2 s after SIGTERM, by the SDK); a lost call waits this long
+# for its session to be closed.
 CLOSE_GRACE_SECONDS = 6.0
 _MAX_LIST_PAGES = 100
-_STDERR_TAIL_BYTES = 4096
+_NOTE_CHARS = 300
 # The streamable HTTP transport's answer to a request for a session the server no
 # longer knows (HTTP 404): the server did not run it.
 _SESSION_TERMINATED = "Session terminated"
@@ -89,13 +87,15 @@ class McpSession:
         self._failure = "closed before it started"
         self._ended: list[BaseException] = []
         self._notes: list[str] = []
-        self._stderr = bytearray()
+        self._stderr = StderrTail()
         self._users = 0
+        self._sole_users = 0
         self._in_flight = 0
         self._requests: set[anyio.CancelScope] = set()
         self._gate = CallGate()
         self._route: ElicitRoute | None = None
         self._task: asyncio.Task[None] | None = None
+        self._http_close = anyio.CancelScope()  # bounds an HTTP session's close
 
     # -- life ---------------------------------------------------------------------------
 
@@ -119,15 +119,21 @@ class McpSession:
         return not (self._stop.is_set() or self._done.is_set())
 
     @property
-    def idle(self) -> bool:
-        return self._users == 0
+    def users(self) -> int:
+        return self._users
 
-    def hold(self) -> None:
+    def free_for(self, *, sole: bool) -> bool:
+        """Whether a call could use the session now: alone, or beside calls that share."""
+        return self._users == 0 if sole else self._sole_users == 0
+
+    def hold(self, *, sole: bool) -> None:
         """A caller is using the session: it is not closed for idleness meanwhile."""
         self._users += 1
+        self._sole_users += sole
 
-    def release(self) -> None:
+    def release(self, *, sole: bool) -> None:
         self._users -= 1
+        self._sole_users -= sole
         self.last_used = anyio.current_time()
 
     def close_soon(self) -> None:
@@ -154,7 +160,7 @@ class McpSession:
                 reason = describe_start_failure(
                     self.server, self._ended, self._startup_timeout, self._notes
                 )
-                tail = stderr_tail(bytes(self._stderr))
+                tail = stderr_tail(bytes(self._stderr.data))
                 self._failure = self._redact(f"{reason}{tail}")
             self._done.set()
             self._settled.set()
@@ -163,35 +169,40 @@ class McpSession:
             self._on_closed(self)
 
     async def _serve(self, tg: anyio.abc.TaskGroup) -> None:
-        with anyio.CancelScope(deadline=anyio.current_time() + self._startup_timeout) as scope:
-            tg.start_soon(self._cancel_start_when_closed, scope)
-            async with self._transport(tg) as (read, write):
-                inbound_send, inbound = anyio.create_memory_object_stream[
-                    SessionMessage | Exception
-                ](0)
-                try:
-                    tg.start_soon(self._pump, read, inbound_send)
-                    async with ClientSession(
-                        inbound,
-                        write,
-                        elicitation_callback=self._elicited,
-                        message_handler=self._on_message,
-                        client_info=CLIENT_INFO,
-                    ) as client:
+        # Only start-up is cut off, never the transport's exit: cancelled, the SDK's stdio
+        # client skips its shutdown (the process is killed, its streams left open).
+        starting = anyio.CancelScope(deadline=anyio.current_time() + self._startup_timeout)
+        tg.start_soon(self._cancel_start_when_closed, starting)
+        async with connect(self.server, stderr=self._stderr, http_close=self._http_close) as (
+            read,
+            write,
+        ):
+            inbound_send, inbound = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+            try:
+                tg.start_soon(self._pump, read, inbound_send)
+                async with ClientSession(
+                    inbound,
+                    write,
+                    elicitation_callback=self._elicited,
+                    message_handler=self._on_message,
+                    client_info=CLIENT_INFO,
+                ) as client:
+                    with starting:
                         await client.initialize()
                         self._listing = await _list_all(client)
-                        self._client = client
-                        scope.deadline = math.inf
-                        self._ready.set()
-                        self._settled.set()
-                        await self._wait_for_stop()
-                        scope.deadline = anyio.current_time() + CLOSE_GRACE_SECONDS
-                finally:
-                    # Closed here too: a pump cancelled before it ran closes nothing.
-                    inbound_send.close()
-                    inbound.close()
-        if scope.cancelled_caught and not (self._ready.is_set() or self._close_requested):
-            raise TimeoutError
+                    if starting.cancelled_caught:
+                        if self._close_requested:
+                            return
+                        raise TimeoutError
+                    self._client = client
+                    self._ready.set()
+                    self._settled.set()
+                    await self._wait_for_stop()
+                    self._http_close.deadline = anyio.current_time() + CLOSE_GRACE_SECONDS
+            finally:
+                # Closed here too: a pump cancelled before it ran closes nothing.
+                inbound_send.close()
+                inbound.close()
 
     async def _cancel_start_when_closed(self, scope: anyio.CancelScope) -> None:
         await self._stop.wait()
@@ -209,75 +220,9 @@ class McpSession:
             with anyio.move_on_after(wait):
                 await self._stop.wait()
 
-    @contextlib.asynccontextmanager
-    async def _transport(
-        self, tg: anyio.abc.TaskGroup
-    ) -> AsyncIterator[
-        tuple[
-            MemoryObjectReceiveStream[SessionMessage | Exception],
-            MemoryObjectSendStream[SessionMessage],
-        ]
-    ]:
-        server = self.server
-        if server.transport == "http":
-            timeout = httpx.Timeout(30.0, read=300.0)
-            async with httpx.AsyncClient(headers=dict(server.headers), timeout=timeout) as http:
-                opened: list[MemoryObjectReceiveStream[SessionMessage | Exception]] = []
-                try:
-                    async with streamable_http_client(server.url, http_client=http) as (
-                        read,
-                        write,
-                        _,
-                    ):
-                        opened.append(read)
-                        yield read, write
-                finally:
-                    for read in opened:
-                        read.close()  # the SDK leaves its read end to the session: here, ours
-            return
-        params = StdioServerParameters(
-            command=server.command, args=list(server.args), env=server.process_env(), cwd=server.cwd
-        )
-        # The server's stderr goes to a pipe whose tail is kept: it says why a server died.
-        read_fd, write_fd = os.pipe()
-        errlog = os.fdopen(write_fd, "w")
-        try:
-            async with stdio_client(params, errlog=errlog) as streams:
-                errlog.close()  # the child has its own copy
-                tg.start_soon(self._read_stderr, read_fd)
-                read_fd = -1
-                yield streams
-        finally:
-            errlog.close()
-            if read_fd >= 0:
-                os.close(read_fd)
-
-    async def _read_stderr(self, fd: int) -> None:
-        os.set_blocking(fd, False)
-        try:
-            while True:
-                await anyio.wait_readable(fd)
-                if not self._keep_stderr(fd):
-                    return
-        finally:
-            self._keep_stderr(fd)  # what is left when the session ends
-            os.close(fd)
-
-    def _keep_stderr(self, fd: int) -> bool:
-        """Read what is there; False at end of file."""
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except BlockingIOError:
-                return True
-            if not chunk:
-                return False
-            self._stderr += chunk
-            del self._stderr[:-_STDERR_TAIL_BYTES]
-
     async def _pump(
         self,
-        read: MemoryObjectReceiveStream[SessionMessage | Exception],
+        read: Inbound,
         inbound: MemoryObjectSendStream[SessionMessage | Exception],
     ) -> None:
         """Pass the server's messages to the session; when they end, the session has."""
@@ -364,7 +309,7 @@ class McpSession:
         """Why the session ended, as far as is known, and the stderr tail."""
         causes = [f"{type(e).__name__}: {e}" for e in self._ended if str(e)]
         said = f" ({'; '.join(causes)})" if causes else ""
-        return self._redact(f"{said}{stderr_tail(bytes(self._stderr))}")
+        return self._redact(f"{said}{stderr_tail(bytes(self._stderr.data))}")
 
     @contextlib.asynccontextmanager
     async def _routed(
@@ -402,7 +347,8 @@ class McpSession:
         if isinstance(message, Exception):
             # Not MCP on the wire (or a reply nobody waits for any more, after a timeout).
             if not self._ready.is_set():
-                self._notes.append(f"{type(message).__name__}: {message}")
+                said = " ".join(str(message).split())[:_NOTE_CHARS]
+                self._notes.append(f"{type(message).__name__}: {said}")
             logger.debug("MCP server %r: %s", self.server.name, message)
             return
         if isinstance(message, types.ServerNotification) and isinstance(

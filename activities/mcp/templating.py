@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import sys
 from collections.abc import Mapping
@@ -24,9 +23,6 @@ from weft.contract.thread_env import EnvEntry
 
 # `${NAME}` is the thread's env value NAME; `$${NAME}` is the text `${NAME}` itself.
 _PLACEHOLDER = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)\}")
-# On top of the SDK's safe base (HOME, LOGNAME, PATH, SHELL, TERM, USER): locale and temp.
-# Never the worker's whole environment: it holds the providers' keys.
-_EXTRA_INHERITED = ("LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ")
 
 
 @dataclass(frozen=True)
@@ -41,6 +37,9 @@ class ResolvedServer:
     cwd: str | None = None
     url: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
+    # What a stdio process inherits of the worker's environment (workers/ chooses it: never
+    # the whole environment, which holds the providers' keys). Not part of the key.
+    base_env: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def key(self) -> str:
         """The pool's key: the server's name and a digest of everything that reaches it."""
@@ -58,14 +57,16 @@ class ResolvedServer:
         return f"{self.name}:{hashlib.sha256(spelled.encode()).hexdigest()[:24]}"
 
     def process_env(self) -> dict[str, str]:
-        """The stdio process's environment: the server's `env` over a minimal safe base."""
-        base = get_default_environment()
-        base.update({k: os.environ[k] for k in _EXTRA_INHERITED if k in os.environ})
-        return {**base, **self.env}
+        """The stdio process's environment: the server's `env` over the inherited base."""
+        return {**self.base_env, **self.env}
 
 
 def resolve(
-    server: McpServerDef, env: Mapping[str, EnvEntry], *, root: Path | None
+    server: McpServerDef,
+    env: Mapping[str, EnvEntry],
+    *,
+    root: Path | None,
+    base_env: Mapping[str, str] | None = None,
 ) -> ResolvedServer:
     """`server` for a thread with `env`; a relative (or absent) `cwd` is taken from `root`.
 
@@ -103,6 +104,7 @@ def resolve(
         args=tuple(fill(arg, f"args[{i}]") for i, arg in enumerate(server.args)),
         env={k: fill(v, f"env.{k}") for k, v in server.env.items()},
         cwd=_working_directory(fill(server.cwd, "cwd") if server.cwd else None, root),
+        base_env=dict(base_env) if base_env is not None else get_default_environment(),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import os
 import signal
@@ -24,7 +25,7 @@ from mcp_support import (
 
 from weft.activities.mcp.pool import McpSessionPool
 from weft.activities.mcp.types import McpUnavailable
-from weft.contract.mcp import ElicitationAnswer
+from weft.contract.mcp import ElicitationAnswer, McpServerDef
 from weft.contract.thread_env import EnvEntry
 
 NO_ENV: dict[str, EnvEntry] = {}
@@ -43,6 +44,16 @@ async def pool(tmp_path: Path) -> AsyncIterator[McpSessionPool]:
 def http() -> Iterator[HttpMcpServer]:
     with http_server() as server:
         yield server
+
+
+@contextlib.contextmanager
+def serving(transport: str) -> Iterator[McpServerDef]:
+    """The test server's definition over `transport` (an HTTP one runs for the block)."""
+    if transport == "stdio":
+        yield stdio_server()
+        return
+    with http_server() as running:
+        yield http_server_def(running.url)
 
 
 def env_of(**values: str) -> dict[str, EnvEntry]:
@@ -184,6 +195,19 @@ async def test_different_env_values_get_different_sessions(pool):
     assert await server_pid(pool, server, one) == first
 
 
+async def test_templated_url_and_headers_reach_the_http_server(pool, http):
+    """`${NAME}` in `url` and `headers` is filled in; two header values are two sessions."""
+    server = http_server_def(
+        "http://127.0.0.1:${PORT}/mcp", headers={"Authorization": "Bearer ${API_TOKEN}"}
+    )
+    one = env_of(PORT=str(http.port), API_TOKEN="one")
+    other = env_of(PORT=str(http.port), API_TOKEN="other")
+    seen = await call(pool, server, "header", one, name="authorization")
+    assert seen.result.result == "Bearer one"
+    seen = await call(pool, server, "header", other, name="authorization")
+    assert seen.result.result == "Bearer other"
+
+
 async def test_concurrent_calls_share_one_session(pool):
     """Calls without an elicitation handler run at once on one session (one process)."""
     server = stdio_server()
@@ -204,6 +228,7 @@ async def test_a_server_killed_between_calls_is_started_again(pool):
     pid = await server_pid(pool, server)
     os.kill(pid, signal.SIGKILL)
     assert await asyncio.to_thread(wait_gone, pid)
+    await asyncio.sleep(0.3)  # the pool learns of it from the closed pipe, as between real calls
     reply = await call(pool, server, "add", a=1, b=1)
     assert reply.result.result == "2"
     assert await server_pid(pool, server) != pid
@@ -258,6 +283,16 @@ async def test_a_server_that_never_answers_times_out_at_start(pool):
     assert "0.5 s" in str(caught.value)
 
 
+async def test_a_server_that_does_not_speak_mcp_is_unavailable(pool):
+    """A server that answers with what is not JSON-RPC is unavailable, quoting what it sent."""
+    server = stdio_server("babbler", args=["--mode", "garbage"], startup_timeout_seconds=2)
+    with pytest.raises(McpUnavailable) as caught:
+        await pool.list_tools(server, NO_ENV)
+    assert "MCP server 'babbler': did not answer `initialize`" in str(caught.value)
+    assert "it sent what is not MCP" in str(caught.value)
+    assert "this is not JSON-RPC" in str(caught.value)
+
+
 async def test_a_missing_command_is_unavailable(pool):
     """A command that does not exist is unavailable, naming the server and the command."""
     server = stdio_server("ghost").model_copy(update={"command": "weft-no-such-mcp-server"})
@@ -282,8 +317,7 @@ async def test_a_refused_http_connection_is_unavailable(pool):
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_list_changed_relists_after_the_call(pool, transport):
     """After the server reports `list_changed`, that call's reply carries the new listing, once."""
-    with http_server() as http:
-        server = stdio_server() if transport == "stdio" else http_server_def(http.url)
+    with serving(transport) as server:
         await pool.list_tools(server, NO_ENV)
         reply = await call(pool, server, "add_tool", name="extra")
         assert reply.result.result == "added extra"
@@ -306,8 +340,7 @@ async def test_an_elicitation_is_answered_by_the_calls_handler(pool, transport):
         asked.append((message, schema))
         return ElicitationAnswer(action_id="a1", action="accept", content={"name": "Ada"})
 
-    with http_server() as http:
-        server = stdio_server() if transport == "stdio" else http_server_def(http.url)
+    with serving(transport) as server:
         reply = await call(pool, server, "ask_name", elicit=handler)
     assert reply.result.result == "Hello, Ada!"
     assert asked[0][0] == "What is your name?"
@@ -346,6 +379,52 @@ async def test_the_handler_runs_in_the_callers_context_and_stops_the_clock(pool)
     assert seen == ["the calling activity"]
 
 
+def slow_person(release: asyncio.Event, name: str = "Lin") -> Any:
+    """A handler that answers `name` once `release` is set."""
+
+    async def handler(message: str, schema: dict[str, Any]) -> ElicitationAnswer:
+        await release.wait()
+        return ElicitationAnswer(action_id="a1", action="accept", content={"name": name})
+
+    return handler
+
+
+async def test_a_call_that_can_be_asked_has_its_session_alone(pool):
+    """While a call waits for a person, other calls (with a handler or without) get
+    another session of the same server and env, not a wait."""
+    release = asyncio.Event()
+    server = stdio_server()
+    first = await server_pid(pool, server)
+    asking = asyncio.create_task(call(pool, server, "ask_name", elicit=slow_person(release)))
+    await asyncio.sleep(0.3)
+    other = await call(pool, server, "pid", elicit=slow_person(release), timeout=5)
+    assert int(other.result.result) != first
+    assert await server_pid(pool, server) == int(other.result.result)
+    release.set()
+    assert (await asyncio.wait_for(asking, 5)).result.result == "Hello, Lin!"
+
+
+async def test_past_max_sessions_a_call_waits_its_turn(tmp_path):
+    """With no session left to open for a server and env, a call waits for its turn; past
+    its timeout it was not sent at all, and says so."""
+    pool = McpSessionPool(root=tmp_path)
+    try:
+        release = asyncio.Event()
+        server = stdio_server(max_sessions=1)
+        asking = asyncio.create_task(call(pool, server, "ask_name", elicit=slow_person(release)))
+        await asyncio.sleep(1.5)
+        waiting = await call(pool, server, "echo", text="hi", timeout=0.3)
+        assert waiting.result.error_code == "timeout"
+        assert waiting.result.error == (
+            "MCP server 'tools': tool 'echo' was not called: its sessions stayed busy with "
+            "other calls (one may be asking a person) for 0.3 s"
+        )
+        release.set()
+        assert (await asyncio.wait_for(asking, 5)).result.result == "Hello, Lin!"
+    finally:
+        await pool.aclose()
+
+
 # -- closing ------------------------------------------------------------------------------------------
 
 
@@ -373,7 +452,8 @@ async def test_the_least_recently_used_session_closes_past_the_limit(tmp_path):
 
 
 async def test_aclose_stops_every_server_and_leaves_no_child(tmp_path):
-    """`aclose` stops every stdio server, mid-call too, and reaps them all."""
+    """`aclose` stops every stdio server, mid-call too, reaps them all and closes their pipes."""
+    fds_before = len(os.listdir("/proc/self/fd"))
     pool = McpSessionPool(root=tmp_path)
     server = stdio_server(env={"TOKEN": "${API_TOKEN}"})
     pids = [await server_pid(pool, server, env_of(API_TOKEN=v)) for v in ("a", "b")]
@@ -383,5 +463,6 @@ async def test_aclose_stops_every_server_and_leaves_no_child(tmp_path):
     assert (await asyncio.wait_for(running, 5)).result.error_code == "mcp_session_lost"
     assert [await asyncio.to_thread(wait_gone, pid, 1.0) for pid in pids] == [True, True]
     assert server_children() == []
+    assert len(os.listdir("/proc/self/fd")) <= fds_before
     with pytest.raises(McpUnavailable):
         await call(pool, server, "pid", env_of(API_TOKEN="a"))

@@ -7,6 +7,7 @@ Run it over stdio (the default) or as a streamable HTTP server on loopback:
     python tools_server.py --bad-schema         # the `broken` tool's inputSchema is {"type": 5}
     python tools_server.py --mode hang          # never answers `initialize`
     python tools_server.py --mode exit          # writes to stderr and exits at once (status 3)
+    python tools_server.py --mode garbage       # writes what is not JSON-RPC, answers nothing
 
 A call of a tool it does not have is answered with a JSON-RPC error (INVALID_PARAMS).
 """
@@ -77,6 +78,13 @@ def build(*, bad_schema: bool) -> FastMCP:
         """The server process's working directory."""
         return os.getcwd()
 
+    @server.tool(structured_output=False)
+    def header(name: str, ctx: Context) -> str:
+        """The HTTP request's header `name` ("<none>" without one, or over stdio)."""
+        request = ctx.request_context.request
+        headers = getattr(request, "headers", None)
+        return headers.get(name, "<none>") if headers is not None else "<none>"
+
     @server.tool()
     def weather(city: str) -> dict[str, object]:
         """Structured content: the weather in `city`."""
@@ -92,7 +100,7 @@ def build(*, bad_schema: bool) -> FastMCP:
         return ["a picture:", Image(data=PNG, format="png"), resource]
 
     @server.tool(structured_output=False)
-    async def ask_name(ctx: Context) -> str:  # type: ignore[type-arg]
+    async def ask_name(ctx: Context) -> str:
         """Ask a person for their name (elicitation) and greet them."""
         answer = await ctx.elicit("What is your name?", Person)
         if answer.action == "accept":
@@ -100,7 +108,7 @@ def build(*, bad_schema: bool) -> FastMCP:
         return "declined" if answer.action == "decline" else "cancelled"
 
     @server.tool(structured_output=False)
-    async def add_tool(name: str, ctx: Context) -> str:  # type: ignore[type-arg]
+    async def add_tool(name: str, ctx: Context) -> str:
         """Register a tool called `name` and tell the client its tool list changed."""
 
         def added() -> str:
@@ -144,10 +152,11 @@ def _unknown_tools_are_rpc_errors(server: FastMCP) -> None:
     handlers[types.CallToolRequest] = call
 
 
-def hang() -> None:
-    """Read stdin and never answer; exit when it closes."""
+def hang(*, garbage: bool = False) -> None:
+    """Read stdin and never answer (or answer with what is not JSON-RPC); exit when it closes."""
     for _ in sys.stdin:
-        pass
+        if garbage:
+            print("this is not JSON-RPC", flush=True)
 
 
 def serve_http(server: FastMCP, port: int) -> None:
@@ -167,13 +176,13 @@ def main() -> None:
     parser.add_argument("--http", action="store_true", help="streamable HTTP, not stdio")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--bad-schema", action="store_true")
-    parser.add_argument("--mode", choices=["serve", "hang", "exit"], default="serve")
+    parser.add_argument("--mode", choices=["serve", "hang", "exit", "garbage"], default="serve")
     options = parser.parse_args()
     if options.mode == "exit":
         print("tools_server: refusing to start (--mode exit)", file=sys.stderr, flush=True)
         sys.exit(3)
-    if options.mode == "hang":
-        hang()
+    if options.mode in ("hang", "garbage"):
+        hang(garbage=options.mode == "garbage")
         return
     server = build(bad_schema=options.bad_schema)
     if options.http:
