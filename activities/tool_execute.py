@@ -11,7 +11,7 @@ import asyncio
 import traceback
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import Span, StatusCode
 from opentelemetry.util.types import AttributeValue
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
@@ -47,14 +47,19 @@ async def execute_tool(
         secrets = spans.secrets(state.thread_id, state_env(state))
         spans.record_content(span, "gen_ai.tool.call.arguments", raw_args, secrets)
         result = await _execute(tool, raw_args, state)
-        span.set_attribute("weft.tool.status", result.status)
-        if result.status == "error":
-            failed(span, result.error_code or "tool_error")
-        else:
-            span.set_status(StatusCode.OK)
-        shown = result.result if result.status != "error" else result.error
-        spans.record_content(span, "gen_ai.tool.call.result", shown, secrets)
+        end_tool_span(spans, span, result, secrets)
         return result
+
+
+def end_tool_span(spans: Spans, span: Span, result: ToolResult, secrets: set[str]) -> None:
+    """A tool span's status and (when content is on) its result, from the tool's result."""
+    span.set_attribute("weft.tool.status", result.status)
+    if result.status == "error":
+        failed(span, result.error_code or "tool_error")
+    else:
+        span.set_status(StatusCode.OK)
+    shown = result.result if result.status != "error" else result.error
+    spans.record_content(span, "gen_ai.tool.call.result", shown, secrets)
 
 
 async def _execute(tool: FunctionTool, raw_args: dict[str, Any], state: ThreadState) -> ToolResult:

@@ -160,3 +160,38 @@ def idle(turns: int) -> Callable[[dict[str, Any]], bool]:
     return lambda r: (
         r["status"] == "waiting_input" and not r["queue"] and r["counters"]["turns"] >= turns
     )
+
+
+async def send_elicitation(
+    stack: ApiStack,
+    thread_id: str,
+    turn_id: str,
+    *,
+    message: str,
+    schema: dict[str, Any],
+    **fields: Any,
+) -> str:
+    """Send `mcp_elicitation` as a `tool.call` activity whose MCP server asks a person would,
+    and wait until the thread lists the action; its id."""
+    import uuid
+
+    from weft.contract.mcp import SIGNAL_MCP_ELICITATION, McpElicitation
+
+    request = McpElicitation(
+        action_id=f"act_{uuid.uuid4().hex[:12]}",
+        tool_call_id=f"call_{uuid.uuid4().hex[:8]}",
+        tool_name="book_trip",
+        turn_id=turn_id,
+        step_id="step_test",
+        server="travel",
+        message=message,
+        requested_schema=schema,
+        **fields,
+    )
+    await stack.ctx.client.get_workflow_handle(thread_id).signal(SIGNAL_MCP_ELICITATION, request)
+    await read_until(
+        stack,
+        thread_id,
+        lambda r: request.action_id in {a["actionId"] for a in r["pendingActions"]},
+    )
+    return request.action_id

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
-from playwright.async_api import Browser, Playwright
+from playwright.async_api import Browser, Page, Playwright
 
 CHROMIUM = "/usr/bin/chromium"
 # Headless, and nothing that reaches the network or writes a profile beyond the test's own.
@@ -39,3 +40,27 @@ async def launch_chromium(playwright: Playwright) -> Browser:
         if os.environ.get("CI") == "true":
             pytest.fail(f"{message} (CI=true, so the browser test must run)", pytrace=False)
         pytest.skip(message)
+
+
+def page_problems(page: Page) -> list[str]:
+    """Script errors and console errors (a CSP refusal is one) the page reports."""
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+
+    def console(message: Any) -> None:
+        if message.type == "error":
+            problems.append(f"console: {message.text}")
+
+    page.on("console", console)
+    return problems
+
+
+async def screenshot(page: Page, tmp_path: Path, name: str) -> Path:
+    """A full-page screenshot in the test's directory, copied to $WEFT_TEST_ARTIFACTS if set."""
+    shot = tmp_path / name
+    await page.screenshot(path=str(shot), full_page=True)
+    artifacts = os.environ.get("WEFT_TEST_ARTIFACTS")
+    if artifacts:
+        Path(artifacts).mkdir(parents=True, exist_ok=True)
+        shot = Path(shutil.copy(shot, Path(artifacts) / name))
+    return shot

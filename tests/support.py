@@ -236,6 +236,24 @@ async def run_histories(client: Client, workflow_id: str, first_run_id: str) -> 
     return histories
 
 
+async def assert_every_run_replays(client: Client, handle: WorkflowHandle[Any, Any]) -> None:
+    """Every run of the thread replays on today's workflow code without non-determinism."""
+    from temporalio.worker import Replayer
+
+    from weft.transport.codec import data_converter
+    from weft.workers.agent_worker import workflow_runner
+    from weft.workflows.agent_thread import AgentThreadWorkflow
+
+    replayer = Replayer(
+        workflows=[AgentThreadWorkflow],
+        data_converter=data_converter(None),
+        workflow_runner=workflow_runner(),
+    )
+    for history in await run_histories(client, handle.id, handle.first_execution_run_id or ""):
+        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        assert result.replay_failure is None, result.replay_failure
+
+
 # The Agent Runtime schemas are vendored (see its README) so the repo tests on its own.
 SPECS = Path(__file__).resolve().parent / "specs" / "agentruntime"
 EVENT_SCHEMA = SPECS / "agentruntime-event.schema.json"

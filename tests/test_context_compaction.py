@@ -11,9 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
-from support import event_schema_validator, read, run_histories, start_thread, wait_until
+from support import (
+    assert_every_run_replays,
+    event_schema_validator,
+    read,
+    start_thread,
+    wait_until,
+)
 from temporalio.client import WorkflowHandle
-from temporalio.worker import Replayer
 
 from weft.activities.compaction import REQUEST_MARKER
 from weft.activities.definitions import (
@@ -25,9 +30,6 @@ from weft.activities.definitions import (
 )
 from weft.contract.context import QUERY_CONTEXT_BOUNDARY
 from weft.contract.thread import ThreadRead
-from weft.transport.codec import data_converter
-from weft.workers.agent_worker import workflow_runner
-from weft.workflows.agent_thread import AgentThreadWorkflow
 
 WINDOW = 8_192
 OUTPUT = 512
@@ -201,15 +203,7 @@ async def test_four_hundred_turns_on_an_8k_window(start_worker, temporal_client,
 
     # The thread continued as new with a boundary in force, and every run replays.
     assert state.counters.runs >= 2
-    runs = await run_histories(temporal_client, started.id, started.first_execution_run_id)
-    replayer = Replayer(
-        workflows=[AgentThreadWorkflow],
-        data_converter=data_converter(None),
-        workflow_runner=workflow_runner(),
-    )
-    for history in runs:
-        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-        assert result.replay_failure is None, result.replay_failure
+    await assert_every_run_replays(temporal_client, started)
 
     snapshot = await handle.query(QUERY_CONTEXT_BOUNDARY)
     assert snapshot["kind"] == "context_boundary_snapshot"

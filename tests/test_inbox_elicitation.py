@@ -8,18 +8,12 @@ sends, to a thread whose turn waits on an ask_human question (so a turn is runni
 
 from __future__ import annotations
 
-import os
-import shutil
-import uuid
-from pathlib import Path
-from typing import Any
-
-from api_support import API_TOKEN, ApiStack, api_stack, read_until
-from browser_support import launch_chromium
-from playwright.async_api import Page, async_playwright, expect
+from api_support import API_TOKEN, api_stack, read_until, send_elicitation
+from browser_support import launch_chromium, page_problems, screenshot
+from playwright.async_api import async_playwright, expect
 from support import add_script, agent_definitions
 
-from weft.contract.mcp import QUERY_MCP_ELICITATION, SIGNAL_MCP_ELICITATION, McpElicitation
+from weft.contract.mcp import QUERY_MCP_ELICITATION
 
 ASK = {
     "replies": [
@@ -43,27 +37,6 @@ SCHEMA = {
 }
 
 
-async def _elicit(stack: ApiStack, thread_id: str, turn_id: str, message: str) -> str:
-    """Send `mcp_elicitation` as the `tool.call` activity would; the new action's id."""
-    request = McpElicitation(
-        action_id=f"act_{uuid.uuid4().hex[:12]}",
-        tool_call_id=f"call_{uuid.uuid4().hex[:8]}",
-        tool_name="book_trip",
-        turn_id=turn_id,
-        step_id="step_test",
-        server="travel",
-        message=message,
-        requested_schema=SCHEMA,
-    )
-    await stack.ctx.client.get_workflow_handle(thread_id).signal(SIGNAL_MCP_ELICITATION, request)
-    await read_until(
-        stack,
-        thread_id,
-        lambda r: request.action_id in {a["actionId"] for a in r["pendingActions"]},
-    )
-    return request.action_id
-
-
 async def test_inbox_answers_and_declines_an_elicitation(
     start_worker, temporal_client, scripted_server, weft_config, tmp_path
 ):
@@ -81,11 +54,11 @@ async def test_inbox_answers_and_declines_an_elicitation(
         handle = await stack.ctx.threads.start("helper", messages=["book a trip"])
         read = await read_until(stack, handle.id, lambda r: bool(r["pendingActions"]))
         turn_id = read["pendingActions"][0]["turnId"]
-        answered = await _elicit(stack, handle.id, turn_id, MESSAGE)
+        answered = await send_elicitation(stack, handle.id, turn_id, message=MESSAGE, schema=SCHEMA)
         browser = await launch_chromium(playwright)
         try:
             page = await browser.new_page(viewport={"width": 1280, "height": 900})
-            problems = _page_problems(page)
+            problems = page_problems(page)
             await page.goto(f"{stack.url}/inbox?token={API_TOKEN}")
             await page.fill("#open-id", handle.id)
             await page.click("#open-form button")
@@ -115,7 +88,7 @@ async def test_inbox_answers_and_declines_an_elicitation(
             listed = page.locator(f'#waiting li[data-thread-id="{handle.id}"]')
             await expect(listed).to_contain_text("a tool asks for input", timeout=30_000)
 
-            shot = await _screenshot(page, tmp_path, "inbox-elicitation.png")
+            shot = await screenshot(page, tmp_path, "inbox-elicitation.png")
             print(f"inbox elicitation screenshot: {shot}")
 
             # A required field left empty: the browser refuses, nothing is sent.
@@ -139,7 +112,9 @@ async def test_inbox_answers_and_declines_an_elicitation(
             reply = await handle.query(QUERY_MCP_ELICITATION, answered)
             assert reply == {"actionId": answered, "action": "accept", "content": typed}
 
-            declined = await _elicit(stack, handle.id, turn_id, "Shall I insure it?")
+            declined = await send_elicitation(
+                stack, handle.id, turn_id, message="Shall I insure it?", schema=SCHEMA
+            )
             second = page.locator(f'#action form[data-action-id="{declined}"]')
             await expect(second).to_contain_text("Shall I insure it?", timeout=15_000)
             await second.get_by_role("button", name="Decline").click()
@@ -162,27 +137,3 @@ async def test_inbox_answers_and_declines_an_elicitation(
         assert resolved[answered]["answer"] == typed
         assert resolved[answered]["decidedBy"] == "human"
         assert resolved[declined]["decision"] == "deny"
-
-
-def _page_problems(page: Page) -> list[str]:
-    """Script errors and console errors (a CSP refusal is one) the page reports."""
-    problems: list[str] = []
-    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-
-    def console(message: Any) -> None:
-        if message.type == "error":
-            problems.append(f"console: {message.text}")
-
-    page.on("console", console)
-    return problems
-
-
-async def _screenshot(page: Page, tmp_path: Path, name: str) -> Path:
-    """A full-page screenshot in the test's directory, copied to $WEFT_TEST_ARTIFACTS if set."""
-    shot = tmp_path / name
-    await page.screenshot(path=str(shot), full_page=True)
-    artifacts = os.environ.get("WEFT_TEST_ARTIFACTS")
-    if artifacts:
-        Path(artifacts).mkdir(parents=True, exist_ok=True)
-        shot = Path(shutil.copy(shot, Path(artifacts) / name))
-    return shot

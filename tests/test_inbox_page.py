@@ -5,16 +5,12 @@ tool, is approved from the page and completes its turn."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-from pathlib import Path
-from typing import Any
 
 import httpx
 from api_support import API_TOKEN, api_stack
-from browser_support import launch_chromium
-from playwright.async_api import Page, async_playwright, expect
+from browser_support import launch_chromium, page_problems, screenshot
+from playwright.async_api import async_playwright, expect
 from support import add_script, agent_definitions
 
 FIRST_TEXT = "Let me look up the weather in Oslo for you."
@@ -120,7 +116,7 @@ async def test_inbox_follows_a_thread_and_answers_it(
         browser = await launch_chromium(playwright)
         try:
             page = await browser.new_page(viewport={"width": 1280, "height": 900})
-            problems = _page_problems(page)
+            problems = page_problems(page)
             await page.goto(f"{stack.url}/inbox?token={API_TOKEN}")
             assert page.url == f"{stack.url}/inbox"  # the token left the address bar
             (cookie,) = await page.context.cookies()
@@ -162,7 +158,7 @@ async def test_inbox_follows_a_thread_and_answers_it(
             await listed.get_by_role("button").click()
             await expect(transcript).to_contain_text(FIRST_TEXT)
             await expect(permission).to_be_visible()
-            shot = await _screenshot(page, tmp_path, "inbox-waiting.png")
+            shot = await screenshot(page, tmp_path, "inbox-waiting.png")
 
             await permission.get_by_role("button", name="Approve", exact=True).click()
             await expect(weather.locator(".tool-status")).to_have_text("success", timeout=15_000)
@@ -205,32 +201,8 @@ async def test_inbox_follows_a_thread_and_answers_it(
             await expect(page.locator("#live .message")).to_have_count(0)
             # Answered, the thread leaves the polled list once visibility catches up.
             await expect(listed).to_have_count(0, timeout=30_000)
-            print(f"inbox screenshots: {shot}, {await _screenshot(page, tmp_path, 'inbox.png')}")
+            print(f"inbox screenshots: {shot}, {await screenshot(page, tmp_path, 'inbox.png')}")
             assert not problems, problems
         finally:
             await browser.close()
         await handle.signal("terminate", {})
-
-
-def _page_problems(page: Page) -> list[str]:
-    """Script errors and console errors (a CSP refusal is one) the page reports."""
-    problems: list[str] = []
-    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-
-    def console(message: Any) -> None:
-        if message.type == "error":
-            problems.append(f"console: {message.text}")
-
-    page.on("console", console)
-    return problems
-
-
-async def _screenshot(page: Page, tmp_path: Path, name: str) -> Path:
-    """A full-page screenshot in the test's directory, copied to $WEFT_TEST_ARTIFACTS if set."""
-    shot = tmp_path / name
-    await page.screenshot(path=str(shot), full_page=True)
-    artifacts = os.environ.get("WEFT_TEST_ARTIFACTS")
-    if artifacts:
-        Path(artifacts).mkdir(parents=True, exist_ok=True)
-        shot = Path(shutil.copy(shot, Path(artifacts) / name))
-    return shot

@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 import yaml
-from api_support import ApiStack, api_stack, idle, read_until
+from api_support import ApiStack, api_stack, idle, read_until, send_elicitation
 from pydantic import ValidationError
 from support import add_script, agent_definitions, wait_until
 
 import weft
 from weft.activities.store import Store
 from weft.api.idempotency import REPLAYED_HEADER
-from weft.contract.mcp import QUERY_MCP_ELICITATION, SIGNAL_MCP_ELICITATION, McpElicitation
+from weft.contract.mcp import QUERY_MCP_ELICITATION
 
 ASK_THEN_REPLY = {
     "turns": [
@@ -84,24 +84,6 @@ def _cli_config(tmp_path: Path, weft_config: Any, task_queue: str) -> Path:
         yaml.safe_dump({"temporal": temporal, "store": {"url": weft_config.store_url()}})
     )
     return path
-
-
-async def _elicit(stack: ApiStack, thread_id: str, turn_id: str, **fields: Any) -> str:
-    """Send the `mcp_elicitation` signal as the `tool.call` activity would; its action id."""
-    request = McpElicitation(
-        action_id=f"act_{uuid.uuid4().hex[:12]}",
-        tool_call_id=f"call_{uuid.uuid4().hex[:8]}",
-        tool_name="book_trip",
-        turn_id=turn_id,
-        step_id="step_test",
-        server="travel",
-        message=fields.pop("message", "Where to?"),
-        requested_schema=fields.pop("schema", SCHEMA),
-        **fields,
-    )
-    handle = stack.ctx.client.get_workflow_handle(thread_id)
-    await handle.signal(SIGNAL_MCP_ELICITATION, request)
-    return request.action_id
 
 
 async def test_refresh_tools_from_python_reaches_the_thread(
@@ -243,7 +225,9 @@ async def test_an_elicitation_is_listed_refused_and_answered(
         thread_id = await _start(stack, "book a trip")
         read = await read_until(stack, thread_id, lambda r: bool(r["pendingActions"]))
         [question] = read["pendingActions"]
-        action_id = await _elicit(stack, thread_id, question["turnId"], message="Where to?")
+        action_id = await send_elicitation(
+            stack, thread_id, question["turnId"], message="Where to?", schema=SCHEMA
+        )
         read = await read_until(stack, thread_id, lambda r: len(r["pendingActions"]) == 2)
         [action] = [a for a in read["pendingActions"] if a["kind"] == "elicitation"]
         assert action["prompt"] == "Where to?" and action["decisions"] == ["answer", "deny"]
@@ -290,7 +274,9 @@ async def test_an_elicitation_is_listed_refused_and_answered(
         code, _, err = await _weft(config, *respond, "{")
         assert code == 2 and err.startswith("weft: --answer-json: not JSON"), err
 
-        declined = await _elicit(stack, thread_id, question["turnId"])
+        declined = await send_elicitation(
+            stack, thread_id, question["turnId"], message="Where to?", schema=SCHEMA
+        )
         await read_until(
             stack, thread_id, lambda r: declined in {a["actionId"] for a in r["pendingActions"]}
         )

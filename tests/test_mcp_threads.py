@@ -18,20 +18,16 @@ from mcp_support import http_server, http_server_def, server_children, stdio_ser
 from support import (
     add_script,
     agent_definitions,
+    assert_every_run_replays,
     event_schema_validator,
     idle_after,
     read,
-    run_histories,
     start_thread,
     wait_until,
 )
 from temporalio.client import WorkflowUpdateFailedError
-from temporalio.worker import Replayer
 
 from weft.contract.mcp import McpServerDef
-from weft.transport.codec import data_converter
-from weft.workers.agent_worker import workflow_runner
-from weft.workflows.agent_thread import AgentThreadWorkflow
 
 
 def _definitions(script: str, *servers: McpServerDef, tools: list[Any], **agent: Any) -> Any:
@@ -61,19 +57,6 @@ def _system(request: dict[str, Any]) -> str:
 
 def _user(text: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": text}]
-
-
-async def _replays(temporal_client: Any, handle: Any) -> None:
-    """Every run of the thread replays without non-determinism (no server is asked)."""
-    runs = await run_histories(temporal_client, handle.id, handle.first_execution_run_id)
-    replayer = Replayer(
-        workflows=[AgentThreadWorkflow],
-        data_converter=data_converter(None),
-        workflow_runner=workflow_runner(),
-    )
-    for history in runs:
-        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-        assert result.replay_failure is None, result.replay_failure
 
 
 async def test_a_stdio_catalogue_is_listed_once_and_replays_without_the_server(
@@ -123,7 +106,7 @@ async def test_a_stdio_catalogue_is_listed_once_and_replays_without_the_server(
     validator = event_schema_validator()
     for event in _events(worker, handle.id):
         validator.validate(event.model_dump(mode="json", by_alias=True, exclude_none=True))
-    await _replays(temporal_client, handle)
+    await assert_every_run_replays(temporal_client, handle)
 
     # The first worker goes, and its sessions with it. A worker with no workflow cache
     # replays the whole history for every task: the catalogue comes from history.
@@ -214,7 +197,7 @@ async def test_list_changed_and_refresh_list_the_catalogue_again(
     warnings = [e.payload for e in _events(worker, handle.id, "runtime.warning")]
     unknown = [w for w in warnings if w["code"] == "unknown_mcp_server"]
     assert len(unknown) == 1 and "'nope'" in unknown[0]["message"]
-    await _replays(temporal_client, handle)
+    await assert_every_run_replays(temporal_client, handle)
     await handle.signal("terminate", {})
 
 

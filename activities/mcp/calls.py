@@ -10,15 +10,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from opentelemetry.trace import StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from weft.activities.mcp.catalog import catalog_tools, reserved_names, tools_digest
 from weft.activities.mcp.elicitation import ElicitationBridge
 from weft.activities.mcp.pool import McpSessionPool
 from weft.activities.mcp.types import McpReply, McpUnavailable
-from weft.activities.spans import REDACTED, Spans, failed
-from weft.activities.tool_execute import error_result, state_env
+from weft.activities.spans import REDACTED, Spans
+from weft.activities.tool_execute import end_tool_span, error_result, state_env
 from weft.activities.tool_state import ThreadState
 from weft.contract.activities import ToolCallInput, ToolResult
 from weft.contract.definitions import DefinitionSnapshot
@@ -88,14 +87,7 @@ class McpCalls:
             secrets = self._spans.secrets(state.thread_id, env)
             self._spans.record_content(span, "gen_ai.tool.call.arguments", args, secrets)
             reply = await self._call(call, server, tool, args, env)
-            result = reply.result
-            span.set_attribute("weft.tool.status", result.status)
-            if result.status == "error":
-                failed(span, result.error_code or "tool_error")
-            else:
-                span.set_status(StatusCode.OK)
-            shown = result.result if result.status != "error" else result.error
-            self._spans.record_content(span, "gen_ai.tool.call.result", shown, secrets)
+            end_tool_span(self._spans, span, reply.result, secrets)
             return reply
 
     async def _call(
