@@ -190,6 +190,8 @@ async def test_list_changed_and_refresh_list_the_catalogue_again(
 
     await handle.signal("refresh_tools", {"servers": ["tools"]})
     await handle.signal("refresh_tools", {"servers": ["nope"]})
+    await handle.signal("refresh_tools", {"servers": "tools"})  # not a list
+    await handle.signal("mcp_elicitation", {"actionId": "a1"})  # not an elicitation
     await handle.signal("queue_message", {"role": "user", "content": "again"})
     await wait_until(handle, idle_after(2))
     reasons = [e.payload["reason"] for e in _events(worker, handle.id, "tool.catalog.resolved")]
@@ -197,6 +199,9 @@ async def test_list_changed_and_refresh_list_the_catalogue_again(
     warnings = [e.payload for e in _events(worker, handle.id, "runtime.warning")]
     unknown = [w for w in warnings if w["code"] == "unknown_mcp_server"]
     assert len(unknown) == 1 and "'nope'" in unknown[0]["message"]
+    malformed = [w for w in warnings if w["code"] == "malformed_signal"]
+    assert [w["signal"] for w in malformed] == ["refresh_tools", "mcp_elicitation"]
+    assert "servers" in malformed[0]["message"] and "toolCallId" in malformed[1]["message"]
     await assert_every_run_replays(temporal_client, handle)
     await handle.signal("terminate", {})
 
