@@ -57,6 +57,21 @@ class McpBook:
                 return spec
         return None
 
+    def clashes(self, prompt: PromptDef) -> list[str]:
+        """Names `prompt` would offer from two servers: the first server listed wins."""
+        offered_by: dict[str, list[str]] = {}
+        for server in servers_of(prompt.tools, self.catalogs):
+            one = {server: self.catalogs[server]}
+            for spec in offered_mcp_tools(prompt.tools, one):
+                offered_by.setdefault(spec.name, []).append(server)
+        return [
+            f"prompt {prompt.name!r} offers tool {name!r} of MCP server {servers[0]!r}; "
+            f"{', '.join(map(repr, servers[1:]))} has one by that name too, not offered "
+            "(give one server a `prefix`)"
+            for name, servers in offered_by.items()
+            if len(servers) > 1
+        ]
+
     def observe(self, outcome: McpCallOutcome | None) -> None:
         """A call found the server's tool list changed: list it again before the next step."""
         if outcome is None or outcome.digest is None:

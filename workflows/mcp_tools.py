@@ -96,6 +96,13 @@ class McpTools:
         for reason, servers in by_reason.items():
             listed = await self._list(prompt.name, servers, reason, side, turn_id, step_id)
             mem.mcp.resolved(listed)
+        for clash in mem.mcp.clashes(prompt):
+            mem.emit(
+                "runtime.warning",
+                {"code": "mcp_tool_shadowed", "message": clash},
+                turn_id=turn_id,
+                step_id=step_id,
+            )
 
     async def _list(
         self,

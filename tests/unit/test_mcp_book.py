@@ -54,6 +54,24 @@ def test_tools_are_found_by_the_name_the_model_calls_them_by() -> None:
     assert book.tool(_prompt(McpRef(mcp="files", tools=["write"])), "files_read") is None
 
 
+def test_one_name_from_two_servers_is_a_clash_the_first_server_wins() -> None:
+    """Two servers offering one model-facing name: the first listed is offered, and the
+    clash is named so the definitions can give one a prefix."""
+    clashing = _catalog("web", "get")
+    clashing = clashing.model_copy(
+        update={"tools": [McpToolSpec(name="files_read", server="web", tool="read")]}
+    )
+    book = McpBook(catalogs={"files": _catalog("files", "read"), "web": clashing})
+    prompt = _prompt(McpRef(mcp="files"), McpRef(mcp="web"))
+    found = book.tool(prompt, "files_read")
+    assert found is not None and found.server == "files"
+    assert book.clashes(prompt) == [
+        "prompt 'p' offers tool 'files_read' of MCP server 'files'; 'web' has one by that "
+        "name too, not offered (give one server a `prefix`)"
+    ]
+    assert book.clashes(_prompt(McpRef(mcp="files"))) == []
+
+
 def test_a_changed_list_or_a_refresh_makes_a_server_due_again() -> None:
     """A call reporting another digest, or `refresh_tools`, lists the server again, once."""
     book = McpBook(catalogs={"files": _catalog("files", "read"), "web": _catalog("web", "get")})
