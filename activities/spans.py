@@ -23,6 +23,13 @@ from weft.contract.thread_env import EnvEntry, redact, secret_values
 MAX_CONTENT_CHARS = 4000
 REDACTED = "[redacted secret]"
 
+
+def without_secrets(text: str, env: Mapping[str, EnvEntry]) -> str:
+    """`text` with the secret values of `env` replaced: what an outside program said (an
+    MCP server's error, its stderr) may quote a command line or URL with them filled in."""
+    return redact(text, secret_values(env), REDACTED)
+
+
 # The secret values a thread's spans must never show: from its row and its definitions.
 SecretsOf = Callable[[str], Iterable[str]]
 

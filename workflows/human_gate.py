@@ -88,6 +88,13 @@ def apply_response(mem: ThreadMemory, response: ActionResponse) -> None:
     )
 
 
+def expiry(mem: ThreadMemory, timeout: float | None) -> str | None:
+    """When an action asked now with `timeout` seconds expires (ISO-8601 UTC), if it does."""
+    if not timeout:
+        return None
+    return (mem.now() + timedelta(seconds=timeout)).isoformat().replace("+00:00", "Z")
+
+
 class HumanGate:
     """Asks humans on behalf of a step's tool calls."""
 
@@ -258,11 +265,7 @@ class HumanGate:
         on_timeout: str,
     ) -> PendingAction:
         mem = self._mem
-        expires = (
-            (mem.now() + timedelta(seconds=timeout)).isoformat().replace("+00:00", "Z")
-            if timeout
-            else None
-        )
+        expires = expiry(mem, timeout)
         return PendingAction(
             action_id=mem.new_id("act"),
             kind=kind,

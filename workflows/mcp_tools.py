@@ -40,7 +40,7 @@ from weft.workflows.background import BackgroundTasks
 from weft.workflows.control import parse_single
 from weft.workflows.control_plane import ControlPlane, refused_after_terminate
 from weft.workflows.failures import failure_text
-from weft.workflows.human_gate import HumanGate
+from weft.workflows.human_gate import HumanGate, expiry
 from weft.workflows.outbox import flush
 from weft.workflows.thread_state import ThreadMemory
 
@@ -192,13 +192,6 @@ class McpTools:
 
     async def _ask(self, request: McpElicitation) -> None:
         mem = self._mem
-        expires = (
-            (mem.now() + timedelta(seconds=request.timeout_seconds))
-            .isoformat()
-            .replace("+00:00", "Z")
-            if request.timeout_seconds
-            else None
-        )
         action = PendingAction(
             action_id=request.action_id,
             kind="elicitation",
@@ -210,7 +203,7 @@ class McpTools:
             decisions=["answer", "deny"],
             requested_at=mem.timestamp(),
             timeout_seconds=request.timeout_seconds,
-            expires_at=expires,
+            expires_at=expiry(mem, request.timeout_seconds),
             on_timeout="cancel" if request.timeout_seconds else None,
         )
         resolution = await self._gate.wait(action, step_id=request.step_id)

@@ -16,13 +16,13 @@ from weft.activities.mcp.catalog import catalog_tools, reserved_names, tools_dig
 from weft.activities.mcp.elicitation import ElicitationBridge
 from weft.activities.mcp.pool import McpSessionPool
 from weft.activities.mcp.types import McpReply, McpUnavailable
-from weft.activities.spans import REDACTED, Spans
+from weft.activities.spans import Spans, without_secrets
 from weft.activities.tool_execute import end_tool_span, error_result, state_env
 from weft.activities.tool_state import ThreadState
 from weft.contract.activities import ToolCallInput, ToolResult
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.mcp import McpCallOutcome, McpServerDef, McpToolTarget
-from weft.contract.thread_env import EnvEntry, redact, secret_values
+from weft.contract.thread_env import EnvEntry
 
 
 class McpCalls:
@@ -105,13 +105,13 @@ class McpCalls:
             )
         except McpUnavailable as err:
             # A server's error may quote its command line or URL, env values substituted.
-            message = redact(str(err), secret_values(env), REDACTED)
+            message = without_secrets(str(err), env)
             return McpReply(error_result("mcp_server_unavailable", message))
         except Exception as err:  # as a function tool's exception: a result, not a crash
             return McpReply(
                 ToolResult(
                     status="error",
-                    error=redact(f"{type(err).__name__}: {err}", secret_values(env), REDACTED),
+                    error=without_secrets(f"{type(err).__name__}: {err}", env),
                     error_code="tool_exception",
                 )
             )

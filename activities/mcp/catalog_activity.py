@@ -19,7 +19,7 @@ from weft.activities.mcp.catalog_store import CatalogStore
 from weft.activities.mcp.pool import McpSessionPool
 from weft.activities.mcp.types import McpUnavailable
 from weft.activities.snapshots import SnapshotCache
-from weft.activities.spans import REDACTED
+from weft.activities.spans import without_secrets
 from weft.activities.store import Store
 from weft.activities.streaming import Heartbeater
 from weft.contract.definitions import DefinitionSnapshot
@@ -30,7 +30,7 @@ from weft.contract.mcp import (
     ToolCatalogInput,
     ToolCatalogResult,
 )
-from weft.contract.thread_env import EnvEntry, merge_env, redact, secret_values
+from weft.contract.thread_env import EnvEntry, merge_env
 
 RESOLVED_EVENT = "tool.catalog.resolved"
 # The pool bounds a listing by the server's startup timeout; this only backs it up.
@@ -90,7 +90,7 @@ class CatalogActivities:
             async with asyncio.timeout(server.startup_timeout_seconds + _LIST_GRACE_SECONDS):
                 listed = await self._pool.list_tools(server, env)
         except McpUnavailable as err:
-            return failed_catalog(name, _redacted(str(err), env), resolved_at=now_iso())
+            return failed_catalog(name, without_secrets(str(err), env), resolved_at=now_iso())
         except TimeoutError:
             error = (
                 f"MCP server {name!r}: did not list its tools within "
@@ -99,7 +99,7 @@ class CatalogActivities:
             return failed_catalog(name, error, resolved_at=now_iso())
         except Exception as err:  # whatever breaks, a server never fails the thread's step
             error = f"MCP server {name!r}: listing failed: {type(err).__name__}: {err}"
-            return failed_catalog(name, _redacted(error, env), resolved_at=now_iso())
+            return failed_catalog(name, without_secrets(error, env), resolved_at=now_iso())
         return ready_catalog(server, listed, reserved=reserved, resolved_at=now_iso())
 
     def _env(self, job: ToolCatalogInput, snapshot: DefinitionSnapshot) -> dict[str, EnvEntry]:
@@ -183,8 +183,3 @@ def _event(job: ToolCatalogInput, event_id: str, kind: str, payload: dict[str, A
         step_id=job.step_id,
         payload=payload,
     )
-
-
-def _redacted(text: str, env: dict[str, EnvEntry]) -> str:
-    """`text` without the thread's secrets: a server's error may quote its command or URL."""
-    return redact(text, secret_values(env), REDACTED)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +33,10 @@ from weft.activities.mcp.routing import CallClock
 from weft.activities.mcp.session import McpSession, NotSent, SessionLost
 from weft.activities.mcp.templating import ResolvedServer, resolve
 from weft.activities.mcp.types import ElicitationHandler, ListedTool, McpReply, McpUnavailable
-from weft.activities.spans import REDACTED
+from weft.activities.spans import without_secrets
 from weft.contract.activities import ToolResult
 from weft.contract.mcp import McpServerDef
-from weft.contract.thread_env import EnvEntry, redact, secret_values
+from weft.contract.thread_env import EnvEntry
 
 # A session that ends before a request could be sent is opened once more, not again.
 _ATTEMPTS = 2
@@ -160,7 +160,7 @@ class McpSessionPool:
                 resolved,
                 startup_timeout=server.startup_timeout_seconds,
                 idle_seconds=self._idle_seconds,
-                redact=_redactor(env),
+                redact=lambda text: without_secrets(text, env),
                 on_closed=self._closed,
             )
             self._sessions.append(session)
@@ -232,12 +232,6 @@ class McpSessionPool:
         if session in self._sessions:
             self._sessions.remove(session)
         self._live.discard(session)
-
-
-def _redactor(env: Mapping[str, EnvEntry]) -> Callable[[str], str]:
-    """Takes the thread's secrets out of what a server said (its stderr, its errors)."""
-    secrets = secret_values(env)
-    return lambda text: redact(text, secrets, REDACTED)
 
 
 def _lost(server: str, tool: str, why: str) -> ToolResult:
