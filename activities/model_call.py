@@ -112,16 +112,35 @@ class ModelActivities:
             make_event=lambda suffix, kind, data: self._event(call, ids, suffix, kind, data),
             attempt_id=ids["attempt_id"],
         )
-        request, report = await self._prepare(call, snapshot, mcp, model, started, hooks)
-        if report.request_tokens * call.window.token_scale > report.prompt_budget:
-            await self._refuse_over_budget(call, ids, model, report)
+        request, report, lead = await self._prepare(call, snapshot, mcp, model, started, hooks)
+        # The start events not stored yet wait with the streamed batches: a reply that
+        # comes within the interval is stored with them by one final write.
         batcher = DeltaBatcher(
             self._store,
             lambda n, text, kind: self._event(
                 call, ids, f"delta{n}", *delta_event(kind, text, info.attempt)
             ),
             interval=self._delta_interval,
+            lead=lead,
         )
+        async with batcher:
+            if report.request_tokens * call.window.token_scale > report.prompt_budget:
+                await self._refuse_over_budget(call, ids, model, report, await batcher.take())
+            return await self._stream(call, ids, model, provider, request, report, hooks, batcher)
+
+    async def _stream(
+        self,
+        call: ModelCallInput,
+        ids: _AttemptIds,
+        model: ModelDef,
+        provider: ChatProvider,
+        request: ChatRequest,
+        report: ContextReport,
+        hooks: ModelHooks,
+        batcher: DeltaBatcher,
+    ) -> ModelCallResult:
+        """Send the request, stream the reply into `batcher`, store the outcome."""
+        attempt = activity.info().attempt
         meter = StreamMeter()
 
         async def on_delta(delta: Delta) -> None:
@@ -133,12 +152,10 @@ class ModelActivities:
         try:
             async with Heartbeater():
                 reply = await provider.complete(request, on_delta=on_delta)
-                await batcher.flush()
-                reply = checked_reply(request, reply, attempt=info.attempt)
+                reply = checked_reply(request, reply, attempt=attempt)
         except ApplicationError as err:
-            await batcher.flush()
             err = with_estimate(err, report)
-            spent = AttemptCost.of_failure(model, info.attempt, reply, report, meter)
+            spent = AttemptCost.of_failure(model, attempt, reply, report, meter)
             failed = self._event(
                 call,
                 ids,
@@ -146,17 +163,20 @@ class ModelActivities:
                 "model.failed",
                 {
                     "model": model.name,
-                    "attempt": info.attempt,
+                    "attempt": attempt,
                     "error": str(err),
                     "errorType": err.type,
                     "retryable": not err.non_retryable,
                 },
             )
-            await asyncio.to_thread(self._record_charged, call, ids, [], [failed], spent)
+            taken = await batcher.take()
+            await asyncio.to_thread(self._record_charged, call, ids, [], [*taken, failed], spent)
             raise err from None
         duration_ms = int((time.monotonic() - began) * 1000)
+        if not hooks.runner.empty:
+            await batcher.flush()  # a hook may write for the thread: keep the events' order
         message, refusal = await hooks.reply(self._reply_message(call, model, reply))
-        events = hooks.runner.take_events()
+        events = [*await batcher.take(), *hooks.runner.take_events()]
         result = await asyncio.to_thread(
             self._finish, call, model, reply, message, ids, duration_ms, report, events
         )
@@ -167,7 +187,12 @@ class ModelActivities:
         return result
 
     async def _refuse_over_budget(
-        self, call: ModelCallInput, ids: _AttemptIds, model: ModelDef, report: ContextReport
+        self,
+        call: ModelCallInput,
+        ids: _AttemptIds,
+        model: ModelDef,
+        report: ContextReport,
+        pending: list[Event],
     ) -> None:
         """Do not send what cannot fit: the workflow compacts and tries once more."""
         message = (
@@ -188,7 +213,7 @@ class ModelActivities:
                 "retryable": False,
             },
         )
-        await asyncio.to_thread(self._store.events.append, [failed])
+        await asyncio.to_thread(self._store.events.append, [*pending, failed])
         raise ApplicationError(
             message,
             {
@@ -208,19 +233,29 @@ class ModelActivities:
         model: ModelDef,
         started: Event,
         hooks: ModelHooks,
-    ) -> tuple[ChatRequest, ContextReport]:
+    ) -> tuple[ChatRequest, ContextReport, list[Event]]:
+        """The request and its report, and the step's events left for the final write."""
         messages, events, resolved = await hooks.new_messages(call.new_messages, call.outbox)
+        lead = [*events, started]
         if not hooks.runner.has(*_SHAPING_HOOKS):
             # Nothing runs between reading the context and sending it: one thread hop
             # for the whole assembly instead of three.
-            request, report = await asyncio.to_thread(
-                self._assemble, call, snapshot, mcp, model, messages, [*events, started], resolved
+            request, report, lead = await asyncio.to_thread(
+                self._assemble,
+                call,
+                snapshot,
+                mcp,
+                model,
+                messages,
+                lead,
+                resolved,
+                defer=hooks.runner.empty,
             )
             await hooks.created(messages)
             await hooks.runner.flush()
-            return request, report
-        side_frame, loaded = await asyncio.to_thread(
-            self._load, call, snapshot, mcp, messages, [*events, started], resolved
+            return request, report, lead
+        side_frame, loaded, _ = await asyncio.to_thread(
+            self._load, call, snapshot, mcp, messages, lead, resolved, defer=False
         )
         await hooks.created(messages)
         boundary, pinned, history = loaded
@@ -236,7 +271,7 @@ class ModelActivities:
             self._request, call, model, side_frame, window, boundary
         )
         await hooks.runner.flush()
-        return request, report
+        return request, report, []
 
     def _assemble(
         self,
@@ -247,12 +282,14 @@ class ModelActivities:
         messages: list[Message],
         events: list[Event],
         resolved: bool,
-    ) -> tuple[ChatRequest, ContextReport]:
-        side_frame, (boundary, pinned, history) = self._load(
-            call, snapshot, mcp, messages, events, resolved
+        *,
+        defer: bool,
+    ) -> tuple[ChatRequest, ContextReport, list[Event]]:
+        side_frame, (boundary, pinned, history), lead = self._load(
+            call, snapshot, mcp, messages, events, resolved, defer=defer
         )
         window = self._window(call, model, side_frame, boundary, pinned, history)
-        return self._request(call, model, side_frame, window, boundary)
+        return *self._request(call, model, side_frame, window, boundary), lead
 
     def _load(
         self,
@@ -262,12 +299,15 @@ class ModelActivities:
         messages: list[Message],
         events: list[Event],
         resolved: bool,
-    ) -> tuple[Frame, tuple[ContextBoundary | None, list[Message], list[Message]]]:
-        # One commit for what the step brings (queued messages, the workflow's events,
-        # model.requested), then the context is read back in the same thread hop.
+        *,
+        defer: bool,
+    ) -> tuple[Frame, tuple[ContextBoundary | None, list[Message], list[Message]], list[Event]]:
+        """The frame and the window's messages, read after what the step brings is stored;
+        with `defer`, a step that brings no messages leaves its events to the final write
+        (returned). One thread hop."""
         if not resolved:
             messages, events = resolve_content_refs(self._store, messages, events)
-        self._record_checked(call, messages, events)
+        lead = self._record_checked(call, messages, events, defer=defer)
         side_frame = frame(
             self._store, snapshot, call.thread_id, call.agent, call.side, call.scope, mcp=mcp
         )
@@ -276,18 +316,26 @@ class ModelActivities:
             if call.scope is None
             else load_scoped_window(self._store, call.thread_id, call.window, call.scope)
         )
-        return side_frame, loaded
+        return side_frame, loaded, lead
 
     def _record_checked(
-        self, call: ModelCallInput, messages: list[Message], events: list[Event]
-    ) -> None:
-        """Store what the step brings; the budget ledger, when the call has one, is read
-        in the same transaction and a spent budget stores `quota.blocked` instead of
-        `model.requested` (the last event) and refuses the call."""
+        self, call: ModelCallInput, messages: list[Message], events: list[Event], *, defer: bool
+    ) -> list[Event]:
+        """Store what the step brings; the events not stored yet are returned.
+
+        The budget ledger, when the call has one, is read in the same transaction, and a
+        spent budget stores `quota.blocked` instead of `model.requested` (the last event)
+        and refuses the call. With `defer`, a step that brings no messages (the context
+        read needs none stored) only reads the ledger: its events wait for the final
+        write, one transaction fewer a step. A charge never depended on this read: it is
+        one atomic update when the attempt ends.
+        """
         root = call.budget_root
+        if defer and not messages and not self._spent(root):
+            return events
         if root is None:
             self._store.events.record(messages, events)
-            return
+            return []
         *before, requested = events
         ids = _ids(call, activity.info().attempt)
         checked = self._store.budgets.record_checked(
@@ -300,6 +348,14 @@ class ModelActivities:
         )
         if checked.state is not None and checked.refused_by is not None:
             raise budget_exhausted(checked.state, checked.refused_by)
+        return []
+
+    def _spent(self, root: str | None) -> bool:
+        """Whether the tree's ledger has a limit spent (then the write path refuses)."""
+        if root is None:
+            return False
+        state = self._store.budgets.get(root, now=datetime.now(UTC))
+        return state is not None and state.spent_limit() is not None
 
     def _record_charged(
         self,

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
 from temporalio import activity
 
+from weft.activities.pending_events import PendingEvents
 from weft.activities.providers import Delta
 from weft.activities.store import Store
 from weft.contract.events import Event
@@ -32,35 +33,65 @@ class DeltaBatcher:
     """Collects streamed text and writes one delta event per kind per interval.
 
     One write per token would make the store the bottleneck; about 100 ms batches keep
-    a live tail smooth at a few writes a second.
+    a live tail smooth at a few writes a second. The call's start events wait in the same
+    queue (`PendingEvents`), so a reply that streams within the interval is stored with
+    them by the call's one final write (`take`).
     """
 
-    def __init__(self, store: Store, make_event: EventMaker, *, interval: float = 0.1) -> None:
-        self._store = store
+    def __init__(
+        self,
+        store: Store,
+        make_event: EventMaker,
+        *,
+        interval: float = 0.1,
+        lead: Sequence[Event] = (),
+    ) -> None:
         self._make_event = make_event
         self._interval = interval
-        self._pending: dict[str, list[str]] = {}
+        self._parts: dict[str, list[str]] = {}
         self._last = time.monotonic()
         self._count = 0
+        self._pending = PendingEvents(store, lead, within=interval)
+
+    async def __aenter__(self) -> DeltaBatcher:
+        await self._pending.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._pending.add(self._batches())
+        await self._pending.__aexit__(exc_type, exc, tb)
 
     async def add(self, delta: Delta) -> None:
         """Take one delta; write a batch when the interval has passed."""
-        self._pending.setdefault(delta.kind, []).append(delta.text)
+        self._parts.setdefault(delta.kind, []).append(delta.text)
         if time.monotonic() - self._last >= self._interval:
             await self.flush()
 
     async def flush(self) -> None:
         """Write what is pending, if anything, and heartbeat."""
         self._last = time.monotonic()
-        if not self._pending:
-            return
+        self._pending.add(self._batches())
+        if await self._pending.flush():
+            activity.heartbeat(self._count)
+
+    async def take(self) -> list[Event]:
+        """What is not stored yet (start events, the last batches), in order, for the
+        call's final write; nothing is written after."""
+        self._pending.add(self._batches())
+        return await self._pending.take()
+
+    def _batches(self) -> list[Event]:
         events = []
-        for kind, parts in self._pending.items():
+        for kind, parts in self._parts.items():
             self._count += 1
             events.append(self._make_event(self._count, "".join(parts), kind))
-        self._pending = {}
-        await asyncio.to_thread(self._store.events.append, events)
-        activity.heartbeat(self._count)
+        self._parts = {}
+        return events
 
 
 class Heartbeater:

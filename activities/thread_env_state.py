@@ -9,13 +9,13 @@ carries `env`, so the codec encrypts it in Temporal history.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, get_args
 
 from weft.activities.thread_intents import require_intents
+from weft.activities.thread_writes import ThreadWrites
 from weft.contract.thread_env import EnvEntry, EnvType
 from weft.contract.transcript_edits import check_env_name
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 ENV_TYPES: tuple[str, ...] = get_args(EnvType)
 
 
-class ThreadEnvState:
+class ThreadEnvState(ThreadWrites):
     """Env changes of ThreadState (Standard Agents `setEnv`); `env`/`env_type` read them."""
 
     _store: Store
@@ -64,6 +64,6 @@ class ThreadEnvState:
             f"setenv{self._counts['set_env']}",
             {"envSet": {"name": name, "type": type}},
         )
-        await asyncio.to_thread(self._store.threads.set_env, self.thread_id, name, entry, event)
+        await self._write(self._store.threads.set_env, self.thread_id, name, entry, event)
         self._env[name] = entry
         self._intent("set_env", {"env": {name: entry.model_dump(mode="json")}})

@@ -13,12 +13,13 @@ import asyncio
 from typing import TYPE_CHECKING, overload
 
 from weft.activities.store.files import FileStat, GrepMatch
+from weft.activities.thread_writes import ThreadWrites
 
 if TYPE_CHECKING:
     from weft.activities.store import Store
 
 
-class ThreadFiles:
+class ThreadFiles(ThreadWrites):
     """File methods of ThreadState (`write_file`, `read_file`, …); see the store's files."""
 
     _store: Store
@@ -28,7 +29,7 @@ class ThreadFiles:
         self, path: str, content: bytes | str, *, mime_type: str | None = None
     ) -> FileStat:
         """Create or replace a file (text is stored as UTF-8), creating missing parents."""
-        return await asyncio.to_thread(
+        return await self._write(
             self._store.files.write_file, self.thread_id, path, content, mime_type=mime_type
         )
 
@@ -51,17 +52,15 @@ class ThreadFiles:
 
     async def unlink_file(self, path: str) -> None:
         """Remove a file."""
-        await asyncio.to_thread(self._store.files.unlink, self.thread_id, path)
+        await self._write(self._store.files.unlink, self.thread_id, path)
 
     async def mkdir_file(self, path: str, *, parents: bool = True) -> FileStat:
         """Create a directory; by default with its parents, and an existing one is fine."""
-        return await asyncio.to_thread(
-            self._store.files.mkdir, self.thread_id, path, parents=parents
-        )
+        return await self._write(self._store.files.mkdir, self.thread_id, path, parents=parents)
 
     async def rmdir_file(self, path: str, *, recursive: bool = False) -> None:
         """Remove an empty directory, or with `recursive` everything below it too."""
-        await asyncio.to_thread(self._store.files.rmdir, self.thread_id, path, recursive=recursive)
+        await self._write(self._store.files.rmdir, self.thread_id, path, recursive=recursive)
 
     async def find_files(self, pattern: str) -> list[str]:
         """Paths matching a glob: `*.png` matches names anywhere, `/img/**` whole paths."""

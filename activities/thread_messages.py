@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from weft.activities.thread_intents import require_intents
+from weft.activities.thread_writes import ThreadWrites
 from weft.contract.messages import Message
 from weft.contract.transcript_edits import InjectedMessage
 from weft.contract.validation import describe_validation_error
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 INJECTABLE_ROLES = ("user", "assistant", "system")
 
 
-class ThreadMessages:
+class ThreadMessages(ThreadWrites):
     """Transcript edits of ThreadState (Standard Agents `injectMessage`, `deleteMessage`)."""
 
     _store: Store
@@ -104,7 +105,7 @@ class ThreadMessages:
             f"delete{self._counts['delete']}",
             {"change": "message.deleted", "messageId": message_id},
         )
-        deleted = await asyncio.to_thread(
+        deleted = await self._write(
             self._store.events.delete_message, self.thread_id, message_id, event
         )
         if deleted:

@@ -19,6 +19,7 @@ from weft.activities.hooks import HookRegistry
 from weft.activities.hooks.tool_hooks import ToolHooks, refused
 from weft.activities.mcp.calls import McpCalls
 from weft.activities.mcp.pool import McpSessionPool
+from weft.activities.pending_events import PendingEvents
 from weft.activities.previews import page_chars
 from weft.activities.read_output import read_output
 from weft.activities.sandbox import SandboxPool
@@ -74,7 +75,11 @@ class ToolActivities:
             {"name": name, "arguments": call.tool_call.function.arguments, "attempt": info.attempt},
         )
         snapshot = await self._snapshots.get(call.snapshot_id)
-        state = await asyncio.to_thread(self._begin, call, snapshot, [*call.outbox, started])
+        state, lead = await asyncio.to_thread(self._begin, call, snapshot, [*call.outbox, started])
+        # A tool that ends within the interval stores its start events with its result,
+        # in one write; a slower one has them stored meanwhile (pending_events.py).
+        pending = PendingEvents(self._store, lead)
+        state.before_write = pending.flush
         hooks = ToolHooks(
             self._hooks,
             snapshot,
@@ -84,6 +89,19 @@ class ToolActivities:
                 call, f"a{info.attempt}.{suffix}", kind, data
             ),
         )
+        async with pending:
+            return await self._finish(call, snapshot, state, hooks, pending)
+
+    async def _finish(
+        self,
+        call: ToolCallInput,
+        snapshot: DefinitionSnapshot,
+        state: ThreadState,
+        hooks: ToolHooks,
+        pending: PendingEvents,
+    ) -> ToolCallResult:
+        """Run the tool, let the hooks see its result, store the result message."""
+        name = call.tool_call.function.name
         relisted: McpCallOutcome | None = None
         try:
             async with Heartbeater():
@@ -94,6 +112,8 @@ class ToolActivities:
         except asyncio.CancelledError:
             state.abort.set()  # stop any sandboxed code the tool started
             raise
+        if not hooks.runner.empty:
+            await pending.flush()  # a hook may write for the thread: keep the events' order
         result, blocked = await hooks.result(call.tool_call, result)
         message = _message(call, result)
         if blocked is None:
@@ -123,10 +143,11 @@ class ToolActivities:
                 "tool_call_id": call.tool_call.id,
             },
         )
+        owed = await pending.take()
         await asyncio.to_thread(
             self._store.events.record,
             [message],
-            [*hooks.runner.take_events(), done, *filter(None, [spilled])],
+            [*owed, *hooks.runner.take_events(), done, *filter(None, [spilled])],
         )
         await hooks.created(message)
         return ToolCallResult(
@@ -213,12 +234,15 @@ class ToolActivities:
 
     def _begin(
         self, call: ToolCallInput, snapshot: DefinitionSnapshot, events: list[Event]
-    ) -> ThreadState:
-        # One commit for what precedes the call, and the ThreadState in the same hop.
-        self._store.events.record(call.prior_messages, events)
+    ) -> tuple[ThreadState, list[Event]]:
+        """The ThreadState, and the events still to store. Messages that precede the call
+        (a queued tool's call) are stored first, with the events: the tool may read them."""
+        if call.prior_messages:
+            self._store.events.record(call.prior_messages, events)
+            events = []
         state = self._state(call, snapshot)
         state.use_effects(self._definitions.effects)
-        return state
+        return state, events
 
     @staticmethod
     def _event(call: ToolCallInput, suffix: str, event_type: str, payload: dict[str, Any]) -> Event:

@@ -22,6 +22,7 @@ from weft.activities.thread_files import ThreadFiles
 from weft.activities.thread_hierarchy import ThreadHierarchy
 from weft.activities.thread_intents import IntentUnavailable
 from weft.activities.thread_messages import ThreadMessages
+from weft.activities.thread_writes import ThreadWrites
 from weft.activities.tool_invoker import ToolInvoker, ToolInvoking
 from weft.contract.activities import Intent
 from weft.contract.definitions import DefinitionSnapshot, PromptDef
@@ -36,7 +37,13 @@ __all__ = ["IntentUnavailable", "ThreadState", "UpdateRefused", "thread_state_fo
 
 
 class ThreadState(
-    ThreadFiles, ThreadHierarchy, ThreadEffects, ThreadMessages, ThreadEnvState, ToolInvoking
+    ThreadFiles,
+    ThreadHierarchy,
+    ThreadEffects,
+    ThreadMessages,
+    ThreadEnvState,
+    ToolInvoking,
+    ThreadWrites,
 ):
     """What a tool can reach of its thread (Standard Agents ThreadState, Python names)."""
 
@@ -118,7 +125,7 @@ class ThreadState(
             {"change": "message.updated", "messageId": message_id, "fields": sorted(patch)},
         )
         pending = self._hooks.take_events() if self._hooks else []
-        updated = await asyncio.to_thread(self._update, message_id, patch, [*pending, event])
+        updated = await self._write(self._update, message_id, patch, [*pending, event])
         if self._hooks is not None:
             await self._hooks.run(
                 "after_update_message",
@@ -199,14 +206,14 @@ class ThreadState(
 
     async def set_value(self, key: str, value: Any) -> None:
         """Store `value` durably under `key`; None deletes it."""
-        await asyncio.to_thread(self._store.values.set, self.thread_id, key, value)
+        await self._write(self._store.values.set, self.thread_id, key, value)
 
     # -- events -----------------------------------------------------------------------
     async def emit(self, event: str, data: Any = None) -> None:
         """Record a custom fact as a `run.status` event carrying the tool's name for it."""
         self._emitted += 1
         record = self._event("run.status", f"emit{self._emitted}", {"event": event, "data": data})
-        await asyncio.to_thread(self._store.events.append, [record])
+        await self._write(self._store.events.append, [record])
 
     def _event(self, event_type: str, suffix: str, payload: dict[str, Any]) -> Event:
         """An event of this tool call, its id unique per call and kind of write."""

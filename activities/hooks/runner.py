@@ -93,6 +93,11 @@ class HookRunner:
         """The ids of the hooks in scope at `point`, in the order the definitions list them."""
         return [i for i in self._in_scope if self._specs[i].hook == point]
 
+    @property
+    def empty(self) -> bool:
+        """Whether no hook at all is in scope (nothing can write for the thread meanwhile)."""
+        return not self._in_scope
+
     def has(self, *points: HookName) -> bool:
         """Whether any hook in scope runs at one of `points`."""
         return any(self.ids(p) for p in points)

@@ -1,0 +1,28 @@
+"""How ThreadState's parts write for their thread: after what the running call owes.
+
+`tool.call` keeps its start events (`tool.started`, the workflow's outbox) for its final
+write when the tool ends quickly (activities/pending_events.py). A tool that writes an
+event of its own meanwhile (`emit`, `update_message`, `set_env`, a file) must not be
+stored ahead of them, so every such write first lets the call store what it still owes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class ThreadWrites:
+    """The write path of ThreadState's parts (`_write`), and the call's hook into it."""
+
+    # Set by the activity that built the state: stores the events its call still owes.
+    before_write: Callable[[], Awaitable[object]] | None = None
+
+    async def _write(self, write: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run the blocking store write `write` off the event loop, after what is owed."""
+        if self.before_write is not None:
+            await self.before_write()
+        return await asyncio.to_thread(write, *args, **kwargs)
