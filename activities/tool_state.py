@@ -206,7 +206,7 @@ class ThreadState(
 
     async def set_value(self, key: str, value: Any) -> None:
         """Store `value` durably under `key`; None deletes it."""
-        await self._write(self._store.values.set, self.thread_id, key, value)
+        await asyncio.to_thread(self._store.values.set, self.thread_id, key, value)
 
     # -- events -----------------------------------------------------------------------
     async def emit(self, event: str, data: Any = None) -> None:

@@ -29,6 +29,8 @@ async def _turn_of(start_worker, temporal_client, scripted_server, steps: int) -
 
     def count(_conn, _cursor, statement: str, *_args: object) -> None:
         statements[statement.split(None, 1)[0].upper()] += 1
+        if statement.upper().startswith("BEGIN IMMEDIATE"):  # a SQLite write transaction
+            statements["writes"] += 1
 
     handle = await start_thread(
         temporal_client, worker.task_queue, options={"maxTotalSteps": steps + 5}
@@ -44,7 +46,8 @@ async def _turn_of(start_worker, temporal_client, scripted_server, steps: int) -
     transcripts = worker.store.transcripts.stats
     return {
         "selects": statements["SELECT"],
-        "statements": sum(statements.values()),
+        "statements": sum(n for kind, n in statements.items() if kind != "writes"),
+        "writes": statements["writes"],
         "rows_loaded": transcripts.rows_loaded,
         "misses": transcripts.misses,
     }
@@ -67,6 +70,12 @@ async def test_store_reads_per_step_do_not_grow_with_the_thread(
         # statement or two; a read that grew with the thread would add one per earlier
         # step, 16 or more between these turns.
         assert second <= first + 4, (key, turns)
+    # A quick step writes once for its model call and once for its tool call (whose
+    # set_value is a write of its own): the start events ride on the final write
+    # (activities/pending_events.py). 4 more steps are 12 writes; the margin is for a
+    # slow moment (a call past 100 ms stores its start events early).
+    for earlier, later in zip(turns, turns[1:], strict=False):
+        assert 12 <= later["writes"] - earlier["writes"] <= 14, turns
     for steps, turn in zip((4, 8, 12), turns, strict=True):
         # One full read when the turn begins (a new worker), then only what each step
         # appended: the user message, and an assistant message and a tool result a step.
