@@ -142,7 +142,8 @@ class CompactionActivities:
         mcp: dict[str, McpServerCatalog],
     ) -> _Prepared:
         self._store.events.record(*resolve_content_refs(self._store, job.new_messages, job.outbox))
-        side_frame = frame(self._store, snapshot, job.thread_id, job.agent, job.side, mcp=mcp)
+        thread = self._store.threads.get(job.thread_id)
+        side_frame = frame(snapshot, thread, job.agent, job.side, mcp=mcp)
         previous, pinned, messages = load_window(self._store, job.thread_id, job.window)
         cap = preview_cap(target, job.window)
         now = build_window(side_frame, previous, pinned, messages, side=job.side, cap=cap)

@@ -22,6 +22,7 @@ from weft.activities.message_views import MessageViews
 from weft.activities.previews import preview_message
 from weft.activities.read_output import READ_OUTPUT_SPEC
 from weft.activities.store import Store
+from weft.activities.store.rows import ThreadRow
 from weft.contract.context import READ_OUTPUT_TOOL, ContextBoundary, ContextWindow
 from weft.contract.context_budget import (
     ContextBudget,
@@ -61,9 +62,8 @@ class Window:
 
 
 def frame(
-    store: Store,
     snapshot: DefinitionSnapshot,
-    thread_id: str,
+    thread: ThreadRow | None,
     agent: str | None,
     side: Side,
     scope: PromptScope | None = None,
@@ -81,8 +81,7 @@ def frame(
     side_def = agent_def.side(side)
     prompt = snapshot.prompts[scope.prompt if scope else side_def.prompt]
     lifecycle = [] if scope else side_def.lifecycle_tools()
-    row = store.threads.get(thread_id)
-    env = merge_env(prompt.env, agent_def.env, row.env if row else {})
+    env = merge_env(prompt.env, agent_def.env, thread.env if thread else {})
     tools = [
         snapshot.tools[n].model_dump(include={"name", "description", "parameters"})
         for n in offered_tools(snapshot, prompt, lifecycle, env)

@@ -23,7 +23,6 @@ from weft.activities.context_window import (
     budget_of,
     build_window,
     frame,
-    load_window,
     preview_cap,
     request_bytes,
     request_tokens,
@@ -42,6 +41,7 @@ from weft.activities.scoped_window import load_scoped_window
 from weft.activities.snapshots import SnapshotCache
 from weft.activities.spill import resolve_content_refs, spill_if_large
 from weft.activities.store import Store
+from weft.activities.store.rows import ThreadRow
 from weft.activities.streaming import DeltaBatcher, Heartbeater, delta_event
 from weft.activities.structured_output import checked_reply
 from weft.contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult
@@ -302,37 +302,54 @@ class ModelActivities:
         *,
         defer: bool,
     ) -> tuple[Frame, tuple[ContextBoundary | None, list[Message], list[Message]], list[Event]]:
-        """The frame and the window's messages, read after what the step brings is stored;
-        with `defer`, a step that brings no messages leaves its events to the final write
-        (returned). One thread hop."""
+        """The frame and the window's messages, read after what the step brings is stored,
+        and the events left for the final write. One thread hop.
+
+        With `defer`, a step that brings no messages (the context read needs none stored)
+        does not write first: its events wait for the final write, and the ledger is read
+        with the context, in one snapshot (`store.step_reads`). A charge never depended on
+        reading the ledger in a write: it is one atomic update when the attempt ends.
+        """
         if not resolved:
             messages, events = resolve_content_refs(self._store, messages, events)
-        lead = self._record_checked(call, messages, events, defer=defer)
-        side_frame = frame(
-            self._store, snapshot, call.thread_id, call.agent, call.side, call.scope, mcp=mcp
+        lead = events if defer and not messages else self._record_checked(call, messages, events)
+        if call.scope is not None:  # a prompt tool's window: its own messages too
+            if lead and self._spent(call.budget_root):
+                lead = self._record_checked(call, messages, events)  # refuses the call
+            thread = self._store.threads.get(call.thread_id)
+            loaded = load_scoped_window(self._store, call.thread_id, call.window, call.scope)
+            return self._frame(call, snapshot, thread, mcp), loaded, lead
+        read = self._store.step_reads.read(
+            call.thread_id,
+            boundary_id=call.window.boundary_id,
+            budget_root=call.budget_root if lead else None,
+            now=datetime.now(UTC),
         )
-        loaded = (
-            load_window(self._store, call.thread_id, call.window)
-            if call.scope is None
-            else load_scoped_window(self._store, call.thread_id, call.window, call.scope)
-        )
-        return side_frame, loaded, lead
+        if read.budget is not None and read.budget.spent_limit() is not None:
+            # Refused in the write (quota.blocked), unless the budget was raised meanwhile.
+            lead = self._record_checked(call, messages, events)
+        loaded = (read.boundary, read.pinned, read.transcript)
+        return self._frame(call, snapshot, read.thread, mcp), loaded, lead
+
+    @staticmethod
+    def _frame(
+        call: ModelCallInput,
+        snapshot: DefinitionSnapshot,
+        thread: ThreadRow | None,
+        mcp: dict[str, McpServerCatalog],
+    ) -> Frame:
+        return frame(snapshot, thread, call.agent, call.side, call.scope, mcp=mcp)
 
     def _record_checked(
-        self, call: ModelCallInput, messages: list[Message], events: list[Event], *, defer: bool
+        self, call: ModelCallInput, messages: list[Message], events: list[Event]
     ) -> list[Event]:
-        """Store what the step brings; the events not stored yet are returned.
+        """Store what the step brings (nothing is left for the final write: returns []).
 
         The budget ledger, when the call has one, is read in the same transaction, and a
         spent budget stores `quota.blocked` instead of `model.requested` (the last event)
-        and refuses the call. With `defer`, a step that brings no messages (the context
-        read needs none stored) only reads the ledger: its events wait for the final
-        write, one transaction fewer a step. A charge never depended on this read: it is
-        one atomic update when the attempt ends.
+        and refuses the call.
         """
         root = call.budget_root
-        if defer and not messages and not self._spent(root):
-            return events
         if root is None:
             self._store.events.record(messages, events)
             return []

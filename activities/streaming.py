@@ -34,8 +34,8 @@ class DeltaBatcher:
 
     One write per token would make the store the bottleneck; about 100 ms batches keep
     a live tail smooth at a few writes a second. The call's start events wait in the same
-    queue (`PendingEvents`), so a reply that streams within the interval is stored with
-    them by the call's one final write (`take`).
+    queue (`PendingEvents`): the first batch written brings them, and a reply that ends
+    before any batch was due is stored with them by the call's one final write (`take`).
     """
 
     def __init__(
@@ -51,7 +51,7 @@ class DeltaBatcher:
         self._parts: dict[str, list[str]] = {}
         self._last = time.monotonic()
         self._count = 0
-        self._pending = PendingEvents(store, lead, within=interval)
+        self._pending = PendingEvents(store, lead)
 
     async def __aenter__(self) -> DeltaBatcher:
         await self._pending.__aenter__()

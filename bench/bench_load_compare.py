@@ -226,7 +226,7 @@ async def weft_side(
         )
         ids = [h.id for h in handles]
         ends = await wait_for_turn_ends(store, ids)
-        return functools.partial(count_steps, stack.client, ids, ends)
+        return functools.partial(count_steps, stack.client, store, ids, ends)
 
     try:
         return await measured(stack, label, processes, run, conversations)
@@ -272,8 +272,16 @@ async def wait_for_turn_ends(store: Store, ids: list[str], timeout: float = 1800
     return found
 
 
+def failure_of(store: Store, thread_id: str) -> str:
+    """What the thread's last failure event says, to tell a failed turn's cause."""
+    failures = store.events.read(
+        thread_id, limit=10_000, types=["model.failed", "tool.failed", "turn.failed"]
+    )
+    return "; ".join(f"{e.type}: {(e.payload or {}).get('error')}" for e in failures[-3:])
+
+
 async def count_steps(
-    client: Client, ids: list[str], ends: dict[str, str]
+    client: Client, store: Store, ids: list[str], ends: dict[str, str]
 ) -> tuple[int, list[str]]:
     """The steps the threads ran (thread_read counters), and what went wrong, if anything."""
     gate = asyncio.Semaphore(20)
@@ -283,7 +291,11 @@ async def count_steps(
             return (await read(client.get_workflow_handle(thread_id))).counters.steps
 
     steps = await asyncio.gather(*(steps_of(t) for t in ids))
-    problems = [f"{t}: {ends[t]}" for t in ids if ends[t] != "turn.completed"]
+    problems = [
+        f"{t}: {ends[t]} ({await asyncio.to_thread(failure_of, store, t)})"
+        for t in ids
+        if ends[t] != "turn.completed"
+    ]
     problems += [f"{t}: {s} steps" for t, s in zip(ids, steps, strict=True) if s != STEPS]
     return sum(steps), problems
 

@@ -38,7 +38,7 @@ class Boundaries:
     def get(self, thread_id: str, boundary_id: str) -> ContextBoundary | None:
         """One boundary, or None when the thread has none with that id."""
         with self._db.read() as connection:
-            return _get(connection, thread_id, boundary_id)
+            return boundary_in(connection, thread_id, boundary_id)
 
     def latest(self, thread_id: str) -> ContextBoundary | None:
         """The thread's most recently written boundary, or None."""
@@ -70,7 +70,7 @@ class Boundaries:
             # order too), so this writer and an events writer cannot deadlock.
             for thread_id in sorted({boundary.thread_id, *by_thread}):
                 self._db.lock_thread(connection, thread_id)
-            stored = _get(connection, boundary.thread_id, boundary.boundary_id)
+            stored = boundary_in(connection, boundary.thread_id, boundary.boundary_id)
             if stored is not None:
                 return stored
             last = connection.scalar(
@@ -84,7 +84,8 @@ class Boundaries:
             return boundary
 
 
-def _get(connection: Connection, thread_id: str, boundary_id: str) -> ContextBoundary | None:
+def boundary_in(connection: Connection, thread_id: str, boundary_id: str) -> ContextBoundary | None:
+    """One boundary as `connection`'s transaction sees it, or None."""
     query = select(context_boundaries.c.data).where(
         context_boundaries.c.thread_id == thread_id,
         context_boundaries.c.boundary_id == boundary_id,

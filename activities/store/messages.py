@@ -68,13 +68,8 @@ class Messages:
         """
         if not ids:
             return []
-        query = transcript_order(
-            select(messages).where(
-                messages.c.thread_id == thread_id, messages.c.id.in_(list(set(ids)))
-            )
-        )
         with self._db.read() as connection:
-            return [row_to_message(row) for row in connection.execute(query).mappings()]
+            return messages_by_ids(connection, thread_id, ids)
 
     def update(self, thread_id: str, message_id: str, **changes: Any) -> Message | None:
         """Apply `changes` (validated as `Message` fields) and return the message, or None."""
@@ -173,3 +168,13 @@ def _get(connection: Connection, thread_id: str, message_id: str) -> Message | N
     query = select(messages).where(messages.c.thread_id == thread_id, messages.c.id == message_id)
     row = connection.execute(query).mappings().first()
     return None if row is None else row_to_message(row)
+
+
+def messages_by_ids(connection: Connection, thread_id: str, ids: Sequence[str]) -> list[Message]:
+    """The thread's messages with these ids, in position order, in one query."""
+    if not ids:
+        return []
+    query = transcript_order(
+        select(messages).where(messages.c.thread_id == thread_id, messages.c.id.in_(list(set(ids))))
+    )
+    return [row_to_message(row) for row in connection.execute(query).mappings()]

@@ -25,6 +25,7 @@ from weft.activities.store.idempotency import IdempotencyKeys
 from weft.activities.store.messages import Messages
 from weft.activities.store.migrate import upgrade
 from weft.activities.store.snapshots import Snapshots
+from weft.activities.store.step_reads import StepReads
 from weft.activities.store.subagents import Subagents
 from weft.activities.store.threads import Threads
 from weft.activities.store.transcripts import Transcripts
@@ -56,6 +57,7 @@ class Store:
         self.idempotency = IdempotencyKeys(self._database)
         # Budget ledgers of thread trees (docs/budgets.md).
         self.budgets = Budgets(self._database)
+        self.step_reads = StepReads(self._database, self.threads, self.transcripts)
 
     @classmethod
     def open(cls, url: str, *, migrate: bool = True, keyring: Keyring | None = None) -> Store:

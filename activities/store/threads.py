@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 
-from sqlalchemy import RowMapping, func, select, update
+from sqlalchemy import Connection, RowMapping, func, select, update
 
 from weft.activities.crypto import Keyring
 from weft.activities.store.database import Database
@@ -41,9 +41,13 @@ class Threads:
 
     def get(self, thread_id: str) -> ThreadRow | None:
         """The thread's row, or None."""
-        query = select(threads).where(threads.c.thread_id == thread_id)
         with self._db.read() as connection:
-            row = connection.execute(query).mappings().first()
+            return self.get_in(connection, thread_id)
+
+    def get_in(self, connection: Connection, thread_id: str) -> ThreadRow | None:
+        """The thread's row as `connection`'s transaction sees it, or None."""
+        query = select(threads).where(threads.c.thread_id == thread_id)
+        row = connection.execute(query).mappings().first()
         return None if row is None else self._thread(row)
 
     def list(

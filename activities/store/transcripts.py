@@ -90,18 +90,22 @@ class Transcripts:
 
     def since(self, thread_id: str, first: int) -> list[Message]:
         """The thread's main-transcript messages with position >= `first`, in order."""
+        with self._db.snapshot() as connection:
+            return self.since_in(connection, thread_id, first)
+
+    def since_in(self, connection: Connection, thread_id: str, first: int) -> list[Message]:
+        """`since`, read in the caller's snapshot (a step reads all it needs in one)."""
         with self._lock:
             cached = self._cached.pop(thread_id, None)
             if cached is not None:
                 self._chars -= cached.chars
-        with self._db.snapshot() as connection:
-            revision = _revision(connection, thread_id)
-            fresh = self._refreshed(connection, thread_id, cached, first, revision)
-            if fresh is None:
-                fresh = _Cached(first=first, revision=revision)
-                fresh.extend(_rows(connection, thread_id, after=first - 1))
-                self.stats.misses += 1
-                self.stats.rows_loaded += len(fresh.rows)
+        revision = _revision(connection, thread_id)
+        fresh = self._refreshed(connection, thread_id, cached, first, revision)
+        if fresh is None:
+            fresh = _Cached(first=first, revision=revision)
+            fresh.extend(_rows(connection, thread_id, after=first - 1))
+            self.stats.misses += 1
+            self.stats.rows_loaded += len(fresh.rows)
         self._keep(thread_id, fresh)
         return list(fresh.rows)
 

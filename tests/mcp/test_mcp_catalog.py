@@ -157,8 +157,8 @@ def test_a_model_request_offers_the_prompts_mcp_tools_and_tells_of_the_missing(t
     }
     store = Store.open(f"sqlite:///{tmp_path / 'weft.db'}")
     try:
-        plain = frame(store, snapshot, "t1", None, "a")
-        with_mcp = frame(store, snapshot, "t1", None, "a", mcp=catalogs)
+        plain = frame(snapshot, store.threads.get("t1"), None, "a")
+        with_mcp = frame(snapshot, store.threads.get("t1"), None, "a", mcp=catalogs)
     finally:
         store.close()
     own = [t["name"] for t in plain.tools]

@@ -1,0 +1,73 @@
+"""What a model step reads before its request, in one snapshot.
+
+A step read the thread row (for its env), the budget ledger, the boundary in force with
+its pinned messages, and the transcript since it, each in a transaction of its own: four
+begins and commits a step where one does, and four views of a store that may change in
+between. One snapshot reads them all (SQLite's deferred transaction in WAL mode,
+PostgreSQL's REPEATABLE READ), the transcript through the worker's cache as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from weft.activities.store.boundaries import boundary_in
+from weft.activities.store.budget_rows import ledger_row, state_of
+from weft.activities.store.database import Database
+from weft.activities.store.messages import messages_by_ids
+from weft.activities.store.rows import ThreadRow
+from weft.activities.store.threads import Threads
+from weft.activities.store.transcripts import Transcripts
+from weft.contract.budget import BudgetState
+from weft.contract.context import ContextBoundary
+from weft.contract.messages import Message
+
+
+@dataclass(frozen=True)
+class StepRead:
+    """One committed state of what a model step needs."""
+
+    thread: ThreadRow | None
+    budget: BudgetState | None
+    boundary: ContextBoundary | None
+    pinned: list[Message]
+    transcript: list[Message]
+
+
+class StepReads:
+    """Reads a step's thread row, ledger, boundary and transcript together."""
+
+    def __init__(self, database: Database, threads: Threads, transcripts: Transcripts) -> None:
+        self._db = database
+        self._threads = threads
+        self._transcripts = transcripts
+
+    def read(
+        self,
+        thread_id: str,
+        *,
+        boundary_id: str | None,
+        budget_root: str | None,
+        now: datetime,
+    ) -> StepRead:
+        """The thread's row, the ledger of `budget_root` (None without one), the boundary
+        `boundary_id` with its pinned messages, and the main transcript from it on."""
+        with self._db.snapshot() as connection:
+            thread = self._threads.get_in(connection, thread_id)
+            ledger = ledger_row(connection, budget_root) if budget_root else None
+            boundary = boundary_in(connection, thread_id, boundary_id) if boundary_id else None
+            pinned = (
+                messages_by_ids(connection, thread_id, boundary.pinned_message_ids)
+                if boundary
+                else []
+            )
+            first = boundary.first_kept_position if boundary else 0
+            transcript = self._transcripts.since_in(connection, thread_id, first)
+        return StepRead(
+            thread=thread,
+            budget=None if ledger is None else state_of(ledger, now),
+            boundary=boundary,
+            pinned=pinned,
+            transcript=transcript,
+        )
