@@ -150,7 +150,9 @@ class ModelActivities:
         began = time.monotonic()
         reply: ChatReply | None = None
         try:
-            async with Heartbeater():
+            # Its first beat after a second: the worker's own beats (workers/recovery.py)
+            # cover a quick call, which then costs no heartbeat of its own.
+            async with Heartbeater(wait_first=True):
                 reply = await provider.complete(request, on_delta=on_delta)
                 reply = checked_reply(request, reply, attempt=attempt)
         except ApplicationError as err:

@@ -104,7 +104,9 @@ class ToolActivities:
         name = call.tool_call.function.name
         relisted: McpCallOutcome | None = None
         try:
-            async with Heartbeater():
+            # Its first beat after a second: the worker's own beats (workers/recovery.py)
+            # cover a quick call, which then costs no heartbeat of its own.
+            async with Heartbeater(wait_first=True):
                 if call.mcp is None:
                     result = await self._run(call, snapshot, state)
                 else:
