@@ -41,6 +41,7 @@ from weft.activities.scoped_window import load_scoped_window
 from weft.activities.snapshots import SnapshotCache
 from weft.activities.spill import resolve_content_refs, spill_if_large
 from weft.activities.store import Store
+from weft.activities.store.events import changes_rows
 from weft.activities.store.rows import ThreadRow
 from weft.activities.streaming import DeltaBatcher, Heartbeater, delta_event
 from weft.activities.structured_output import checked_reply
@@ -307,14 +308,17 @@ class ModelActivities:
         """The frame and the window's messages, read after what the step brings is stored,
         and the events left for the final write. One thread hop.
 
-        With `defer`, a step that brings no messages (the context read needs none stored)
-        does not write first: its events wait for the final write, and the ledger is read
+        With `defer`, a step that brings no messages and no events that change rows does
+        not write first: its events wait for the final write, and the ledger is read
         with the context, in one snapshot (`store.step_reads`). A charge never depended on
         reading the ledger in a write: it is one atomic update when the attempt ends.
         """
         if not resolved:
             messages, events = resolve_content_refs(self._store, messages, events)
-        lead = events if defer and not messages else self._record_checked(call, messages, events)
+        # Messages and events that project into rows (effects, ledgers, …) are stored
+        # first: the step reads what they change.
+        store_first = not defer or bool(messages) or changes_rows(events)
+        lead = self._record_checked(call, messages, events) if store_first else events
         if call.scope is not None:  # a prompt tool's window: its own messages too
             if lead and self._spent(call.budget_root):
                 lead = self._record_checked(call, messages, events)  # refuses the call

@@ -27,6 +27,7 @@ from weft.activities.snapshots import SnapshotCache
 from weft.activities.spans import Spans
 from weft.activities.spill import spill_if_large
 from weft.activities.store import Store
+from weft.activities.store.events import changes_rows
 from weft.activities.streaming import Heartbeater
 from weft.activities.tool_execute import error_result, execute_tool
 from weft.activities.tool_invoker import ToolInvoker
@@ -238,8 +239,9 @@ class ToolActivities:
         self, call: ToolCallInput, snapshot: DefinitionSnapshot, events: list[Event]
     ) -> tuple[ThreadState, list[Event]]:
         """The ThreadState, and the events still to store. Messages that precede the call
-        (a queued tool's call) are stored first, with the events: the tool may read them."""
-        if call.prior_messages:
+        (a queued tool's call) and events that change rows (an effect removed by the call
+        before) are stored first, with the rest: the tool may read them."""
+        if call.prior_messages or changes_rows(events):
             self._store.events.record(call.prior_messages, events)
             events = []
         state = self._state(call, snapshot)

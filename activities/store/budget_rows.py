@@ -18,6 +18,7 @@ from weft.contract.budget import LIMIT_NAMES, Budget, BudgetSpend, BudgetState
 from weft.contract.events import Event
 
 # `limit.changed` events with this reason carry new limits for the ledger.
+LIMIT_CHANGED = "limit.changed"
 SET_BUDGET_REASON = "set_budget"
 
 
@@ -28,7 +29,7 @@ def project_budgets(database: Database, connection: Connection, stored: Sequence
     now = datetime.now(UTC)
     for event in stored:
         payload = event.payload or {}
-        if event.type != "limit.changed" or payload.get("reason") != SET_BUDGET_REASON:
+        if event.type != LIMIT_CHANGED or payload.get("reason") != SET_BUDGET_REASON:
             continue
         root = str(payload["rootThreadId"])
         limits = Budget.model_validate(payload.get("limits") or {})

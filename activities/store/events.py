@@ -7,9 +7,9 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select, text
 
-from weft.activities.store.budget_rows import project_budgets
+from weft.activities.store.budget_rows import LIMIT_CHANGED, project_budgets
 from weft.activities.store.database import Database
-from weft.activities.store.effect_rows import project_effects
+from weft.activities.store.effect_rows import STATUS_OF_EVENT, project_effects
 from weft.activities.store.messages import (
     delete_message,
     get_message,
@@ -17,9 +17,9 @@ from weft.activities.store.messages import (
     message_rows,
     update_message,
 )
-from weft.activities.store.queue_rows import project_queue_depth
+from weft.activities.store.queue_rows import QUEUE_CHANGED, project_queue_depth
 from weft.activities.store.rows import event_to_row, row_to_event
-from weft.activities.store.subagents import project_subagents
+from weft.activities.store.subagents import SUBAGENT_EVENT_PREFIX, project_subagents
 from weft.activities.store.tables import events
 from weft.contract.events import Event
 from weft.contract.messages import Message
@@ -206,6 +206,18 @@ def insert_events(
             )
         stored.extend(numbered)
     return stored
+
+
+def changes_rows(events_: Sequence[Event]) -> bool:
+    """Whether storing `events_` changes more than the event log: rows a step may read
+    (subagents, effects, budget ledgers, queue depth) are projected from events of these
+    types, so a step must store them before it reads or runs (pending_events.py)."""
+    return any(
+        e.type.startswith(SUBAGENT_EVENT_PREFIX)
+        or e.type in STATUS_OF_EVENT
+        or e.type in (LIMIT_CHANGED, QUEUE_CHANGED)
+        for e in events_
+    )
 
 
 def stored_event(connection: Connection, thread_id: str, event_id: str) -> Event | None:

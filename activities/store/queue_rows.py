@@ -13,6 +13,8 @@ from sqlalchemy import Connection, update
 from weft.activities.store.tables import threads
 from weft.contract.events import Event
 
+QUEUE_CHANGED = "queue.changed"
+
 
 def project_queue_depth(connection: Connection, stored: Sequence[Event]) -> None:
     """Set each thread's `queue_depth` from its newest `queue.changed` among `stored` (all
@@ -21,7 +23,7 @@ def project_queue_depth(connection: Connection, stored: Sequence[Event]) -> None
     for event in stored:
         payload = event.payload if isinstance(event.payload, dict) else {}
         queue = payload.get("queue")
-        if event.type == "queue.changed" and isinstance(queue, list):
+        if event.type == QUEUE_CHANGED and isinstance(queue, list):
             depths[event.thread_id] = len(queue)
     for thread_id, depth in depths.items():
         # No row yet (the first messages queue before thread.init writes it): the next

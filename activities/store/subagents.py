@@ -57,11 +57,19 @@ class Subagents:
         return dict(data) if data is not None else None
 
 
+# Events of these types carry a subagent entry, projected into the subagents table.
+SUBAGENT_EVENT_PREFIX = "subagent."
+
+
 def project_subagents(database: Database, connection: Connection, stored: Sequence[Event]) -> None:
     """Upsert the subagent rows that newly stored `subagent.*` events describe, in the
     transaction that stores them."""
     for event in stored:
-        entry = (event.payload or {}).get("entry") if event.type.startswith("subagent.") else None
+        entry = (
+            (event.payload or {}).get("entry")
+            if event.type.startswith(SUBAGENT_EVENT_PREFIX)
+            else None
+        )
         if not isinstance(entry, dict) or not entry.get("reference") or not event.thread_id:
             continue
         now = datetime.now(UTC)
