@@ -12,6 +12,7 @@ from store_factories import event, new_thread_id
 from weft.activities.pending_events import PendingEvents
 from weft.activities.providers import Delta
 from weft.activities.store import Store
+from weft.activities.store.events import changes_rows
 from weft.activities.streaming import DeltaBatcher, delta_event
 from weft.contract.events import Event
 
@@ -99,3 +100,11 @@ async def test_a_quick_stream_is_stored_with_its_start_events(sqlite_store: Stor
     assert [e.event_id for e in owed] == ["requested", "delta1"]
     assert owed[1].payload["text"] == "Hello"
     assert _ids(sqlite_store, thread) == []
+
+
+def test_events_that_change_rows_are_told_apart() -> None:
+    """A step stores these first (a tool may read the rows they change); the rest may wait."""
+    thread = new_thread_id()
+    for kind in ("subagent.started", "job.cancelled", "limit.changed", "queue.changed"):
+        assert changes_rows([event(thread, "a"), event(thread, "b", kind)]), kind
+    assert not changes_rows([event(thread, "a", "tool.started"), event(thread, "b", "run.status")])
