@@ -1,6 +1,7 @@
-"""The `model.call` activity: persist queued messages, assemble context, stream, persist.
+"""The `model.call` activity: build the request (model_request.py), stream, persist.
 
-Persistence rides on this activity: one round trip per model step. Deltas reach the store
+Persistence rides on this activity: one round trip per model step, and for a quick call
+one write, its start events with its result (pending_events.py). Deltas reach the store
 in batches (about every 100 ms), tagged with the step and the attempt, so `weft thread
 tail` shows the reply as it streams.
 """
@@ -11,55 +12,29 @@ import asyncio
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, TypedDict
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from weft.activities.clock import now_iso, now_micros
-from weft.activities.context_window import (
-    Frame,
-    Window,
-    budget_of,
-    build_window,
-    frame,
-    preview_cap,
-    request_bytes,
-    request_tokens,
-    tools_for,
-)
+from weft.activities.clock import now_micros
 from weft.activities.hooks import HookRegistry
 from weft.activities.hooks.model_hooks import ModelHooks
-from weft.activities.images import image_view
 from weft.activities.mcp.catalog_store import CatalogStore
-from weft.activities.message_views import MessageViews
-from weft.activities.model_budget import AttemptCost, StreamMeter, budget_exhausted
+from weft.activities.model_budget import AttemptCost, StreamMeter
+from weft.activities.model_request import AttemptIds, ModelRequests, attempt_event, attempt_ids
 from weft.activities.model_support import provider_for, with_estimate
 from weft.activities.providers import ChatProvider, ChatReply, ChatRequest, Delta
-from weft.activities.providers.definition_fields import definition_fields
-from weft.activities.scoped_window import load_scoped_window
 from weft.activities.snapshots import SnapshotCache
-from weft.activities.spill import resolve_content_refs, spill_if_large
+from weft.activities.spill import spill_if_large
 from weft.activities.store import Store
-from weft.activities.store.events import changes_rows
-from weft.activities.store.rows import ThreadRow
 from weft.activities.streaming import DeltaBatcher, Heartbeater, delta_event
 from weft.activities.structured_output import checked_reply
 from weft.contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult
 from weft.contract.budget import BudgetState
-from weft.contract.context import CONTEXT_TOO_LONG, ContextBoundary, ContextReport
-from weft.contract.definitions import DefinitionSnapshot, ModelDef
+from weft.contract.context import CONTEXT_TOO_LONG, ContextReport
+from weft.contract.definitions import ModelDef
 from weft.contract.events import Event
-from weft.contract.hooks import HookName
-from weft.contract.mcp import McpServerCatalog
 from weft.contract.messages import Message
-
-# Hooks that change what a request holds, run between reading the context and sending it.
-_SHAPING_HOOKS: tuple[HookName, ...] = (
-    "filter_messages",
-    "after_system_message",
-    "prefilter_llm_history",
-)
 
 
 class ModelActivities:
@@ -81,7 +56,7 @@ class ModelActivities:
         self._catalogs = catalogs or CatalogStore(store)
         self._hooks = hooks or HookRegistry(store)
         self._delta_interval = delta_interval
-        self._views = MessageViews()
+        self._requests = ModelRequests(store)
 
     @activity.defn(name=ACTIVITY_MODEL_CALL)
     async def call_model(self, call: ModelCallInput) -> ModelCallResult:
@@ -91,8 +66,8 @@ class ModelActivities:
         mcp = await self._catalogs.get_many(call.mcp_catalogs)
         model = snapshot.models[call.model]
         provider = provider_for(self._providers, model)
-        ids = _ids(call, info.attempt)
-        started = self._event(
+        ids = attempt_ids(call, info.attempt)
+        started = attempt_event(
             call,
             ids,
             "requested",
@@ -110,15 +85,17 @@ class ModelActivities:
             self._store,
             snapshot,
             call,
-            make_event=lambda suffix, kind, data: self._event(call, ids, suffix, kind, data),
+            make_event=lambda suffix, kind, data: attempt_event(call, ids, suffix, kind, data),
             attempt_id=ids["attempt_id"],
         )
-        request, report, lead = await self._prepare(call, snapshot, mcp, model, started, hooks)
+        request, report, lead = await self._requests.prepare(
+            call, snapshot, mcp, model, started, hooks
+        )
         # The start events not stored yet wait with the streamed batches: a reply that
         # comes within the interval is stored with them by one final write.
         batcher = DeltaBatcher(
             self._store,
-            lambda n, text, kind: self._event(
+            lambda n, text, kind: attempt_event(
                 call, ids, f"delta{n}", *delta_event(kind, text, info.attempt)
             ),
             interval=self._delta_interval,
@@ -132,7 +109,7 @@ class ModelActivities:
     async def _stream(
         self,
         call: ModelCallInput,
-        ids: _AttemptIds,
+        ids: AttemptIds,
         model: ModelDef,
         provider: ChatProvider,
         request: ChatRequest,
@@ -159,7 +136,7 @@ class ModelActivities:
         except ApplicationError as err:
             err = with_estimate(err, report)
             spent = AttemptCost.of_failure(model, attempt, reply, report, meter)
-            failed = self._event(
+            failed = attempt_event(
                 call,
                 ids,
                 "failed",
@@ -192,7 +169,7 @@ class ModelActivities:
     async def _refuse_over_budget(
         self,
         call: ModelCallInput,
-        ids: _AttemptIds,
+        ids: AttemptIds,
         model: ModelDef,
         report: ContextReport,
         pending: list[Event],
@@ -203,7 +180,7 @@ class ModelActivities:
             f"tokens (x{call.window.token_scale:g}), over its prompt budget of "
             f"{report.prompt_budget}; it was not sent"
         )
-        failed = self._event(
+        failed = attempt_event(
             call,
             ids,
             "failed",
@@ -228,162 +205,10 @@ class ModelActivities:
             non_retryable=True,
         )
 
-    async def _prepare(
-        self,
-        call: ModelCallInput,
-        snapshot: DefinitionSnapshot,
-        mcp: dict[str, McpServerCatalog],
-        model: ModelDef,
-        started: Event,
-        hooks: ModelHooks,
-    ) -> tuple[ChatRequest, ContextReport, list[Event]]:
-        """The request and its report, and the step's events left for the final write."""
-        messages, events, resolved = await hooks.new_messages(call.new_messages, call.outbox)
-        lead = [*events, started]
-        if not hooks.runner.has(*_SHAPING_HOOKS):
-            # Nothing runs between reading the context and sending it: one thread hop
-            # for the whole assembly instead of three.
-            request, report, lead = await asyncio.to_thread(
-                self._assemble,
-                call,
-                snapshot,
-                mcp,
-                model,
-                messages,
-                lead,
-                resolved,
-                defer=hooks.runner.empty,
-            )
-            await hooks.created(messages)
-            await hooks.runner.flush()
-            return request, report, lead
-        side_frame, loaded, _ = await asyncio.to_thread(
-            self._load, call, snapshot, mcp, messages, lead, resolved, defer=False
-        )
-        await hooks.created(messages)
-        boundary, pinned, history = loaded
-        if hooks.runner.has("filter_messages"):
-            pinned, history = [], await hooks.filter_messages([*pinned, *history])
-        side_frame = await hooks.system_prompt(side_frame)
-        window = await asyncio.to_thread(
-            self._window, call, model, side_frame, boundary, pinned, history
-        )
-        # Filtered before it is measured: the budget counts what is really sent.
-        window = await hooks.prefilter(window)
-        request, report = await asyncio.to_thread(
-            self._request, call, model, side_frame, window, boundary
-        )
-        await hooks.runner.flush()
-        return request, report, []
-
-    def _assemble(
-        self,
-        call: ModelCallInput,
-        snapshot: DefinitionSnapshot,
-        mcp: dict[str, McpServerCatalog],
-        model: ModelDef,
-        messages: list[Message],
-        events: list[Event],
-        resolved: bool,
-        *,
-        defer: bool,
-    ) -> tuple[ChatRequest, ContextReport, list[Event]]:
-        side_frame, (boundary, pinned, history), lead = self._load(
-            call, snapshot, mcp, messages, events, resolved, defer=defer
-        )
-        window = self._window(call, model, side_frame, boundary, pinned, history)
-        return *self._request(call, model, side_frame, window, boundary), lead
-
-    def _load(
-        self,
-        call: ModelCallInput,
-        snapshot: DefinitionSnapshot,
-        mcp: dict[str, McpServerCatalog],
-        messages: list[Message],
-        events: list[Event],
-        resolved: bool,
-        *,
-        defer: bool,
-    ) -> tuple[Frame, tuple[ContextBoundary | None, list[Message], list[Message]], list[Event]]:
-        """The frame and the window's messages, read after what the step brings is stored,
-        and the events left for the final write. One thread hop.
-
-        With `defer`, a step that brings no messages and no events that change rows does
-        not write first: its events wait for the final write, and the ledger is read
-        with the context, in one snapshot (`store.step_reads`). A charge never depended on
-        reading the ledger in a write: it is one atomic update when the attempt ends.
-        """
-        if not resolved:
-            messages, events = resolve_content_refs(self._store, messages, events)
-        # Messages and events that project into rows (effects, ledgers, …) are stored
-        # first: the step reads what they change.
-        store_first = not defer or bool(messages) or changes_rows(events)
-        lead = self._record_checked(call, messages, events) if store_first else events
-        if call.scope is not None:  # a prompt tool's window: its own messages too
-            if lead and self._spent(call.budget_root):
-                lead = self._record_checked(call, messages, events)  # refuses the call
-            thread = self._store.threads.get(call.thread_id)
-            loaded = load_scoped_window(self._store, call.thread_id, call.window, call.scope)
-            return self._frame(call, snapshot, thread, mcp), loaded, lead
-        read = self._store.step_reads.read(
-            call.thread_id,
-            boundary_id=call.window.boundary_id,
-            budget_root=call.budget_root if lead else None,
-            now=datetime.now(UTC),
-        )
-        if read.budget is not None and read.budget.spent_limit() is not None:
-            # Refused in the write (quota.blocked), unless the budget was raised meanwhile.
-            lead = self._record_checked(call, messages, events)
-        loaded = (read.boundary, read.pinned, read.transcript)
-        return self._frame(call, snapshot, read.thread, mcp), loaded, lead
-
-    @staticmethod
-    def _frame(
-        call: ModelCallInput,
-        snapshot: DefinitionSnapshot,
-        thread: ThreadRow | None,
-        mcp: dict[str, McpServerCatalog],
-    ) -> Frame:
-        return frame(snapshot, thread, call.agent, call.side, call.scope, mcp=mcp)
-
-    def _record_checked(
-        self, call: ModelCallInput, messages: list[Message], events: list[Event]
-    ) -> list[Event]:
-        """Store what the step brings (nothing is left for the final write: returns []).
-
-        The budget ledger, when the call has one, is read in the same transaction, and a
-        spent budget stores `quota.blocked` instead of `model.requested` (the last event)
-        and refuses the call.
-        """
-        root = call.budget_root
-        if root is None:
-            self._store.events.record(messages, events)
-            return []
-        *before, requested = events
-        ids = _ids(call, activity.info().attempt)
-        checked = self._store.budgets.record_checked(
-            root,
-            messages,
-            before,
-            requested,
-            now=datetime.now(UTC),
-            make_event=lambda suffix, kind, data: self._event(call, ids, suffix, kind, data),
-        )
-        if checked.state is not None and checked.refused_by is not None:
-            raise budget_exhausted(checked.state, checked.refused_by)
-        return []
-
-    def _spent(self, root: str | None) -> bool:
-        """Whether the tree's ledger has a limit spent (then the write path refuses)."""
-        if root is None:
-            return False
-        state = self._store.budgets.get(root, now=datetime.now(UTC))
-        return state is not None and state.spent_limit() is not None
-
     def _record_charged(
         self,
         call: ModelCallInput,
-        ids: _AttemptIds,
+        ids: AttemptIds,
         messages: list[Message],
         events: list[Event],
         spent: AttemptCost,
@@ -391,72 +216,15 @@ class ModelActivities:
         """Store an attempt's messages and events with its `cost.recorded`, charging the
         ledger in the same transaction (only when that event is new: retries count once)."""
         root = call.budget_root
-        cost = self._event(call, ids, "cost", "cost.recorded", spent.payload(root))
+        cost = attempt_event(call, ids, "cost", "cost.recorded", spent.payload(root))
         _, state = self._store.budgets.record_charged(
             messages,
             [*events, cost],
             spent.charge(root, cost.event_id),
             now=datetime.now(UTC),
-            make_event=lambda suffix, kind, data: self._event(call, ids, suffix, kind, data),
+            make_event=lambda suffix, kind, data: attempt_event(call, ids, suffix, kind, data),
         )
         return state
-
-    def _window(
-        self,
-        call: ModelCallInput,
-        model: ModelDef,
-        side_frame: Frame,
-        boundary: ContextBoundary | None,
-        pinned: list[Message],
-        history: list[Message],
-    ) -> Window:
-        return build_window(
-            side_frame,
-            boundary,
-            pinned,
-            history,
-            side=call.side,
-            cap=preview_cap(model, call.window),
-            images=image_view(self._store, call.thread_id, model, side_frame.prompt),
-            views=self._views,
-        )
-
-    def _request(
-        self,
-        call: ModelCallInput,
-        model: ModelDef,
-        side_frame: Frame,
-        window: Window,
-        boundary: ContextBoundary | None,
-    ) -> tuple[ChatRequest, ContextReport]:
-        capabilities = model.capabilities
-        tools = tools_for(
-            side_frame,
-            window,
-            boundary,
-            model_calls_tools=capabilities is None or capabilities.supports_tool_calls is not False,
-        )
-        report = ContextReport(
-            request_tokens=request_tokens(window.messages, tools),
-            request_bytes=request_bytes(window.messages, tools),
-            prompt_budget=budget_of(model, call.window).prompt_budget,
-            previews=window.previews,
-            boundary_id=boundary.boundary_id if boundary else None,
-        )
-        prompt = side_frame.prompt
-        request = ChatRequest(
-            model=model.model,
-            messages=window.messages,
-            tools=tools,
-            tool_choice=prompt.tool_choice if tools or model.provider_tools else None,
-            parallel_tool_calls=(
-                prompt.parallel_tool_calls if tools or model.provider_tools else None
-            ),
-            max_output_tokens=model.capabilities.max_output_tokens if model.capabilities else None,
-            provider_options={**model.provider_options, **prompt.provider_options},
-            **definition_fields(prompt, model),
-        )
-        return request, report
 
     @staticmethod
     def _reply_message(call: ModelCallInput, model: ModelDef, reply: ChatReply) -> Message:
@@ -482,14 +250,14 @@ class ModelActivities:
         model: ModelDef,
         reply: ChatReply,
         message: Message | None,
-        ids: _AttemptIds,
+        ids: AttemptIds,
         duration_ms: int,
         report: ContextReport,
         events: list[Event],
     ) -> ModelCallResult | None:
         spent = AttemptCost.of_reply(model, activity.info().attempt, reply)
         usage, cost = spent.usage, spent.cost_usd
-        completed = self._event(
+        completed = attempt_event(
             call,
             ids,
             "completed",
@@ -525,41 +293,3 @@ class ModelActivities:
             context=report,
             budget=budget,
         )
-
-    @staticmethod
-    def _event(
-        call: ModelCallInput,
-        ids: _AttemptIds,
-        suffix: str,
-        event_type: str,
-        payload: dict[str, Any],
-    ) -> Event:
-        return Event(
-            type=event_type,
-            event_id=f"{ids['attempt_id']}:{suffix}",
-            timestamp=now_iso(),
-            thread_id=call.thread_id,
-            session_id=call.session_id,
-            # Inside a prompt tool, every event names the call that runs it.
-            payload={**payload, **call.scope.event_fields()} if call.scope else payload,
-            **ids,
-        )
-
-
-class _AttemptIds(TypedDict):
-    """The ids every event of one model call attempt carries."""
-
-    turn_id: str
-    step_id: str
-    model_request_id: str
-    attempt_id: str
-
-
-def _ids(call: ModelCallInput, attempt: int) -> _AttemptIds:
-    request_id = f"{call.step_id}.{call.model}"
-    return {
-        "turn_id": call.turn_id,
-        "step_id": call.step_id,
-        "model_request_id": request_id,
-        "attempt_id": f"{request_id}.a{attempt}",
-    }

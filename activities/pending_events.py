@@ -23,6 +23,7 @@ import logging
 from collections.abc import Sequence
 from types import TracebackType
 
+from weft.activities.background import stop
 from weft.activities.store import Store
 from weft.contract.events import Event
 
@@ -111,10 +112,4 @@ class PendingEvents:
 
     async def _stop_timer(self) -> None:
         timer, self._timer = self._timer, None
-        if timer is None or timer.done():
-            return
-        timer.cancel()
-        try:
-            await timer
-        except asyncio.CancelledError:
-            pass
+        await stop(timer)

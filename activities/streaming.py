@@ -10,6 +10,7 @@ from typing import Any
 
 from temporalio import activity
 
+from weft.activities.background import stop
 from weft.activities.pending_events import PendingEvents
 from weft.activities.providers import Delta
 from weft.activities.store import Store
@@ -114,12 +115,7 @@ class Heartbeater:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+        await stop(self._task)
 
     async def _beat(self) -> None:
         if self._wait_first:
