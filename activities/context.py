@@ -36,31 +36,49 @@ def project_messages(
     `user`, and never the other side's tool calls or results. With `images`, a user
     message's image attachments are sent as image parts (activities/images.py).
     """
-    out: list[dict[str, Any]] = []
     first_recent = len(messages) - images.recent if images else 0
-    for index, message in enumerate(messages):
-        own = not dual or message.side in (side, None)
-        if message.role == "assistant":
-            if own:
-                out.append(_assistant(message))
-            elif message.content:
-                out.append({"role": "user", "content": message.content})
-        elif message.role == "tool":
-            if own:
-                out.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": message.tool_call_id,
-                        "content": message.content or "",
-                    }
-                )
-        elif message.role == "user":
-            recent = index >= first_recent
-            content = user_content(message, _with_attachments(message), images, recent=recent)
-            out.append({"role": "user", "content": content})
-        else:
-            out.append({"role": message.role, "content": _with_attachments(message)})
-    return out
+    projected = (
+        project_message(m, side=side, dual=dual, images=images, recent=i >= first_recent)
+        for i, m in enumerate(messages)
+    )
+    return [entry for entry in projected if entry is not None]
+
+
+def project_message(
+    message: Message,
+    *,
+    side: Side,
+    dual: bool,
+    images: ImageView | None = None,
+    recent: bool = False,
+) -> dict[str, Any] | None:
+    """One message as `side` sees it (see `project_messages`); None when it sees nothing.
+
+    `recent` says whether a user message is among the last ones whose images are sent.
+    """
+    own = not dual or message.side in (side, None)
+    if message.role == "assistant":
+        if own:
+            return _assistant(message)
+        return {"role": "user", "content": message.content} if message.content else None
+    if message.role == "tool":
+        if not own:
+            return None
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id,
+            "content": message.content or "",
+        }
+    if message.role == "user":
+        content = user_content(message, _with_attachments(message), images, recent=recent)
+        return {"role": "user", "content": content}
+    return {"role": message.role, "content": _with_attachments(message)}
+
+
+def projection_is_fixed(message: Message) -> bool:
+    """Whether the message projects the same way whatever images a request sends: only a
+    user message with attachments may carry image parts."""
+    return message.role != "user" or not message.attachments
 
 
 def model_view(message: Message) -> Message:

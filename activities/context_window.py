@@ -18,7 +18,7 @@ from typing import Any
 
 from weft.activities.context import model_view, project_messages, render_prompt
 from weft.activities.images import ImageView
-from weft.activities.message_views import MessageViews
+from weft.activities.message_views import MessageViews, WirePart
 from weft.activities.previews import preview_message
 from weft.activities.read_output import READ_OUTPUT_SPEC
 from weft.activities.store import Store
@@ -54,11 +54,22 @@ class Frame:
 
 
 @dataclass(frozen=True)
+class Sizes:
+    """What a window's messages measure: estimated tokens, and each one's JSON bytes summed."""
+
+    tokens: int
+    json_bytes: int
+
+
+@dataclass(frozen=True)
 class Window:
     """The transcript part of a request, as the provider adapters take it."""
 
     messages: list[dict[str, Any]]
     previews: int
+    # Measured while the window was built, from each message's kept part; None when
+    # something else (a hook) has changed the messages since.
+    sizes: Sizes | None = None
 
 
 def frame(
@@ -145,6 +156,10 @@ def build_window(
     system = frame_.system
     if boundary is not None:
         system += SUMMARY_HEADING + boundary.summary
+    if views is not None:
+        return _kept_window(
+            system, [*pinned, *messages], boundary, frame_.dual, side, cap, images, views
+        )
     previews = 0
     sent = []
     for message in [*pinned, *messages]:
@@ -159,6 +174,48 @@ def build_window(
     if boundary is not None and transcript and transcript[0]["role"] != "user":
         transcript.insert(0, {"role": "user", "content": BRIDGE_TEXT})
     return Window([{"role": "system", "content": system}, *transcript], previews)
+
+
+def _kept_window(
+    system: str,
+    messages: list[Message],
+    boundary: ContextBoundary | None,
+    dual: bool,
+    side: Side,
+    cap: int,
+    images: ImageView | None,
+    views: MessageViews,
+) -> Window:
+    """`build_window` from each message's kept part, measured as it is built."""
+    first_recent = len(messages) - images.recent if images else 0
+    parts = [
+        views.part(m, cap, side=side, dual=dual, images=images, recent=i >= first_recent)
+        for i, m in enumerate(messages)
+    ]
+    seen = [p for p in parts if p.entry is not None]
+    head = [WirePart.of({"role": "system", "content": system})]
+    first = seen[0].entry if seen else None
+    if boundary is not None and first is not None and first["role"] != "user":
+        head.append(WirePart.of({"role": "user", "content": BRIDGE_TEXT}))
+    sent = [*head, *seen]
+    return Window(
+        [p.entry for p in sent if p.entry is not None],
+        sum(p.previewed for p in parts),
+        Sizes(sum(p.tokens for p in sent), sum(p.json_bytes for p in sent)),
+    )
+
+
+def measure_request(window: Window, tools: list[dict[str, Any]]) -> tuple[int, int]:
+    """`request_tokens` and `request_bytes` of the window and tools, from the window's
+    sizes when it has them (the same figures, without going over every message again)."""
+    if window.sizes is None:
+        return request_tokens(window.messages, tools), request_bytes(window.messages, tools)
+    tool_tokens = estimate_tokens(_json(tools)) if tools else 0
+    count = len(window.messages)
+    # [[m1,m2,…],tools]: the brackets and commas around each message's own JSON.
+    framing = 2 + max(count - 1, 0) + 3
+    tool_bytes = len(_json(tools).encode("utf-8"))
+    return window.sizes.tokens + tool_tokens, window.sizes.json_bytes + framing + tool_bytes
 
 
 def tools_for(

@@ -23,9 +23,8 @@ from weft.activities.context_window import (
     budget_of,
     build_window,
     frame,
+    measure_request,
     preview_cap,
-    request_bytes,
-    request_tokens,
     tools_for,
 )
 from weft.activities.hooks.model_hooks import ModelHooks
@@ -290,9 +289,10 @@ class ModelRequests:
             boundary,
             model_calls_tools=capabilities is None or capabilities.supports_tool_calls is not False,
         )
+        tokens, size = measure_request(window, tools)
         report = ContextReport(
-            request_tokens=request_tokens(window.messages, tools),
-            request_bytes=request_bytes(window.messages, tools),
+            request_tokens=tokens,
+            request_bytes=size,
             prompt_budget=budget_of(model, call.window).prompt_budget,
             previews=window.previews,
             boundary_id=boundary.boundary_id if boundary else None,

@@ -11,6 +11,7 @@ tool call without its result, whatever a filter returned.
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 from typing import Any
 
@@ -124,9 +125,17 @@ class ModelHooks:
         return dataclasses.replace(frame, system=outcome.data["content"])
 
     async def prefilter(self, window: Window) -> Window:
-        """The request's chat messages as `prefilter_llm_history` hooks left them."""
-        outcome = await self.runner.run("prefilter_llm_history", window.messages, check=_chat)
-        return dataclasses.replace(window, messages=outcome.data)
+        """The request's chat messages as `prefilter_llm_history` hooks left them.
+
+        The hooks get a copy: the window's entries are the worker's kept parts
+        (message_views.py), shared with later requests. What they return is measured anew.
+        """
+        if not self.runner.has("prefilter_llm_history"):
+            return window
+        outcome = await self.runner.run(
+            "prefilter_llm_history", copy.deepcopy(window.messages), check=_chat
+        )
+        return dataclasses.replace(window, messages=outcome.data, sizes=None)
 
 
 def _messages(value: Any) -> list[dict[str, Any]]:
