@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from weft.activities.definitions import Definitions, FunctionTool
 from weft.activities.spans import Spans
+from weft.activities.thread_writes import ThreadWrites
 from weft.activities.tool_execute import error_result, execute_tool
 from weft.contract.activities import Intent, ToolResult
 from weft.contract.context import READ_OUTPUT_TOOL
@@ -109,7 +110,7 @@ class ToolInvoker:
         return None if policy is None else evaluate(policy, name, args, set())
 
 
-class ToolInvoking:
+class ToolInvoking(ThreadWrites):
     """`invoke_tool` of ThreadState (Standard Agents `invokeTool`)."""
 
     _store: Store
@@ -229,11 +230,12 @@ class ToolInvoking:
         )
         if self._hooks is not None:
             nested.use_hooks(self._hooks)
+        nested.before_write = self.before_write  # the calling activity's, stored first
         return nested
 
     async def _record(self, event_type: str, suffix: str, payload: dict[str, Any]) -> None:
         event = self._event(event_type, suffix, payload)
-        await asyncio.to_thread(self._store.events.append, [event])
+        await self._write(self._store.events.append, [event])
 
 
 def _decided_by(verdict: Verdict) -> str:
