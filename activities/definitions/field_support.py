@@ -56,6 +56,7 @@ _SPAWNER = "workflows/subagents/spawner.py"
 _PERMISSIONS = "workflows/permissions.py"
 _BUDGETS = "contract/budget.py"
 _MODEL_CALL = "activities/model_call.py"
+_MODEL_REQUEST = "activities/model_request.py"
 _MODEL_SUPPORT = "activities/model_support.py"
 _VARIABLES = "activities/definitions/variables.py"
 _TOOL_SPECS = "activities/definitions/tool_specs.py"
@@ -136,14 +137,14 @@ FIELDS: dict[str, Support] = {
     "PromptDef.model": _I(_MODEL_STEP, "the model of each step"),
     "PromptDef.includeChat": _I(_SCOPED, "a prompt tool sees the caller's chat"),
     "PromptDef.includePastTools": _I(_SCOPED, "a prompt tool sees past tool calls"),
-    "PromptDef.parallelToolCalls": _I(_MODEL_CALL, "sent with the request"),
-    "PromptDef.toolChoice": _I(_MODEL_CALL, "sent with the request"),
+    "PromptDef.parallelToolCalls": _I(_MODEL_REQUEST, "sent with the request"),
+    "PromptDef.toolChoice": _I(_MODEL_REQUEST, "sent with the request"),
     "PromptDef.requiredSchema": _I(_STRUCTURED, "structured output, validated"),
     "PromptDef.variables": _I(_VARIABLES, "declared env values, checked at thread start"),
     "PromptDef.env": _I(_ACTIVE, "prompt-level env (lowest)"),
     "PromptDef.reasoning": _I(_STRUCTURED, "passed to providers that take it"),
     "PromptDef.recentImageThreshold": _I(_IMAGES, "older images become a placeholder"),
-    "PromptDef.providerOptions": _I(_MODEL_CALL, "merged over the model's"),
+    "PromptDef.providerOptions": _I(_MODEL_REQUEST, "merged over the model's"),
     "PromptDef.hooks": _I(_HOOK_SCOPE, "replaces the agent's hooks"),
     "PromptDef.tools": _I(_TOOL_SPECS, "the tools the model is offered"),
     "PromptDef.permissions": _I(_PERMISSIONS, "weft: the prompt's permission rules"),
@@ -211,12 +212,12 @@ FIELDS: dict[str, Support] = {
     # -- models ----------------------------------------------------------------------------
     "ModelDef.name": _I(_LOADER, "the file stem"),
     "ModelDef.provider": _I(_MODEL_CALL, "the worker's provider adapter"),
-    "ModelDef.model": _I(_MODEL_CALL, "the provider's model name"),
+    "ModelDef.model": _I(_MODEL_REQUEST, "the provider's model name"),
     "ModelDef.fallbacks": _I(_MODEL_STEP, "tried in order after retries"),
     "ModelDef.inputPrice": _I(_MODEL_SUPPORT, "costUsd"),
     "ModelDef.outputPrice": _I(_MODEL_SUPPORT, "costUsd"),
     "ModelDef.cachedPrice": _I(_MODEL_SUPPORT, "costUsd"),
-    "ModelDef.providerOptions": _I(_MODEL_CALL, "merged into the request"),
+    "ModelDef.providerOptions": _I(_MODEL_REQUEST, "merged into the request"),
     "ModelDef.providerTools": _I(_OPENAI, "sent with the tools"),
     "ModelDef.capabilities": _I(_BUDGET, "see Capabilities"),
     "Capabilities.supportsImages": _I(_IMAGES, "false: images left out"),
