@@ -94,16 +94,18 @@ class MessageViews:
         a step at 800 messages); kept, a window is a list of lookups. A user message with
         attachments is projected each time: its image parts depend on the request.
         """
+        fixed = projection_is_fixed(message)
+        key = id(message)
+        if fixed:
+            with self._lock:
+                kept = self._parts.get(key)
+                if kept is not None and kept[0] is message and kept[1] == (cap, side, dual):
+                    self._parts.move_to_end(key)
+                    return kept[2]
         shown, previewed = self.shown(message, cap)
-        if not projection_is_fixed(message):
+        if not fixed:
             entry = project_message(shown, side=side, dual=dual, images=images, recent=recent)
             return WirePart.of(entry, previewed)
-        key = id(message)
-        with self._lock:
-            kept = self._parts.get(key)
-            if kept is not None and kept[0] is message and kept[1] == (cap, side, dual):
-                self._parts.move_to_end(key)
-                return kept[2]
         part = WirePart.of(project_message(shown, side=side, dual=dual), previewed)
         with self._lock:
             self._parts[key] = (message, (cap, side, dual), part)
