@@ -105,7 +105,9 @@ async def test_parent_and_child_events_join_by_ids(start_worker, temporal_client
 def test_the_validator_sees_broken_joins():
     """Each id the join relies on, when missing or wrong, is reported."""
     base = {"timestamp": "2026-01-01T00:00:00Z", "session_id": "s", "run_id": "r1"}
-    spawned = Event(type="subagent.spawned", event_id="evt_1", thread_id="p", subagent_id="c", **base)
+    spawned = Event(
+        type="subagent.spawned", event_id="evt_1", thread_id="p", subagent_id="c", **base
+    )
     tool = Event(
         type="tool.result",
         event_id="e2",
