@@ -16,10 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from weft.activities.context import model_view, project_messages, render_prompt
+from weft.activities.context import render_prompt
 from weft.activities.images import ImageView
 from weft.activities.message_views import MessageViews, WirePart
-from weft.activities.previews import preview_message
 from weft.activities.read_output import READ_OUTPUT_SPEC
 from weft.activities.store import Store
 from weft.activities.store.rows import ThreadRow
@@ -151,29 +150,22 @@ def build_window(
     views: MessageViews | None = None,
 ) -> Window:
     """System (with the summary), pinned messages, then the tail; big messages previewed;
-    with `images`, recent image attachments as image parts. `views` keeps each message's
-    view between calls (a worker's model calls share one)."""
+    with `images`, recent image attachments as image parts; measured as it is built.
+    `views` keeps each message's part between calls (a worker's model calls share one);
+    without it, the parts are worked out for this window only."""
     system = frame_.system
     if boundary is not None:
         system += SUMMARY_HEADING + boundary.summary
-    if views is not None:
-        return _kept_window(
-            system, [*pinned, *messages], boundary, frame_.dual, side, cap, images, views
-        )
-    previews = 0
-    sent = []
-    for message in [*pinned, *messages]:
-        # Tool results as the model reads them, then cut: a preview's offsets are the text's.
-        if views is not None:
-            shown, previewed = views.shown(message, cap)
-        else:
-            shown, previewed = preview_message(model_view(message), cap)
-        previews += previewed
-        sent.append(shown)
-    transcript = project_messages(sent, side=side, dual=frame_.dual, images=images)
-    if boundary is not None and transcript and transcript[0]["role"] != "user":
-        transcript.insert(0, {"role": "user", "content": BRIDGE_TEXT})
-    return Window([{"role": "system", "content": system}, *transcript], previews)
+    return _kept_window(
+        system,
+        [*pinned, *messages],
+        boundary,
+        frame_.dual,
+        side,
+        cap,
+        images,
+        views if views is not None else MessageViews(),
+    )
 
 
 def _kept_window(
