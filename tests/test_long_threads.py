@@ -111,7 +111,8 @@ async def test_three_hundred_steps_across_runs_lose_nothing(
     assert max(len(r.events) for r in runs) < 200 + 80
     signaled = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
     wt_failed = EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
-    first = sum(r.events[1].event_type == signaled for r in runs[1:])
+    # A run fetched the moment it began may hold only its started event (CI saw one).
+    first = sum(len(r.events) > 1 and r.events[1].event_type == signaled for r in runs[1:])
     rejected = sum(
         e.event_type == wt_failed
         and e.workflow_task_failed_event_attributes.cause
