@@ -143,10 +143,9 @@ async def temporal_thread(
 
 async def handwritten(client, scripted, model: str, steps: int, tmp: Path) -> float:
     """Seconds for the same steps in the hand-written workflow of bench/handwritten.py."""
+    from floor import stock_sandbox
     from handwritten import HandwrittenActivities, HandwrittenLoop
     from temporalio.worker import Worker
-
-    from weft.workers.agent_worker import workflow_runner
 
     store = Store.open(f"sqlite:///{tmp / f'hand-{uuid.uuid4().hex[:6]}.db'}")
     queue = f"hand-{uuid.uuid4().hex[:8]}"
@@ -157,7 +156,7 @@ async def handwritten(client, scripted, model: str, steps: int, tmp: Path) -> fl
             task_queue=queue,
             workflows=[HandwrittenLoop],
             activities=[acts.model, acts.tool],
-            workflow_runner=workflow_runner(),
+            workflow_runner=stock_sandbox(),
         ):
             began = time.perf_counter()
             done = await client.execute_workflow(

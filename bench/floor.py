@@ -18,6 +18,7 @@ from typing import Any
 from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 with workflow.unsafe.imports_passed_through():
     # Used only by the activities, outside the sandbox.
@@ -25,7 +26,6 @@ with workflow.unsafe.imports_passed_through():
 
     from weft.activities.definitions import FunctionTool
     from weft.activities.providers import ChatRequest, OpenAIChatProvider
-    from weft.workers.agent_worker import workflow_runner
 
 WORKFLOW = "BenchFloor"
 MODEL_ACTIVITY = "floor.model"
@@ -91,11 +91,25 @@ class FloorWorkflow:
                 transcript.append({"role": "tool", "tool_call_id": call["id"], "content": result})
 
 
+def stock_sandbox() -> SandboxedWorkflowRunner:
+    """The SDK's sandbox as a hand-written workflow would run in it.
+
+    Passing pydantic through, as weft does, keeps per-run module imports out of the
+    comparison. weft's own runner (weft/workers/sandbox_runner.py) also answers the
+    converter's context questions outside the sandbox; that saving is weft's, so the floor
+    does not get it.
+    """
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(
+        "weft.contract", "pydantic", "pydantic_core"
+    )
+    return SandboxedWorkflowRunner(restrictions=restrictions)
+
+
 @asynccontextmanager
 async def floor_worker(
     client: Client, task_queue: str, base_url: str, tool: FunctionTool
 ) -> AsyncIterator[Worker]:
-    """A worker polling `task_queue` for the floor workflow, with weft's sandbox settings."""
+    """A worker polling `task_queue` for the floor workflow, in the SDK's stock sandbox."""
     async with httpx.AsyncClient(
         timeout=httpx.Timeout(connect=10.0, read=120.0, write=30.0, pool=30.0),
         limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
@@ -106,6 +120,6 @@ async def floor_worker(
             task_queue=task_queue,
             workflows=[FloorWorkflow],
             activities=[activities.model, activities.tool],
-            workflow_runner=workflow_runner(),
+            workflow_runner=stock_sandbox(),
         ) as worker:
             yield worker

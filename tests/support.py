@@ -241,13 +241,13 @@ async def assert_every_run_replays(client: Client, handle: WorkflowHandle[Any, A
     from temporalio.worker import Replayer
 
     from weft.transport.codec import data_converter
-    from weft.workers.agent_worker import workflow_runner
+    from weft.workers.sandbox_runner import workflow_runner
     from weft.workflows.agent_thread import AgentThreadWorkflow
 
     replayer = Replayer(
         workflows=[AgentThreadWorkflow],
         data_converter=data_converter(None),
-        workflow_runner=workflow_runner(),
+        workflow_runner=workflow_runner(data_converter(None)),
     )
     for history in await run_histories(client, handle.id, handle.first_execution_run_id or ""):
         result = await replayer.replay_workflow(history, raise_on_replay_failure=False)

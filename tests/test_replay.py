@@ -12,7 +12,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from weft.workers.agent_worker import workflow_runner
+from weft.workers.sandbox_runner import workflow_runner
 from weft.workflows.agent_thread import AgentThreadWorkflow
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
@@ -45,7 +45,7 @@ async def test_replay(path: Path):
     replayer = Replayer(
         workflows=[AgentThreadWorkflow],
         data_converter=pydantic_data_converter,
-        workflow_runner=workflow_runner(),
+        workflow_runner=workflow_runner(pydantic_data_converter),
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"

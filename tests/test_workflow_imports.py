@@ -61,7 +61,7 @@ def test_boundary_check_sees_io_imports(tmp_path):
     assert _imports(bad) == ["httpx", "temporalio", "temporalio.activity"]
 
 
-# workflows/ is passed through the sandbox (workers/agent_worker.py workflow_runner), so
+# workflows/ is passed through the sandbox (workers/sandbox_runner.py workflow_runner), so
 # the sandbox no longer checks it at run time; these scans stand in for that check.
 NONDETERMINISTIC_CALLS = {"now", "utcnow", "today", "fromtimestamp", "get_event_loop"}
 CLOCK_OWNERS = {"datetime", "date", "datetime.datetime", "datetime.date", "asyncio"}

@@ -12,7 +12,6 @@ from opentelemetry.sdk.trace import TracerProvider
 from temporalio.client import Client
 from temporalio.contrib.opentelemetry import TracingInterceptor
 from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from weft.activities.code_run import CodeRunActivities
 from weft.activities.compaction import CompactionActivities
@@ -36,6 +35,7 @@ from weft.workers.config import WeftConfig
 from weft.workers.metrics import WorkerMetrics
 from weft.workers.providers import build_providers
 from weft.workers.recovery import RecoveryInterceptor, recovery_options
+from weft.workers.sandbox_runner import workflow_runner
 from weft.workers.scripted_model import ScriptedModelServer
 from weft.workers.search_attributes import check_search_attributes
 from weft.workers.secrets import load_keyring
@@ -43,26 +43,6 @@ from weft.workers.telemetry import activity_spans, has_tracing, tracing_intercep
 from weft.workers.telemetry import tracer_provider as tracer_provider_for
 from weft.workflows.agent_thread import AgentThreadWorkflow
 from weft.workflows.scheduled_delivery import ScheduledDeliveryWorkflow
-
-
-def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandbox, passing through modules that are pure and slow to re-import per run.
-
-    The sandbox re-executes every module it does not pass through for each new workflow
-    instance: weft's 40 workflow modules cost about 70 ms of worker CPU per thread started
-    or re-cached, the largest single cost of a worker under many threads.
-    """
-    # - contract is pure data (pydantic models); pydantic itself is deterministic.
-    # - workflows/ is weft's own deterministic code. What the sandbox would catch at run
-    #   time is guarded statically instead (tests/test_workflow_imports.py): it imports only
-    #   stdlib-pure modules, temporalio's workflow side, pydantic and contract; it never
-    #   reads clocks or randomness except through `workflow.*`; and it keeps no
-    #   module-level mutable state, so sharing one import between instances leaks nothing.
-    restrictions = SandboxRestrictions.default.with_passthrough_modules(
-        "weft.contract", "weft.workflows", "pydantic", "pydantic_core"
-    )
-    return SandboxedWorkflowRunner(restrictions=restrictions)
-
 
 # What a stdio MCP server inherits beyond the SDK's safe base (HOME, LOGNAME, PATH, SHELL,
 # TERM, USER): the locale and the temp folder. Never the whole environment: it holds the
@@ -216,7 +196,7 @@ class AgentWorker:
                 copies.copy_files,
                 variable_requests.request_variables,
             ],
-            workflow_runner=workflow_runner(),
+            workflow_runner=workflow_runner(client.data_converter),
             max_cached_workflows=self._max_cached,
             interceptors=[
                 RecoveryInterceptor(

@@ -1,0 +1,108 @@
+"""The workflow sandbox weft runs threads in, and what it answers outside the sandbox.
+
+For every payload sequence of an activation and of its completion, the SDK asks the
+workflow instance which serialization context the payload's command belongs to, and which
+external-storage target: seven visitor passes over each workflow task. In the sandbox every
+question is an `exec` inside it with its import hooks applied, and under load these
+questions were the largest part of the SDK's workflow-task CPU in a weft worker (more
+payloads per task than a bare workflow: the activity summaries the Temporal UI shows,
+among others).
+
+The answers matter only to a data converter that takes a context or stores payloads
+externally. weft's converters do neither, and the SDK's own test says so:
+`DataConverter.with_context` returns the converter itself when no part of it takes a
+context. For such a converter the answer cannot change a byte, so the runner answers "no
+context" without entering the sandbox. With any other converter it is the stock sandbox.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import temporalio.workflow
+from temporalio.bridge.proto.workflow_activation import WorkflowActivation
+from temporalio.bridge.proto.workflow_completion import WorkflowActivationCompletion
+from temporalio.converter import (
+    DataConverter,
+    SerializationContext,
+    StorageDriverStoreContext,
+    StorageDriverWorkflowInfo,
+    WorkflowSerializationContext,
+)
+from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+# Only its identity is compared: `with_context` returns the converter itself when nothing
+# in it takes a context, whatever the context is.
+_PROBE = WorkflowSerializationContext(namespace="weft-probe", workflow_id="weft-probe")
+
+
+def workflow_runner(data_converter: DataConverter) -> WorkflowRunner:
+    """The sandbox, passing through modules that are pure and slow to re-import per run.
+
+    The sandbox re-executes every module it does not pass through for each new workflow
+    instance: weft's 40 workflow modules cost about 70 ms of worker CPU per thread started
+    or re-cached, the largest single cost of a worker under many threads.
+    """
+    # - contract is pure data (pydantic models); pydantic itself is deterministic.
+    # - workflows/ is weft's own deterministic code. What the sandbox would catch at run
+    #   time is guarded statically instead (tests/test_workflow_imports.py): it imports only
+    #   stdlib-pure modules, temporalio's workflow side, pydantic and contract; it never
+    #   reads clocks or randomness except through `workflow.*`; and it keeps no
+    #   module-level mutable state, so sharing one import between instances leaks nothing.
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(
+        "weft.contract", "weft.workflows", "pydantic", "pydantic_core"
+    )
+    if takes_no_context(data_converter):
+        return ContextFreeSandboxRunner(restrictions=restrictions)
+    return SandboxedWorkflowRunner(restrictions=restrictions)
+
+
+def takes_no_context(data_converter: DataConverter) -> bool:
+    """Whether no serialization context or storage target can change what it writes."""
+    return (
+        data_converter.external_storage is None
+        and data_converter.with_context(_PROBE) is data_converter
+    )
+
+
+@dataclass(frozen=True)
+class ContextFreeSandboxRunner(SandboxedWorkflowRunner):
+    """The stock sandbox, for a data converter that takes no context (`takes_no_context`)."""
+
+    def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
+        return _ContextOutsideSandbox(super().create_instance(det))
+
+
+class _ContextOutsideSandbox(WorkflowInstance):
+    """A sandboxed instance whose converter questions are answered without entering it."""
+
+    def __init__(self, sandboxed: WorkflowInstance) -> None:
+        self._sandboxed = sandboxed
+        info = sandboxed.get_info()
+        # What the sandboxed instance answers for its own commands; nothing reads it while
+        # the converter stores no payload externally.
+        self._store_context = StorageDriverStoreContext(
+            target=StorageDriverWorkflowInfo(
+                id=info.workflow_id,
+                run_id=info.run_id,
+                type=info.workflow_type,
+                namespace=info.namespace,
+            )
+        )
+
+    def activate(self, act: WorkflowActivation) -> WorkflowActivationCompletion:
+        return self._sandboxed.activate(act)
+
+    def get_serialization_context(self, command_info: object) -> SerializationContext | None:
+        return None
+
+    def get_external_store_context(self, command_info: object) -> StorageDriverStoreContext:
+        return self._store_context
+
+    def get_info(self) -> temporalio.workflow.Info:
+        return self._sandboxed.get_info()
+
+    def get_thread_id(self) -> int | None:
+        # The deadlock detector reads it to show the stuck workflow's stack.
+        return self._sandboxed.get_thread_id()
