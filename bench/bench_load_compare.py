@@ -280,6 +280,24 @@ def failure_of(store: Store, thread_id: str) -> str:
     return "; ".join(f"{e.type}: {(e.payload or {}).get('error')}" for e in failures[-3:])
 
 
+async def retries_of(client: Client, thread_id: str) -> str:
+    """The thread's retried activities and what failed their earlier attempt (history)."""
+    history = await client.get_workflow_handle(thread_id).fetch_history()
+    scheduled = {
+        e.event_id: e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    }
+    retried = [
+        f"{scheduled.get(started.scheduled_event_id, '?')} attempt {started.attempt} after "
+        f"{started.last_failure.message or 'no failure recorded'}"
+        for e in history.events
+        if e.HasField("activity_task_started_event_attributes")
+        and (started := e.activity_task_started_event_attributes).attempt > 1
+    ]
+    return "; ".join(retried) or "no activity retried"
+
+
 async def count_steps(
     client: Client, store: Store, ids: list[str], ends: dict[str, str]
 ) -> tuple[int, list[str]]:
@@ -292,7 +310,8 @@ async def count_steps(
 
     steps = await asyncio.gather(*(steps_of(t) for t in ids))
     problems = [
-        f"{t}: {ends[t]} ({await asyncio.to_thread(failure_of, store, t)})"
+        f"{t}: {ends[t]} ({await asyncio.to_thread(failure_of, store, t)}; "
+        f"retried: {await retries_of(client, t)})"
         for t in ids
         if ends[t] != "turn.completed"
     ]

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, func, null, select, text, union_all
+from sqlalchemy import Connection, func, select, text
 
 from weft.activities.store.budget_rows import LIMIT_CHANGED, project_budgets
 from weft.activities.store.database import Database
+from weft.activities.store.driver_sql import driver_rows, placeholders
 from weft.activities.store.effect_rows import STATUS_OF_EVENT, project_effects
 from weft.activities.store.messages import (
     delete_message,
@@ -216,14 +217,18 @@ def _known_and_last(
     connection: Connection, thread_id: str, event_ids: list[str]
 ) -> tuple[set[str], int]:
     """Which of `event_ids` the thread has stored, and its last sequence, in one query
-    (two a write, every write: each statement costs more in Python than in the database)."""
-    known = select(events.c.event_id, events.c.sequence).where(
-        events.c.thread_id == thread_id, events.c.event_id.in_(event_ids)
-    )
-    last = select(null().label("event_id"), func.max(events.c.sequence)).where(
-        events.c.thread_id == thread_id
-    )
-    rows = connection.execute(union_all(known, last)).all()
+    (every write runs it: driver SQL, see driver_sql.py)."""
+    last = "SELECT NULL, MAX(sequence) FROM events WHERE thread_id = ?"
+    if not event_ids:
+        rows = driver_rows(connection, last, [thread_id])
+    else:
+        known = (
+            "SELECT event_id, sequence FROM events WHERE thread_id = ? "
+            f"AND event_id IN ({placeholders(len(event_ids))})"
+        )
+        rows = driver_rows(
+            connection, f"{known} UNION ALL {last}", [thread_id, *event_ids, thread_id]
+        )
     stored = {row[0] for row in rows if row[0] is not None}
     top = max((row[1] or 0 for row in rows if row[0] is None), default=0)
     return stored, int(top)
