@@ -315,7 +315,11 @@ async def count_steps(
         for t in ids
         if ends[t] != "turn.completed"
     ]
-    problems += [f"{t}: {s} steps" for t, s in zip(ids, steps, strict=True) if s != STEPS]
+    problems += [
+        f"{t}: {s} steps (retried: {await retries_of(client, t)})"
+        for t, s in zip(ids, steps, strict=True)
+        if s != STEPS
+    ]
     return sum(steps), problems
 
 

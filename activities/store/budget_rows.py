@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, select, update
+from sqlalchemy import Connection, Row, bindparam, select, update
 
 from weft.activities.store.database import Database
 from weft.activities.store.tables import budgets
@@ -49,10 +49,12 @@ def project_budgets(database: Database, connection: Connection, stored: Sequence
         )
 
 
+# Every step reads it: built once, so SQLAlchemy keeps its cache key.
+_LEDGER = select(budgets).where(budgets.c.root_thread_id == bindparam("root"))
+
+
 def ledger_row(connection: Connection, root_thread_id: str) -> Row[Any] | None:
-    return connection.execute(
-        select(budgets).where(budgets.c.root_thread_id == root_thread_id)
-    ).first()
+    return connection.execute(_LEDGER, {"root": root_thread_id}).first()
 
 
 def state_of(row: Row[Any], now: datetime) -> BudgetState:

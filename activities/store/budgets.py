@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, update
+from sqlalchemy import BigInteger, Boolean, Connection, Float, Row, bindparam, update
 
 from weft.activities.store.budget_rows import ledger_row, new_ledger_row, state_of
 from weft.activities.store.database import Database
@@ -167,22 +167,35 @@ class Budgets:
         return self._db.retrying(once)
 
 
+# Every model call charges the ledger: built once, so SQLAlchemy keeps its cache key.
+_CHARGE = (
+    update(budgets)
+    .where(budgets.c.root_thread_id == bindparam("root"))
+    .values(
+        tokens=budgets.c.tokens + bindparam("add_tokens", type_=BigInteger),
+        cost_usd=budgets.c.cost_usd + bindparam("add_cost", type_=Float),
+        model_calls=budgets.c.model_calls + 1,
+        cost_unknown=budgets.c.cost_unknown | bindparam("unknown", type_=Boolean),
+        updated_at=bindparam("now", type_=budgets.c.updated_at.type),
+    )
+    .returning(*budgets.c)
+)
+
+
 def _add(connection: Connection, charge: Charge, now: datetime) -> Row[Any] | None:
     """Charge the ledger and return it as charged (None when the tree has no ledger).
 
     One statement adds to the stored values, so concurrent charges never lose one.
     """
     return connection.execute(
-        update(budgets)
-        .where(budgets.c.root_thread_id == charge.root_thread_id)
-        .values(
-            tokens=budgets.c.tokens + charge.tokens,
-            cost_usd=budgets.c.cost_usd + (charge.cost_usd or 0.0),
-            model_calls=budgets.c.model_calls + 1,
-            cost_unknown=budgets.c.cost_unknown | (charge.cost_usd is None),
-            updated_at=now,
-        )
-        .returning(*budgets.c)
+        _CHARGE,
+        {
+            "root": charge.root_thread_id,
+            "add_tokens": charge.tokens,
+            "add_cost": charge.cost_usd or 0.0,
+            "unknown": charge.cost_usd is None,
+            "now": now,
+        },
     ).first()
 
 

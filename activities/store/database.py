@@ -54,6 +54,7 @@ class Database:
         # Told of the events each write newly stored, after its commit (the worker's
         # metrics): a rolled-back or retried transaction reports nothing twice.
         self.events_committed: Callable[[Sequence[Event]], None] | None = None
+        self._ignoring_duplicates: dict[tuple[str, tuple[str, ...]], Upsert] = {}
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -109,8 +110,17 @@ class Database:
         return sqlite.insert(table)
 
     def insert_ignoring_duplicates(self, table: Table, unique: list[str]) -> Upsert:
-        """An INSERT that skips rows whose `unique` columns are already stored (idempotency)."""
-        return self.insert(table).on_conflict_do_nothing(index_elements=unique)
+        """An INSERT that skips rows whose `unique` columns are already stored (idempotency).
+
+        Built once per table: every step inserts messages this way, and a statement built
+        anew costs SQLAlchemy its cache key each time.
+        """
+        key = (table.name, tuple(unique))
+        statement = self._ignoring_duplicates.get(key)
+        if statement is None:
+            statement = self.insert(table).on_conflict_do_nothing(index_elements=unique)
+            self._ignoring_duplicates[key] = statement
+        return statement
 
     def lock_thread(self, connection: Connection, thread_id: str) -> None:
         """Serialize this thread's writers until the transaction ends.

@@ -29,6 +29,7 @@ from weft.contract.messages import Message
 # "<thread id> <last new sequence>"; it is delivered at commit (api/event_feed.py listens).
 EVENTS_CHANNEL = "weft_events"
 _NOTIFY = text("SELECT pg_notify(:channel, :message)")
+_INSERT = events.insert()  # built once: SQLAlchemy keeps its cache key
 
 
 class Events:
@@ -185,7 +186,7 @@ def insert_events(
             continue
         fresh = database.thread_links.fill(connection, thread_id, fresh)
         numbered = [e.model_copy(update={"sequence": last + i}) for i, e in enumerate(fresh, 1)]
-        connection.execute(events.insert(), [event_to_row(e) for e in numbered])
+        connection.execute(_INSERT, [event_to_row(e) for e in numbered])
         project_subagents(database, connection, numbered)
         project_effects(database, connection, numbered)
         project_budgets(database, connection, numbered)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 
-from sqlalchemy import Connection, RowMapping, func, select, update
+from sqlalchemy import Connection, RowMapping, bindparam, func, select, update
 
 from weft.activities.crypto import Keyring
 from weft.activities.store.database import Database
@@ -17,6 +17,10 @@ from weft.contract.thread_env import EnvEntry
 
 # A thread in one of these statuses runs no more: what its queue held never runs.
 CLOSED_STATUSES = ("completed", "cancelled", "failed")
+
+
+# Every step reads it: built once, so SQLAlchemy keeps its cache key.
+_THREAD_ROW = select(threads).where(threads.c.thread_id == bindparam("thread_id"))
 
 
 class Threads:
@@ -46,8 +50,7 @@ class Threads:
 
     def get_in(self, connection: Connection, thread_id: str) -> ThreadRow | None:
         """The thread's row as `connection`'s transaction sees it, or None."""
-        query = select(threads).where(threads.c.thread_id == thread_id)
-        row = connection.execute(query).mappings().first()
+        row = connection.execute(_THREAD_ROW, {"thread_id": thread_id}).mappings().first()
         return None if row is None else self._thread(row)
 
     def list(

@@ -24,7 +24,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, bindparam, func, select
 
 from weft.activities.store.database import Database
 from weft.activities.store.messages import transcript_order
@@ -130,15 +130,7 @@ class Transcripts:
         cached.trim(first)
         last = cached.positions[-1] if cached.positions else cached.first - 1
         tail = _rows(connection, thread_id, after=last)
-        stored = connection.scalar(
-            select(func.count())
-            .select_from(messages)
-            .where(
-                messages.c.thread_id == thread_id,
-                messages.c.depth == 0,
-                messages.c.position >= cached.first,
-            )
-        )
+        stored = connection.scalar(_STORED_SINCE, {"thread_id": thread_id, "first": cached.first})
         if stored != len(cached.rows) + len(tail):
             return None
         cached.extend(tail)
@@ -161,22 +153,36 @@ class Transcripts:
                 self._chars -= dropped.chars
 
 
-def _revision(connection: Connection, thread_id: str) -> int:
-    query = select(transcript_revisions.c.revision).where(
-        transcript_revisions.c.thread_id == thread_id
+# Every step runs these: built once, so SQLAlchemy keeps their cache keys (building a
+# statement and its key per call cost three times what running it does).
+_REVISION = select(transcript_revisions.c.revision).where(
+    transcript_revisions.c.thread_id == bindparam("thread_id")
+)
+_ROWS_AFTER = transcript_order(
+    select(messages).where(
+        messages.c.thread_id == bindparam("thread_id"),
+        messages.c.depth == 0,
+        messages.c.position > bindparam("after"),
     )
-    return int(connection.scalar(query) or 0)
+)
+_STORED_SINCE = (
+    select(func.count())
+    .select_from(messages)
+    .where(
+        messages.c.thread_id == bindparam("thread_id"),
+        messages.c.depth == 0,
+        messages.c.position >= bindparam("first"),
+    )
+)
+
+
+def _revision(connection: Connection, thread_id: str) -> int:
+    return int(connection.scalar(_REVISION, {"thread_id": thread_id}) or 0)
 
 
 def _rows(connection: Connection, thread_id: str, *, after: int) -> list[Message]:
-    query = transcript_order(
-        select(messages).where(
-            messages.c.thread_id == thread_id,
-            messages.c.depth == 0,
-            messages.c.position > after,
-        )
-    )
-    return [row_to_message(row) for row in connection.execute(query).mappings()]
+    rows = connection.execute(_ROWS_AFTER, {"thread_id": thread_id, "after": after})
+    return [row_to_message(row) for row in rows.mappings()]
 
 
 def _chars(message: Message) -> int:
