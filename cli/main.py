@@ -177,6 +177,7 @@ RECOVERY_FLAGS = {
     "sticky_schedule_to_start": "sticky_schedule_to_start_seconds",
     "heartbeat_throttle": "heartbeat_throttle_seconds",
     "graceful_shutdown": "graceful_shutdown_seconds",
+    "eager_activities": "eager_activities",
 }
 
 
@@ -197,7 +198,7 @@ def _port(text: str) -> int:
 
 
 def _add_recovery_flags(parser: argparse.ArgumentParser) -> None:
-    recovery = parser.add_argument_group("recovery (seconds; docs/recovery.md)")
+    recovery = parser.add_argument_group("recovery (times in seconds; docs/recovery.md)")
     recovery.add_argument(
         "--sticky-schedule-to-start",
         type=float,
@@ -215,6 +216,13 @@ def _add_recovery_flags(parser: argparse.ArgumentParser) -> None:
         type=float,
         metavar="S",
         help="on SIGTERM, how long running activities may finish (default 10)",
+    )
+    recovery.add_argument(
+        "--eager-activities",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="take a step's activity with the workflow task's reply (default off: under "
+        "load its heartbeat timeout runs before the worker has it)",
     )
 
 

@@ -60,7 +60,16 @@ async def test_config_file_and_flags_reach_the_worker(tmp_path, dev_server, temp
     assert options["max_heartbeat_throttle_interval"] == timedelta(seconds=0.5)  # file
     assert options["default_heartbeat_throttle_interval"] == timedelta(seconds=0.5)
     assert options["graceful_shutdown_timeout"] == timedelta(seconds=7)
+    assert options["disable_eager_activity_execution"] is True  # the default: off
     assert any(isinstance(i, RecoveryInterceptor) for i in options["interceptors"])
+
+    eager = apply_recovery_flags(
+        _parser().parse_args([*argv, "--eager-activities"]), load_config(args.config)
+    )
+    assert eager.worker.eager_activities is True
+    async with AgentWorker(temporal_client, eager, definitions=agent_definitions("x")) as worker:
+        assert worker.worker is not None
+        assert worker.worker.config()["disable_eager_activity_execution"] is False
 
 
 def test_a_bad_flag_is_a_usage_error(tmp_path):

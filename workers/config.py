@@ -105,6 +105,12 @@ class WorkerConfig(_Config):
         description="on SIGTERM, how long running activities may finish before they are "
         "handed back",
     )
+    eager_activities: bool = Field(
+        default=False,
+        description="let Temporal hand a step's activity to this worker with the workflow "
+        "task's reply; saves a round trip when quiet, but under load the activity's "
+        "heartbeat clock ran for seconds before the worker saw it (docs/recovery.md)",
+    )
 
 
 class TracingConfig(_Config):

@@ -56,6 +56,9 @@ def recovery_options(worker: WorkerConfig) -> dict[str, Any]:
         "max_heartbeat_throttle_interval": throttle,
         "default_heartbeat_throttle_interval": throttle,
         "graceful_shutdown_timeout": timedelta(seconds=worker.graceful_shutdown_seconds),
+        # An eagerly dispatched activity is started on the server before this worker has
+        # it, so its heartbeat timeout runs while it waits (docs/recovery.md).
+        "disable_eager_activity_execution": not worker.eager_activities,
     }
 
 
