@@ -1,7 +1,7 @@
 """Load, side by side in one run: the hand-written floor against weft on SQLite and PostgreSQL.
 
 Run: `.venv/bin/python bench/bench_load_compare.py [--threads 50,200] [--workers 1,2]
-[--stores sqlite,postgresql]`.
+[--stores sqlite,postgresql] [--eager-activities]`.
 
 N concurrent conversations of the issue 15 scenario (bench/scenario.py) with 20 add calls
 each: 21 steps a conversation. All N start at once on one task queue, on the same tuned
@@ -110,6 +110,7 @@ class Stack:
     address: str
     tmp: Path
     server_pid: int | None
+    worker_flags: tuple[str, ...] = ()  # extra `weft worker` flags, e.g. --eager-activities
 
 
 async def measured(
@@ -206,7 +207,8 @@ async def weft_side(
     config = write_worker_config(stack, queue, store_url)
     weft = Path(sys.executable).parent / "weft"
     processes = [
-        WorkerSubprocess(str(weft), "--config", str(config), "worker") for _ in range(workers)
+        WorkerSubprocess(str(weft), "--config", str(config), "worker", *stack.worker_flags)
+        for _ in range(workers)
     ]
     # Migrated here, before the workers race to open it.
     store = await asyncio.to_thread(Store.open, store_url)
@@ -399,14 +401,23 @@ def verdict(results: dict[int, list[Outcome]]) -> None:
             print(f"  {o.side}: {share:.2f}x ({met})")
 
 
-async def main(sizes: list[int], worker_counts: list[int], stores: list[str]) -> int:
+async def main(
+    sizes: list[int], worker_counts: list[int], stores: list[str], worker_flags: list[str]
+) -> int:
     """Every N, every side; 1 when some conversation went wrong."""
     bench_definitions()  # fail fast on bad bench definitions
     results: dict[int, list[Outcome]] = {}
     async with local_stack() as (client, scripted, address):
         scripted.set_script(SCRIPT, add_script(CALLS))
         with tempfile.TemporaryDirectory() as tmp:
-            stack = Stack(client, scripted, address, Path(tmp), temporal_server_pid(address))
+            stack = Stack(
+                client,
+                scripted,
+                address,
+                Path(tmp),
+                temporal_server_pid(address),
+                tuple(worker_flags),
+            )
             if stack.server_pid is None:
                 print("note: the dev server's process was not found; its CPU is not shown")
             for conversations in sizes:
@@ -428,6 +439,11 @@ if __name__ == "__main__":
         default="sqlite,postgresql",
         help="weft's stores, comma-separated (the floor always runs: it is the reference)",
     )
+    parser.add_argument(
+        "--eager-activities",
+        action="store_true",
+        help="run weft's workers with eager activity dispatch on (docs/recovery.md)",
+    )
     args = parser.parse_args()
     sizes = [int(n) for n in args.threads.split(",")]
     counts = [int(n) for n in args.workers.split(",")]
@@ -435,4 +451,5 @@ if __name__ == "__main__":
     unknown = set(stores) - {"sqlite", "postgresql"}
     if unknown:
         parser.error(f"unknown stores: {', '.join(sorted(unknown))}")
-    raise SystemExit(asyncio.run(main(sizes, counts, stores)))
+    flags = ["--eager-activities"] if args.eager_activities else []
+    raise SystemExit(asyncio.run(main(sizes, counts, stores, flags)))
