@@ -2,11 +2,11 @@
 
 For every payload sequence of an activation and of its completion, the SDK asks the
 workflow instance which serialization context the payload's command belongs to, and which
-external-storage target: seven visitor passes over each workflow task. In the sandbox every
-question is an `exec` inside it with its import hooks applied, and under load these
-questions were the largest part of the SDK's workflow-task CPU in a weft worker (more
-payloads per task than a bare workflow: the activity summaries the Temporal UI shows,
-among others).
+external-storage target: three questions for each sequence of an activation, four for each
+of a completion. In the sandbox every question is an `exec` inside it with its import hooks
+applied, and under load these questions were the largest part of the SDK's workflow-task
+CPU in a weft worker (more payloads per task than a bare workflow: the activity summaries
+the Temporal UI shows, among others).
 
 The answers matter only to a data converter that takes a context or stores payloads
 externally. weft's converters do neither, and the SDK's own test says so:
