@@ -217,19 +217,15 @@ def changes_rows(events_: Sequence[Event]) -> bool:
 def _known_and_last(
     connection: Connection, thread_id: str, event_ids: list[str]
 ) -> tuple[set[str], int]:
-    """Which of `event_ids` the thread has stored, and its last sequence, in one query
-    (every write runs it: driver SQL, see driver_sql.py)."""
-    last = "SELECT NULL, MAX(sequence) FROM events WHERE thread_id = ?"
-    if not event_ids:
-        rows = driver_rows(connection, last, [thread_id])
-    else:
-        known = (
-            "SELECT event_id, sequence FROM events WHERE thread_id = ? "
-            f"AND event_id IN ({placeholders(len(event_ids))})"
-        )
-        rows = driver_rows(
-            connection, f"{known} UNION ALL {last}", [thread_id, *event_ids, thread_id]
-        )
+    """Which of `event_ids` (never empty: a thread's batch holds an event) the thread has
+    stored, and its last sequence, in one query (every write runs it: driver SQL, see
+    driver_sql.py)."""
+    sql = (
+        "SELECT event_id, sequence FROM events WHERE thread_id = ? "
+        f"AND event_id IN ({placeholders(len(event_ids))}) "
+        "UNION ALL SELECT NULL, MAX(sequence) FROM events WHERE thread_id = ?"
+    )
+    rows = driver_rows(connection, sql, [thread_id, *event_ids, thread_id])
     stored = {row[0] for row in rows if row[0] is not None}
     top = max((row[1] or 0 for row in rows if row[0] is None), default=0)
     return stored, int(top)
