@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -236,6 +238,17 @@ async def run_histories(client: Client, workflow_id: str, first_run_id: str) -> 
     return histories
 
 
+def patch_markers(history: Any) -> list[tuple[int, str]]:
+    """(event id, patch id) of every `workflow.patched` marker in a run's history."""
+    found = []
+    for event in history.events:
+        attributes = event.marker_recorded_event_attributes
+        if attributes.marker_name == "core_patch":
+            data = json.loads(attributes.details["patch-data"].payloads[0].data)
+            found.append((event.event_id, data["id"]))
+    return found
+
+
 async def assert_every_run_replays(client: Client, handle: WorkflowHandle[Any, Any]) -> None:
     """Every run of the thread replays on today's workflow code without non-determinism."""
     from temporalio.worker import Replayer
@@ -249,9 +262,17 @@ async def assert_every_run_replays(client: Client, handle: WorkflowHandle[Any, A
         data_converter=data_converter(None),
         workflow_runner=workflow_runner(data_converter(None)),
     )
-    for history in await run_histories(client, handle.id, handle.first_execution_run_id or ""):
+    histories = await run_histories(client, handle.id, handle.first_execution_run_id or "")
+    for run, history in enumerate(histories, start=1):
         result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-        assert result.replay_failure is None, result.replay_failure
+        if result.replay_failure is not None:
+            # Keep the history: a replay failure is a determinism bug to study, not retry.
+            kept = (
+                Path(tempfile.gettempdir())
+                / f"weft-replay-failure-{history.workflow_id}-run{run}.json"
+            )
+            kept.write_text(history.to_json())
+            raise AssertionError(f"{result.replay_failure}; history kept at {kept}")
 
 
 # The Agent Runtime schemas are vendored (see its README) so the repo tests on its own.

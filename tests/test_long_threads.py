@@ -8,7 +8,9 @@ from typing import Any
 from support import (
     add_script,
     agent_definitions,
+    assert_every_run_replays,
     idle_after,
+    patch_markers,
     read,
     run_histories,
     start_thread,
@@ -17,6 +19,7 @@ from support import (
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 
 from weft.contract.messages import MessagePage
+from weft.workflows.history_gauge import GAUGE_PATCH
 
 STEPS = 300
 
@@ -122,6 +125,21 @@ async def test_three_hundred_steps_across_runs_lose_nothing(
     )
     print(f"signals during a transition: {first} in a first task, {rejected} rejected CAN")
     assert first + rejected >= 1, "no signal arrived during a transition"
+    # Each run decides from the history gauge, asked for in its first workflow task: the
+    # run's first command is that patch's marker, and no later patch marker is written.
+    # (A patch asked for where a run decides could land where a replay does not ask.)
+    scheduled = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    completed = EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+    for run in runs:
+        task_done = [e.event_id for e in run.events if e.event_type == completed]
+        if not task_done or task_done[0] == run.events[-1].event_id:
+            continue  # fetched before its first task had completed or had commands
+        first_command = run.events[task_done[0]]  # ids count from 1: the event after it
+        assert patch_markers(run) == [(first_command.event_id, GAUGE_PATCH)]
+        assert first_command.event_id < min(
+            (e.event_id for e in run.events if e.event_type == scheduled), default=10**9
+        )
+    await assert_every_run_replays(temporal_client, started)
 
     await handle.signal("queue_message", {"role": "user", "content": "are you there?"})
     after = await wait_until(handle, idle_after(state.counters.turns + 1), timeout=30)

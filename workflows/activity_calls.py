@@ -101,4 +101,5 @@ async def start_within_budget(
             maximum_attempts=limits.max_attempts,
         ),
     )
+    mem.history.watch(handle)
     return handle, carried

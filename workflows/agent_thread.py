@@ -204,6 +204,7 @@ class AgentThreadWorkflow:
         if self._start_error is not None:
             raise self._start_error
         mem, carried = self._mem, self._mem.start.carry_over
+        mem.history.start()  # first: see workflows/history_gauge.py
         effects = self._effects
         if carried is None:
             await self._init()

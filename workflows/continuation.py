@@ -21,7 +21,6 @@ from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.thread import (
     CarriedQueueEntry,
     ThreadCarryOver,
-    ThreadOptions,
     ThreadStartInput,
     TurnCursor,
 )
@@ -29,6 +28,7 @@ from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.background import BackgroundTasks
 from weft.workflows.context_state import ContextState
 from weft.workflows.effect_book import EffectBook
+from weft.workflows.history_gauge import live_reading
 from weft.workflows.mcp_book import McpBook
 from weft.workflows.outbox import flush, settle
 from weft.workflows.payload_budget import encoded_size
@@ -68,13 +68,9 @@ class Continuation:
             return
         if mem.turns.waiting:
             return  # see the module docstring: the waiter needs this run to end its turn
-        if not history_is_long(start.options):
+        if not self._history_is_long():
             return
-        if not workflow.patched(PATCH_ID):
-            return  # a history from before continue-as-new existed
-        # Asked here, where every run that continues passes, never after a local activity:
-        # what a run has seen there can differ between a first run and a replay.
-        settling = workflow.patched(SETTLE_PATCH)
+        settling = mem.history.in_use or workflow.patched(SETTLE_PATCH)
         announced = False
         while True:
             await workflow.wait_condition(
@@ -115,21 +111,25 @@ class Continuation:
                 await settle(mem)
         workflow.continue_as_new(next_input)
 
+    def _history_is_long(self) -> bool:
+        """Whether this run should continue as new now, by a reading every replay shares.
+
+        Runs recorded before the gauge (`workflows/history_gauge.py`) decide as they did:
+        from the live reading, then by asking for the continue-as-new patches here.
+        """
+        mem = self._mem
+        options = mem.start.options
+        if mem.history.in_use:
+            return mem.history.last.is_long(options)
+        if not live_reading().is_long(options):
+            return False
+        return workflow.patched(PATCH_ID)  # False: a history from before continue-as-new
+
 
 async def store_carried(mem: ThreadMemory) -> None:
     """In a continued run, first store what the previous run's outbox carried."""
     if mem.outbox or mem.outbox_messages:
         await flush(mem)
-
-
-def history_is_long(options: ThreadOptions) -> bool:
-    """Whether this run's history is past the thresholds (or Temporal suggests to continue)."""
-    info = workflow.info()
-    return (
-        info.is_continue_as_new_suggested()
-        or info.get_current_history_length() >= options.continue_as_new_events
-        or info.get_current_history_size() >= options.continue_as_new_bytes
-    )
 
 
 def carry_over(

@@ -34,6 +34,7 @@ from weft.contract.thread import (
 from weft.workflows.context_state import ContextState
 from weft.workflows.correlation import run_correlation
 from weft.workflows.effect_book import EffectBook
+from weft.workflows.history_gauge import HistoryGauge
 from weft.workflows.mcp_book import McpBook
 from weft.workflows.open_calls import OpenCalls
 from weft.workflows.turn_book import TurnBook
@@ -164,6 +165,8 @@ class ThreadMemory:
     budget: BudgetState | None = None
     # The MCP servers' tool catalogues, as last listed (workflows/mcp_book.py).
     mcp: McpBook = field(default_factory=McpBook)
+    # This run's history length and size, as last read where replays agree (not carried).
+    history: HistoryGauge = field(default_factory=HistoryGauge)
 
     @property
     def session_id(self) -> str:
