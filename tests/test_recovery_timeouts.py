@@ -8,6 +8,7 @@ The full-size version is `bench/bench_drills.py --drill recovery`.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -17,7 +18,9 @@ from typing import Any
 import yaml
 from support import agent_definitions, start_thread
 from temporalio import activity, workflow
+from temporalio.api.enums.v1 import EventType
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from worker_process import WorkerProcess, until_event, worker_config
 
@@ -157,6 +160,123 @@ async def test_activities_heartbeat_from_start_to_end(temporal_client):
             SilentActivityWorkflow.run, id=f"silent-{uuid.uuid4().hex[:8]}", task_queue=queue
         )
     assert attempt == 1
+
+
+# How many times `stalls_then_answers` began its work, in this process.
+STALLED_RUNS: list[int] = []
+
+
+@activity.defn(name="recovery_test.stalls")
+async def stalls_then_answers() -> dict[str, int]:
+    """Its first attempt stalls the worker's event loop past the heartbeat timeout, as a
+    loaded worker can, so Temporal times out a live attempt; then it finishes."""
+    STALLED_RUNS.append(activity.info().attempt)
+    if activity.info().attempt == 1:
+        time.sleep(2.0)  # blocks the loop on purpose: no heartbeat can leave meanwhile
+    await asyncio.sleep(1.0)
+    return {"runs": len(STALLED_RUNS), "ran_as_attempt": activity.info().attempt}
+
+
+@workflow.defn(name="RecoveryTestStalled", sandboxed=False)
+class StalledActivityWorkflow:
+    @workflow.run
+    async def run(self) -> dict[str, int]:
+        return await workflow.execute_activity(
+            stalls_then_answers,
+            start_to_close_timeout=timedelta(seconds=30),
+            heartbeat_timeout=timedelta(seconds=1),
+            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=0.2), maximum_attempts=4),
+        )
+
+
+async def test_a_retry_joins_its_live_attempt_instead_of_running_again(temporal_client):
+    """Temporal times out an attempt whose heartbeats were held up; the retry that comes
+    to the same worker waits for that attempt's work and reports its result: the
+    activity's work runs once."""
+    STALLED_RUNS.clear()
+    queue = f"recovery-{uuid.uuid4().hex[:8]}"
+    interceptor = RecoveryInterceptor(temporal_client, heartbeat_every_seconds=0.3)
+    async with Worker(
+        temporal_client,
+        task_queue=queue,
+        workflows=[StalledActivityWorkflow],
+        activities=[stalls_then_answers],
+        interceptors=[interceptor],
+        workflow_runner=UnsandboxedWorkflowRunner(),
+        max_heartbeat_throttle_interval=timedelta(seconds=0.3),
+        default_heartbeat_throttle_interval=timedelta(seconds=0.3),
+    ):
+        handle = await temporal_client.start_workflow(
+            StalledActivityWorkflow.run, id=f"stalled-{uuid.uuid4().hex[:8]}", task_queue=queue
+        )
+        result = await handle.result()
+        history = await handle.fetch_history()
+    assert STALLED_RUNS == [1]
+    assert result == {"runs": 1, "ran_as_attempt": 1}
+    started = [
+        e.activity_task_started_event_attributes
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+    ]
+    # The attempt that reported is a retry; its failure before was the heartbeat timeout.
+    assert [s.attempt for s in started] == [started[0].attempt] and started[0].attempt > 1
+    assert "Heartbeat" in started[0].last_failure.message, started[0].last_failure
+
+
+# What `waits_to_be_cancelled` saw: "cancelled" once its work was stopped.
+CANCELLED_WORK: list[str] = []
+
+
+@activity.defn(name="recovery_test.waits")
+async def waits_to_be_cancelled() -> str:
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        CANCELLED_WORK.append("cancelled")
+        raise
+    return "never"
+
+
+@workflow.defn(name="RecoveryTestCancels", sandboxed=False)
+class CancelsItsActivityWorkflow:
+    @workflow.run
+    async def run(self) -> str:
+        handle = workflow.start_activity(
+            waits_to_be_cancelled,
+            start_to_close_timeout=timedelta(seconds=90),
+            heartbeat_timeout=timedelta(seconds=2),
+            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        )
+        await workflow.sleep(0.5)
+        handle.cancel()
+        try:
+            await handle
+        except ActivityError as err:
+            return type(err.cause).__name__
+        return "not cancelled"
+
+
+async def test_a_cancel_the_workflow_asks_for_stops_the_work(temporal_client):
+    """The work runs apart from the attempt so a timeout does not stop it, but a cancel
+    the workflow asks for does, before the attempt reports it."""
+    CANCELLED_WORK.clear()
+    queue = f"recovery-{uuid.uuid4().hex[:8]}"
+    interceptor = RecoveryInterceptor(temporal_client, heartbeat_every_seconds=0.3)
+    async with Worker(
+        temporal_client,
+        task_queue=queue,
+        workflows=[CancelsItsActivityWorkflow],
+        activities=[waits_to_be_cancelled],
+        interceptors=[interceptor],
+        workflow_runner=UnsandboxedWorkflowRunner(),
+        max_heartbeat_throttle_interval=timedelta(seconds=0.3),
+        default_heartbeat_throttle_interval=timedelta(seconds=0.3),
+    ):
+        outcome = await temporal_client.execute_workflow(
+            CancelsItsActivityWorkflow.run, id=f"cancels-{uuid.uuid4().hex[:8]}", task_queue=queue
+        )
+    assert outcome == "CancelledError"
+    assert CANCELLED_WORK == ["cancelled"]
 
 
 def info(activity_id: str, attempt: int) -> Any:

@@ -14,20 +14,29 @@
   back without running again. This happens when Temporal was away longer than the
   heartbeat timeout: on its return it times out every activity it has not heard from,
   finished ones included, and the worker's report of the result was lost.
+- An activity retried here while an earlier attempt still runs here joins that attempt
+  instead of calling the provider or the tool again. Temporal times out a live attempt
+  whose heartbeats do not arrive in time (a stalled event loop, a slow server, eager
+  dispatch under load); the work goes on, and the retry reports its result. Only a
+  cancel that means it (the workflow asked, the worker is shutting down, an operator
+  paused or reset the activity) stops the work.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections import OrderedDict
+from collections.abc import Coroutine
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio import activity
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest
 from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
 from weft.activities.streaming import Heartbeater
@@ -40,6 +49,9 @@ REMEMBERED_ATTEMPTS = 10_000
 # result is small (history keeps previews of large outputs), so this holds a few MB.
 REMEMBERED_RESULTS = 256
 UNSTICK_TIMEOUT = timedelta(seconds=2)
+# How long the work of a timed-out attempt may go on for a retry to join, when the activity
+# has no start-to-close timeout of its own to bound it.
+ORPHAN_LIMIT = timedelta(minutes=5)
 
 
 def recovery_options(worker: WorkerConfig) -> dict[str, Any]:
@@ -94,6 +106,8 @@ class RecoveryInterceptor(Interceptor):
         self._every = heartbeat_every_seconds
         self._attempts: OrderedDict[ActivityKey, int] = OrderedDict()
         self._results: OrderedDict[ActivityKey, Finished] = OrderedDict()
+        # The work of attempts running here, which a retry of the same activity joins.
+        self._running: dict[ActivityKey, asyncio.Task[Any]] = {}
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
         return _RecoveringActivity(next, self)
@@ -112,6 +126,38 @@ class RecoveryInterceptor(Interceptor):
     def earlier_result(self, info: activity.Info) -> Finished | None:
         """What an earlier attempt of this activity that finished here returned."""
         return self._results.get(_key(info)) if info.attempt > 1 else None
+
+    def running(self, info: activity.Info) -> asyncio.Task[Any] | None:
+        """The work of an earlier attempt of this activity, still running here."""
+        return self._running.get(_key(info)) if info.attempt > 1 else None
+
+    def start(self, info: activity.Info, work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run an attempt's work as a task of its own, so a timeout of the attempt that
+        started it does not stop it; its result is kept for a retry."""
+        key = _key(info)
+        task = asyncio.create_task(work)
+        self._running[key] = task
+
+        def ended(done: asyncio.Task[Any]) -> None:
+            if self._running.get(key) is done:
+                del self._running[key]
+            if done.cancelled():
+                return
+            if done.exception() is None:  # also marks a failure seen when nobody awaits it
+                self.finished(info, done.result())
+
+        task.add_done_callback(ended)
+        return task
+
+    def abandon(self, info: activity.Info, task: asyncio.Task[Any]) -> None:
+        """Temporal timed out the attempt that awaited `task`: let the work go on for a retry
+        to join, but no longer than the attempt's own timeout allowed it."""
+        limit = info.start_to_close_timeout or info.schedule_to_close_timeout or ORPHAN_LIMIT
+        left = limit.total_seconds() - (_utcnow() - info.started_time).total_seconds()
+        if left <= 0:
+            task.cancel()
+        else:
+            asyncio.get_running_loop().call_later(left, task.cancel)
 
     async def unstick(self, info: activity.Info) -> None:
         """Send the thread's next workflow task to the task queue every worker polls."""
@@ -142,19 +188,53 @@ class _RecoveringActivity(ActivityInboundInterceptor):
         info = activity.info()
         if not _remote_async(info, input):
             return await self.next.execute_activity(input)
-        earlier = self._recovery.earlier_result(info)
+        recovery = self._recovery
+        earlier = recovery.earlier_result(info)
         if earlier is not None:
             activity.logger.info("attempt %d: the result of an earlier attempt", info.attempt)
             return earlier.result
-        if self._recovery.previous_attempt_ran_elsewhere(info):
-            await self._recovery.unstick(info)
-        if info.heartbeat_timeout is None:
-            result = await self.next.execute_activity(input)
+        work = recovery.running(info)
+        if work is not None:
+            activity.logger.info("attempt %d joins an earlier attempt still running", info.attempt)
+            recovery.previous_attempt_ran_elsewhere(info)  # remembers this attempt
         else:
-            async with Heartbeater(every=self._recovery.heartbeat_every, wait_first=True):
-                result = await self.next.execute_activity(input)
-        self._recovery.finished(info, result)
-        return result
+            if recovery.previous_attempt_ran_elsewhere(info):
+                await recovery.unstick(info)
+            work = recovery.start(info, self.next.execute_activity(input))
+        try:
+            if info.heartbeat_timeout is None:
+                return await asyncio.shield(work)
+            async with Heartbeater(every=recovery.heartbeat_every, wait_first=True):
+                return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            details = activity.cancellation_details()
+            if details is None and work.cancelled():
+                # The work ran out its time while this retry waited on it: run afresh.
+                raise ApplicationError(
+                    "the earlier attempt this one joined ran past its timeout"
+                ) from None
+            if _superseded(details):
+                recovery.abandon(info, work)
+                raise
+            # Meant: stop the work, and report how it ended once it has stopped.
+            work.cancel()
+            await asyncio.wait([work])
+            if work.cancelled():
+                raise
+            return work.result()
+
+
+def _superseded(details: activity.ActivityCancellationDetails | None) -> bool:
+    """Temporal gave up on this attempt (timed out, or no longer knows it), and nobody
+    asked for the work to stop."""
+    if details is None:
+        return False
+    meant = details.cancel_requested or details.worker_shutdown or details.paused or details.reset
+    return (details.timed_out or details.not_found) and not meant
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
 
 
 def _remote_async(info: activity.Info, input: ExecuteActivityInput) -> bool:
