@@ -180,6 +180,9 @@ class AgentWorker:
         effects = EffectActivities(store, self.definitions, snapshots, sandbox=pool)
         copies = FileCopyActivities(store)
         variable_requests = VariableRequestActivities(store)
+        self._recovering = RecoveryInterceptor(
+            client, heartbeat_every_seconds=self._recovery.heartbeat_throttle_seconds
+        )
         self.worker = Worker(
             client,
             task_queue=self.task_queue,
@@ -198,12 +201,7 @@ class AgentWorker:
             ],
             workflow_runner=workflow_runner(client.data_converter),
             max_cached_workflows=self._max_cached,
-            interceptors=[
-                RecoveryInterceptor(
-                    client, heartbeat_every_seconds=self._recovery.heartbeat_throttle_seconds
-                ),
-                *self._tracing(client),
-            ],
+            interceptors=[self._recovering, *self._tracing(client)],
             **recovery_options(self._recovery),
         )
         self._run_task = asyncio.create_task(self.worker.run())
@@ -232,6 +230,7 @@ class AgentWorker:
                 if not self._run_task.done():
                     await self.worker.shutdown()
                 await asyncio.gather(self._run_task, return_exceptions=True)
+                await self._recovering.stop_abandoned()
         finally:
             await self._stack.aclose()
             if self._tracer_provider is not None:

@@ -159,6 +159,15 @@ class RecoveryInterceptor(Interceptor):
         else:
             asyncio.get_running_loop().call_later(left, task.cancel)
 
+    async def stop_abandoned(self) -> None:
+        """Stop the work no attempt awaits any more; called once the worker has stopped
+        (its own attempts are done by then, so only abandoned work is left)."""
+        left = list(self._running.values())
+        for task in left:
+            task.cancel()
+        if left:
+            await asyncio.wait(left)
+
     async def unstick(self, info: activity.Info) -> None:
         """Send the thread's next workflow task to the task queue every worker polls."""
         request = ResetStickyTaskQueueRequest(
