@@ -2,13 +2,12 @@
 
 Temporal reports the history's length and size, and whether it suggests continuing as
 new, with each activation. The activation that resumes the workflow after a local
-activity is not a safe place to read them: a local activity ends within a workflow task,
-and there a first run can report a later length than its replay does (a replay resolves
-the local activity from its marker, where the task began). A probe caught it: 61 turns,
-one reading after each turn's closing `store.flush`, one of which read 27 events on the
-first run and 22 on its replay. A continue-as-new
-decided on such a reading put its patch marker where the replay did not ask for it, and
-the replay failed with a nondeterminism error (CI, the 400-turn compaction test).
+activity is not a safe place to read them: a first run can report a later length there
+than its replay does. A probe caught it: 61 turns, one reading after each turn's closing
+`store.flush`; one reading was 27 events on the first run and 22 on its replay. A run
+that decided to continue as new on such a reading asked for its patch where the replay
+did not, and the replay failed with a nondeterminism error (CI, the 400-turn compaction
+test).
 
 So the gauge reads only when a regular activity resolves, and when the run starts. Each
 is the first activation of a workflow task, reporting that task's own figures on the
