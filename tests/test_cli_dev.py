@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from support import idle_after, start_thread, wait_until
 
 from weft.transport.connection import connect
-from weft.workers.dev_server import free_port, is_listening
+from weft.workers.config import DevServerConfig
+from weft.workers.dev_server import DevServer, DevServerError, free_port, is_listening
 
 DEFINITIONS = Path(__file__).parent / "crash_definitions"
 
@@ -103,3 +106,24 @@ async def test_weft_dev_reuses_a_running_server(tmp_path, dev_server, temporal_c
         code = await _interrupt(process)
         await temporal_client.get_workflow_handle(handle.id).signal("terminate", {})
     assert code == 0 and is_listening(dev_server.address)
+
+
+async def test_a_dev_server_that_cannot_start_says_why_at_once(tmp_path):
+    """A server that exits while starting (here: its HTTP port is taken) is reported with
+    its own last words, without waiting out the start timeout."""
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    http_port = taken.getsockname()[1]
+    config = DevServerConfig(ui_port=free_port(), db_file=None)
+    server = DevServer(config, address=f"127.0.0.1:{free_port()}", persistent=False, ui=False)
+    server.command = lambda: [*DevServer.command(server), "--http-port", str(http_port)]
+    started = asyncio.get_running_loop().time()
+    try:
+        with pytest.raises(DevServerError) as refused:
+            await server.start(timeout=60)
+    finally:
+        taken.close()
+        await server.stop()
+    assert "exited with" in str(refused.value) and "address already in use" in str(refused.value)
+    assert asyncio.get_running_loop().time() - started < 30

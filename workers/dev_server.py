@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from weft.workers.config import DevServerConfig
 
@@ -68,6 +70,7 @@ class DevServer:
         self._ui = ui
         self._log_file = log_file
         self._process: subprocess.Popen[bytes] | None = None
+        self._output: IO[bytes] | None = None
 
     @property
     def ui_url(self) -> str:
@@ -106,21 +109,20 @@ class DevServer:
 
     async def start(self, *, timeout: float = 60.0) -> None:
         """Start the server and wait until its frontend accepts connections."""
-        out: Any = subprocess.DEVNULL
         if self._log_file is not None:
             self._log_file.parent.mkdir(parents=True, exist_ok=True)
-            out = self._log_file.open("ab")
+            out: IO[bytes] = self._log_file.open("a+b")
+        else:
+            # Kept for an error report: why a server that never became healthy stopped.
+            out = tempfile.TemporaryFile()
+        self._output = out
         self._process = subprocess.Popen(
             self.command(), stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while not await asyncio.to_thread(is_listening, self.address):
-            if self._process.poll() is not None:
-                raise DevServerError(
-                    f"temporal dev server exited with {self._process.returncode}"
-                    f"; command: {' '.join(self.command())}"
-                )
+            self._raise_if_exited()
             if loop.time() > deadline:
                 await self.stop()
                 raise DevServerError(
@@ -140,6 +142,7 @@ class DevServer:
                 await Client.connect(self.address)
                 return
             except RuntimeError as err:
+                self._raise_if_exited()
                 if loop.time() > deadline:
                     await self.stop()
                     raise DevServerError(
@@ -147,9 +150,30 @@ class DevServer:
                     ) from err
                 await asyncio.sleep(0.2)
 
+    def _raise_if_exited(self) -> None:
+        """A server that exits while starting says why (its last output), at once."""
+        if self._process is None or self._process.poll() is None:
+            return
+        tail = b""
+        output, self._output = self._output, None
+        if output is not None:
+            with output:
+                output.flush()
+                output.seek(0, io.SEEK_END)
+                output.seek(max(0, output.tell() - 2000))
+                tail = output.read()
+        raise DevServerError(
+            f"temporal dev server exited with {self._process.returncode} while starting"
+            f"; command: {' '.join(self.command())}; its last output: "
+            f"{tail.decode(errors='replace').strip() or '(none)'}"
+        )
+
     async def stop(self) -> None:
         """Stop the server if this object started it."""
         process, self._process = self._process, None
+        output, self._output = self._output, None
+        if output is not None:
+            output.close()  # the child keeps its own copy of the descriptor
         if process is None or process.poll() is not None:
             return
         process.terminate()
