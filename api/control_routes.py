@@ -407,18 +407,30 @@ def _refusal(thread_id: str, err: WorkflowUpdateFailedError) -> GatewayError:
     if kind == "PayloadTooLarge":
         return GatewayError(413, message)
     if kind == "UnanswerableAction":
-        if message.startswith("no pending action"):
-            return GatewayError(404, message)
-        if "cannot answer" in message:
-            return GatewayError(422, message, fields=["decision"])
-        if "does not fit" in message:  # an elicitation answer its schema refuses
-            return GatewayError(422, message, fields=["answer"])
-        return GatewayError(409, message)  # already resolved
+        return _unanswerable(message, _reason(cause))
     if kind == "InvalidPayload":
         return GatewayError(422, message)
     if kind == "BudgetNotSettable":
         return GatewayError(409, message)
     return GatewayError(409, f"thread {thread_id!r} refused: {message}")
+
+
+def _reason(cause: BaseException | None) -> str | None:
+    """The `reason` an `UnanswerableAction` refusal carries in its details."""
+    details = cause.details if isinstance(cause, ApplicationError) else ()
+    first = details[0] if details else None
+    return first.get("reason") if isinstance(first, dict) else None
+
+
+def _unanswerable(message: str, reason: str | None) -> GatewayError:
+    """An answer the thread refused: which status fits its reason (contract/actions.py)."""
+    if reason == "not_pending":
+        return GatewayError(404, message)
+    if reason == "wrong_decision":
+        return GatewayError(422, message, fields=["decision"])
+    if reason == "misfit_answer":  # an elicitation answer its schema refuses
+        return GatewayError(422, message, fields=["answer"])
+    return GatewayError(409, message)  # already resolved
 
 
 def _rpc_failure(thread_id: str, err: RPCError) -> GatewayError:

@@ -31,6 +31,9 @@ Decision = Literal["approve", "deny", "answer"]
 ApprovalScope = Literal["once", "session"]
 DecidedBy = Literal["rule", "mode", "session", "human", "timeout", "terminate"]
 PermissionMode = Literal["default", "auto", "plan"]
+# Why an answer cannot resolve anything: the `reason` in the details of the
+# `UnanswerableAction` error that the checked update raises.
+UnanswerableReason = Literal["already_resolved", "not_pending", "wrong_decision", "misfit_answer"]
 RuleDecision = Literal["allow", "ask", "deny"]
 
 

@@ -242,7 +242,9 @@ class ControlPlane:
         try:
             check_response(self._mem, response)
         except UnanswerableAction as err:
-            raise ApplicationError(str(err), type="UnanswerableAction") from None
+            raise ApplicationError(
+                str(err), {"reason": err.reason}, type="UnanswerableAction"
+            ) from None
 
     def respond_action(self, payload: Any) -> RespondActionResult:
         """Answer a pending action (already checked by the validator)."""

@@ -22,6 +22,7 @@ from weft.contract.actions import (
     AskHumanOptions,
     Decision,
     PendingAction,
+    UnanswerableReason,
 )
 from weft.contract.activities import ToolResult
 from weft.contract.definitions import PromptDef
@@ -41,7 +42,12 @@ class GateHost(Protocol):
 
 
 class UnanswerableAction(Exception):
-    """An answer that cannot resolve anything now; the message says why."""
+    """An answer that cannot resolve anything now; the message says why, `reason` says it
+    for code (the HTTP API picks its status by it)."""
+
+    def __init__(self, message: str, reason: UnanswerableReason) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def check_response(mem: ThreadMemory, response: ActionResponse) -> None:
@@ -50,26 +56,30 @@ def check_response(mem: ThreadMemory, response: ActionResponse) -> None:
     if resolved is not None:
         raise UnanswerableAction(
             f"action {response.action_id!r} was already resolved at {resolved.resolved_at} "
-            f"({resolved.decision} by {resolved.decided_by})"
+            f"({resolved.decision} by {resolved.decided_by})",
+            "already_resolved",
         )
     action = mem.pending_actions.get(response.action_id)
     if action is None:
         pending = ", ".join(mem.pending_actions) or "none"
         raise UnanswerableAction(
-            f"no pending action {response.action_id!r}; pending actions: {pending}"
+            f"no pending action {response.action_id!r}; pending actions: {pending}",
+            "not_pending",
         )
     if response.decision not in action.decisions:
         raise UnanswerableAction(
             f"decision {response.decision!r} cannot answer {action.kind} action "
             f"{action.action_id!r}; "
-            f"expected one of {', '.join(action.decisions)}"
+            f"expected one of {', '.join(action.decisions)}",
+            "wrong_decision",
         )
     if action.kind == "elicitation" and response.decision == "answer":
         problems = elicitation_problems(action.args.get("requestedSchema") or {}, response.answer)
         if problems:
             raise UnanswerableAction(
                 f"the answer to elicitation {action.action_id!r} does not fit what MCP server "
-                f"{action.args.get('server')!r} asked for: {'; '.join(problems)}"
+                f"{action.args.get('server')!r} asked for: {'; '.join(problems)}",
+                "misfit_answer",
             )
 
 
