@@ -91,14 +91,16 @@ class Outcome:
         return max(0.0, self.machine_busy - ours) / self.machine_total
 
     problems: list[str] = field(default_factory=list)
+    retried_attempts: int = 0
 
     @property
     def rate(self) -> float:
         return self.steps / self.seconds
 
 
-# Called after the timing: (steps the conversations ran, what went wrong).
-Check = Callable[[], Awaitable[tuple[int, list[str]]]]
+# Called after the timing: (steps the conversations ran, what went wrong, activity attempts
+# that were retries).
+Check = Callable[[], Awaitable[tuple[int, list[str], int]]]
 
 
 @dataclass
@@ -141,7 +143,7 @@ async def measured(
             if stack.server_pid and server_before is not None
             else None
         )
-        steps, problems = await check()
+        steps, problems, retried = await check()
     except BaseException:
         for worker in workers:
             print(f"-- last output of a {side} worker:\n{worker.output()}", file=sys.stderr)
@@ -161,6 +163,7 @@ async def measured(
         machine_busy=machine_after.busy - machine_before.busy,
         machine_total=machine_after.total - machine_before.total,
         problems=problems,
+        retried_attempts=retried,
     )
 
 
@@ -191,8 +194,8 @@ async def floor_side(stack: Stack, conversations: int) -> Outcome:
         steps = await asyncio.gather(*(h.result() for h in handles))
         wrong = [f"{h.id}: {s} steps" for h, s in zip(handles, steps, strict=True) if s != STEPS]
 
-        async def check() -> tuple[int, list[str]]:
-            return sum(steps), wrong
+        async def check() -> tuple[int, list[str], int]:
+            return sum(steps), wrong, await retried_attempts(stack.client, [h.id for h in handles])
 
         return check
 
@@ -300,10 +303,27 @@ async def retries_of(client: Client, thread_id: str) -> str:
     return "; ".join(retried) or "no activity retried"
 
 
+async def retried_attempts(client: Client, workflow_ids: list[str]) -> int:
+    """How many activity attempts of these workflows were retries (their histories)."""
+    gate = asyncio.Semaphore(20)
+
+    async def retried_in(workflow_id: str) -> int:
+        async with gate:
+            history = await client.get_workflow_handle(workflow_id).fetch_history()
+        return sum(
+            e.activity_task_started_event_attributes.attempt - 1
+            for e in history.events
+            if e.HasField("activity_task_started_event_attributes")
+        )
+
+    return sum(await asyncio.gather(*(retried_in(w) for w in workflow_ids)))
+
+
 async def count_steps(
     client: Client, store: Store, ids: list[str], ends: dict[str, str]
-) -> tuple[int, list[str]]:
-    """The steps the threads ran (thread_read counters), and what went wrong, if anything."""
+) -> tuple[int, list[str], int]:
+    """The steps the threads ran (thread_read counters), what went wrong, if anything, and
+    how many activity attempts were retries (from every thread's history)."""
     gate = asyncio.Semaphore(20)
 
     async def steps_of(thread_id: str) -> int:
@@ -311,6 +331,7 @@ async def count_steps(
             return (await read(client.get_workflow_handle(thread_id))).counters.steps
 
     steps = await asyncio.gather(*(steps_of(t) for t in ids))
+    retried = await retried_attempts(client, ids)
     problems = [
         f"{t}: {ends[t]} ({await asyncio.to_thread(failure_of, store, t)}; "
         f"retried: {await retries_of(client, t)})"
@@ -322,7 +343,7 @@ async def count_steps(
         for t, s in zip(ids, steps, strict=True)
         if s != STEPS
     ]
-    return sum(steps), problems
+    return sum(steps), problems, retried
 
 
 def postgres_reachable() -> bool:
@@ -376,6 +397,10 @@ def report(conversations: int, outcomes: list[Outcome]) -> None:
         )
         for problem in o.problems[:3]:
             print(f"    PROBLEM: {problem}")
+        if o.retried_attempts:
+            print(
+                f"    {o.retried_attempts} activity attempts were retries (all threads' histories)"
+            )
     print(
         "  (% of a core: 100 = one core busy for the whole run; machine % and other % are of\n"
         "   all cores, other = busy with processes this benchmark did not start.\n"
@@ -442,7 +467,8 @@ if __name__ == "__main__":
     parser.add_argument(
         "--eager-activities",
         action="store_true",
-        help="run weft's workers with eager activity dispatch on (docs/recovery.md)",
+        help="run weft's workers with eager activity dispatch on, while each keeps up "
+        "(docs/recovery.md)",
     )
     args = parser.parse_args()
     sizes = [int(n) for n in args.threads.split(",")]

@@ -221,8 +221,8 @@ def _add_recovery_flags(parser: argparse.ArgumentParser) -> None:
         "--eager-activities",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="take a step's activity with the workflow task's reply (default off: under "
-        "load its heartbeat timeout runs before the worker has it)",
+        help="take a step's activity with the workflow task's reply while the worker keeps "
+        "up (default off: under load its heartbeat timeout ran before the worker had it)",
     )
 
 

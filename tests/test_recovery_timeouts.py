@@ -28,6 +28,7 @@ from weft.activities.store import Store
 from weft.cli.main import _parser, apply_recovery_flags, run
 from weft.workers.agent_worker import AgentWorker
 from weft.workers.config import load_config
+from weft.workers.eager_gate import EagerWhenResponsive
 from weft.workers.recovery import Finished, RecoveryInterceptor
 
 TARGET_SECONDS = 5.0
@@ -63,8 +64,9 @@ async def test_config_file_and_flags_reach_the_worker(tmp_path, dev_server, temp
     assert options["max_heartbeat_throttle_interval"] == timedelta(seconds=0.5)  # file
     assert options["default_heartbeat_throttle_interval"] == timedelta(seconds=0.5)
     assert options["graceful_shutdown_timeout"] == timedelta(seconds=7)
-    assert options["disable_eager_activity_execution"] is True  # the default: off
     assert any(isinstance(i, RecoveryInterceptor) for i in options["interceptors"])
+    assert options["disable_eager_activity_execution"] is True  # the default: off
+    assert options.get("tuner") is None  # the SDK's own slots
 
     eager = apply_recovery_flags(
         _parser().parse_args([*argv, "--eager-activities"]), load_config(args.config)
@@ -72,7 +74,11 @@ async def test_config_file_and_flags_reach_the_worker(tmp_path, dev_server, temp
     assert eager.worker.eager_activities is True
     async with AgentWorker(temporal_client, eager, definitions=agent_definitions("x")) as worker:
         assert worker.worker is not None
-        assert worker.worker.config()["disable_eager_activity_execution"] is False
+        options = worker.worker.config()
+    assert options["disable_eager_activity_execution"] is False
+    # Eager tasks only while the worker keeps up (workers/eager_gate.py).
+    slots = options["tuner"]._get_activity_task_slot_supplier()
+    assert isinstance(slots, EagerWhenResponsive)
 
 
 def test_a_bad_flag_is_a_usage_error(tmp_path):

@@ -13,6 +13,7 @@ from temporalio.client import Client
 from temporalio.contrib.opentelemetry import TracingInterceptor
 from temporalio.worker import Worker
 
+from weft.activities.background import stop
 from weft.activities.code_run import CodeRunActivities
 from weft.activities.compaction import CompactionActivities
 from weft.activities.correlation import stamp_event
@@ -32,6 +33,7 @@ from weft.activities.tool_call import ToolActivities
 from weft.activities.variables_request import VariableRequestActivities
 from weft.transport.connection import with_keyring
 from weft.workers.config import WeftConfig
+from weft.workers.eager_gate import LoopLag
 from weft.workers.metrics import WorkerMetrics
 from weft.workers.providers import build_providers
 from weft.workers.recovery import RecoveryInterceptor, recovery_options
@@ -183,6 +185,9 @@ class AgentWorker:
         self._recovering = RecoveryInterceptor(
             client, heartbeat_every_seconds=self._recovery.heartbeat_throttle_seconds
         )
+        lag = LoopLag()
+        self._lag_task = asyncio.create_task(lag.run())
+        self._stack.push_async_callback(stop, self._lag_task)
         self.worker = Worker(
             client,
             task_queue=self.task_queue,
@@ -202,7 +207,7 @@ class AgentWorker:
             workflow_runner=workflow_runner(client.data_converter),
             max_cached_workflows=self._max_cached,
             interceptors=[self._recovering, *self._tracing(client)],
-            **recovery_options(self._recovery),
+            **recovery_options(self._recovery, lag),
         )
         self._run_task = asyncio.create_task(self.worker.run())
 

@@ -108,8 +108,16 @@ class WorkerConfig(_Config):
     eager_activities: bool = Field(
         default=False,
         description="let Temporal hand a step's activity to this worker with the workflow "
-        "task's reply; saves a round trip when quiet, but under load the activity's "
-        "heartbeat clock ran for seconds before the worker saw it (docs/recovery.md)",
+        "task's reply, while the worker keeps up (eager_max_loop_lag_ms); saves a round "
+        "trip per activity when quiet, but under load it still let live calls time out "
+        "(docs/recovery.md)",
+    )
+    eager_max_loop_lag_ms: float | None = Field(
+        default=20,
+        ge=0,
+        description="with eager_activities, take an activity eagerly only while the "
+        "worker's event loop runs at most this late (a saturated worker took seconds to "
+        "start such an activity, whose heartbeat clock already ran); null: always",
     )
 
 
