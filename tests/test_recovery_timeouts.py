@@ -29,7 +29,7 @@ from weft.cli.main import _parser, apply_recovery_flags, run
 from weft.workers.agent_worker import AgentWorker
 from weft.workers.config import load_config
 from weft.workers.eager_gate import EagerWhenResponsive
-from weft.workers.recovery import Finished, RecoveryInterceptor
+from weft.workers.recovery import RESULTS_KEPT, Finished, RecoveryInterceptor
 
 TARGET_SECONDS = 5.0
 
@@ -312,3 +312,20 @@ def test_a_retry_of_an_attempt_finished_here_gets_its_result(temporal_client):
     assert recovery.earlier_result(info("1", 2)) == Finished("the tool's message")
     assert recovery.earlier_result(info("1", 1)) is None  # a first attempt runs
     assert recovery.earlier_result(info("2", 2)) is None  # it never finished here
+
+
+def test_results_are_kept_for_minutes_not_for_the_last_few(temporal_client, monkeypatch):
+    """Under load a worker finishes about 100 activities a second: a retry 4 s later still
+    finds its result among thousands; a result older than the retention is gone."""
+    recovery = RecoveryInterceptor(temporal_client, heartbeat_every_seconds=1)
+    clock = [1000.0]
+    monkeypatch.setattr("weft.workers.recovery.time.monotonic", lambda: clock[0])
+    recovery.finished(info("first", 1), "the first result")
+    for n in range(1000):  # 10 s at 100 a second
+        clock[0] += 0.01
+        recovery.finished(info(f"other-{n}", 1), n)
+    assert recovery.earlier_result(info("first", 2)) == Finished("the first result")
+    clock[0] += RESULTS_KEPT.total_seconds()
+    recovery.finished(info("late", 1), "a later result")
+    assert recovery.earlier_result(info("first", 2)) is None
+    assert recovery.earlier_result(info("late", 2)) == Finished("a later result")

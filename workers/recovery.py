@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections import OrderedDict
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -51,10 +52,14 @@ from weft.workers.eager_gate import EagerWhenResponsive, LoopLag
 
 # Attempts this worker started, to tell a retry of its own attempt from one that ran elsewhere.
 REMEMBERED_ATTEMPTS = 10_000
-# Results of the attempts that finished here last: more than the activities a worker runs at
-# once (100 by default), the ones an outage can catch between finishing and reporting. A
-# result is small (history keeps previews of large outputs), so this holds a few MB.
-REMEMBERED_RESULTS = 256
+# Results of the attempts that finished here, for a retry whose report was lost: kept for
+# as long as a retry can come (a heartbeat timeout, the retry's backoff, an outage of a
+# few minutes), and at most this many. The last 256 alone were too few under load: at 200
+# threads a worker finishes about 100 activities a second, so they covered less than a
+# heartbeat timeout and the retry's backoff. A result is small (history keeps previews of
+# large outputs), so this holds tens of MB at most.
+REMEMBERED_RESULTS = 20_000
+RESULTS_KEPT = timedelta(minutes=5)
 UNSTICK_TIMEOUT = timedelta(seconds=2)
 # The SDK's own defaults, kept when the activity slots are weft's (`EagerWhenResponsive`).
 WORKFLOW_TASK_SLOTS = ACTIVITY_SLOTS = LOCAL_ACTIVITY_SLOTS = NEXUS_SLOTS = 100
@@ -128,7 +133,8 @@ class RecoveryInterceptor(Interceptor):
         self._client = client
         self._every = heartbeat_every_seconds
         self._attempts: OrderedDict[ActivityKey, int] = OrderedDict()
-        self._results: OrderedDict[ActivityKey, Finished] = OrderedDict()
+        # Oldest first, with when each finished (loop time).
+        self._results: OrderedDict[ActivityKey, tuple[float, Finished]] = OrderedDict()
         # The work of attempts running here, which a retry of the same activity joins.
         self._running: dict[ActivityKey, asyncio.Task[Any]] = {}
 
@@ -144,11 +150,16 @@ class RecoveryInterceptor(Interceptor):
 
     def finished(self, info: activity.Info, result: Any) -> None:
         """Keep the result of an attempt that returned, for a retry after a lost report."""
-        _remember(self._results, _key(info), Finished(result), REMEMBERED_RESULTS)
+        now = time.monotonic()
+        _remember(self._results, _key(info), (now, Finished(result)), REMEMBERED_RESULTS)
+        kept_since = now - RESULTS_KEPT.total_seconds()
+        while self._results and next(iter(self._results.values()))[0] < kept_since:
+            self._results.popitem(last=False)
 
     def earlier_result(self, info: activity.Info) -> Finished | None:
         """What an earlier attempt of this activity that finished here returned."""
-        return self._results.get(_key(info)) if info.attempt > 1 else None
+        kept = self._results.get(_key(info)) if info.attempt > 1 else None
+        return kept[1] if kept is not None else None
 
     def running(self, info: activity.Info) -> asyncio.Task[Any] | None:
         """The work of an earlier attempt of this activity, still running here."""
