@@ -11,7 +11,10 @@ The SDK asks the activity slot supplier for a slot without waiting (`try_reserve
 before it asks Temporal for an eager task; refused, the activity goes through the
 ordinary queue and is marked started only when this worker polls it. `EagerWhenResponsive`
 hands out slots as the SDK's fixed-size supplier does, and refuses that request while
-`LoopLag` says the event loop runs late.
+`LoopLag` says the event loop runs late or `EAGER_MAX_RUNNING` activities run.
+
+Under load on PostgreSQL it still let live calls time out (docs/recovery.md), so eager
+dispatch stays opt-in (`worker.eagerActivities`); this gate applies when it is on.
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ class _Permit(SlotPermit):
 
 class EagerWhenResponsive(CustomSlotSupplier):
     """`slots` activity slots; one for an eager task only while the loop lags less than
-    `max_lag_seconds`."""
+    `max_lag_seconds` and fewer than `EAGER_MAX_RUNNING` activities run."""
 
     def __init__(self, slots: int, lag: LoopLag, *, max_lag_seconds: float) -> None:
         self._free = slots

@@ -133,7 +133,7 @@ class RecoveryInterceptor(Interceptor):
         self._client = client
         self._every = heartbeat_every_seconds
         self._attempts: OrderedDict[ActivityKey, int] = OrderedDict()
-        # Oldest first, with when each finished (loop time).
+        # Oldest first, with when each finished (time.monotonic()).
         self._results: OrderedDict[ActivityKey, tuple[float, Finished]] = OrderedDict()
         # The work of attempts running here, which a retry of the same activity joins.
         self._running: dict[ActivityKey, asyncio.Task[Any]] = {}
