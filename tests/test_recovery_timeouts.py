@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -147,21 +149,30 @@ class SilentActivityWorkflow:
         )
 
 
-async def test_activities_heartbeat_from_start_to_end(temporal_client):
-    """With the recovery interceptor, an activity silent for longer than its heartbeat
-    timeout is not timed out and retried: the worker heartbeats for it."""
+@asynccontextmanager
+async def recovering_worker(client: Any, workflow_class: Any, fn: Any) -> AsyncIterator[str]:
+    """A worker for one test workflow and activity, with the recovery interceptor beating
+    every 0.3 s; yields its task queue."""
     queue = f"recovery-{uuid.uuid4().hex[:8]}"
-    interceptor = RecoveryInterceptor(temporal_client, heartbeat_every_seconds=0.3)
     async with Worker(
-        temporal_client,
+        client,
         task_queue=queue,
-        workflows=[SilentActivityWorkflow],
-        activities=[silent_for_a_while],
-        interceptors=[interceptor],
+        workflows=[workflow_class],
+        activities=[fn],
+        interceptors=[RecoveryInterceptor(client, heartbeat_every_seconds=0.3)],
         workflow_runner=UnsandboxedWorkflowRunner(),
         max_heartbeat_throttle_interval=timedelta(seconds=0.3),
         default_heartbeat_throttle_interval=timedelta(seconds=0.3),
     ):
+        yield queue
+
+
+async def test_activities_heartbeat_from_start_to_end(temporal_client):
+    """With the recovery interceptor, an activity silent for longer than its heartbeat
+    timeout is not timed out and retried: the worker heartbeats for it."""
+    async with recovering_worker(
+        temporal_client, SilentActivityWorkflow, silent_for_a_while
+    ) as queue:
         attempt = await temporal_client.execute_workflow(
             SilentActivityWorkflow.run, id=f"silent-{uuid.uuid4().hex[:8]}", task_queue=queue
         )
@@ -200,18 +211,9 @@ async def test_a_retry_joins_its_live_attempt_instead_of_running_again(temporal_
     to the same worker waits for that attempt's work and reports its result: the
     activity's work runs once."""
     STALLED_RUNS.clear()
-    queue = f"recovery-{uuid.uuid4().hex[:8]}"
-    interceptor = RecoveryInterceptor(temporal_client, heartbeat_every_seconds=0.3)
-    async with Worker(
-        temporal_client,
-        task_queue=queue,
-        workflows=[StalledActivityWorkflow],
-        activities=[stalls_then_answers],
-        interceptors=[interceptor],
-        workflow_runner=UnsandboxedWorkflowRunner(),
-        max_heartbeat_throttle_interval=timedelta(seconds=0.3),
-        default_heartbeat_throttle_interval=timedelta(seconds=0.3),
-    ):
+    async with recovering_worker(
+        temporal_client, StalledActivityWorkflow, stalls_then_answers
+    ) as queue:
         handle = await temporal_client.start_workflow(
             StalledActivityWorkflow.run, id=f"stalled-{uuid.uuid4().hex[:8]}", task_queue=queue
         )
@@ -266,18 +268,9 @@ async def test_a_cancel_the_workflow_asks_for_stops_the_work(temporal_client):
     """The work runs apart from the attempt so a timeout does not stop it, but a cancel
     the workflow asks for does, before the attempt reports it."""
     CANCELLED_WORK.clear()
-    queue = f"recovery-{uuid.uuid4().hex[:8]}"
-    interceptor = RecoveryInterceptor(temporal_client, heartbeat_every_seconds=0.3)
-    async with Worker(
-        temporal_client,
-        task_queue=queue,
-        workflows=[CancelsItsActivityWorkflow],
-        activities=[waits_to_be_cancelled],
-        interceptors=[interceptor],
-        workflow_runner=UnsandboxedWorkflowRunner(),
-        max_heartbeat_throttle_interval=timedelta(seconds=0.3),
-        default_heartbeat_throttle_interval=timedelta(seconds=0.3),
-    ):
+    async with recovering_worker(
+        temporal_client, CancelsItsActivityWorkflow, waits_to_be_cancelled
+    ) as queue:
         outcome = await temporal_client.execute_workflow(
             CancelsItsActivityWorkflow.run, id=f"cancels-{uuid.uuid4().hex[:8]}", task_queue=queue
         )
