@@ -45,9 +45,9 @@ from weft.contract.thread import (
     SIGNAL_TERMINATE,
     UPDATE_SUBMIT_TURN,
 )
+from weft.workflows.action_answers import UnanswerableAction, apply_response, check_response
 from weft.workflows.context_keeper import ContextKeeper
 from weft.workflows.control import InvalidPayload, Model, parse_single
-from weft.workflows.human_gate import UnanswerableAction, apply_response, check_response
 from weft.workflows.in_flight import InFlight
 from weft.workflows.payload_budget import encoded_size, megabytes
 from weft.workflows.queue import ThreadQueue, UnknownQueuedTurn

@@ -3,7 +3,8 @@
 An action waits on a durable condition (with a durable timer when it has a timeout), so
 it survives worker restarts and can wait for days. Answers arrive through
 `respond_action` (signal) or `respond_action_checked` (update); both go through
-`check_response` so they accept and refuse exactly the same answers.
+`check_response` (workflows/action_answers.py) so they accept and refuse exactly the same
+answers.
 """
 
 from __future__ import annotations
@@ -18,15 +19,12 @@ from temporalio import workflow
 from weft.contract.actions import (
     ActionKind,
     ActionResolution,
-    ActionResponse,
     AskHumanOptions,
     Decision,
     PendingAction,
-    UnanswerableReason,
 )
 from weft.contract.activities import ToolResult
 from weft.contract.definitions import PromptDef
-from weft.contract.mcp import elicitation_problems
 from weft.contract.messages import Side, ToolCall
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.outbox import flush
@@ -39,63 +37,6 @@ class GateHost(Protocol):
 
     def set_waiting(self, kind: ActionKind | None) -> None:
         """Show that the thread waits on a human (status and search attribute), or not."""
-
-
-class UnanswerableAction(Exception):
-    """An answer that cannot resolve anything now; the message says why, `reason` says it
-    for code (the HTTP API picks its status by it)."""
-
-    def __init__(self, message: str, reason: UnanswerableReason) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-def check_response(mem: ThreadMemory, response: ActionResponse) -> None:
-    """Raise `UnanswerableAction` when `response` cannot resolve anything now."""
-    resolved = mem.resolved_actions.get(response.action_id)
-    if resolved is not None:
-        raise UnanswerableAction(
-            f"action {response.action_id!r} was already resolved at {resolved.resolved_at} "
-            f"({resolved.decision} by {resolved.decided_by})",
-            "already_resolved",
-        )
-    action = mem.pending_actions.get(response.action_id)
-    if action is None:
-        pending = ", ".join(mem.pending_actions) or "none"
-        raise UnanswerableAction(
-            f"no pending action {response.action_id!r}; pending actions: {pending}",
-            "not_pending",
-        )
-    if response.decision not in action.decisions:
-        raise UnanswerableAction(
-            f"decision {response.decision!r} cannot answer {action.kind} action "
-            f"{action.action_id!r}; "
-            f"expected one of {', '.join(action.decisions)}",
-            "wrong_decision",
-        )
-    if action.kind == "elicitation" and response.decision == "answer":
-        problems = elicitation_problems(action.args.get("requestedSchema") or {}, response.answer)
-        if problems:
-            raise UnanswerableAction(
-                f"the answer to elicitation {action.action_id!r} does not fit what MCP server "
-                f"{action.args.get('server')!r} asked for: {'; '.join(problems)}",
-                "misfit_answer",
-            )
-
-
-def apply_response(mem: ThreadMemory, response: ActionResponse) -> None:
-    """Record a human's checked answer; the waiting gate wakes up and emits the events."""
-    action = mem.pending_actions[response.action_id]
-    mem.resolved_actions[response.action_id] = ActionResolution(
-        action_id=action.action_id,
-        kind=action.kind,
-        decision=response.decision,
-        decided_by="human",
-        scope=response.scope,
-        answer=response.answer,
-        reason=response.reason,
-        resolved_at=mem.timestamp(),
-    )
 
 
 def expiry(mem: ThreadMemory, timeout: float | None) -> str | None:
