@@ -33,7 +33,7 @@ from weft.activities.tool_call import ToolActivities
 from weft.activities.variables_request import VariableRequestActivities
 from weft.transport.connection import with_keyring
 from weft.workers.config import WeftConfig
-from weft.workers.eager_gate import LoopLag
+from weft.workers.eager_gate import eager_gate
 from weft.workers.metrics import WorkerMetrics
 from weft.workers.providers import build_providers
 from weft.workers.recovery import RecoveryInterceptor, recovery_options
@@ -185,9 +185,11 @@ class AgentWorker:
         self._recovering = RecoveryInterceptor(
             client, heartbeat_every_seconds=self._recovery.heartbeat_throttle_seconds
         )
-        lag = LoopLag()
-        self._lag_task = asyncio.create_task(lag.run())
-        self._stack.push_async_callback(stop, self._lag_task)
+        options = recovery_options(self._recovery)
+        gate = eager_gate(self._recovery)
+        if gate is not None:  # the loop is watched only when a gate reads it
+            options["tuner"] = gate.tuner
+            self._stack.push_async_callback(stop, asyncio.create_task(gate.lag.run()))
         self.worker = Worker(
             client,
             task_queue=self.task_queue,
@@ -207,7 +209,7 @@ class AgentWorker:
             workflow_runner=workflow_runner(client.data_converter),
             max_cached_workflows=self._max_cached,
             interceptors=[self._recovering, *self._tracing(client)],
-            **recovery_options(self._recovery, lag),
+            **options,
         )
         self._run_task = asyncio.create_task(self.worker.run())
 

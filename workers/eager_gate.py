@@ -21,14 +21,19 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import dataclass
 
 from temporalio.worker import (
     CustomSlotSupplier,
+    FixedSizeSlotSupplier,
     SlotMarkUsedContext,
     SlotPermit,
     SlotReleaseContext,
     SlotReserveContext,
+    WorkerTuner,
 )
+
+from weft.workers.config import WorkerConfig
 
 # How often the loop is sampled, and how fast an old delay stops counting: a one-second
 # stall counts for about 0.7 s after it ended.
@@ -37,6 +42,34 @@ DECAY = 0.8
 # No eager task while this many activities run here: a burst of new threads can saturate
 # the loop faster than its lag shows it, and this bounds what a burst takes eagerly.
 EAGER_MAX_RUNNING = 16
+# The SDK's own defaults, kept when the activity slots are weft's.
+WORKFLOW_TASK_SLOTS = ACTIVITY_SLOTS = LOCAL_ACTIVITY_SLOTS = NEXUS_SLOTS = 100
+
+
+@dataclass(frozen=True)
+class EagerGate:
+    """The worker's slot tuner, and the loop watch it needs running beside the worker."""
+
+    tuner: WorkerTuner
+    lag: LoopLag
+
+
+def eager_gate(worker: WorkerConfig) -> EagerGate | None:
+    """The gate for this worker's config; None when eager dispatch is off, or taken always
+    (`eager_max_loop_lag_ms: null`), so the SDK's own slots serve."""
+    if not worker.eager_activities or worker.eager_max_loop_lag_ms is None:
+        return None
+    lag = LoopLag()
+    activities = EagerWhenResponsive(
+        ACTIVITY_SLOTS, lag, max_lag_seconds=worker.eager_max_loop_lag_ms / 1000
+    )
+    tuner = WorkerTuner.create_composite(
+        workflow_supplier=FixedSizeSlotSupplier(WORKFLOW_TASK_SLOTS),
+        activity_supplier=activities,
+        local_activity_supplier=FixedSizeSlotSupplier(LOCAL_ACTIVITY_SLOTS),
+        nexus_supplier=FixedSizeSlotSupplier(NEXUS_SLOTS),
+    )
+    return EagerGate(tuner, lag)
 
 
 class LoopLag:

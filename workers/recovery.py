@@ -38,17 +38,10 @@ from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
-from temporalio.worker import (
-    ActivityInboundInterceptor,
-    ExecuteActivityInput,
-    FixedSizeSlotSupplier,
-    Interceptor,
-    WorkerTuner,
-)
+from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
 from weft.activities.streaming import Heartbeater
 from weft.workers.config import WorkerConfig
-from weft.workers.eager_gate import EagerWhenResponsive, LoopLag
 
 # Attempts this worker started, to tell a retry of its own attempt from one that ran elsewhere.
 REMEMBERED_ATTEMPTS = 10_000
@@ -61,20 +54,15 @@ REMEMBERED_ATTEMPTS = 10_000
 REMEMBERED_RESULTS = 20_000
 RESULTS_KEPT = timedelta(minutes=5)
 UNSTICK_TIMEOUT = timedelta(seconds=2)
-# The SDK's own defaults, kept when the activity slots are weft's (`EagerWhenResponsive`).
-WORKFLOW_TASK_SLOTS = ACTIVITY_SLOTS = LOCAL_ACTIVITY_SLOTS = NEXUS_SLOTS = 100
 # How long the work of a timed-out attempt may go on for a retry to join, when the activity
 # has no start-to-close timeout of its own to bound it.
 ORPHAN_LIMIT = timedelta(minutes=5)
 
 
-def recovery_options(worker: WorkerConfig, lag: LoopLag) -> dict[str, Any]:
-    """The `Worker` options that bound how soon a thread moves again after a failure.
-
-    `lag` watches the worker's event loop (`workers/eager_gate.py`).
-    """
+def recovery_options(worker: WorkerConfig) -> dict[str, Any]:
+    """The `Worker` options that bound how soon a thread moves again after a failure."""
     throttle = timedelta(seconds=worker.heartbeat_throttle_seconds)
-    options = {
+    return {
         # A dead worker's sticky queue holds a thread's next workflow task this long before
         # any other worker may take it.
         "sticky_queue_schedule_to_start_timeout": timedelta(
@@ -89,17 +77,6 @@ def recovery_options(worker: WorkerConfig, lag: LoopLag) -> dict[str, Any]:
         # it, so its heartbeat timeout runs while it waits (docs/recovery.md).
         "disable_eager_activity_execution": not worker.eager_activities,
     }
-    if worker.eager_activities and worker.eager_max_loop_lag_ms is not None:
-        activities = EagerWhenResponsive(
-            ACTIVITY_SLOTS, lag, max_lag_seconds=worker.eager_max_loop_lag_ms / 1000
-        )
-        options["tuner"] = WorkerTuner.create_composite(
-            workflow_supplier=FixedSizeSlotSupplier(WORKFLOW_TASK_SLOTS),
-            activity_supplier=activities,
-            local_activity_supplier=FixedSizeSlotSupplier(LOCAL_ACTIVITY_SLOTS),
-            nexus_supplier=FixedSizeSlotSupplier(NEXUS_SLOTS),
-        )
-    return options
 
 
 ActivityKey = tuple[str, str, str]
@@ -236,12 +213,12 @@ class _RecoveringActivity(ActivityInboundInterceptor):
         if earlier is not None:
             activity.logger.info("attempt %d: the result of an earlier attempt", info.attempt)
             return earlier.result
+        ran_elsewhere = recovery.previous_attempt_ran_elsewhere(info)
         work = recovery.running(info)
         if work is not None:
             activity.logger.info("attempt %d joins an earlier attempt still running", info.attempt)
-            recovery.previous_attempt_ran_elsewhere(info)  # remembers this attempt
         else:
-            if recovery.previous_attempt_ran_elsewhere(info):
+            if ran_elsewhere:
                 await recovery.unstick(info)
             work = recovery.start(info, self.next.execute_activity(input))
         try:
