@@ -1,7 +1,7 @@
 """Load, side by side in one run: the hand-written floor against weft on SQLite and PostgreSQL.
 
 Run: `.venv/bin/python bench/bench_load_compare.py [--threads 50,200] [--workers 1,2]
-[--stores sqlite,postgresql] [--eager-activities]`.
+[--stores sqlite,postgresql] [--eager gated|off|always]`.
 
 N concurrent conversations of the issue 15 scenario (bench/scenario.py) with 20 add calls
 each: 21 steps a conversation. All N start at once on one task queue, on the same tuned
@@ -16,6 +16,8 @@ bench process runs the scripted model server and the client. Printed per side: s
 ratio to the floor, each process's CPU as a share of one core and per step, and the
 machine's busy share of all cores, and the share of it none of those processes used:
 other load on a shared machine, which makes the figures unreliable when it is large.
+From every thread's history: the share of activities started eagerly, and the retried
+attempts with what failed the attempt before.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -91,16 +95,16 @@ class Outcome:
         return max(0.0, self.machine_busy - ours) / self.machine_total
 
     problems: list[str] = field(default_factory=list)
-    retried_attempts: int = 0
+    attempts: Attempts = field(default_factory=lambda: Attempts())
 
     @property
     def rate(self) -> float:
         return self.steps / self.seconds
 
 
-# Called after the timing: (steps the conversations ran, what went wrong, activity attempts
-# that were retries).
-Check = Callable[[], Awaitable[tuple[int, list[str], int]]]
+# Called after the timing: (steps the conversations ran, what went wrong, what the histories
+# say of the activity attempts).
+Check = Callable[[], Awaitable[tuple[int, list[str], "Attempts"]]]
 
 
 @dataclass
@@ -112,7 +116,8 @@ class Stack:
     address: str
     tmp: Path
     server_pid: int | None
-    worker_flags: tuple[str, ...] = ()  # extra `weft worker` flags, e.g. --eager-activities
+    # The `worker:` section of weft's worker config (eager dispatch, see EAGER).
+    worker_settings: dict[str, Any] = field(default_factory=dict)
 
 
 async def measured(
@@ -163,7 +168,7 @@ async def measured(
         machine_busy=machine_after.busy - machine_before.busy,
         machine_total=machine_after.total - machine_before.total,
         problems=problems,
-        retried_attempts=retried,
+        attempts=retried,
     )
 
 
@@ -194,8 +199,8 @@ async def floor_side(stack: Stack, conversations: int) -> Outcome:
         steps = await asyncio.gather(*(h.result() for h in handles))
         wrong = [f"{h.id}: {s} steps" for h, s in zip(handles, steps, strict=True) if s != STEPS]
 
-        async def check() -> tuple[int, list[str], int]:
-            return sum(steps), wrong, await retried_attempts(stack.client, [h.id for h in handles])
+        async def check() -> tuple[int, list[str], Attempts]:
+            return sum(steps), wrong, await attempts_of(stack.client, [h.id for h in handles])
 
         return check
 
@@ -210,8 +215,7 @@ async def weft_side(
     config = write_worker_config(stack, queue, store_url)
     weft = Path(sys.executable).parent / "weft"
     processes = [
-        WorkerSubprocess(str(weft), "--config", str(config), "worker", *stack.worker_flags)
-        for _ in range(workers)
+        WorkerSubprocess(str(weft), "--config", str(config), "worker") for _ in range(workers)
     ]
     # Migrated here, before the workers race to open it.
     store = await asyncio.to_thread(Store.open, store_url)
@@ -239,6 +243,14 @@ async def weft_side(
         store.close()
 
 
+# `--eager`: the worker settings of each choice.
+EAGER: dict[str, dict[str, Any]] = {
+    "gated": {"eagerActivities": True},
+    "off": {"eagerActivities": False},
+    "always": {"eagerActivities": True, "eagerMaxStartDelayShare": None, "eagerMaxLoopLagMs": None},
+}
+
+
 def write_worker_config(stack: Stack, queue: str, store_url: str) -> Path:
     """A `weft worker` config on bench/definitions, whose `scripted` provider is the bench
     process's scripted model server."""
@@ -250,6 +262,7 @@ def write_worker_config(stack: Stack, queue: str, store_url: str) -> Path:
         "providers": {
             "scripted": {"kind": "openai", "baseUrl": stack.scripted.openai_base_url, "apiKey": "x"}
         },
+        "worker": stack.worker_settings,
     }
     path = stack.tmp / f"worker-{queue}.yml"
     path.write_text(yaml.safe_dump(config))
@@ -303,27 +316,67 @@ async def retries_of(client: Client, thread_id: str) -> str:
     return "; ".join(retried) or "no activity retried"
 
 
-async def retried_attempts(client: Client, workflow_ids: list[str]) -> int:
-    """How many activity attempts of these workflows were retries (their histories)."""
-    gate = asyncio.Semaphore(20)
+@dataclass
+class Attempts:
+    """What the threads' histories say of their activity attempts."""
 
-    async def retried_in(workflow_id: str) -> int:
-        async with gate:
-            history = await client.get_workflow_handle(workflow_id).fetch_history()
-        return sum(
-            e.activity_task_started_event_attributes.attempt - 1
-            for e in history.events
-            if e.HasField("activity_task_started_event_attributes")
+    # Retries, by activity type and what failed the attempt before.
+    retries: Counter[str] = field(default_factory=Counter)
+    started: int = 0
+    # Started as they were scheduled: eager tasks, which came with the workflow task's reply.
+    eager: int = 0
+
+    def __add__(self, other: Attempts) -> Attempts:
+        return Attempts(
+            self.retries + other.retries, self.started + other.started, self.eager + other.eager
         )
 
-    return sum(await asyncio.gather(*(retried_in(w) for w in workflow_ids)))
+
+# An eager task is started in the transaction that schedules it; a polled one at least a
+# matching round trip later.
+EAGER_WITHIN = timedelta(milliseconds=0.5)
+
+
+async def attempts_of(client: Client, workflow_ids: list[str]) -> Attempts:
+    """The activity attempts of these workflows (their histories)."""
+    gate = asyncio.Semaphore(20)
+
+    async def attempts_in(workflow_id: str) -> Attempts:
+        async with gate:
+            history = await client.get_workflow_handle(workflow_id).fetch_history()
+        scheduled = {
+            e.event_id: e
+            for e in history.events
+            if e.HasField("activity_task_scheduled_event_attributes")
+        }
+        found = Attempts()
+        for e in history.events:
+            if not e.HasField("activity_task_started_event_attributes"):
+                continue
+            started = e.activity_task_started_event_attributes
+            schedule = scheduled.get(started.scheduled_event_id)
+            found.started += 1
+            if schedule is not None and started.attempt == 1:
+                queued = e.event_time.ToDatetime() - schedule.event_time.ToDatetime()
+                found.eager += queued < EAGER_WITHIN
+            if started.attempt > 1:
+                cause = started.last_failure.message.splitlines()[0][:80] or "no failure"
+                kind = (
+                    schedule.activity_task_scheduled_event_attributes.activity_type.name
+                    if schedule is not None
+                    else "?"
+                )
+                found.retries[f"{kind} after {cause}"] += started.attempt - 1
+        return found
+
+    return sum(await asyncio.gather(*(attempts_in(w) for w in workflow_ids)), Attempts())
 
 
 async def count_steps(
     client: Client, store: Store, ids: list[str], ends: dict[str, str]
-) -> tuple[int, list[str], int]:
+) -> tuple[int, list[str], Attempts]:
     """The steps the threads ran (thread_read counters), what went wrong, if anything, and
-    how many activity attempts were retries (from every thread's history)."""
+    what their histories say of the activity attempts."""
     gate = asyncio.Semaphore(20)
 
     async def steps_of(thread_id: str) -> int:
@@ -331,7 +384,7 @@ async def count_steps(
             return (await read(client.get_workflow_handle(thread_id))).counters.steps
 
     steps = await asyncio.gather(*(steps_of(t) for t in ids))
-    retried = await retried_attempts(client, ids)
+    retried = await attempts_of(client, ids)
     problems = [
         f"{t}: {ends[t]} ({await asyncio.to_thread(failure_of, store, t)}; "
         f"retried: {await retries_of(client, t)})"
@@ -397,10 +450,16 @@ def report(conversations: int, outcomes: list[Outcome]) -> None:
         )
         for problem in o.problems[:3]:
             print(f"    PROBLEM: {problem}")
-        if o.retried_attempts:
+        a = o.attempts
+        if a.started:
+            print(f"    {a.eager / a.started:.0%} of {a.started} activity attempts started eagerly")
+        if a.retries:
             print(
-                f"    {o.retried_attempts} activity attempts were retries (all threads' histories)"
+                f"    {a.retries.total()} activity attempts were retries (all threads' "
+                "histories); the most common, by what failed the attempt before:"
             )
+            for cause, count in a.retries.most_common(3):
+                print(f"      {count:5d}  {cause}")
     print(
         "  (% of a core: 100 = one core busy for the whole run; machine % and other % are of\n"
         "   all cores, other = busy with processes this benchmark did not start.\n"
@@ -426,9 +485,7 @@ def verdict(results: dict[int, list[Outcome]]) -> None:
             print(f"  {o.side}: {share:.2f}x ({met})")
 
 
-async def main(
-    sizes: list[int], worker_counts: list[int], stores: list[str], worker_flags: list[str]
-) -> int:
+async def main(sizes: list[int], worker_counts: list[int], stores: list[str], eager: str) -> int:
     """Every N, every side; 1 when some conversation went wrong."""
     bench_definitions()  # fail fast on bad bench definitions
     results: dict[int, list[Outcome]] = {}
@@ -441,7 +498,7 @@ async def main(
                 address,
                 Path(tmp),
                 temporal_server_pid(address),
-                tuple(worker_flags),
+                EAGER[eager],
             )
             if stack.server_pid is None:
                 print("note: the dev server's process was not found; its CPU is not shown")
@@ -465,10 +522,11 @@ if __name__ == "__main__":
         help="weft's stores, comma-separated (the floor always runs: it is the reference)",
     )
     parser.add_argument(
-        "--eager-activities",
-        action="store_true",
-        help="run weft's workers with eager activity dispatch on, while each keeps up "
-        "(docs/recovery.md)",
+        "--eager",
+        choices=sorted(EAGER),
+        default="gated",
+        help="weft's eager activity dispatch: gated (the default: while the worker keeps "
+        "up), off, or always (docs/recovery.md)",
     )
     args = parser.parse_args()
     sizes = [int(n) for n in args.threads.split(",")]
@@ -477,5 +535,4 @@ if __name__ == "__main__":
     unknown = set(stores) - {"sqlite", "postgresql"}
     if unknown:
         parser.error(f"unknown stores: {', '.join(sorted(unknown))}")
-    flags = ["--eager-activities"] if args.eager_activities else []
-    raise SystemExit(asyncio.run(main(sizes, counts, stores, flags)))
+    raise SystemExit(asyncio.run(main(sizes, counts, stores, args.eager)))

@@ -222,7 +222,7 @@ def _add_recovery_flags(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="take a step's activity with the workflow task's reply while the worker keeps "
-        "up (default off: under load its heartbeat timeout ran before the worker had it)",
+        "up (default on; --no-eager-activities: every activity through Temporal's queue)",
     )
 
 

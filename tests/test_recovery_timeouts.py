@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -30,7 +30,7 @@ from weft.activities.store import Store
 from weft.cli.main import _parser, apply_recovery_flags, run
 from weft.workers.agent_worker import AgentWorker
 from weft.workers.config import load_config
-from weft.workers.eager_gate import EagerWhenResponsive
+from weft.workers.eager_gate import EagerWhenResponsive, StartDelays
 from weft.workers.recovery import RESULTS_KEPT, Finished, RecoveryInterceptor
 
 TARGET_SECONDS = 5.0
@@ -67,20 +67,20 @@ async def test_config_file_and_flags_reach_the_worker(tmp_path, dev_server, temp
     assert options["default_heartbeat_throttle_interval"] == timedelta(seconds=0.5)
     assert options["graceful_shutdown_timeout"] == timedelta(seconds=7)
     assert any(isinstance(i, RecoveryInterceptor) for i in options["interceptors"])
-    assert options["disable_eager_activity_execution"] is True  # the default: off
-    assert options.get("tuner") is None  # the SDK's own slots
-
-    eager = apply_recovery_flags(
-        _parser().parse_args([*argv, "--eager-activities"]), load_config(args.config)
-    )
-    assert eager.worker.eager_activities is True
-    async with AgentWorker(temporal_client, eager, definitions=agent_definitions("x")) as worker:
-        assert worker.worker is not None
-        options = worker.worker.config()
-    assert options["disable_eager_activity_execution"] is False
-    # Eager tasks only while the worker keeps up (workers/eager_gate.py).
+    assert options["disable_eager_activity_execution"] is False  # the default: on,
+    # taken only while the worker keeps up (workers/eager_gate.py).
     slots = options["tuner"]._get_activity_task_slot_supplier()
     assert isinstance(slots, EagerWhenResponsive)
+
+    off = apply_recovery_flags(
+        _parser().parse_args([*argv, "--no-eager-activities"]), load_config(args.config)
+    )
+    assert off.worker.eager_activities is False
+    async with AgentWorker(temporal_client, off, definitions=agent_definitions("x")) as worker:
+        assert worker.worker is not None
+        options = worker.worker.config()
+    assert options["disable_eager_activity_execution"] is True
+    assert options.get("tuner") is None  # the SDK's own slots
 
 
 def test_a_bad_flag_is_a_usage_error(tmp_path):
@@ -283,6 +283,22 @@ def info(activity_id: str, attempt: int) -> Any:
     return SimpleNamespace(
         workflow_id="thread-1", workflow_run_id="run-1", activity_id=activity_id, attempt=attempt
     )
+
+
+def test_a_late_arrival_is_reported_and_beats_at_once(temporal_client):
+    """The worker reports how late each activity reached it after Temporal marked it
+    started (the eager gate reads it); one whose first beat, an interval on, would come
+    past half its heartbeat timeout beats at once instead."""
+    delays = StartDelays()
+    recovery = RecoveryInterceptor(temporal_client, heartbeat_every_seconds=1, start_delays=delays)
+    timeout = timedelta(seconds=3)
+    now = datetime.now(UTC)
+    on_time = SimpleNamespace(started_time=now - timedelta(seconds=0.1))
+    assert not recovery.arrived(on_time, timeout)
+    assert delays.share < 0.1
+    late = SimpleNamespace(started_time=now - timedelta(seconds=1.2))
+    assert recovery.arrived(late, timeout)
+    assert delays.share >= 0.39
 
 
 def test_only_a_retry_of_an_attempt_elsewhere_unsticks(temporal_client):

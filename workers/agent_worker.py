@@ -182,14 +182,17 @@ class AgentWorker:
         effects = EffectActivities(store, self.definitions, snapshots, sandbox=pool)
         copies = FileCopyActivities(store)
         variable_requests = VariableRequestActivities(store)
+        gate = eager_gate(self._recovery)
         self._recovering = RecoveryInterceptor(
-            client, heartbeat_every_seconds=self._recovery.heartbeat_throttle_seconds
+            client,
+            heartbeat_every_seconds=self._recovery.heartbeat_throttle_seconds,
+            start_delays=gate.delays if gate else None,
         )
         options = recovery_options(self._recovery)
-        gate = eager_gate(self._recovery)
-        if gate is not None:  # the loop is watched only when a gate reads it
+        if gate is not None:
             options["tuner"] = gate.tuner
-            self._stack.push_async_callback(stop, asyncio.create_task(gate.lag.run()))
+            if gate.lag is not None:  # the loop is watched only when a limit reads it
+                self._stack.push_async_callback(stop, asyncio.create_task(gate.lag.run()))
         self.worker = Worker(
             client,
             task_queue=self.task_queue,

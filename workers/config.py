@@ -106,18 +106,26 @@ class WorkerConfig(_Config):
         "handed back",
     )
     eager_activities: bool = Field(
-        default=False,
+        default=True,
         description="let Temporal hand a step's activity to this worker with the workflow "
-        "task's reply, while the worker keeps up (eager_max_loop_lag_ms); saves a round "
-        "trip per activity when quiet, but under load it still let live calls time out "
-        "(docs/recovery.md)",
+        "task's reply, while the worker keeps up (eager_max_start_delay_share, "
+        "eager_max_loop_lag_ms); saves a round trip per activity and about half of the "
+        "server's work a step (docs/recovery.md)",
+    )
+    eager_max_start_delay_share: float | None = Field(
+        default=0.25,
+        gt=0,
+        description="with eager_activities, take an activity eagerly only while the "
+        "activities that reached this worker lately took at most this share of their "
+        "heartbeat timeout to get here after Temporal marked them started (an eager "
+        "task's heartbeat clock runs from then); null: no such limit",
     )
     eager_max_loop_lag_ms: float | None = Field(
-        default=20,
+        default=250,
         ge=0,
         description="with eager_activities, take an activity eagerly only while the "
-        "worker's event loop runs at most this late (a saturated worker took seconds to "
-        "start such an activity, whose heartbeat clock already ran); null: always",
+        "worker's event loop runs at most this late; null: no such limit (with both "
+        "limits null every eager task is taken, as the SDK does)",
     )
 
 

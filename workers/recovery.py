@@ -42,6 +42,7 @@ from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, 
 
 from weft.activities.streaming import Heartbeater
 from weft.workers.config import WorkerConfig
+from weft.workers.eager_gate import StartDelays
 
 # Attempts this worker started, to tell a retry of its own attempt from one that ran elsewhere.
 REMEMBERED_ATTEMPTS = 10_000
@@ -106,9 +107,16 @@ class RecoveryInterceptor(Interceptor):
     after an attempt on another worker; answers a retry of an attempt that finished here
     with its result."""
 
-    def __init__(self, client: Client, *, heartbeat_every_seconds: float) -> None:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        heartbeat_every_seconds: float,
+        start_delays: StartDelays | None = None,
+    ) -> None:
         self._client = client
         self._every = heartbeat_every_seconds
+        self._delays = start_delays
         self._attempts: OrderedDict[ActivityKey, int] = OrderedDict()
         # Oldest first, with when each finished (time.monotonic()).
         self._results: OrderedDict[ActivityKey, tuple[float, Finished]] = OrderedDict()
@@ -117,6 +125,17 @@ class RecoveryInterceptor(Interceptor):
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
         return _RecoveringActivity(next, self)
+
+    def arrived(self, info: activity.Info, heartbeat_timeout: timedelta) -> bool:
+        """Report how late the attempt reached this worker after Temporal marked it started;
+        whether it is late enough that its first heartbeat must not wait."""
+        delay = (_utcnow() - info.started_time).total_seconds()
+        timeout = heartbeat_timeout.total_seconds()
+        if self._delays is not None:
+            self._delays.observe(delay, timeout)
+        # The first beat would come an interval after now: past half the timeout, send it
+        # at once, so a late arrival costs a heartbeat and not a retry.
+        return delay + self._every > timeout / 2
 
     def previous_attempt_ran_elsewhere(self, info: activity.Info) -> bool:
         """Remember this attempt; whether the one before it did not start on this worker."""
@@ -209,6 +228,7 @@ class _RecoveringActivity(ActivityInboundInterceptor):
         if not _remote_async(info, input):
             return await self.next.execute_activity(input)
         recovery = self._recovery
+        late = info.heartbeat_timeout is not None and recovery.arrived(info, info.heartbeat_timeout)
         earlier = recovery.earlier_result(info)
         if earlier is not None:
             activity.logger.info("attempt %d: the result of an earlier attempt", info.attempt)
@@ -224,7 +244,7 @@ class _RecoveringActivity(ActivityInboundInterceptor):
         try:
             if info.heartbeat_timeout is None:
                 return await asyncio.shield(work)
-            async with Heartbeater(every=recovery.heartbeat_every, wait_first=True):
+            async with Heartbeater(every=recovery.heartbeat_every, wait_first=not late):
                 return await asyncio.shield(work)
         except asyncio.CancelledError:
             details = activity.cancellation_details()
