@@ -1,6 +1,7 @@
 """weft against the hand-written Temporal floor (issue 15), in one run on one dev server.
 
-Run: `.venv/bin/python bench/bench_floor.py [--steps 20,80,400] [--runs 3]`.
+Run: `.venv/bin/python bench/bench_floor.py [--steps 20,80,400] [--runs 3]
+[--eager gated|off|always]`.
 
 The scenario (bench/scenario.py): the model calls the `add` tool K times, then answers, so
 a run has K + 1 steps (a step: one model call, and its tool call if any). Both sides play
@@ -56,11 +57,13 @@ from history_phases import (  # noqa: E402
 from processes import MachineCpu, cpu_seconds, temporal_server_pid  # noqa: E402
 from scenario import (  # noqa: E402
     AGENT,
+    EAGER,
     SCRIPT,
     USER_TEXT,
     add_script,
     add_tool,
     bench_definitions,
+    eager_worker,
     floor_input,
 )
 from support import (  # noqa: E402
@@ -277,7 +280,7 @@ def report_growth(sizes: list[int], results: dict[int, tuple[list[Sample], list[
     )
 
 
-async def main(sizes: list[int], runs: int) -> None:
+async def main(sizes: list[int], runs: int, eager: str) -> None:
     """Warm both sides up, then for each K alternate floor and weft runs."""
     definitions = bench_definitions()
     probe = WorkerProbe()
@@ -291,7 +294,7 @@ async def main(sizes: list[int], runs: int) -> None:
                 floor_worker(client, floor_queue, scripted.openai_base_url, add_tool(definitions)),
                 AgentWorker(
                     probe.client(client),
-                    scratch_config(tmp),
+                    scratch_config(tmp).model_copy(update={"worker": eager_worker(eager)}),
                     definitions=definitions,
                     task_queue=f"weft-{uuid.uuid4().hex[:8]}",
                     scripted=scripted,
@@ -355,5 +358,12 @@ if __name__ == "__main__":
         "--steps", default="20,80,400", help="add calls per run (K), comma-separated"
     )
     parser.add_argument("--runs", type=int, default=3, help="runs per side and K (medians)")
+    parser.add_argument(
+        "--eager",
+        choices=sorted(EAGER),
+        default="gated",
+        help="weft's eager activity dispatch: gated (the default: while the worker keeps "
+        "up), off, or always (docs/recovery.md)",
+    )
     args = parser.parse_args()
-    asyncio.run(main([int(k) for k in args.steps.split(",")], args.runs))
+    asyncio.run(main([int(k) for k in args.steps.split(",")], args.runs, args.eager))

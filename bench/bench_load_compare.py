@@ -54,10 +54,12 @@ from processes import (  # noqa: E402
 from scenario import (  # noqa: E402
     AGENT,
     DEFINITIONS,
+    EAGER,
     SCRIPT,
     USER_TEXT,
     add_script,
     bench_definitions,
+    eager_worker,
     floor_input,
 )
 from sqlalchemy import select  # noqa: E402
@@ -116,7 +118,7 @@ class Stack:
     address: str
     tmp: Path
     server_pid: int | None
-    # The `worker:` section of weft's worker config (eager dispatch, see EAGER).
+    # The `worker:` section of weft's worker config (bench/scenario.py, eager_worker).
     worker_settings: dict[str, Any] = field(default_factory=dict)
 
 
@@ -241,14 +243,6 @@ async def weft_side(
         return await measured(stack, label, processes, run, conversations)
     finally:
         store.close()
-
-
-# `--eager`: the worker settings of each choice.
-EAGER: dict[str, dict[str, Any]] = {
-    "gated": {"eagerActivities": True},
-    "off": {"eagerActivities": False},
-    "always": {"eagerActivities": True, "eagerMaxStartDelayShare": None, "eagerMaxLoopLagMs": None},
-}
 
 
 def write_worker_config(stack: Stack, queue: str, store_url: str) -> Path:
@@ -498,7 +492,7 @@ async def main(sizes: list[int], worker_counts: list[int], stores: list[str], ea
                 address,
                 Path(tmp),
                 temporal_server_pid(address),
-                EAGER[eager],
+                eager_worker(eager).model_dump(by_alias=True, mode="json"),
             )
             if stack.server_pid is None:
                 print("note: the dev server's process was not found; its CPU is not shown")

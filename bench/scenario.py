@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from weft.activities.definitions import Definitions, FunctionTool, load_directory
+from weft.workers.config import WorkerConfig
 
 DEFINITIONS = Path(__file__).resolve().parent / "definitions"
 # The name the definitions' model plays (bench/definitions/models/add_model.yaml).
@@ -20,6 +21,23 @@ SCRIPT = "bench_add"
 AGENT = "adder"
 PROMPT = "adder_prompt"
 USER_TEXT = "Add the numbers with the add tool."
+
+
+# `--eager` of both benches: weft's eager activity dispatch (docs/recovery.md).
+EAGER: dict[str, dict[str, Any]] = {
+    "gated": {"eager_activities": True},  # the default: while the worker keeps up
+    "off": {"eager_activities": False},
+    "always": {
+        "eager_activities": True,
+        "eager_max_start_delay_share": None,
+        "eager_max_loop_lag_ms": None,
+    },
+}
+
+
+def eager_worker(choice: str) -> WorkerConfig:
+    """weft's worker settings for an `--eager` choice."""
+    return WorkerConfig(**EAGER[choice])
 
 
 def add_script(calls: int) -> dict[str, Any]:
