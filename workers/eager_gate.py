@@ -166,7 +166,8 @@ class EagerWhenResponsive(CustomSlotSupplier):
         # waiters are woken on their loop.
         self._lock = threading.Lock()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
-        self.refused_eager = 0
+        # What the SDK's no-wait requests got, for tests and benchmarks.
+        self.refused_eager = self.granted_eager = 0
 
     async def reserve_slot(self, ctx: SlotReserveContext) -> SlotPermit:
         loop = asyncio.get_running_loop()
@@ -186,6 +187,7 @@ class EagerWhenResponsive(CustomSlotSupplier):
                 return None
             if self._free > 0:
                 self._free -= 1
+                self.granted_eager += 1
                 return SlotPermit()
         return None
 
