@@ -51,8 +51,8 @@ DECAY = 0.8
 DELAY_HALF_LIFE_SECONDS = 1.0
 # No eager task while this many activity slots are taken (running, or reserved for a task
 # on its way here, or for a poll): a burst of new threads can take many eager tasks before
-# the first of them shows a delay. With 200 threads on one worker, 64 let one or two of
-# the first activities of a burst of 200 threads time out.
+# the first of them shows a delay. 64, counted only once running, let two `thread.init`
+# attempts of a burst of 200 new threads on one worker time out.
 EAGER_MAX_BUSY_SLOTS = 32
 # The SDK's own defaults, kept when the activity slots are weft's.
 WORKFLOW_TASK_SLOTS = ACTIVITY_SLOTS = LOCAL_ACTIVITY_SLOTS = NEXUS_SLOTS = 100
