@@ -57,9 +57,9 @@ from history_phases import (  # noqa: E402
 from processes import MachineCpu, cpu_seconds, temporal_server_pid  # noqa: E402
 from scenario import (  # noqa: E402
     AGENT,
-    EAGER,
     SCRIPT,
     USER_TEXT,
+    add_eager_flag,
     add_script,
     add_tool,
     bench_definitions,
@@ -358,12 +358,6 @@ if __name__ == "__main__":
         "--steps", default="20,80,400", help="add calls per run (K), comma-separated"
     )
     parser.add_argument("--runs", type=int, default=3, help="runs per side and K (medians)")
-    parser.add_argument(
-        "--eager",
-        choices=sorted(EAGER),
-        default="gated",
-        help="weft's eager activity dispatch: gated (the default: while the worker keeps "
-        "up), off, or always (docs/recovery.md)",
-    )
+    add_eager_flag(parser)
     args = parser.parse_args()
     asyncio.run(main([int(k) for k in args.steps.split(",")], args.runs, args.eager))

@@ -54,9 +54,9 @@ from processes import (  # noqa: E402
 from scenario import (  # noqa: E402
     AGENT,
     DEFINITIONS,
-    EAGER,
     SCRIPT,
     USER_TEXT,
+    add_eager_flag,
     add_script,
     bench_definitions,
     eager_worker,
@@ -515,13 +515,7 @@ if __name__ == "__main__":
         default="sqlite,postgresql",
         help="weft's stores, comma-separated (the floor always runs: it is the reference)",
     )
-    parser.add_argument(
-        "--eager",
-        choices=sorted(EAGER),
-        default="gated",
-        help="weft's eager activity dispatch: gated (the default: while the worker keeps "
-        "up), off, or always (docs/recovery.md)",
-    )
+    add_eager_flag(parser)
     args = parser.parse_args()
     sizes = [int(n) for n in args.threads.split(",")]
     counts = [int(n) for n in args.workers.split(",")]

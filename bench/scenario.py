@@ -9,6 +9,7 @@ subprocess loads); the floor takes the prompt and the tool from those definition
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,17 @@ EAGER: dict[str, dict[str, Any]] = {
 def eager_worker(choice: str) -> WorkerConfig:
     """weft's worker settings for an `--eager` choice."""
     return WorkerConfig(**EAGER[choice])
+
+
+def add_eager_flag(parser: argparse.ArgumentParser) -> None:
+    """The benches' `--eager` flag."""
+    parser.add_argument(
+        "--eager",
+        choices=sorted(EAGER),
+        default="gated",
+        help="weft's eager activity dispatch: gated (the default: while the worker keeps "
+        "up), off, or always (docs/recovery.md)",
+    )
 
 
 def add_script(calls: int) -> dict[str, Any]:
