@@ -292,24 +292,6 @@ def failure_of(store: Store, thread_id: str) -> str:
     return "; ".join(f"{e.type}: {(e.payload or {}).get('error')}" for e in failures[-3:])
 
 
-async def retries_of(client: Client, thread_id: str) -> str:
-    """The thread's retried activities and what failed their earlier attempt (history)."""
-    history = await client.get_workflow_handle(thread_id).fetch_history()
-    scheduled = {
-        e.event_id: e.activity_task_scheduled_event_attributes.activity_type.name
-        for e in history.events
-        if e.HasField("activity_task_scheduled_event_attributes")
-    }
-    retried = [
-        f"{scheduled.get(started.scheduled_event_id, '?')} attempt {started.attempt} after "
-        f"{started.last_failure.message or 'no failure recorded'}"
-        for e in history.events
-        if e.HasField("activity_task_started_event_attributes")
-        and (started := e.activity_task_started_event_attributes).attempt > 1
-    ]
-    return "; ".join(retried) or "no activity retried"
-
-
 @dataclass
 class Attempts:
     """What the threads' histories say of their activity attempts."""
@@ -364,6 +346,14 @@ async def attempts_of(client: Client, workflow_ids: list[str]) -> Attempts:
         return found
 
     return sum(await asyncio.gather(*(attempts_in(w) for w in workflow_ids)), Attempts())
+
+
+async def retries_of(client: Client, thread_id: str) -> str:
+    """The thread's retried activities and what failed their earlier attempt (history)."""
+    retries = (await attempts_of(client, [thread_id])).retries
+    return "; ".join(f"{count} x {cause}" for cause, count in retries.items()) or (
+        "no activity retried"
+    )
 
 
 async def count_steps(

@@ -293,11 +293,11 @@ def test_a_late_arrival_is_reported_and_beats_at_once(temporal_client):
     recovery = RecoveryInterceptor(temporal_client, heartbeat_every_seconds=1, start_delays=delays)
     timeout = timedelta(seconds=3)
     now = datetime.now(UTC)
-    on_time = SimpleNamespace(started_time=now - timedelta(seconds=0.1))
-    assert not recovery.arrived(on_time, timeout)
+    on_time = SimpleNamespace(started_time=now - timedelta(seconds=0.1), heartbeat_timeout=timeout)
+    assert not recovery.arrived(on_time)
     assert delays.share < 0.1
-    late = SimpleNamespace(started_time=now - timedelta(seconds=1.2))
-    assert recovery.arrived(late, timeout)
+    late = SimpleNamespace(started_time=now - timedelta(seconds=1.2), heartbeat_timeout=timeout)
+    assert recovery.arrived(late)
     assert delays.share >= 0.39
 
 

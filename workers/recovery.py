@@ -126,11 +126,14 @@ class RecoveryInterceptor(Interceptor):
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
         return _RecoveringActivity(next, self)
 
-    def arrived(self, info: activity.Info, heartbeat_timeout: timedelta) -> bool:
-        """Report how late the attempt reached this worker after Temporal marked it started;
-        whether it is late enough that its first heartbeat must not wait."""
+    def arrived(self, info: activity.Info) -> bool:
+        """Report how late an attempt with a heartbeat timeout reached this worker after
+        Temporal marked it started; whether it is late enough that its first heartbeat must
+        not wait (never, without a heartbeat timeout)."""
+        if info.heartbeat_timeout is None:
+            return False
         delay = (_utcnow() - info.started_time).total_seconds()
-        timeout = heartbeat_timeout.total_seconds()
+        timeout = info.heartbeat_timeout.total_seconds()
         if self._delays is not None:
             self._delays.observe(delay, timeout)
         # The first beat would come an interval after now: past half the timeout, send it
@@ -228,7 +231,7 @@ class _RecoveringActivity(ActivityInboundInterceptor):
         if not _remote_async(info, input):
             return await self.next.execute_activity(input)
         recovery = self._recovery
-        late = info.heartbeat_timeout is not None and recovery.arrived(info, info.heartbeat_timeout)
+        late = recovery.arrived(info)
         earlier = recovery.earlier_result(info)
         if earlier is not None:
             activity.logger.info("attempt %d: the result of an earlier attempt", info.attempt)
