@@ -4,16 +4,24 @@ Run: `.venv/bin/python bench/bench_floor.py [--steps 20,80,400] [--runs 3]
 [--eager gated|off|always]`.
 
 The scenario (bench/scenario.py): the model calls the `add` tool K times, then answers, so
-a run has K + 1 steps (a step: one model call, and its tool call if any). Both sides play
+a run has K + 1 steps (a step: one model call, and its tool call if any). Three sides play
 the same script on the same scripted OpenAI-compatible server, one run after the other,
 on the same tuned dev server (tests/support.py local_stack):
+- the plain loop (bench/floor.py `plain_loop`): the floor's model and tool calls made in
+  process, no Temporal: what the model and the tool cost by themselves;
 - the floor (bench/floor.py): one activity per model call and per tool call, the whole
   transcript held by the workflow and passed to the model activity, no store;
 - weft: an AgentThread on an in-process AgentWorker with a SQLite store.
 
+A side's overhead per step is its ms/step less the loop's, as issue 15 measures it: the
+model's time grows with the transcript it is sent (for every side alike), so the targets
+(weft's overhead at most 1.3x the floor's, growing under 10 % from the first K to the
+last) are on overhead. The ratio of whole ms/step is printed too.
+
 Every figure comes from what was measured in this run:
-- ms/step from server timestamps: the floor from its start to its completion, weft from
-  the user message's signal to the workflow task that ends the turn;
+- ms/step: the loop's from a wall clock around it; the floor's and weft's from server
+  timestamps, the floor from its start to its completion, weft from the user message's
+  signal to the workflow task that ends the turn;
 - history bytes per step: the proto size of every event of every run, over the steps;
 - per-phase time per step from history (workflow tasks and each activity type: queued =
   scheduled -> started, running = started -> completed);
@@ -34,6 +42,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +52,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from floor import WORKFLOW as FLOOR_WORKFLOW  # noqa: E402
-from floor import floor_worker  # noqa: E402
+from floor import FloorActivities, floor_activities, floor_worker, plain_loop  # noqa: E402
 from history_phases import (  # noqa: E402
     WORKFLOW_TASK,
     HistoryFigures,
@@ -97,6 +106,40 @@ class Sample:
     @property
     def ms_per_step(self) -> float:
         return self.history.span_seconds / self.steps * 1000
+
+
+@dataclass
+class LoopSample:
+    """One run of the plain in-process loop."""
+
+    steps: int
+    seconds: float
+
+    @property
+    def ms_per_step(self) -> float:
+        return self.seconds / self.steps * 1000
+
+
+@dataclass
+class Runs:
+    """The runs of one K, each side's."""
+
+    loop: list[LoopSample] = field(default_factory=list)
+    floor: list[Sample] = field(default_factory=list)
+    weft: list[Sample] = field(default_factory=list)
+
+    def overhead(self, side: list[Sample]) -> float:
+        """A side's median ms/step less the loop's: what it adds to the model and tool."""
+        return median_ms(side) - median_ms(self.loop)
+
+
+async def run_loop(activities: FloorActivities, definitions: Definitions, calls: int) -> LoopSample:
+    """One plain loop of `calls` add calls and an answer, no Temporal."""
+    began = time.perf_counter()
+    steps = await plain_loop(activities, floor_input(definitions))
+    seconds = time.perf_counter() - began
+    assert steps == calls + 1, f"the loop made {steps} model calls, not {calls + 1}"
+    return LoopSample(steps, seconds)
 
 
 async def run_floor(client: Client, queue: str, definitions: Definitions, calls: int) -> Sample:
@@ -155,34 +198,37 @@ def median_sample(samples: list[Sample]) -> Sample:
     return sorted(samples, key=lambda s: s.ms_per_step)[len(samples) // 2]
 
 
-def median_ms(samples: list[Sample]) -> float:
+def median_ms(samples: Sequence[Sample | LoopSample]) -> float:
     return statistics.median(s.ms_per_step for s in samples)
 
 
-def report_size(calls: int, runs: int, floor: list[Sample], weft: list[Sample]) -> None:
-    """The headline figures of one K, then both sides' breakdowns."""
-    floor_ms, weft_ms = median_ms(floor), median_ms(weft)
-    f, w = median_sample(floor), median_sample(weft)
-    ratio = weft_ms / floor_ms
+def report_size(calls: int, runs: int, got: Runs) -> None:
+    """The headline figures of one K, then the breakdowns of the floor and weft."""
+    loop_ms, floor_ms, weft_ms = (median_ms(side) for side in (got.loop, got.floor, got.weft))
+    f, w = median_sample(got.floor), median_sample(got.weft)
     print(f"\n== K={calls}: {calls + 1} steps ({calls} add calls + the answer), median of {runs}")
-    print(f"{'':34}{'floor':>12}{'weft':>12}")
-    print(f"{'ms/step':34}{floor_ms:12.2f}{weft_ms:12.2f}")
-    print(
-        f"{'ratio weft/floor':34}{'':12}{ratio:11.2f}x  "
-        f"(target <= {TARGET_RATIO}x: {'met' if ratio <= TARGET_RATIO else 'NOT met'})"
-    )
+    print(f"{'':34}{'loop':>12}{'floor':>12}{'weft':>12}")
+    print(f"{'ms/step':34}{loop_ms:12.2f}{floor_ms:12.2f}{weft_ms:12.2f}")
     spread = [
         f"{min(s.ms_per_step for s in side):.2f}-{max(s.ms_per_step for s in side):.2f}"
-        for side in (floor, weft)
+        for side in (got.loop, got.floor, got.weft)
     ]
-    print(f"{'ms/step range over the runs':34}{spread[0]:>12}{spread[1]:>12}")
+    print(f"{'ms/step range over the runs':34}{spread[0]:>12}{spread[1]:>12}{spread[2]:>12}")
+    floor_over, weft_over = got.overhead(got.floor), got.overhead(got.weft)
+    print(f"{'overhead ms/step (less the loop)':34}{'':12}{floor_over:12.2f}{weft_over:12.2f}")
+    ratio = weft_over / floor_over
+    print(
+        f"{'overhead ratio weft/floor':34}{'':24}{ratio:11.2f}x  "
+        f"(target <= {TARGET_RATIO}x: {'met' if ratio <= TARGET_RATIO else 'NOT met'})"
+    )
+    print(f"{'ms/step ratio weft/floor':34}{'':24}{weft_ms / floor_ms:11.2f}x")
     for label, value in (
         ("history bytes/step", lambda s: f"{s.history.total_bytes / s.steps:.0f}"),
         ("largest history event (bytes)", lambda s: f"{s.history.largest_event_bytes}"),
         ("history events/step", lambda s: f"{s.history.events / s.steps:.1f}"),
         ("workflow runs (continue-as-new)", lambda s: f"{s.history.runs}"),
     ):
-        print(f"{label:34}{value(f):>12}{value(w):>12}")
+        print(f"{label:34}{'':12}{value(f):>12}{value(w):>12}")
     print(
         f"{'largest event type':34}floor {f.history.largest_event_type}, "
         f"weft {w.history.largest_event_type}"
@@ -255,43 +301,55 @@ def _worker_row(name: str, b: Bucket, steps: int) -> str:
     )
 
 
-def report_growth(sizes: list[int], results: dict[int, tuple[list[Sample], list[Sample]]]) -> None:
-    """How ms/step and the ratio move with K."""
-    print("\n== summary (ms/step, medians)")
-    print(f"{'K':>6}{'floor':>10}{'weft':>10}{'ratio':>8}")
+def report_growth(sizes: list[int], results: dict[int, Runs]) -> None:
+    """How ms/step, overhead and the ratio move with K."""
+    print("\n== summary (ms/step, medians; overhead = side - loop)")
+    print(
+        f"{'K':>6}{'loop':>9}{'floor':>9}{'weft':>9}{'floor over':>12}{'weft over':>11}"
+        f"{'over ratio':>12}{'ms ratio':>10}"
+    )
     for calls in sizes:
-        floor, weft = results[calls]
-        ratio = median_ms(weft) / median_ms(floor)
-        print(f"{calls:>6}{median_ms(floor):10.2f}{median_ms(weft):10.2f}{ratio:7.2f}x")
+        got = results[calls]
+        floor_over, weft_over = got.overhead(got.floor), got.overhead(got.weft)
+        print(
+            f"{calls:>6}{median_ms(got.loop):9.2f}{median_ms(got.floor):9.2f}"
+            f"{median_ms(got.weft):9.2f}{floor_over:12.2f}{weft_over:11.2f}"
+            f"{weft_over / floor_over:11.2f}x{median_ms(got.weft) / median_ms(got.floor):9.2f}x"
+        )
     if len(sizes) > 1:
-        low, high = sizes[0], sizes[-1]
-        for side, index in (("weft", 1), ("floor", 0)):
-            first = median_ms(results[low][index])
-            last = median_ms(results[high][index])
-            growth = last / first - 1
+        low, high = results[sizes[0]], results[sizes[-1]]
+        span = f"K={sizes[0]} -> K={sizes[-1]}"
+        for side in ("weft", "floor"):
+            growth = high.overhead(getattr(high, side)) / low.overhead(getattr(low, side)) - 1
             verdict = ""
             if side == "weft":
-                verdict = f" (target < {TARGET_GROWTH:.0%}: {'met' if growth < TARGET_GROWTH else 'NOT met'})"
-            print(f"{side} ms/step growth K={low} -> K={high}: {growth:+.1%}{verdict}")
-    worst = max(median_ms(w) / median_ms(f) for f, w in results.values())
+                met = "met" if growth < TARGET_GROWTH else "NOT met"
+                verdict = f" (target < {TARGET_GROWTH:.0%}: {met})"
+            print(f"{side} overhead growth {span}: {growth:+.1%}{verdict}")
+        for side in ("loop", "floor", "weft"):
+            growth = median_ms(getattr(high, side)) / median_ms(getattr(low, side)) - 1
+            print(f"{side} ms/step growth {span}: {growth:+.1%}")
+    worst = max(got.overhead(got.weft) / got.overhead(got.floor) for got in results.values())
     print(
-        f"worst ratio {worst:.2f}x (target <= {TARGET_RATIO}x at every K: "
+        f"worst overhead ratio {worst:.2f}x (target <= {TARGET_RATIO}x at every K: "
         f"{'met' if worst <= TARGET_RATIO else 'NOT met'})"
     )
 
 
 async def main(sizes: list[int], runs: int, eager: str) -> None:
-    """Warm both sides up, then for each K alternate floor and weft runs."""
+    """Warm every side up, then for each K alternate loop, floor and weft runs."""
     definitions = bench_definitions()
     probe = WorkerProbe()
     probe.install()
-    results: dict[int, tuple[list[Sample], list[Sample]]] = {}
+    results: dict[int, Runs] = {}
     async with local_stack() as (client, scripted, address):
         server_pid = temporal_server_pid(address)
+        base_url, tool = scripted.openai_base_url, add_tool(definitions)
         with tempfile.TemporaryDirectory() as tmp:
             floor_queue = f"floor-{uuid.uuid4().hex[:8]}"
             async with (
-                floor_worker(client, floor_queue, scripted.openai_base_url, add_tool(definitions)),
+                floor_activities(base_url, tool) as loop,
+                floor_worker(client, floor_queue, base_url, tool),
                 AgentWorker(
                     probe.client(client),
                     scratch_config(tmp).model_copy(update={"worker": eager_worker(eager)}),
@@ -301,20 +359,21 @@ async def main(sizes: list[int], runs: int, eager: str) -> None:
                 ) as weft_worker,
             ):
                 weft_queue = weft_worker.task_queue
-                print("warming up both sides (K=5) ...", flush=True)
+                print("warming up every side (K=5) ...", flush=True)
                 await play(scripted, 5)
+                await run_loop(loop, definitions, 5)
                 await run_floor(client, floor_queue, definitions, 5)
                 await run_weft(client, weft_queue, probe, 5)
                 for calls in sizes:
                     await play(scripted, calls)
-                    floor, weft = [], []
+                    got = results[calls] = Runs()
                     load = OtherLoad(server_pid)
                     for run in range(runs):
                         print(f"K={calls}: run {run + 1}/{runs}", flush=True)
-                        floor.append(await run_floor(client, floor_queue, definitions, calls))
-                        weft.append(await run_weft(client, weft_queue, probe, calls))
-                    results[calls] = (floor, weft)
-                    report_size(calls, runs, floor, weft)
+                        got.loop.append(await run_loop(loop, definitions, calls))
+                        got.floor.append(await run_floor(client, floor_queue, definitions, calls))
+                        got.weft.append(await run_weft(client, weft_queue, probe, calls))
+                    report_size(calls, runs, got)
                     print(load.render())
     probe.uninstall()
     report_growth(sizes, results)
