@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Hashable
 from typing import Any
 
 from temporalio import activity
@@ -28,6 +29,7 @@ from weft.activities.spans import Spans
 from weft.activities.spill import spill_if_large
 from weft.activities.store import Store
 from weft.activities.store.events import changes_rows
+from weft.activities.store.thread_env_rows import ThreadEnvRow
 from weft.activities.streaming import Heartbeater
 from weft.activities.tool_execute import error_result, execute_tool
 from weft.activities.tool_invoker import ToolInvoker
@@ -76,7 +78,16 @@ class ToolActivities:
             {"name": name, "arguments": call.tool_call.function.arguments, "attempt": info.attempt},
         )
         snapshot = await self._snapshots.get(call.snapshot_id)
-        state, lead = await asyncio.to_thread(self._begin, call, snapshot, [*call.outbox, started])
+        events = [*call.outbox, started]
+        version = _env_version(call, info)
+        kept = self._store.threads.env_rows.get(call.thread_id, version)
+        if kept is not None and not _store_first(call, events):
+            # Nothing to read or write before the tool runs: no thread hop.
+            state, lead = self._begin(call, snapshot, kept=kept), events
+        else:
+            state, lead = await asyncio.to_thread(
+                self._begin_stored, call, snapshot, events, version
+            )
         # A tool that ends within the interval stores its start events with its result,
         # in one write; a slower one has them stored meanwhile (pending_events.py).
         pending = PendingEvents(self._store, lead)
@@ -214,8 +225,17 @@ class ToolActivities:
         cap = preview_cap_tokens(budget, ContextOptions().preview_share)
         return await read_output(self._store, call.thread_id, raw_args, page_chars(cap))
 
-    def _state(self, call: ToolCallInput, snapshot: DefinitionSnapshot) -> ThreadState:
-        return thread_state_for(
+    def _begin(
+        self,
+        call: ToolCallInput,
+        snapshot: DefinitionSnapshot,
+        *,
+        version: Hashable | None = None,
+        kept: ThreadEnvRow | None = None,
+    ) -> ThreadState:
+        """The tool's ThreadState: the thread's user and env from `kept`, else read (the
+        row, unless kept at `version`)."""
+        state = thread_state_for(
             self._store,
             snapshot,
             thread_id=call.thread_id,
@@ -233,20 +253,26 @@ class ToolActivities:
                 tool=call.tool_call.function.name,
                 spans=self._spans,
             ),
+            env_version=version,
+            env_row=kept,
         )
+        state.use_effects(self._definitions.effects)
+        return state
 
-    def _begin(
-        self, call: ToolCallInput, snapshot: DefinitionSnapshot, events: list[Event]
+    def _begin_stored(
+        self,
+        call: ToolCallInput,
+        snapshot: DefinitionSnapshot,
+        events: list[Event],
+        version: Hashable | None,
     ) -> tuple[ThreadState, list[Event]]:
-        """The ThreadState, and the events still to store. Messages that precede the call
-        (a queued tool's call) and events that change rows (an effect removed by the call
-        before) are stored first, with the rest: the tool may read them."""
-        if call.prior_messages or changes_rows(events):
+        """`_begin` in a thread hop, and the events still to store. Messages that precede
+        the call (a queued tool's call) and events that change rows (an effect removed by
+        the call before) are stored first, with the rest: the tool may read them."""
+        if _store_first(call, events):
             self._store.events.record(call.prior_messages, events)
             events = []
-        state = self._state(call, snapshot)
-        state.use_effects(self._definitions.effects)
-        return state, events
+        return self._begin(call, snapshot, version=version), events
 
     @staticmethod
     def _event(call: ToolCallInput, suffix: str, event_type: str, payload: dict[str, Any]) -> Event:
@@ -262,6 +288,20 @@ class ToolActivities:
             # Inside a prompt tool, every event names the call that runs it.
             payload={**payload, **call.scope.event_fields()} if call.scope else payload,
         )
+
+
+def _store_first(call: ToolCallInput, events: list[Event]) -> bool:
+    """Whether the call brings what its tool may read, to store before it runs."""
+    return bool(call.prior_messages) or changes_rows(events)
+
+
+def _env_version(call: ToolCallInput, info: activity.Info) -> Hashable | None:
+    """The version under which this worker may keep the thread's user and env: the run and
+    the workflow's count of env writes. None for a retry, whose failed attempt may have set
+    env the workflow never heard of, and for a workflow that does not count."""
+    if call.env_writes is None or info.attempt > 1:
+        return None
+    return (info.workflow_run_id, call.env_writes)
 
 
 def _prompt_of(call: ToolCallInput, snapshot: DefinitionSnapshot) -> PromptDef:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from weft.activities.clock import now_iso
 from weft.activities.hooks.messages import UPDATABLE_FIELDS, UpdateRefused, before_update
 from weft.activities.sandbox import CodeExecution, SandboxPool, run_code
 from weft.activities.store import Store
+from weft.activities.store.thread_env_rows import ThreadEnvRow
 from weft.activities.thread_effects import EffectChanges, ThreadEffects
 from weft.activities.thread_env_state import ThreadEnvState
 from weft.activities.thread_files import ThreadFiles
@@ -252,10 +254,14 @@ def thread_state_for(
     intents_from: str | None = None,
     sandbox: SandboxPool | None = None,
     invoker: ToolInvoker | None = None,
+    env_version: Hashable | None = None,
+    env_row: ThreadEnvRow | None = None,
 ) -> ThreadState:
     """The ThreadState a tool, hook or effect of `prompt` gets: the thread row's user and
-    env merged over the agent's and the prompt's (Runtime §4). Reads the row (blocking)."""
-    row = store.threads.get(thread_id)
+    env merged over the agent's and the prompt's (Runtime §4). Reads the row (blocking)
+    unless given it (`env_row`) or this worker kept what it read of it at `env_version`
+    (store/thread_env_rows.py)."""
+    row = env_row or store.threads.env_row(thread_id, env_version)
     agent_def = snapshot.agent_def(agent)
     return ThreadState(
         store=store,

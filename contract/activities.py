@@ -182,6 +182,11 @@ class ToolCallInput(CamelModel):
     mcp: McpToolTarget | None = Field(
         default=None, description="an MCP tool: its server and its name there"
     )
+    env_writes: int | None = Field(
+        default=None,
+        description="the thread's env writes the workflow has applied (Counters.env_writes): "
+        "the worker may reuse the thread's user and env it read at this count; None: read them",
+    )
 
 
 class ToolCallResult(CamelModel):

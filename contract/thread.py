@@ -144,6 +144,9 @@ class Counters(CamelModel):
     side_a_turns: int = 0
     side_b_turns: int = 0
     runs: int = Field(default=1, description="workflow runs so far (continue-as-new)")
+    env_writes: int = Field(
+        default=0, description="thread env values tools have set (set_env intents applied)"
+    )
 
 
 class AgentInfo(CamelModel):

@@ -247,6 +247,7 @@ class ToolRunner:
             prior_messages=carried.messages,
             scope=scope,
             mcp=mcp,
+            env_writes=mem.counters.env_writes,
         )
         handle, carried = await start_within_budget(
             mem,

@@ -84,6 +84,9 @@ class TranscriptEdits:
         next run when the thread continues as new, and a payload carrying env is encrypted
         by the codec, so the value stays out of plaintext history there too.
         """
+        # Counted first: the row has changed even if the intent does not parse. Tool calls
+        # carry the count, so a worker's copy of the row read before is not used again.
+        self._mem.counters.env_writes += 1
         update = parse_single("set_env intent", [intent.data], EnvSet)
         for name, entry in update.env.items():
             self._mem.start.env[name] = entry.model_dump(mode="json")

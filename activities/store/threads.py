@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+from collections.abc import Hashable
 
 from sqlalchemy import Connection, RowMapping, bindparam, func, select, update
 
@@ -12,6 +13,7 @@ from weft.activities.store.events import insert_events
 from weft.activities.store.rows import ThreadRow, row_to_thread, thread_to_row
 from weft.activities.store.sealed import seal, unseal
 from weft.activities.store.tables import threads
+from weft.activities.store.thread_env_rows import ThreadEnvRow, ThreadEnvRows
 from weft.contract.events import Event
 from weft.contract.thread_env import EnvEntry
 
@@ -29,6 +31,8 @@ class Threads:
     def __init__(self, database: Database, keyring: Keyring | None) -> None:
         self._db = database
         self._keyring = keyring
+        # What tool calls read of each row, kept between them (thread_env_rows.py).
+        self.env_rows = ThreadEnvRows()
 
     def upsert(self, row: ThreadRow) -> None:
         """Insert the row, or update every column of it but `created_at`."""
@@ -52,6 +56,20 @@ class Threads:
         """The thread's row as `connection`'s transaction sees it, or None."""
         row = connection.execute(_THREAD_ROW, {"thread_id": thread_id}).mappings().first()
         return None if row is None else self._thread(row)
+
+    def env_row(self, thread_id: str, version: Hashable | None) -> ThreadEnvRow | None:
+        """The user and own env of the thread, from the copy kept at `version`
+        (thread_env_rows.py; None: read the row) or else from the row, which is then
+        kept. None when the thread has no row."""
+        kept = self.env_rows.get(thread_id, version)
+        if kept is not None:
+            return kept
+        row = self.get(thread_id)
+        if row is None:
+            return None
+        read = ThreadEnvRow(user_id=row.user_id, env=row.env)
+        self.env_rows.keep(thread_id, version, read)
+        return read
 
     def list(
         self, *, agent: str | None = None, status: str | None = None, limit: int = 100
@@ -100,6 +118,7 @@ class Threads:
                 insert_events(self._db, connection, {thread_id: [event]})
 
         self._db.retrying(once)
+        self.env_rows.forget(thread_id)
 
     def _thread(self, row: RowMapping) -> ThreadRow:
         thread = row_to_thread(row)

@@ -121,6 +121,7 @@ def test_set_env_joins_the_workflows_view_and_the_carried_start_input() -> None:
         snapshot=snapshot(env={"REGION": {"value": "eu", "type": "text"}}),
     )
     assert not carries_env(mem.start)
+    assert mem.counters.env_writes == 0
     TranscriptEdits(mem).set_env(
         Intent(
             kind="set_env",
@@ -135,6 +136,8 @@ def test_set_env_joins_the_workflows_view_and_the_carried_start_input() -> None:
     env = ActiveAgent(mem).env("a")
     assert (env["REGION"].value, env["REGION"].type) == ("us", "text")
     assert (env["TOKEN"].value, env["TOKEN"].type) == ("s3cret", "secret")
+    # Tool calls carry the count: workers read the row again instead of a kept copy.
+    assert mem.counters.env_writes == 1
     next_input = mem.start.model_copy(update={"messages": []})
     assert next_input.env["TOKEN"] == {"value": "s3cret", "type": "secret"}
     assert carries_env(next_input)
@@ -150,6 +153,8 @@ def test_a_bad_env_name_or_type_is_refused(mem: ThreadMemory) -> None:
             Intent(kind="set_env", data={"env": {"OK": {"value": 1, "type": "password"}}})
         )
     assert mem.start.env == {}
+    # Counted all the same: the activity had written the row before it sent the intent.
+    assert mem.counters.env_writes == 2
     assert check_env_name("API_TOKEN.v2-b") == "API_TOKEN.v2-b"
     for bad in ("", "$weftEncrypted", "has space", "x" * 129):
         with pytest.raises(ValueError, match="is not valid"):
