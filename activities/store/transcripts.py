@@ -99,8 +99,8 @@ class Transcripts:
             cached = self._cached.pop(thread_id, None)
             if cached is not None:
                 self._chars -= cached.chars
-        revision = _revision(connection, thread_id)
-        fresh = self._refreshed(connection, thread_id, cached, first, revision)
+        revision, stored = _revision_and_count(connection, thread_id, first)
+        fresh = self._refreshed(connection, thread_id, cached, first, revision, stored)
         if fresh is None:
             fresh = _Cached(first=first, revision=revision)
             fresh.extend(_rows(connection, thread_id, after=first - 1))
@@ -123,14 +123,15 @@ class Transcripts:
         cached: _Cached | None,
         first: int,
         revision: int,
+        stored: int,
     ) -> _Cached | None:
-        """The cached copy brought up to date by a tail read, or None when it cannot be."""
+        """The cached copy brought up to date by a tail read, or None when it cannot be
+        (`stored`: the rows from `first` on, counted in the same snapshot)."""
         if cached is None or cached.revision != revision or first < cached.first:
             return None
         cached.trim(first)
         last = cached.positions[-1] if cached.positions else cached.first - 1
         tail = _rows(connection, thread_id, after=last)
-        stored = connection.scalar(_STORED_SINCE, {"thread_id": thread_id, "first": cached.first})
         if stored != len(cached.rows) + len(tail):
             return None
         cached.extend(tail)
@@ -155,9 +156,6 @@ class Transcripts:
 
 # Every step runs these: built once, so SQLAlchemy keeps their cache keys (building a
 # statement and its key per call cost three times what running it does).
-_REVISION = select(transcript_revisions.c.revision).where(
-    transcript_revisions.c.thread_id == bindparam("thread_id")
-)
 _ROWS_AFTER = transcript_order(
     select(messages).where(
         messages.c.thread_id == bindparam("thread_id"),
@@ -165,7 +163,12 @@ _ROWS_AFTER = transcript_order(
         messages.c.position > bindparam("after"),
     )
 )
-_STORED_SINCE = (
+# The revision and the row count in one statement: one fewer a step. A miss does not
+# need the count, but misses are rare and the count is an index range scan.
+_REVISION_AND_COUNT = select(
+    select(transcript_revisions.c.revision)
+    .where(transcript_revisions.c.thread_id == bindparam("thread_id"))
+    .scalar_subquery(),
     select(func.count())
     .select_from(messages)
     .where(
@@ -173,11 +176,17 @@ _STORED_SINCE = (
         messages.c.depth == 0,
         messages.c.position >= bindparam("first"),
     )
+    .scalar_subquery(),
 )
 
 
-def _revision(connection: Connection, thread_id: str) -> int:
-    return int(connection.scalar(_REVISION, {"thread_id": thread_id}) or 0)
+def _revision_and_count(connection: Connection, thread_id: str, first: int) -> tuple[int, int]:
+    """The thread's transcript revision (0 before any edit) and its stored main-transcript
+    rows from position `first` on."""
+    revision, stored = connection.execute(
+        _REVISION_AND_COUNT, {"thread_id": thread_id, "first": first}
+    ).one()
+    return int(revision or 0), int(stored)
 
 
 def _rows(connection: Connection, thread_id: str, *, after: int) -> list[Message]:
