@@ -342,7 +342,9 @@ async def main(sizes: list[int], runs: int, eager: str) -> None:
     probe = WorkerProbe()
     probe.install()
     results: dict[int, Runs] = {}
-    async with local_stack() as (client, scripted, address):
+    # The scripted server keeps no requests: each holds its whole transcript, and in this
+    # process they would grow the heap every garbage collection walks, for every side.
+    async with local_stack(max_records=0) as (client, scripted, address):
         server_pid = temporal_server_pid(address)
         base_url, tool = scripted.openai_base_url, add_tool(definitions)
         with tempfile.TemporaryDirectory() as tmp:

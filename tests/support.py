@@ -75,9 +75,12 @@ def ephemeral_dev_server() -> Any:
 
 
 @asynccontextmanager
-async def local_stack() -> AsyncIterator[tuple[Client, ScriptedModelServer, str]]:
+async def local_stack(
+    *, max_records: int | None = None
+) -> AsyncIterator[tuple[Client, ScriptedModelServer, str]]:
     """A throwaway dev server, a client with weft's search attributes registered, and a
-    scripted model server: (client, scripted, temporal address)."""
+    scripted model server: (client, scripted, temporal address). `max_records`: the
+    requests the scripted server keeps (None: its default)."""
     from weft.transport.connection import connect
     from weft.workers.search_attributes import ensure_search_attributes
 
@@ -86,7 +89,8 @@ async def local_stack() -> AsyncIterator[tuple[Client, ScriptedModelServer, str]
     try:
         client = await connect(dev.address)
         await ensure_search_attributes(client, "default")
-        async with ScriptedModelServer() as scripted:
+        options = {} if max_records is None else {"max_records": max_records}
+        async with ScriptedModelServer(**options) as scripted:
             yield client, scripted, dev.address
     finally:
         await dev.stop()

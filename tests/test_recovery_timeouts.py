@@ -28,6 +28,8 @@ from worker_process import WorkerProcess, until_event, worker_config
 
 from weft.activities.store import Store
 from weft.cli.main import _parser, apply_recovery_flags, run
+from weft.contract.activities import ModelCallResult, Usage
+from weft.contract.messages import Message
 from weft.workers.agent_worker import AgentWorker
 from weft.workers.config import load_config
 from weft.workers.eager_gate import EagerWhenResponsive, StartDelays
@@ -321,6 +323,32 @@ def test_a_retry_of_an_attempt_finished_here_gets_its_result(temporal_client):
     assert recovery.earlier_result(info("1", 2)) == Finished("the tool's message")
     assert recovery.earlier_result(info("1", 1)) is None  # a first attempt runs
     assert recovery.earlier_result(info("2", 2)) is None  # it never finished here
+
+
+def test_a_kept_result_is_bytes_and_comes_back_equal(temporal_client):
+    """Thousands of results are kept for minutes: as pickled bytes, which the garbage
+    collector does not walk; a retry gets an equal copy of a model's result; a result
+    pickle refuses (a local function) is kept as it is."""
+    recovery = RecoveryInterceptor(temporal_client, heartbeat_every_seconds=1)
+    result = ModelCallResult(
+        message=Message(
+            id="m1", thread_id="t1", position=1, role="assistant", content="hi", created_at=1
+        ),
+        usage=Usage(input_tokens=3, output_tokens=1),
+        cost_usd=None,
+        model="scripted",
+        finish_reason="stop",
+    )
+    recovery.finished(info("model", 1), result)
+    [(_, kept)] = recovery._results.values()
+    assert isinstance(kept._pickled, bytes) and kept._value is None
+    assert recovery.earlier_result(info("model", 2)) == Finished(result)
+    assert recovery.earlier_result(info("model", 2)).result is not result
+
+    def local() -> None: ...
+
+    recovery.finished(info("odd", 1), local)
+    assert recovery.earlier_result(info("odd", 2)) == Finished(local)
 
 
 def test_results_are_kept_for_minutes_not_for_the_last_few(temporal_client, monkeypatch):

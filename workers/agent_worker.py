@@ -34,6 +34,7 @@ from weft.activities.variables_request import VariableRequestActivities
 from weft.transport.connection import with_keyring
 from weft.workers.config import WeftConfig
 from weft.workers.eager_gate import eager_gate
+from weft.workers.gc_policy import freeze_startup_heap
 from weft.workers.metrics import WorkerMetrics
 from weft.workers.providers import build_providers
 from weft.workers.recovery import RecoveryInterceptor, recovery_options
@@ -214,6 +215,8 @@ class AgentWorker:
             interceptors=[self._recovering, *self._tracing(client)],
             **options,
         )
+        if self._config.worker.gc_freeze:
+            freeze_startup_heap()
         self._run_task = asyncio.create_task(self.worker.run())
 
     def _tracing(self, client: Client) -> list[TracingInterceptor]:

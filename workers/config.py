@@ -105,6 +105,12 @@ class WorkerConfig(_Config):
         description="on SIGTERM, how long running activities may finish before they are "
         "handed back",
     )
+    gc_freeze: bool = Field(
+        default=True,
+        description="once the worker is built, keep the objects alive then out of later "
+        "garbage collections (gc.freeze): a full collection then walks only what the "
+        "worker made since, not its whole start-up state (workers/gc_policy.py)",
+    )
     eager_activities: bool = Field(
         default=True,
         description="let Temporal hand a step's activity to this worker with the workflow "

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import pickle
 import time
 from collections import OrderedDict
 from collections.abc import Coroutine
@@ -90,6 +91,30 @@ class Finished:
     result: Any
 
 
+class _KeptResult:
+    """A finished attempt's result, kept as pickled bytes where it can be.
+
+    Thousands are kept for minutes, and a result held as objects (a model call's message,
+    usage, context report: dozens of containers) is walked by every full garbage
+    collection (gc_policy.py); bytes are not. A result pickle refuses is kept as it is.
+    """
+
+    __slots__ = ("_pickled", "_value")
+
+    def __init__(self, result: Any) -> None:
+        try:
+            self._pickled: bytes | None = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+            self._value = None
+        except Exception:  # any result must be kept, pickled or not
+            self._pickled, self._value = None, result
+
+    def finished(self) -> Finished:
+        """The result as the attempt returned it (an equal copy, when pickled)."""
+        if self._pickled is None:
+            return Finished(self._value)
+        return Finished(pickle.loads(self._pickled))  # this process's own bytes
+
+
 def _key(info: activity.Info) -> ActivityKey:
     """One scheduled activity of one workflow run, across its attempts."""
     return (info.workflow_id or "", info.workflow_run_id or "", info.activity_id)
@@ -119,7 +144,7 @@ class RecoveryInterceptor(Interceptor):
         self._delays = start_delays
         self._attempts: OrderedDict[ActivityKey, int] = OrderedDict()
         # Oldest first, with when each finished (time.monotonic()).
-        self._results: OrderedDict[ActivityKey, tuple[float, Finished]] = OrderedDict()
+        self._results: OrderedDict[ActivityKey, tuple[float, _KeptResult]] = OrderedDict()
         # The work of attempts running here, which a retry of the same activity joins.
         self._running: dict[ActivityKey, asyncio.Task[Any]] = {}
 
@@ -150,7 +175,7 @@ class RecoveryInterceptor(Interceptor):
     def finished(self, info: activity.Info, result: Any) -> None:
         """Keep the result of an attempt that returned, for a retry after a lost report."""
         now = time.monotonic()
-        _remember(self._results, _key(info), (now, Finished(result)), REMEMBERED_RESULTS)
+        _remember(self._results, _key(info), (now, _KeptResult(result)), REMEMBERED_RESULTS)
         kept_since = now - RESULTS_KEPT.total_seconds()
         while self._results and next(iter(self._results.values()))[0] < kept_since:
             self._results.popitem(last=False)
@@ -158,7 +183,7 @@ class RecoveryInterceptor(Interceptor):
     def earlier_result(self, info: activity.Info) -> Finished | None:
         """What an earlier attempt of this activity that finished here returned."""
         kept = self._results.get(_key(info)) if info.attempt > 1 else None
-        return kept[1] if kept is not None else None
+        return kept[1].finished() if kept is not None else None
 
     def running(self, info: activity.Info) -> asyncio.Task[Any] | None:
         """The work of an earlier attempt of this activity, still running here."""

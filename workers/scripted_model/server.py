@@ -42,12 +42,19 @@ class ScriptedModelServer:
     """
 
     def __init__(
-        self, scripts: dict[str, Any] | None = None, *, host: str = "127.0.0.1", port: int = 0
+        self,
+        scripts: dict[str, Any] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_records: int = MAX_RECORDS,
     ) -> None:
+        """`max_records`: the requests kept for `requests` (0: none; a benchmark sharing the
+        process with what it measures keeps none: each holds its whole transcript)."""
         # Threads share the server (start_in_thread); guard the two mutable structures.
         self._lock = threading.Lock()
         self._faults: dict[tuple[str, str, int], int] = {}
-        self._records: deque[dict[str, Any]] = deque(maxlen=MAX_RECORDS)
+        self._records: deque[dict[str, Any]] = deque(maxlen=max_records)
         self._seq = 0
         self._scripts: dict[str, CompiledScript] = {}
         for name, script in (scripts or {}).items():
@@ -97,7 +104,7 @@ class ScriptedModelServer:
 
     @property
     def requests(self) -> list[dict[str, Any]]:
-        """Recorded requests, oldest first (at most MAX_RECORDS)."""
+        """Recorded requests, oldest first (at most `max_records`)."""
         with self._lock:
             return list(self._records)
 
