@@ -95,7 +95,7 @@ class _KeptResult:
     """A finished attempt's result, kept as pickled bytes where it can be.
 
     Thousands are kept for minutes, and a result held as objects (a model call's message,
-    usage, context report: dozens of containers) is walked by every full garbage
+    usage, context report: about a dozen containers) is walked by every full garbage
     collection (gc_policy.py); bytes are not. A result pickle refuses is kept as it is.
     """
 
