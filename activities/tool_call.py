@@ -86,7 +86,7 @@ class ToolActivities:
             state, lead = self._begin(call, snapshot, kept=kept), events
         else:
             state, lead = await asyncio.to_thread(
-                self._begin_stored, call, snapshot, events, version
+                self._begin_stored, call, snapshot, events, version, kept
             )
         # A tool that ends within the interval stores its start events with its result,
         # in one write; a slower one has them stored meanwhile (pending_events.py).
@@ -265,6 +265,7 @@ class ToolActivities:
         snapshot: DefinitionSnapshot,
         events: list[Event],
         version: Hashable | None,
+        kept: ThreadEnvRow | None,
     ) -> tuple[ThreadState, list[Event]]:
         """`_begin` in a thread hop, and the events still to store. Messages that precede
         the call (a queued tool's call) and events that change rows (an effect removed by
@@ -272,7 +273,7 @@ class ToolActivities:
         if _store_first(call, events):
             self._store.events.record(call.prior_messages, events)
             events = []
-        return self._begin(call, snapshot, version=version), events
+        return self._begin(call, snapshot, version=version, kept=kept), events
 
     @staticmethod
     def _event(call: ToolCallInput, suffix: str, event_type: str, payload: dict[str, Any]) -> Event:

@@ -158,8 +158,9 @@ class EagerWhenResponsive(CustomSlotSupplier):
         max_delay_share: float | None,
     ) -> None:
         self._slots = self._free = slots
-        self._lag = lag
-        self._max_lag = max_lag_seconds
+        # The loop's lag is read only when it is a limit.
+        self._lag = lag if max_lag_seconds is not None else None
+        self._max_lag = max_lag_seconds or 0.0
         self._delays = delays
         self._max_share = max_delay_share
         # The SDK may call from its own threads: the count is guarded by a thread lock, and
@@ -196,11 +197,7 @@ class EagerWhenResponsive(CustomSlotSupplier):
         timeout (called under the lock)."""
         if self._slots - self._free >= EAGER_MAX_BUSY_SLOTS:
             return True
-        if (
-            self._max_lag is not None
-            and self._lag is not None
-            and self._lag.seconds > self._max_lag
-        ):
+        if self._lag is not None and self._lag.seconds > self._max_lag:
             return True
         return self._max_share is not None and self._delays.share > self._max_share
 

@@ -1,10 +1,12 @@
-"""Builders for the messages and events the store tests write."""
+"""Builders for the thread rows, messages and events the store tests write."""
 
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
+from weft.activities.store import ThreadRow
 from weft.contract.events import Event
 from weft.contract.messages import Message, ToolCall, ToolCallFunction
 
@@ -12,6 +14,17 @@ from weft.contract.messages import Message, ToolCall, ToolCallFunction
 def new_thread_id() -> str:
     """A thread id no other test uses."""
     return f"thread-{uuid.uuid4().hex}"
+
+
+def running_thread(thread_id: str, **fields: Any) -> ThreadRow:
+    """A running thread's row of the agent `helper`, created at a fixed time."""
+    values: dict[str, Any] = {
+        "thread_id": thread_id,
+        "agent": "helper",
+        "status": "running",
+        "created_at": datetime(2026, 1, 1, tzinfo=UTC),
+    }
+    return ThreadRow.model_validate({**values, **fields})
 
 
 def message(thread_id: str, position: int, **fields: Any) -> Message:

@@ -3,14 +3,12 @@ in one transaction, and idempotent by the event's id."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 from sqlalchemy import text
-from store_factories import event, message, new_thread_id, tool_call
+from store_factories import event, message, new_thread_id, running_thread, tool_call
 
 from weft.activities.crypto import new_key, parse_keys
-from weft.activities.store import Store, ThreadRow
+from weft.activities.store import Store
 from weft.contract.thread_env import EnvEntry
 
 
@@ -45,15 +43,7 @@ def test_set_env_seals_the_value_with_its_event(sqlite_url: str) -> None:
     store = Store.open(sqlite_url, keyring=keys)
     try:
         thread = new_thread_id()
-        store.threads.upsert(
-            ThreadRow(
-                thread_id=thread,
-                agent="helper",
-                status="running",
-                created_at=datetime(2026, 1, 1, tzinfo=UTC),
-                env={"REGION": "eu"},
-            )
-        )
+        store.threads.upsert(running_thread(thread, env={"REGION": "eu"}))
         change = event(thread, "call_x:setenv1", "thread.updated", payload={"envSet": {}})
         store.threads.set_env(thread, "TOKEN", EnvEntry(value="s3cret-v", type="secret"), change)
         store.threads.set_env(thread, "TOKEN", EnvEntry(value="s3cret-v", type="secret"), change)

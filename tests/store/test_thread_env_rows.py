@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from store_factories import event, new_thread_id, running_thread
 
-from store_factories import event, new_thread_id
-
-from weft.activities.store import Store, ThreadRow
+from weft.activities.store import Store
 from weft.activities.store.thread_env_rows import ThreadEnvRow, ThreadEnvRows
 from weft.contract.thread_env import EnvEntry
 
@@ -17,14 +15,7 @@ RUN = "run-1"
 def _thread(store: Store) -> str:
     thread = new_thread_id()
     store.threads.upsert(
-        ThreadRow(
-            thread_id=thread,
-            agent="helper",
-            status="running",
-            user_id="u1",
-            created_at=datetime(2026, 1, 1, tzinfo=UTC),
-            env={"REGION": {"value": "eu", "type": "text"}},
-        )
+        running_thread(thread, user_id="u1", env={"REGION": {"value": "eu", "type": "text"}})
     )
     return thread
 
