@@ -12,7 +12,7 @@ is the size the next call sends.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from weft.activities.message_views import MessageViews, WirePart
 from weft.activities.read_output import READ_OUTPUT_SPEC
 from weft.activities.store import Store
 from weft.activities.store.rows import ThreadRow
+from weft.activities.store.transcripts import MessageJson
 from weft.contract.context import READ_OUTPUT_TOOL, ContextBoundary, ContextWindow
 from weft.contract.context_budget import (
     ContextBudget,
@@ -142,7 +143,7 @@ def build_window(
     frame_: Frame,
     boundary: ContextBoundary | None,
     pinned: list[Message],
-    messages: list[Message],
+    messages: Sequence[Message | MessageJson],
     *,
     side: Side,
     cap: int,
@@ -151,8 +152,9 @@ def build_window(
 ) -> Window:
     """System (with the summary), pinned messages, then the tail; big messages previewed;
     with `images`, recent image attachments as image parts; measured as it is built.
-    `views` keeps each message's part between calls (a worker's model calls share one);
-    without it, the parts are worked out for this window only."""
+    The tail may be the transcript cache's texts (`MessageJson`), parsed only where no
+    part is kept. `views` keeps each message's part between calls (a worker's model calls
+    share one); without it, the parts are worked out for this window only."""
     system = frame_.system
     if boundary is not None:
         system += SUMMARY_HEADING + boundary.summary
@@ -170,7 +172,7 @@ def build_window(
 
 def _kept_window(
     system: str,
-    messages: list[Message],
+    messages: list[Message | MessageJson],
     boundary: ContextBoundary | None,
     dual: bool,
     side: Side,
@@ -179,11 +181,7 @@ def _kept_window(
     views: MessageViews,
 ) -> Window:
     """`build_window` from each message's kept part, measured as it is built."""
-    first_recent = len(messages) - images.recent if images else 0
-    parts = [
-        views.part(m, cap, side=side, dual=dual, images=images, recent=i >= first_recent)
-        for i, m in enumerate(messages)
-    ]
+    parts = views.parts(messages, cap, side=side, dual=dual, images=images)
     seen = [p for p in parts if p.entry is not None]
     head = [WirePart.of({"role": "system", "content": system})]
     first = seen[0].entry if seen else None

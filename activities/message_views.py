@@ -1,11 +1,16 @@
 """Each stored message as a model reads it, worked out once per message a worker holds.
 
 A request shows every message of the window through `model_view` (a tool result's text,
-not its envelope) and `preview_message` (cut to the preview cap). Redoing that for the
-whole window each step cost about 10 µs a message, so a step's cost grew with the thread.
-The transcript cache (store/transcripts.py) hands out the same `Message` objects step
-after step, so the view is kept per object: an edited or reread message is a new object
-and gets its own view.
+not its envelope) and `preview_message` (cut to the preview cap), projected to the wire.
+Redoing that for the whole window each step cost about 10 µs a message, so a step's cost
+grew with the thread. The worker keeps each message's wire part under the message's JSON
+text (`MessageJson`, the form the transcript cache keeps): equal texts are equal messages,
+so an edited message is a new key, and the texts the cache hands out step after step are
+found without being parsed.
+
+What is kept is tuples of plain values (a wire entry is a dict of strings, or holds one
+list of tool calls), which the garbage collector does not track, or tracks once: see
+store/transcripts.py for why that matters.
 """
 
 from __future__ import annotations
@@ -13,21 +18,21 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from weft.activities.context import model_view, project_message, projection_is_fixed
 from weft.activities.images import ImageView
 from weft.activities.previews import preview_message
+from weft.activities.store.transcripts import MessageJson, message_json
 from weft.contract.context_budget import estimate_message_tokens
 from weft.contract.messages import Message, Side
 
-# Views one worker keeps, least recently used dropped first: a few long windows' worth.
+# Parts one worker keeps, least recently used dropped first: a few long windows' worth.
 DEFAULT_MAX_VIEWS = 200_000
 
 
-@dataclass(frozen=True)
-class WirePart:
+class WirePart(NamedTuple):
     """One message of a request: its wire form as a side sees it (None: the side does not
     see it), whether it was previewed, its estimated tokens and its UTF-8 JSON bytes."""
 
@@ -48,67 +53,65 @@ def json_size(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
+_Key = tuple[MessageJson, int, Side, bool]  # the message, the preview cap, side, dual
+
+
 class MessageViews:
-    """`preview_message(model_view(message), cap)` and each message's wire part, memoized
-    by message identity. Entries are shared between requests: never mutate them."""
+    """Each message's wire part under a preview cap, for a side, memoized by the message's
+    JSON text. Parts are shared between requests: never mutate them."""
 
     def __init__(self, max_views: int = DEFAULT_MAX_VIEWS) -> None:
         self._max_views = max_views
-        # id(message) -> (message, cap, shown, previewed). Holding the message itself keeps
-        # its id from being reused by another object while the entry lives.
-        self._views: OrderedDict[int, tuple[Message, int, Message, bool]] = OrderedDict()
-        # id(message) -> (message, (cap, side, dual), its wire part).
-        self._parts: OrderedDict[int, tuple[Message, tuple[int, Side, bool], WirePart]] = (
-            OrderedDict()
-        )
+        self._parts: OrderedDict[_Key, WirePart] = OrderedDict()
         self._lock = threading.Lock()  # windows are built on several pool threads at once
 
-    def shown(self, message: Message, cap: int) -> tuple[Message, bool]:
-        """The message as sent under a preview cap of `cap` tokens, and whether it was cut."""
-        key = id(message)
-        with self._lock:
-            kept = self._views.get(key)
-            if kept is not None and kept[0] is message and kept[1] == cap:
-                self._views.move_to_end(key)
-                return kept[2], kept[3]
-        shown, previewed = preview_message(model_view(message), cap)
-        with self._lock:
-            self._views[key] = (message, cap, shown, previewed)
-            while len(self._views) > self._max_views:
-                self._views.popitem(last=False)
-        return shown, previewed
-
-    def part(
+    def parts(
         self,
-        message: Message,
+        messages: Sequence[Message | MessageJson],
         cap: int,
         *,
         side: Side,
         dual: bool,
         images: ImageView | None,
-        recent: bool,
-    ) -> WirePart:
-        """The message as a request sends it, measured; kept per message, cap and side.
+    ) -> list[WirePart]:
+        """The messages as a request sends them, measured, in order.
 
-        Projecting and measuring every message each step cost about 5 µs a message (2 ms
-        a step at 800 messages); kept, a window is a list of lookups. A user message with
-        attachments is projected each time: its image parts depend on the request.
+        A kept part is a lookup; a new message is parsed, projected and measured once
+        (about 10 µs). A user message with attachments is projected each time: its image
+        parts depend on the request (`images`, and whether it is among the recent ones).
+        A `Message` (a pinned one, or one a hook or prompt tool rebuilt) is keyed by its
+        JSON, so an unchanged one is found too.
         """
-        fixed = projection_is_fixed(message)
-        key = id(message)
-        if fixed:
-            with self._lock:
-                kept = self._parts.get(key)
-                if kept is not None and kept[0] is message and kept[1] == (cap, side, dual):
-                    self._parts.move_to_end(key)
-                    return kept[2]
-        shown, previewed = self.shown(message, cap)
-        if not fixed:
-            entry = project_message(shown, side=side, dual=dual, images=images, recent=recent)
-            return WirePart.of(entry, previewed)
-        part = WirePart.of(project_message(shown, side=side, dual=dual), previewed)
+        keys: list[_Key] = [
+            (m if isinstance(m, str) else message_json(m), cap, side, dual) for m in messages
+        ]
         with self._lock:
-            self._parts[key] = (message, (cap, side, dual), part)
-            while len(self._parts) > self._max_views:
-                self._parts.popitem(last=False)
-        return part
+            found: list[WirePart | None] = [self._parts.get(key) for key in keys]
+            for key, part in zip(keys, found, strict=True):
+                if part is not None:
+                    self._parts.move_to_end(key)
+        first_recent = len(keys) - images.recent if images else 0
+        made: dict[_Key, WirePart] = {}
+        parts: list[WirePart] = []
+        for i, (key, part) in enumerate(zip(keys, found, strict=True)):
+            if part is None:
+                message = messages[i]
+                if not isinstance(message, Message):
+                    message = Message.model_validate_json(message)
+                shown, previewed = preview_message(model_view(message), cap)
+                if projection_is_fixed(message):
+                    part = made[key] = WirePart.of(
+                        project_message(shown, side=side, dual=dual), previewed
+                    )
+                else:
+                    entry = project_message(
+                        shown, side=side, dual=dual, images=images, recent=i >= first_recent
+                    )
+                    part = WirePart.of(entry, previewed)
+            parts.append(part)
+        if made:
+            with self._lock:
+                self._parts.update(made)
+                while len(self._parts) > self._max_views:
+                    self._parts.popitem(last=False)
+        return parts

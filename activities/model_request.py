@@ -38,6 +38,7 @@ from weft.activities.spill import resolve_content_refs
 from weft.activities.store import Store
 from weft.activities.store.events import changes_rows
 from weft.activities.store.rows import ThreadRow
+from weft.activities.store.transcripts import MessageJson, messages_of
 from weft.contract.activities import ModelCallInput
 from weft.contract.context import ContextBoundary, ContextReport
 from weft.contract.definitions import DefinitionSnapshot, ModelDef
@@ -52,6 +53,9 @@ _SHAPING_HOOKS: tuple[HookName, ...] = (
     "after_system_message",
     "prefilter_llm_history",
 )
+
+# A window's tail: the transcript cache's texts, or messages a prompt tool's scope chose.
+_History = list[MessageJson] | list[Message]
 
 
 class AttemptIds(TypedDict):
@@ -137,7 +141,7 @@ class ModelRequests:
         await hooks.created(messages)
         boundary, pinned, history = loaded
         if hooks.runner.has("filter_messages"):
-            pinned, history = [], await hooks.filter_messages([*pinned, *history])
+            pinned, history = [], await hooks.filter_messages([*pinned, *messages_of(history)])
         side_frame = await hooks.system_prompt(side_frame)
         window = await asyncio.to_thread(
             self._window, call, model, side_frame, boundary, pinned, history
@@ -178,7 +182,7 @@ class ModelRequests:
         resolved: bool,
         *,
         defer: bool,
-    ) -> tuple[Frame, tuple[ContextBoundary | None, list[Message], list[Message]], list[Event]]:
+    ) -> tuple[Frame, tuple[ContextBoundary | None, list[Message], _History], list[Event]]:
         """The frame and the window's messages, read after what the step brings is stored,
         and the events left for the final write. One thread hop.
 
@@ -197,8 +201,8 @@ class ModelRequests:
             if lead and self._spent(call.budget_root):
                 lead = self._record_checked(call, messages, events)  # refuses the call
             thread = self._store.threads.get(call.thread_id)
-            loaded = load_scoped_window(self._store, call.thread_id, call.window, call.scope)
-            return self._frame(call, snapshot, thread, mcp), loaded, lead
+            scoped = load_scoped_window(self._store, call.thread_id, call.window, call.scope)
+            return self._frame(call, snapshot, thread, mcp), scoped, lead
         read = self._store.step_reads.read(
             call.thread_id,
             boundary_id=call.window.boundary_id,
@@ -261,7 +265,7 @@ class ModelRequests:
         side_frame: Frame,
         boundary: ContextBoundary | None,
         pinned: list[Message],
-        history: list[Message],
+        history: _History,
     ) -> Window:
         return build_window(
             side_frame,

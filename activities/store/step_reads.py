@@ -18,7 +18,7 @@ from weft.activities.store.database import Database
 from weft.activities.store.messages import messages_by_ids
 from weft.activities.store.rows import ThreadRow
 from weft.activities.store.threads import Threads
-from weft.activities.store.transcripts import Transcripts
+from weft.activities.store.transcripts import MessageJson, Transcripts
 from weft.contract.budget import BudgetState
 from weft.contract.context import ContextBoundary
 from weft.contract.messages import Message
@@ -32,7 +32,7 @@ class StepRead:
     budget: BudgetState | None
     boundary: ContextBoundary | None
     pinned: list[Message]
-    transcript: list[Message]
+    transcript: list[MessageJson]  # as the worker's cache keeps them (`messages_of` parses)
 
 
 class StepReads:
@@ -63,7 +63,7 @@ class StepReads:
                 else []
             )
             first = boundary.first_kept_position if boundary else 0
-            transcript = self._transcripts.since_in(connection, thread_id, first)
+            transcript = self._transcripts.texts_since_in(connection, thread_id, first)
         return StepRead(
             thread=thread,
             budget=None if ledger is None else state_of(ledger, now),

@@ -13,8 +13,15 @@ true:
   a message from a worker that does not bump revisions).
 
 Anything else rereads the transcript whole, so a miss (after eviction, on another
-worker, after an edit) costs one full read and is never wrong. Cached messages are
-shared between calls: callers must not mutate them (hooks get JSON dumps).
+worker, after an edit) costs one full read and is never wrong.
+
+Each message is kept as its JSON text (`MessageJson`), not as a `Message`. A pydantic
+message is about seven objects the garbage collector tracks; a worker keeping a thousand
+long threads held millions, and each full collection walked them all (511 ms for 200
+threads of 800 messages, measured), a pause that stalls every activity and heartbeat of
+the worker. A string is not tracked at all. The step's window is built from the texts
+(message_views.py keeps each text's wire part, so a step parses only what is new), and
+`messages_of` rebuilds `Message`s for the callers that need them whole.
 """
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NewType
 
 from sqlalchemy import Connection, bindparam, func, select
 
@@ -35,27 +44,42 @@ from weft.contract.messages import Message
 # Threads whose transcripts one worker keeps, least recently read dropped first; as many
 # as the SDK's default workflow cache holds, so a cached workflow finds its transcript.
 DEFAULT_CACHED_THREADS = 1000
-# Content characters all cached transcripts may hold together, about 256 MB of text.
+# Characters of message JSON all cached transcripts may hold together, about 256 MB.
 DEFAULT_CACHED_CHARS = 256 * 1024 * 1024
+
+# A stored message as the cache keeps it: `Message.model_dump_json()` of it. Equal texts
+# are equal messages, so a text is also the key its derived views are kept under.
+MessageJson = NewType("MessageJson", str)
+
+
+def message_json(message: Message) -> MessageJson:
+    """`message` as the transcript cache keeps it."""
+    return MessageJson(message.model_dump_json())
+
+
+def messages_of(texts: Iterable[MessageJson | Message]) -> list[Message]:
+    """`Message`s rebuilt from kept texts (a `Message` among them is taken as it is)."""
+    return [t if isinstance(t, Message) else Message.model_validate_json(t) for t in texts]
 
 
 @dataclass
 class _Cached:
     first: int  # the lowest position this copy was read from
     revision: int
-    rows: list[Message] = field(default_factory=list)
+    rows: list[MessageJson] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)
     chars: int = 0
 
     def extend(self, tail: list[Message]) -> None:
-        self.rows.extend(tail)
+        texts = [message_json(m) for m in tail]
+        self.rows.extend(texts)
         self.positions.extend(m.position for m in tail)
-        self.chars += sum(_chars(m) for m in tail)
+        self.chars += sum(len(t) for t in texts)
 
     def trim(self, first: int) -> None:
         """Drop what lies before `first` (a compaction moved the window on)."""
         cut = bisect.bisect_left(self.positions, first)
-        self.chars -= sum(_chars(m) for m in self.rows[:cut])
+        self.chars -= sum(len(t) for t in self.rows[:cut])
         del self.rows[:cut], self.positions[:cut]
         self.first = first
 
@@ -90,11 +114,17 @@ class Transcripts:
 
     def since(self, thread_id: str, first: int) -> list[Message]:
         """The thread's main-transcript messages with position >= `first`, in order."""
-        with self._db.snapshot() as connection:
-            return self.since_in(connection, thread_id, first)
+        return messages_of(self.texts_since(thread_id, first))
 
-    def since_in(self, connection: Connection, thread_id: str, first: int) -> list[Message]:
-        """`since`, read in the caller's snapshot (a step reads all it needs in one)."""
+    def texts_since(self, thread_id: str, first: int) -> list[MessageJson]:
+        """`since`, as the kept texts (what a window is built from without parsing)."""
+        with self._db.snapshot() as connection:
+            return self.texts_since_in(connection, thread_id, first)
+
+    def texts_since_in(
+        self, connection: Connection, thread_id: str, first: int
+    ) -> list[MessageJson]:
+        """`texts_since`, read in the caller's snapshot (a step reads all it needs in one)."""
         with self._lock:
             cached = self._cached.pop(thread_id, None)
             if cached is not None:
@@ -192,7 +222,3 @@ def _revision_and_count(connection: Connection, thread_id: str, first: int) -> t
 def _rows(connection: Connection, thread_id: str, *, after: int) -> list[Message]:
     rows = connection.execute(_ROWS_AFTER, {"thread_id": thread_id, "after": after})
     return [row_to_message(row) for row in rows.mappings()]
-
-
-def _chars(message: Message) -> int:
-    return len(message.content or "") + len(message.reasoning_content or "")

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import gc
+
 from store_factories import event, message, new_thread_id, tool_call
 
+from weft.activities.context_window import Frame, build_window
+from weft.activities.message_views import MessageViews
 from weft.activities.store import Store
 from weft.activities.store.database import Database
 from weft.activities.store.transcripts import Transcripts
+from weft.contract.definitions import PromptDef
 
 
 def _ids(messages: list) -> list[str]:
@@ -100,3 +105,48 @@ def test_the_cache_is_bounded(sqlite_store: Store) -> None:
     small.since(big, 0)
     small.since(big, 0)
     assert small.stats.misses == 6  # over the character budget, so never kept
+
+
+def _tool_loop(thread: str, steps: int, start: int = 0) -> list:
+    """`steps` assistant tool calls, each with its result: the shape of a long agent run."""
+    rows = []
+    for step in range(start, start + steps):
+        call = tool_call(f"call-{step}", "add")
+        rows.append(message(thread, 2 * step, role="assistant", content=None, tool_calls=[call]))
+        rows.append(
+            message(thread, 2 * step + 1, role="tool", tool_call_id=call.id, content='{"r": 1}')
+        )
+    return rows
+
+
+def test_kept_transcripts_and_parts_hold_few_objects_the_collector_walks(
+    sqlite_store: Store,
+) -> None:
+    """A worker keeps long transcripts for many threads; each full garbage collection walks
+    every object it tracks. Kept as JSON texts (untracked) with wire parts of plain values,
+    this tool loop's messages cost it 2.5 objects each (a tool call's part holds a list and
+    dicts; a tool result's part none); kept as `Message`s with their views, 11.5."""
+    views = MessageViews()
+    frame = Frame(
+        prompt=PromptDef(name="p", toolDescription="p", model="m", prompt="."),
+        system=".",
+        tools=[],
+        dual=False,
+    )
+
+    def read(thread: str) -> None:
+        texts = sqlite_store.transcripts.texts_since(thread, 0)
+        build_window(frame, None, [], texts, side="a", cap=1000, views=views)
+
+    warm, thread = new_thread_id(), new_thread_id()
+    sqlite_store.messages.append(_tool_loop(warm, 10))
+    read(warm)  # statement caches and first-use state
+    sqlite_store.messages.append(_tool_loop(thread, 200))
+    gc.collect()
+    before = len(gc.get_objects())
+    read(thread)
+    read(thread)
+    gc.collect()
+    kept = len(gc.get_objects()) - before
+    assert sqlite_store.transcripts.stats.rows_loaded == 20 + 400
+    assert kept / 400 < 4, f"{kept} tracked objects kept for 400 messages"

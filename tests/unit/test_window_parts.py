@@ -15,6 +15,7 @@ from weft.activities.context_window import (
     request_tokens,
 )
 from weft.activities.message_views import MessageViews
+from weft.activities.store.transcripts import message_json
 from weft.contract.context import ContextBoundary
 from weft.contract.definitions import PromptDef
 from weft.contract.messages import Message, ToolCall, ToolCallFunction
@@ -108,3 +109,27 @@ def test_a_window_changed_by_a_hook_is_measured_afresh():
         request_tokens(changed, TOOLS),
         request_bytes(changed, TOOLS),
     )
+
+
+def test_a_window_of_kept_texts_is_the_window_of_their_messages():
+    """The transcript cache hands out each message's JSON text: the window built from the
+    texts (parsed only where no part is kept) is the one built from the messages."""
+    messages = _transcript(6)
+    texts = [message_json(m) for m in messages]
+    views = MessageViews()
+    fresh = build_window(_frame(True), None, [], messages, side="b", cap=100)
+    for _ in range(2):
+        kept = build_window(_frame(True), None, [], texts, side="b", cap=100, views=views)
+        assert kept == fresh
+
+
+def test_an_edited_message_is_a_new_part():
+    """Parts are kept under the message's text, so an edit (same id) is never served stale."""
+    views = MessageViews()
+    original = _transcript(1)
+    edited = [original[0].model_copy(update={"content": "edited"}), *original[1:]]
+    first = build_window(_frame(False), None, [], original, side="a", cap=100, views=views)
+    second = build_window(_frame(False), None, [], edited, side="a", cap=100, views=views)
+    assert first.messages[1]["content"] == "héllo 0"
+    assert second.messages[1]["content"] == "edited"
+    assert second.messages[2:] == first.messages[2:]
