@@ -22,6 +22,7 @@ from weft.activities.message_views import MessageViews, WirePart
 from weft.activities.read_output import READ_OUTPUT_SPEC
 from weft.activities.store import Store
 from weft.activities.store.rows import ThreadRow
+from weft.activities.store.thread_env_rows import ThreadEnvRow
 from weft.activities.store.transcripts import MessageJson
 from weft.contract.context import READ_OUTPUT_TOOL, ContextBoundary, ContextWindow
 from weft.contract.context_budget import (
@@ -74,7 +75,7 @@ class Window:
 
 def frame(
     snapshot: DefinitionSnapshot,
-    thread: ThreadRow | None,
+    thread: ThreadRow | ThreadEnvRow | None,
     agent: str | None,
     side: Side,
     scope: PromptScope | None = None,

@@ -27,6 +27,7 @@ from weft.activities.context_window import (
     preview_cap,
     tools_for,
 )
+from weft.activities.env_versions import env_version
 from weft.activities.hooks.model_hooks import ModelHooks
 from weft.activities.images import image_view
 from weft.activities.message_views import MessageViews
@@ -37,7 +38,7 @@ from weft.activities.scoped_window import load_scoped_window
 from weft.activities.spill import resolve_content_refs
 from weft.activities.store import Store
 from weft.activities.store.events import changes_rows
-from weft.activities.store.rows import ThreadRow
+from weft.activities.store.thread_env_rows import ThreadEnvRow
 from weft.activities.store.transcripts import MessageJson, messages_of
 from weft.contract.activities import ModelCallInput
 from weft.contract.context import ContextBoundary, ContextReport
@@ -197,14 +198,16 @@ class ModelRequests:
         # first: the step reads what they change.
         store_first = not defer or bool(messages) or changes_rows(events)
         lead = self._record_checked(call, messages, events) if store_first else events
+        version = env_version(call.env_writes, activity.info())
         if call.scope is not None:  # a prompt tool's window: its own messages too
             if lead and self._spent(call.budget_root):
                 lead = self._record_checked(call, messages, events)  # refuses the call
-            thread = self._store.threads.get(call.thread_id)
+            env = self._store.threads.env_row(call.thread_id, version)
             scoped = load_scoped_window(self._store, call.thread_id, call.window, call.scope)
-            return self._frame(call, snapshot, thread, mcp), scoped, lead
+            return self._frame(call, snapshot, env, mcp), scoped, lead
         read = self._store.step_reads.read(
             call.thread_id,
+            env_version=version,
             boundary_id=call.window.boundary_id,
             budget_root=call.budget_root if lead else None,
             now=datetime.now(UTC),
@@ -213,16 +216,16 @@ class ModelRequests:
             # Refused in the write (quota.blocked), unless the budget was raised meanwhile.
             lead = self._record_checked(call, messages, events)
         loaded = (read.boundary, read.pinned, read.transcript)
-        return self._frame(call, snapshot, read.thread, mcp), loaded, lead
+        return self._frame(call, snapshot, read.env, mcp), loaded, lead
 
     @staticmethod
     def _frame(
         call: ModelCallInput,
         snapshot: DefinitionSnapshot,
-        thread: ThreadRow | None,
+        env: ThreadEnvRow | None,
         mcp: dict[str, McpServerCatalog],
     ) -> Frame:
-        return frame(snapshot, thread, call.agent, call.side, call.scope, mcp=mcp)
+        return frame(snapshot, env, call.agent, call.side, call.scope, mcp=mcp)
 
     def _record_checked(
         self, call: ModelCallInput, messages: list[Message], events: list[Event]

@@ -16,6 +16,7 @@ from temporalio import activity
 
 from weft.activities.clock import now_iso, now_micros
 from weft.activities.definitions import Definitions
+from weft.activities.env_versions import env_version
 from weft.activities.hooks import HookRegistry
 from weft.activities.hooks.tool_hooks import ToolHooks, refused
 from weft.activities.mcp.calls import McpCalls
@@ -79,7 +80,7 @@ class ToolActivities:
         )
         snapshot = await self._snapshots.get(call.snapshot_id)
         events = [*call.outbox, started]
-        version = _env_version(call, info)
+        version = env_version(call.env_writes, info)
         kept = self._store.threads.env_rows.get(call.thread_id, version)
         if kept is not None and not _store_first(call, events):
             # Nothing to read or write before the tool runs: no thread hop.
@@ -294,15 +295,6 @@ class ToolActivities:
 def _store_first(call: ToolCallInput, events: list[Event]) -> bool:
     """Whether the call brings what its tool may read, to store before it runs."""
     return bool(call.prior_messages) or changes_rows(events)
-
-
-def _env_version(call: ToolCallInput, info: activity.Info) -> Hashable | None:
-    """The version under which this worker may keep the thread's user and env: the run and
-    the workflow's count of env writes. None for a retry, whose failed attempt may have set
-    env the workflow never heard of, and for a workflow that does not count."""
-    if call.env_writes is None or info.attempt > 1:
-        return None
-    return (info.workflow_run_id, call.env_writes)
 
 
 def _prompt_of(call: ToolCallInput, snapshot: DefinitionSnapshot) -> PromptDef:

@@ -101,6 +101,11 @@ class ModelCallInput(CamelModel):
         description="the thread whose budget ledger this call is checked against and charged "
         "to (None in histories before budgets: neither)",
     )
+    env_writes: int | None = Field(
+        default=None,
+        description="the thread's env writes the workflow has applied (Counters.env_writes): "
+        "the worker may reuse the thread's env it read at this count; None: read it",
+    )
     mcp_catalogs: dict[str, str] = Field(
         default_factory=dict,
         description="the catalogue id of each MCP server the thread has listed (the prompt's "

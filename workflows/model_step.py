@@ -105,6 +105,7 @@ class ModelCaller:
                 scope=scope,
                 budget_root=budget.budget_root(mem),
                 mcp_catalogs=self._mcp.catalog_ids(),
+                env_writes=mem.counters.env_writes,
             )
             handle, carried = await start_within_budget(
                 mem,

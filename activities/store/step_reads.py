@@ -4,11 +4,14 @@ A step read the thread row (for its env), the budget ledger, the boundary in for
 its pinned messages, and the transcript since it, each in a transaction of its own: four
 begins and commits a step where one does, and four views of a store that may change in
 between. One snapshot reads them all (SQLite's deferred transaction in WAL mode,
-PostgreSQL's REPEATABLE READ), the transcript through the worker's cache as before.
+PostgreSQL's REPEATABLE READ), the transcript through the worker's cache as before, and
+the thread's env from the copy this worker keeps at the workflow's count of env writes
+when it has one (thread_env_rows.py), as `tool.call` does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -16,7 +19,7 @@ from weft.activities.store.boundaries import boundary_in
 from weft.activities.store.budget_rows import ledger_row, state_of
 from weft.activities.store.database import Database
 from weft.activities.store.messages import messages_by_ids
-from weft.activities.store.rows import ThreadRow
+from weft.activities.store.thread_env_rows import ThreadEnvRow
 from weft.activities.store.threads import Threads
 from weft.activities.store.transcripts import MessageJson, Transcripts
 from weft.contract.budget import BudgetState
@@ -28,7 +31,7 @@ from weft.contract.messages import Message
 class StepRead:
     """One committed state of what a model step needs."""
 
-    thread: ThreadRow | None
+    env: ThreadEnvRow | None  # the thread's user and own env; None: it has no row
     budget: BudgetState | None
     boundary: ContextBoundary | None
     pinned: list[Message]
@@ -47,14 +50,16 @@ class StepReads:
         self,
         thread_id: str,
         *,
+        env_version: Hashable | None,
         boundary_id: str | None,
         budget_root: str | None,
         now: datetime,
     ) -> StepRead:
-        """The thread's row, the ledger of `budget_root` (None without one), the boundary
-        `boundary_id` with its pinned messages, and the main transcript from it on."""
+        """The thread's env (kept at `env_version`, or read), the ledger of `budget_root`
+        (None without one), the boundary `boundary_id` with its pinned messages, and the
+        main transcript from it on."""
         with self._db.snapshot() as connection:
-            thread = self._threads.get_in(connection, thread_id)
+            env = self._threads.env_row_in(connection, thread_id, env_version)
             ledger = ledger_row(connection, budget_root) if budget_root else None
             boundary = boundary_in(connection, thread_id, boundary_id) if boundary_id else None
             pinned = (
@@ -65,7 +70,7 @@ class StepReads:
             first = boundary.first_kept_position if boundary else 0
             transcript = self._transcripts.texts_since_in(connection, thread_id, first)
         return StepRead(
-            thread=thread,
+            env=env,
             budget=None if ledger is None else state_of(ledger, now),
             boundary=boundary,
             pinned=pinned,

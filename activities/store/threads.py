@@ -64,7 +64,22 @@ class Threads:
         kept = self.env_rows.get(thread_id, version)
         if kept is not None:
             return kept
-        row = self.get(thread_id)
+        with self._db.read() as connection:
+            return self._read_env_row(connection, thread_id, version)
+
+    def env_row_in(
+        self, connection: Connection, thread_id: str, version: Hashable | None
+    ) -> ThreadEnvRow | None:
+        """`env_row`, the row read (when no copy is kept) in the caller's transaction."""
+        kept = self.env_rows.get(thread_id, version)
+        if kept is not None:
+            return kept
+        return self._read_env_row(connection, thread_id, version)
+
+    def _read_env_row(
+        self, connection: Connection, thread_id: str, version: Hashable | None
+    ) -> ThreadEnvRow | None:
+        row = self.get_in(connection, thread_id)
         if row is None:
             return None
         read = ThreadEnvRow(user_id=row.user_id, env=row.env)
