@@ -49,11 +49,15 @@ class PendingEvents:
         # flight: the caller's final write must be sequenced after it.
         self._lock = asyncio.Lock()
         self._taken = False
-        self._timer: asyncio.Task[None] | None = None
+        # A timer, not a sleeping task, until the write is due: most calls end first, and
+        # a cancelled timer costs nothing more (a task: a creation, a cancel and a wait).
+        self._timer: asyncio.TimerHandle | None = None
+        self._writer: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> PendingEvents:
         if self._events:
-            self._timer = asyncio.create_task(self._write_later())
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self._within, self._start_writer)
         return self
 
     async def __aexit__(
@@ -99,8 +103,11 @@ class PendingEvents:
             events, self._events = self._events, []
             return events
 
-    async def _write_later(self) -> None:
-        await asyncio.sleep(self._within)
+    def _start_writer(self) -> None:
+        self._timer = None
+        self._writer = asyncio.create_task(self._write_now())
+
+    async def _write_now(self) -> None:
         try:
             # Shielded: a write under way finishes (and keeps the lock) even when `take`
             # stops the timer, so the final write is sequenced after it.
@@ -112,4 +119,7 @@ class PendingEvents:
 
     async def _stop_timer(self) -> None:
         timer, self._timer = self._timer, None
-        await stop(timer)
+        if timer is not None:
+            timer.cancel()
+        writer, self._writer = self._writer, None
+        await stop(writer)

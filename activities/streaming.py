@@ -10,7 +10,6 @@ from typing import Any
 
 from temporalio import activity
 
-from weft.activities.background import stop
 from weft.activities.pending_events import PendingEvents
 from weft.activities.providers import Delta
 from weft.activities.store import Store
@@ -96,17 +95,25 @@ class DeltaBatcher:
 
 
 class Heartbeater:
-    """Heartbeats in the background so a silent provider still lets cancellation arrive."""
+    """Heartbeats in the background so a silent provider still lets cancellation arrive.
+
+    The beats are event-loop timers, not a task: every model and tool call holds one or two
+    heartbeaters, and a task that sleeps costs a creation, a cancellation and a wait when
+    the call ends (about 50 µs a call, measured), where a timer costs a cancel.
+    """
 
     def __init__(self, *, every: float = 1.0, wait_first: bool = False) -> None:
         self._every = every
         # Waiting an interval before the first beat spares an activity shorter than that
         # a heartbeat of its own (the worker's wrapper around every activity does so).
         self._wait_first = wait_first
-        self._task: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     async def __aenter__(self) -> Heartbeater:
-        self._task = asyncio.create_task(self._beat())
+        if self._wait_first:
+            self._next()
+        else:
+            self._beat()
         return self
 
     async def __aexit__(
@@ -115,11 +122,14 @@ class Heartbeater:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await stop(self._task)
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
 
-    async def _beat(self) -> None:
-        if self._wait_first:
-            await asyncio.sleep(self._every)
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(self._every)
+    def _beat(self) -> None:
+        # Runs in the context the timer was set in: the activity's own.
+        activity.heartbeat()
+        self._next()
+
+    def _next(self) -> None:
+        self._timer = asyncio.get_running_loop().call_later(self._every, self._beat)
