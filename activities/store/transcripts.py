@@ -27,18 +27,18 @@ the worker. A string is not tracked at all. The step's window is built from the 
 from __future__ import annotations
 
 import bisect
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import NewType
+from typing import Any, NewType
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import Connection
 
 from weft.activities.store.database import Database
-from weft.activities.store.messages import transcript_order
-from weft.activities.store.rows import row_to_message
-from weft.activities.store.tables import messages, transcript_revisions
+from weft.activities.store.driver_sql import cursor_rows
+from weft.activities.store.tables import messages
 from weft.contract.messages import Message
 
 # Threads whose transcripts one worker keeps, least recently read dropped first; as many
@@ -184,41 +184,40 @@ class Transcripts:
                 self._chars -= dropped.chars
 
 
-# Every step runs these: built once, so SQLAlchemy keeps their cache keys (building a
-# statement and its key per call cost three times what running it does).
-_ROWS_AFTER = transcript_order(
-    select(messages).where(
-        messages.c.thread_id == bindparam("thread_id"),
-        messages.c.depth == 0,
-        messages.c.position > bindparam("after"),
-    )
+# Every step runs these, on the DBAPI cursor (driver_sql.py `cursor_rows`): the columns
+# are text, integers and JSON, which the driver returns as Core would, JSON as text on
+# SQLite. `tests/store/test_store_transcripts.py` checks the messages read equal Core's.
+_COLUMNS = tuple(column.name for column in messages.columns)
+_JSON_COLUMNS = frozenset({"tool_calls", "attachments", "metadata"})
+_ROWS_AFTER = (
+    f"SELECT {', '.join(_COLUMNS)} FROM messages"
+    " WHERE thread_id = ? AND depth = 0 AND position > ?"
+    " ORDER BY position, created_at, id"  # messages.transcript_order
 )
 # The revision and the row count in one statement: one fewer a step. A miss does not
 # need the count, but misses are rare and the count is an index range scan.
-_REVISION_AND_COUNT = select(
-    select(transcript_revisions.c.revision)
-    .where(transcript_revisions.c.thread_id == bindparam("thread_id"))
-    .scalar_subquery(),
-    select(func.count())
-    .select_from(messages)
-    .where(
-        messages.c.thread_id == bindparam("thread_id"),
-        messages.c.depth == 0,
-        messages.c.position >= bindparam("first"),
-    )
-    .scalar_subquery(),
+_REVISION_AND_COUNT = (
+    "SELECT (SELECT revision FROM transcript_revisions WHERE thread_id = ?),"
+    " (SELECT count(*) FROM messages WHERE thread_id = ? AND depth = 0 AND position >= ?)"
 )
 
 
 def _revision_and_count(connection: Connection, thread_id: str, first: int) -> tuple[int, int]:
     """The thread's transcript revision (0 before any edit) and its stored main-transcript
     rows from position `first` on."""
-    revision, stored = connection.execute(
-        _REVISION_AND_COUNT, {"thread_id": thread_id, "first": first}
-    ).one()
+    [(revision, stored)] = cursor_rows(
+        connection, _REVISION_AND_COUNT, (thread_id, thread_id, first)
+    )
     return int(revision or 0), int(stored)
 
 
 def _rows(connection: Connection, thread_id: str, *, after: int) -> list[Message]:
-    rows = connection.execute(_ROWS_AFTER, {"thread_id": thread_id, "after": after})
-    return [row_to_message(row) for row in rows.mappings()]
+    return [_message(values) for values in cursor_rows(connection, _ROWS_AFTER, (thread_id, after))]
+
+
+def _message(values: tuple[Any, ...]) -> Message:
+    row = dict(zip(_COLUMNS, values, strict=True))
+    for name in _JSON_COLUMNS:
+        if isinstance(row[name], str):  # SQLite's text (these columns never hold a string)
+            row[name] = json.loads(row[name])
+    return Message.model_validate(row)

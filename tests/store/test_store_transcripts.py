@@ -150,3 +150,28 @@ def test_kept_transcripts_and_parts_hold_few_objects_the_collector_walks(
     kept = len(gc.get_objects()) - before
     assert sqlite_store.transcripts.stats.rows_loaded == 20 + 400
     assert kept / 400 < 4, f"{kept} tracked objects kept for 400 messages"
+
+
+def test_the_cached_read_returns_what_the_store_holds(store: Store) -> None:
+    """The transcript is read on the driver's cursor, not through Core: every field comes
+    back as Core reads it, on both backends (JSON columns, booleans, nulls)."""
+    thread = new_thread_id()
+    full = message(
+        thread,
+        0,
+        role="assistant",
+        content="ünïcode ✓",
+        name="helper",
+        tool_calls=[tool_call("call-1", "add")],
+        silent=True,
+        tool_status="success",
+        reasoning_content="why",
+        attachments=["file-1", "file-2"],
+        metadata={"model": "m", "nested": {"list": [1, 2.5, None, True], "text": "x"}},
+        side="b",
+        turn_id="turn-1",
+        status="failed",
+    )
+    bare = message(thread, 1, content=None)
+    store.messages.append([full, bare])
+    assert store.transcripts.since(thread, 0) == store.messages.list(thread) == [full, bare]
