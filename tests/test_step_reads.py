@@ -2,7 +2,9 @@
 
 Counted, not timed: the SQL statements a worker issues for a turn of K tool steps, and the
 transcript rows it loads. Were any per-step read to grow with the thread, the statements
-would grow faster than K and the rows loaded would grow with K squared.
+would grow faster than K and the rows loaded would grow with K squared. The transcript's
+own reads run on the DBAPI cursor (store/driver_sql.py), which the engine's events do
+not see: the transcript cache's counts (rows loaded, full reads) stand for them.
 """
 
 from __future__ import annotations
