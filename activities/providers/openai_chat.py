@@ -114,6 +114,10 @@ class OpenAIChatProvider:
 
 def _wire_message(message: dict[str, Any]) -> dict[str, Any]:
     # Anthropic's signed thinking means nothing here, and OpenAI refuses unknown fields.
+    # Copied only then: the window's entries are shared and never mutated, and copying
+    # all of them cost 0.7 ms a request at 800 messages.
+    if "thinking" not in message:
+        return message
     return {k: v for k, v in message.items() if k != "thinking"}
 
 
