@@ -90,10 +90,14 @@ class Messages:
         return self._db.retrying(once)
 
 
+# Transcript order: position, then write time, then id (positions are not unique: a stale
+# attempt may write one again). The transcript cache's driver SQL orders by these too.
+TRANSCRIPT_ORDER = (messages.c.position, messages.c.created_at, messages.c.id)
+
+
 def transcript_order(query: Select[Any]) -> Select[Any]:
-    """`query` over messages in transcript order: position, then write time, then id
-    (positions are not unique: a stale attempt may write one again)."""
-    return query.order_by(messages.c.position, messages.c.created_at, messages.c.id)
+    """`query` over messages in transcript order (`TRANSCRIPT_ORDER`)."""
+    return query.order_by(*TRANSCRIPT_ORDER)
 
 
 def message_rows(messages_: Sequence[Message]) -> list[dict[str, Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,7 +52,7 @@ def message_to_row(message: Message) -> dict[str, Any]:
     return message.model_dump(mode="json")
 
 
-def row_to_message(row: RowMapping) -> Message:
+def row_to_message(row: Mapping[Any, Any]) -> Message:
     """Rebuild a `Message` from its row."""
     return Message.model_validate(dict(row))
 

@@ -20,9 +20,10 @@ message is about seven objects the garbage collector tracks; a worker keeping a 
 long threads held millions, and each full collection walked them all, a pause that
 stalls every activity and heartbeat of the worker (200 threads of 800 messages: 1.9
 million tracked objects and 1.2–1.5 s a full collection, against 0.5 million and 0.3 s
-kept as texts; docs/performance.md, "Session 17"). A string is not tracked at all. The step's window is built from the texts
-(message_views.py keeps each text's wire part, so a step parses only what is new), and
-`messages_of` rebuilds `Message`s for the callers that need them whole.
+kept as texts; docs/performance.md, "Session 17"). A string is not tracked at all. The
+step's window is built from the texts (message_views.py keeps each text's wire part, so
+a step parses only what is new), and `messages_of` rebuilds `Message`s for the callers
+that need them whole.
 """
 
 from __future__ import annotations
@@ -35,10 +36,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NewType
 
-from sqlalchemy import Connection
+from sqlalchemy import JSON, Connection
 
 from weft.activities.store.database import Database
 from weft.activities.store.driver_sql import cursor_rows
+from weft.activities.store.messages import TRANSCRIPT_ORDER
+from weft.activities.store.rows import row_to_message
 from weft.activities.store.tables import messages
 from weft.contract.messages import Message
 
@@ -189,11 +192,11 @@ class Transcripts:
 # are text, integers and JSON, which the driver returns as Core would, JSON as text on
 # SQLite. `tests/store/test_store_transcripts.py` checks the messages read equal Core's.
 _COLUMNS = tuple(column.name for column in messages.columns)
-_JSON_COLUMNS = frozenset({"tool_calls", "attachments", "metadata"})
+_JSON_COLUMNS = frozenset(c.name for c in messages.columns if isinstance(c.type, JSON))
 _ROWS_AFTER = (
     f"SELECT {', '.join(_COLUMNS)} FROM messages"
     " WHERE thread_id = ? AND depth = 0 AND position > ?"
-    " ORDER BY position, created_at, id"  # messages.transcript_order
+    f" ORDER BY {', '.join(column.name for column in TRANSCRIPT_ORDER)}"
 )
 # The revision and the row count in one statement: one fewer a step. A miss does not
 # need the count, but misses are rare and the count is an index range scan.
@@ -221,4 +224,4 @@ def _message(values: tuple[Any, ...]) -> Message:
     for name in _JSON_COLUMNS:
         if isinstance(row[name], str):  # SQLite's text (these columns never hold a string)
             row[name] = json.loads(row[name])
-    return Message.model_validate(row)
+    return row_to_message(row)
