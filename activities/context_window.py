@@ -12,9 +12,9 @@ is the size the next call sends.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from weft.activities.context import render_prompt
 from weft.activities.images import ImageView
@@ -23,7 +23,8 @@ from weft.activities.read_output import READ_OUTPUT_SPEC
 from weft.activities.store import Store
 from weft.activities.store.rows import ThreadRow
 from weft.activities.store.thread_env_rows import ThreadEnvRow
-from weft.activities.store.transcripts import MessageJson
+from weft.activities.store.transcripts import MessageJson, message_json
+from weft.activities.window_tails import WindowSums, WindowTails
 from weft.contract.context import READ_OUTPUT_TOOL, ContextBoundary, ContextWindow
 from weft.contract.context_budget import (
     ContextBudget,
@@ -150,49 +151,53 @@ def build_window(
     cap: int,
     images: ImageView | None = None,
     views: MessageViews | None = None,
+    kept_as: KeptAs | None = None,
 ) -> Window:
     """System (with the summary), pinned messages, then the tail; big messages previewed;
     with `images`, recent image attachments as image parts; measured as it is built.
     The tail may be the transcript cache's texts (`MessageJson`), parsed only where no
     part is kept. `views` keeps each message's part between calls (a worker's model calls
-    share one); without it, the parts are worked out for this window only."""
+    share one); without it, the parts are worked out for this window only. With
+    `kept_as`, the window's sums are kept under its key and the next window with the
+    same key works out only what it adds (activities/window_tails.py)."""
     system = frame_.system
     if boundary is not None:
         system += SUMMARY_HEADING + boundary.summary
-    return _kept_window(
-        system,
-        [*pinned, *messages],
-        boundary,
-        frame_.dual,
-        side,
-        cap,
-        images,
-        views if views is not None else MessageViews(),
-    )
+    listed = [*pinned, *messages]
+    if kept_as is not None:
+        tails, key = kept_as
+        texts = [m if isinstance(m, str) else message_json(m) for m in listed]
+        sums = tails.sums(key, texts, cap, side=side, dual=frame_.dual, images=images)
+    else:
+        kept = views if views is not None else MessageViews()
+        sums = WindowSums.of(kept.parts(listed, cap, side=side, dual=frame_.dual, images=images))
+    return _window_of(system, sums, boundary)
 
 
-def _kept_window(
-    system: str,
-    messages: list[Message | MessageJson],
-    boundary: ContextBoundary | None,
-    dual: bool,
-    side: Side,
-    cap: int,
-    images: ImageView | None,
-    views: MessageViews,
-) -> Window:
-    """`build_window` from each message's kept part, measured as it is built."""
-    parts = views.parts(messages, cap, side=side, dual=dual, images=images)
-    seen = [p for p in parts if p.entry is not None]
+class KeptAs(NamedTuple):
+    """Where a window's sums are kept for the next one: the worker's tails, and the key
+    of the thread's request shape (every window under a key has one cap, side and dual)."""
+
+    tails: WindowTails
+    key: Hashable
+
+
+def _window_of(system: str, sums: WindowSums, boundary: ContextBoundary | None) -> Window:
+    """The window of the system prompt and the measured messages `sums`.
+
+    A tail that does not begin with a user message after a boundary gets the bridge first.
+    """
     head = [WirePart.of({"role": "system", "content": system})]
-    first = seen[0].entry if seen else None
+    first = sums.entries[0] if sums.entries else None
     if boundary is not None and first is not None and first["role"] != "user":
         head.append(WirePart.of({"role": "user", "content": BRIDGE_TEXT}))
-    sent = [*head, *seen]
     return Window(
-        [p.entry for p in sent if p.entry is not None],
-        sum(p.previewed for p in parts),
-        Sizes(sum(p.tokens for p in sent), sum(p.json_bytes for p in sent)),
+        [*(p.entry for p in head if p.entry is not None), *sums.entries],
+        sums.previews,
+        Sizes(
+            sum(p.tokens for p in head) + sums.tokens,
+            sum(p.json_bytes for p in head) + sums.json_bytes,
+        ),
     )
 
 

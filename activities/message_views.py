@@ -82,6 +82,24 @@ class MessageViews:
         A `Message` (a pinned one, or one a hook or prompt tool rebuilt) is keyed by its
         JSON, so an unchanged one is found too.
         """
+        return self.parts_of(messages, cap, side=side, dual=dual, images=images).parts
+
+    def parts_of(
+        self,
+        messages: Sequence[Message | MessageJson],
+        cap: int,
+        *,
+        side: Side,
+        dual: bool,
+        images: ImageView | None,
+        offset: int = 0,
+        total: int | None = None,
+    ) -> Parts:
+        """`parts`, and which of them were projected for this request only (`loose`).
+
+        `messages` may be the end of a longer window: they start at `offset` in it, and it
+        holds `total` messages (recent images are counted from the window's end).
+        """
         keys: list[_Key] = [
             (m if isinstance(m, str) else message_json(m), cap, side, dual) for m in messages
         ]
@@ -90,28 +108,51 @@ class MessageViews:
             for key, part in zip(keys, found, strict=True):
                 if part is not None:
                     self._parts.move_to_end(key)
-        first_recent = len(keys) - images.recent if images else 0
+        length = offset + len(keys) if total is None else total
+        first_recent = length - images.recent if images else 0
         made: dict[_Key, WirePart] = {}
         parts: list[WirePart] = []
+        loose: list[int] = []
         for i, (key, part) in enumerate(zip(keys, found, strict=True)):
             if part is None:
                 message = messages[i]
                 if not isinstance(message, Message):
                     message = Message.model_validate_json(message)
-                shown, previewed = preview_message(model_view(message), cap)
                 if projection_is_fixed(message):
-                    part = made[key] = WirePart.of(
-                        project_message(shown, side=side, dual=dual), previewed
-                    )
+                    part = made[key] = project_part(message, cap, side=side, dual=dual)
                 else:
-                    entry = project_message(
-                        shown, side=side, dual=dual, images=images, recent=i >= first_recent
+                    recent = offset + i >= first_recent
+                    part = project_part(
+                        message, cap, side=side, dual=dual, images=images, recent=recent
                     )
-                    part = WirePart.of(entry, previewed)
+                    loose.append(i)
             parts.append(part)
         if made:
             with self._lock:
                 self._parts.update(made)
                 while len(self._parts) > self._max_views:
                     self._parts.popitem(last=False)
-        return parts
+        return Parts(parts, loose)
+
+
+class Parts(NamedTuple):
+    """Messages' wire parts in order, and the indexes of those projected for one request
+    only (user messages with attachments), which a later request must project again."""
+
+    parts: list[WirePart]
+    loose: list[int]
+
+
+def project_part(
+    message: Message,
+    cap: int,
+    *,
+    side: Side,
+    dual: bool,
+    images: ImageView | None = None,
+    recent: bool = False,
+) -> WirePart:
+    """One message as `side` reads it under the preview cap, measured."""
+    shown, previewed = preview_message(model_view(message), cap)
+    entry = project_message(shown, side=side, dual=dual, images=images, recent=recent)
+    return WirePart.of(entry, previewed)

@@ -19,6 +19,7 @@ from temporalio import activity
 from weft.activities.clock import now_iso
 from weft.activities.context_window import (
     Frame,
+    KeptAs,
     Window,
     budget_of,
     build_window,
@@ -40,6 +41,7 @@ from weft.activities.store import Store
 from weft.activities.store.events import changes_rows
 from weft.activities.store.thread_env_rows import ThreadEnvRow
 from weft.activities.store.transcripts import MessageJson, messages_of
+from weft.activities.window_tails import WindowTails
 from weft.contract.activities import ModelCallInput
 from weft.contract.context import ContextBoundary, ContextReport
 from weft.contract.definitions import DefinitionSnapshot, ModelDef
@@ -106,6 +108,8 @@ class ModelRequests:
         self._store = store
         # Each stored message's model view and preview, worked out once per worker.
         self._views = MessageViews()
+        # Each thread's last window, so the next one works out only what it adds.
+        self._tails = WindowTails(self._views)
 
     async def prepare(
         self,
@@ -170,7 +174,9 @@ class ModelRequests:
         side_frame, (boundary, pinned, history), lead = self._load(
             call, snapshot, mcp, messages, events, resolved, defer=defer
         )
-        window = self._window(call, model, side_frame, boundary, pinned, history)
+        # The read's own texts, unchanged by any hook: the window can be kept for the next.
+        keep = call.scope is None
+        window = self._window(call, model, side_frame, boundary, pinned, history, keep=keep)
         return *self._request(call, model, side_frame, window, boundary), lead
 
     def _load(
@@ -269,16 +275,22 @@ class ModelRequests:
         boundary: ContextBoundary | None,
         pinned: list[Message],
         history: _History,
+        *,
+        keep: bool = False,
     ) -> Window:
+        """The window; with `keep`, its sums are kept for the thread's next window."""
+        cap = preview_cap(model, call.window)
+        key = (call.thread_id, call.side, cap, side_frame.dual)
         return build_window(
             side_frame,
             boundary,
             pinned,
             history,
             side=call.side,
-            cap=preview_cap(model, call.window),
+            cap=cap,
             images=image_view(self._store, call.thread_id, model, side_frame.prompt),
             views=self._views,
+            kept_as=KeptAs(self._tails, key) if keep else None,
         )
 
     def _request(
