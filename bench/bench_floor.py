@@ -1,6 +1,6 @@
 """weft against the hand-written Temporal floor (issue 15), in one run on one dev server.
 
-Run: `.venv/bin/python bench/bench_floor.py [--steps 20,80,400] [--runs 3]
+Run: `.venv/bin/python bench/bench_floor.py [--steps 20,80,400] [--runs 5]
 [--eager gated|off|always]`.
 
 The scenario (bench/scenario.py): the model calls the `add` tool K times, then answers, so
@@ -437,7 +437,12 @@ if __name__ == "__main__":
     parser.add_argument(
         "--steps", default="20,80,400", help="add calls per run (K), comma-separated"
     )
-    parser.add_argument("--runs", type=int, default=3, help="runs per side and K (medians)")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=5,
+        help="runs per side and K (medians; the paired ratio needs several)",
+    )
     add_eager_flag(parser)
     args = parser.parse_args()
     asyncio.run(main([int(k) for k in args.steps.split(",")], args.runs, args.eager))
