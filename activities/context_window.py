@@ -36,7 +36,7 @@ from weft.contract.definitions import DefinitionSnapshot, ModelDef, PromptDef
 from weft.contract.mcp import McpServerCatalog, failed_servers, offered_mcp_tools, servers_of
 from weft.contract.messages import Message, Side
 from weft.contract.prompt_tools import PromptScope
-from weft.contract.thread_env import merge_env
+from weft.contract.thread_env import prompt_env
 from weft.contract.tool_catalog import offered_tools
 
 # When the kept tail does not begin with a user message, providers that insist on one
@@ -94,7 +94,7 @@ def frame(
     side_def = agent_def.side(side)
     prompt = snapshot.prompts[scope.prompt if scope else side_def.prompt]
     lifecycle = [] if scope else side_def.lifecycle_tools()
-    env = merge_env(prompt.env, agent_def.env, thread.env if thread else {})
+    env = prompt_env(prompt, agent_def, thread.env if thread else None)
     tools = [
         snapshot.tools[n].model_dump(include={"name", "description", "parameters"})
         for n in offered_tools(snapshot, prompt, lifecycle, env)

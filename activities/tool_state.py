@@ -30,7 +30,7 @@ from weft.contract.activities import Intent
 from weft.contract.definitions import DefinitionSnapshot, PromptDef
 from weft.contract.events import Event
 from weft.contract.messages import Message
-from weft.contract.thread_env import EnvEntry, EnvType, merge_env
+from weft.contract.thread_env import EnvEntry, EnvType, prompt_env
 
 if TYPE_CHECKING:
     from weft.activities.hooks.runner import HookRunner
@@ -271,7 +271,7 @@ def thread_state_for(
         session_id=session_id,
         turn_id=turn_id,
         tool_call_id=tool_call_id,
-        env=merge_env(prompt.env, agent_def.env, row.env if row else {}),
+        env=prompt_env(prompt, agent_def, row.env if row else None),
         abort=asyncio.Event(),
         sandbox=sandbox,
         event_prefix=event_prefix,

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
+
+if TYPE_CHECKING:  # definitions' models, named in a signature only
+    from weft.contract.definitions import AgentDef, PromptDef
 
 EnvType = Literal["text", "secret"]
 
@@ -58,6 +61,15 @@ def merge_env(*layers: dict[str, Any]) -> dict[str, EnvEntry]:
     for layer in layers:
         merged.update(parse_env(layer))
     return merged
+
+
+def prompt_env(
+    prompt: PromptDef, agent: AgentDef, thread_env: dict[str, Any] | None
+) -> dict[str, EnvEntry]:
+    """The env a prompt's system prompt and tools see: the thread's values over the
+    agent's over the prompt's (Runtime §4). Every reader of a prompt's env asks here, so
+    the layers' order is written once."""
+    return merge_env(prompt.env, agent.env, thread_env or {})
 
 
 def model_visible(env: dict[str, EnvEntry], name: str) -> str:

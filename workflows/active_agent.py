@@ -7,7 +7,7 @@ from temporalio.exceptions import ApplicationError
 from weft.contract.definitions import AgentDef, DefinitionSnapshot, PromptDef, SideConfig
 from weft.contract.hooks import HookName, hook_ids_in_scope
 from weft.contract.messages import Side
-from weft.contract.thread_env import EnvEntry, merge_env
+from weft.contract.thread_env import EnvEntry, prompt_env
 from weft.workflows.thread_state import ThreadMemory
 
 
@@ -39,7 +39,7 @@ class ActiveAgent:
 
     def env(self, side: Side) -> dict[str, EnvEntry]:
         """This thread's env as the workflow knows it: prompt, agent, then thread values."""
-        return merge_env(self.prompt(side).env, self.agent().env, self._mem.start.env)
+        return prompt_env(self.prompt(side), self.agent(), self._mem.start.env)
 
     def hook_ids(self, side: Side, hook: HookName) -> list[str]:
         """The ids of `hook` hooks in scope for the side's prompt (its list, else the agent's)."""

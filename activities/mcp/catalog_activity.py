@@ -30,7 +30,7 @@ from weft.contract.mcp import (
     ToolCatalogInput,
     ToolCatalogResult,
 )
-from weft.contract.thread_env import EnvEntry, merge_env
+from weft.contract.thread_env import EnvEntry, prompt_env
 
 RESOLVED_EVENT = "tool.catalog.resolved"
 # The pool bounds a listing by the server's startup timeout; this only backs it up.
@@ -107,7 +107,7 @@ class CatalogActivities:
         row = self._store.threads.get(job.thread_id)
         agent = snapshot.agent_def(job.agent)
         prompt = snapshot.prompts[job.prompt or agent.side(job.side).prompt]
-        return merge_env(prompt.env, agent.env, row.env if row else {})
+        return prompt_env(prompt, agent, row.env if row else None)
 
     def _record(self, job: ToolCatalogInput, servers: dict[str, McpServerCatalog]) -> None:
         # Catalogues first: the event never names one the store lacks.
