@@ -45,6 +45,9 @@ _NOTE_CHARS = 300
 # longer knows (HTTP 404): the server did not run it.
 _SESSION_TERMINATED = "Session terminated"
 
+# How long a call that timed out or was cancelled may take to tell its server.
+_CANCEL_NOTICE_SECONDS = 1.0
+
 T = TypeVar("T")
 Message = RequestResponder[types.ServerRequest, types.ClientResult] | types.ServerNotification
 
@@ -256,6 +259,7 @@ class McpSession:
         sole = elicit is not None
         await self._gate.acquire(sole=sole)
         clock.started = True
+        sent: list[types.RequestId] = []
         try:
             async with self._routed(elicit, clock):
                 request = types.ClientRequest(
@@ -263,13 +267,35 @@ class McpSession:
                         params=types.CallToolRequestParams(name=tool, arguments=args)
                     )
                 )
-                # Not `ClientSession.call_tool`: its output-schema check may list the
-                # tools after the call, and a failure there would look like one before.
-                return await self._request(
-                    lambda client: client.send_request(request, types.CallToolResult)
-                )
+
+                def send(client: ClientSession) -> Awaitable[types.CallToolResult]:
+                    sent.extend(_next_request_id(client))
+                    # Not `ClientSession.call_tool`: its output-schema check may list the
+                    # tools after the call, and a failure there would look like one before.
+                    return client.send_request(request, types.CallToolResult)
+
+                return await self._request(send)
+        except anyio.get_cancelled_exc_class():
+            # Timed out or cancelled: tell the server, so it stops working for nobody.
+            timed_out = anyio.current_time() >= clock.scope.deadline
+            await self._cancel_sent(sent, "timed out" if timed_out else "cancelled")
+            raise
         finally:
             self._gate.release(sole=sole)
+
+    async def _cancel_sent(self, sent: list[types.RequestId], reason: str) -> None:
+        """Send `notifications/cancelled` for the request in `sent` (when it was sent and
+        the session still stands); best effort, and never longer than a second."""
+        client = self._client
+        if not sent or client is None or not self.usable:
+            return
+        params = types.CancelledNotificationParams(requestId=sent[0], reason=reason)
+        notice = types.ClientNotification(types.CancelledNotification(params=params))
+        with anyio.move_on_after(_CANCEL_NOTICE_SECONDS, shield=True):
+            try:
+                await client.send_notification(notice)
+            except Exception as err:  # the session is ending: nothing left to stop
+                logger.debug("MCP server %r: no cancel notice sent: %s", self.server.name, err)
 
     async def _request(self, send: Callable[[ClientSession], Awaitable[T]]) -> T:
         client = self._client
@@ -369,3 +395,15 @@ async def _list_all(client: ClientSession) -> list[ListedTool]:
         if not cursor:
             break
     return tools
+
+
+def _next_request_id(client: ClientSession) -> list[types.RequestId]:
+    """The id `client`'s next request will carry, as a list of one (none when this SDK
+    keeps it elsewhere: the call then goes without a cancel notice).
+
+    The SDK numbers requests itself and does not hand the number out; `send_request` takes
+    the counter before its first await, so nothing can be sent in between when it is read
+    just before. tests/mcp/test_mcp_pool.py fails if the counter moves.
+    """
+    counter = getattr(client, "_request_id", None)
+    return [counter] if isinstance(counter, int) else []

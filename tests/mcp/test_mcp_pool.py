@@ -153,6 +153,40 @@ async def test_a_slow_tool_times_out_and_the_session_stays(pool):
     assert await server_pid(pool, server) == pid
 
 
+
+async def _noted(note: Path) -> str:
+    """What the server wrote to `note` within 5 s ("" when nothing)."""
+    for _ in range(50):
+        if note.exists():
+            return note.read_text()
+        await asyncio.sleep(0.1)
+    return ""
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_call_that_times_out_is_cancelled_on_the_server(pool, transport, tmp_path):
+    """A timed-out call sends `notifications/cancelled` with its request id: the server
+    stops the tool's work instead of finishing it for nobody."""
+    note = tmp_path / "note"
+    with serving(transport) as server:
+        reply = await call(pool, server, "slow", seconds=30, note=str(note), timeout=0.3)
+        assert reply.result.error_code == "timeout"
+        assert await _noted(note) == "cancelled"
+        # The session goes on serving, its request numbering intact.
+        assert (await call(pool, server, "add", a=2, b=3)).result.result == "5"
+
+
+async def test_a_call_whose_activity_is_cancelled_is_cancelled_on_the_server(pool, tmp_path):
+    """Cancelled from outside (the activity was cancelled), the call tells the server too."""
+    note = tmp_path / "note"
+    server = stdio_server()
+    running = asyncio.create_task(call(pool, server, "slow", seconds=30, note=str(note)))
+    await asyncio.sleep(1.0)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert await _noted(note) == "cancelled"
+
 # -- templating and keys ------------------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import os
 import sys
+from pathlib import Path
 
 import uvicorn
 from mcp import types
@@ -58,9 +59,15 @@ def build(*, bad_schema: bool) -> FastMCP:
         raise ValueError(message)
 
     @server.tool(structured_output=False)
-    async def slow(seconds: float) -> str:
-        """Sleep for `seconds`, then answer."""
-        await asyncio.sleep(seconds)
+    async def slow(seconds: float, note: str = "") -> str:
+        """Sleep for `seconds`, then answer; when the client cancels the call first, write
+        "cancelled" to the file `note` (if given)."""
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            if note:
+                Path(note).write_text("cancelled")
+            raise
         return f"slept {seconds:g} s"
 
     @server.tool(structured_output=False)
