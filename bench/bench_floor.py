@@ -17,8 +17,11 @@ A side's overhead per step is its ms/step less the loop's, as issue 15 measures 
 model's time grows with the transcript it is sent (for every side alike), so the targets
 (weft's overhead at most 1.3x the floor's, growing under 10 % from the first K to the
 last) are on overhead, and the ratio is the median of each run's own ratio (the sides of a
-run go back to back, so the machine's drift between runs cancels). The ratio of the median
-overheads and of whole ms/step are printed too.
+run go back to back, so the machine's drift between runs cancels). The runs go in rounds,
+each round one run of every K, and growth is the median of each round's own growth: the
+runs it compares are minutes apart at most, where K after K would put every K=400 run
+after every K=20 run, and a slowing machine would read as growth. The ratio of the median
+overheads, the growth of the medians and of whole ms/step are printed too.
 
 Every figure comes from what was measured in this run:
 - ms/step: the loop's from a wall clock around it; the floor's and weft's from server
@@ -30,9 +33,9 @@ Every figure comes from what was measured in this run:
 - inside weft's worker (bench/worker_probe.py): each activity's own time, SQL statements
   and commits (count, time), provider I/O, and the rest (context assembly, serialization,
   everything else), by activity type.
-Medians over `--runs`; the breakdowns are those of each side's median run. Each K also
+Medians over `--runs`; the breakdowns are those of each side's median run. The run also
 prints how busy the machine was with other processes: on a shared machine, a large share
-means the figures of that K are unreliable.
+means the figures are unreliable.
 """
 
 from __future__ import annotations
@@ -339,12 +342,16 @@ def report_growth(sizes: list[int], results: dict[int, Runs]) -> None:
         low, high = results[sizes[0]], results[sizes[-1]]
         span = f"K={sizes[0]} -> K={sizes[-1]}"
         for side in ("weft", "floor"):
-            growth = high.overhead(getattr(high, side)) / low.overhead(getattr(low, side)) - 1
+            rounds = round_growths(low, high, side)
+            growth = statistics.median(rounds)
             verdict = ""
             if side == "weft":
                 met = "met" if growth < TARGET_GROWTH else "NOT met"
                 verdict = f" (target < {TARGET_GROWTH:.0%}: {met})"
             print(f"{side} overhead growth {span}: {growth:+.1%}{verdict}")
+            each = ", ".join(f"{g:+.0%}" for g in rounds)
+            of_medians = high.overhead(getattr(high, side)) / low.overhead(getattr(low, side)) - 1
+            print(f"  (median of each round's growth: {each}; of the medians: {of_medians:+.1%})")
         for side in ("loop", "floor", "weft"):
             growth = median_ms(getattr(high, side)) / median_ms(getattr(low, side)) - 1
             print(f"{side} ms/step growth {span}: {growth:+.1%}")
@@ -355,8 +362,19 @@ def report_growth(sizes: list[int], results: dict[int, Runs]) -> None:
     )
 
 
+def round_growths(low: Runs, high: Runs, side: str) -> list[float]:
+    """Each round's growth of the side's overhead (less that round's loop) from the low K to
+    the high one: the two ran minutes apart at most, in the same round."""
+    growths = []
+    for i in range(len(low.loop)):
+        low_over = getattr(low, side)[i].ms_per_step - low.loop[i].ms_per_step
+        high_over = getattr(high, side)[i].ms_per_step - high.loop[i].ms_per_step
+        growths.append(high_over / low_over - 1)
+    return growths
+
+
 async def main(sizes: list[int], runs: int, eager: str) -> None:
-    """Warm every side up, then for each K alternate loop, floor and weft runs."""
+    """Warm every side up, then in each round, for each K, run loop, floor and weft."""
     definitions = bench_definitions()
     probe = WorkerProbe()
     probe.install()
@@ -385,17 +403,21 @@ async def main(sizes: list[int], runs: int, eager: str) -> None:
                 await run_loop(loop, definitions, 5)
                 await run_floor(client, floor_queue, definitions, 5)
                 await run_weft(client, weft_queue, probe, 5)
-                for calls in sizes:
-                    await play(scripted, calls)
-                    got = results[calls] = Runs()
-                    load = OtherLoad(server_pid)
-                    for run in range(runs):
-                        print(f"K={calls}: run {run + 1}/{runs}", flush=True)
+                # Rounds over every K, so a drift of the machine's speed in the minutes a
+                # run takes falls on every K alike, not on the last K most.
+                results = {calls: Runs() for calls in sizes}
+                load = OtherLoad(server_pid)
+                for run in range(runs):
+                    for calls in sizes:
+                        print(f"round {run + 1}/{runs}: K={calls}", flush=True)
+                        await play(scripted, calls)
+                        got = results[calls]
                         got.loop.append(await run_loop(loop, definitions, calls))
                         got.floor.append(await run_floor(client, floor_queue, definitions, calls))
                         got.weft.append(await run_weft(client, weft_queue, probe, calls))
-                    report_size(calls, runs, got)
-                    print(load.render())
+                for calls in sizes:
+                    report_size(calls, runs, results[calls])
+                print(load.render())
     probe.uninstall()
     report_growth(sizes, results)
 
