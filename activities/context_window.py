@@ -72,6 +72,10 @@ class Window:
     # Measured while the window was built, from each message's kept part; None when
     # something else (a hook) has changed the messages since.
     sizes: Sizes | None = None
+    # Each message's compact JSON, as built with it (None once a hook has changed the
+    # messages): an adapter that sends the messages as they are joins these instead of
+    # encoding the whole transcript again for every request.
+    encoded: list[bytes] | None = None
 
 
 def frame(
@@ -198,6 +202,7 @@ def _window_of(system: str, sums: WindowSums, boundary: ContextBoundary | None) 
             sum(p.tokens for p in head) + sums.tokens,
             sum(p.json_bytes for p in head) + sums.json_bytes,
         ),
+        [*(p.encoded for p in head if p.entry is not None), *sums.encoded],
     )
 
 

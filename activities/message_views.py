@@ -15,7 +15,6 @@ store/transcripts.py for why that matters.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ from typing import Any, NamedTuple
 from weft.activities.context import model_view, project_message, projection_is_fixed
 from weft.activities.images import ImageView
 from weft.activities.previews import preview_message
+from weft.activities.providers.transport import compact_json
 from weft.activities.store.transcripts import MessageJson, message_json
 from weft.contract.context_budget import estimate_message_tokens
 from weft.contract.messages import Message, Side
@@ -34,23 +34,21 @@ DEFAULT_MAX_VIEWS = 200_000
 
 class WirePart(NamedTuple):
     """One message of a request: its wire form as a side sees it (None: the side does not
-    see it), whether it was previewed, its estimated tokens and its UTF-8 JSON bytes."""
+    see it), whether it was previewed, its estimated tokens, and its compact UTF-8 JSON
+    (what the request body holds for it; b"" when unseen) and that JSON's length."""
 
     entry: dict[str, Any] | None
     previewed: bool
     tokens: int
     json_bytes: int
+    encoded: bytes
 
     @classmethod
     def of(cls, entry: dict[str, Any] | None, previewed: bool = False) -> WirePart:
         if entry is None:
-            return cls(None, previewed, 0, 0)
-        return cls(entry, previewed, estimate_message_tokens([entry]), json_size(entry))
-
-
-def json_size(value: Any) -> int:
-    """UTF-8 bytes of `value` as compact JSON (as requests are measured)."""
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+            return cls(None, previewed, 0, 0, b"")
+        encoded = compact_json(entry)  # what httpx would send for it
+        return cls(entry, previewed, estimate_message_tokens([entry]), len(encoded), encoded)
 
 
 _Key = tuple[MessageJson, int, Side, bool]  # the message, the preview cap, side, dual

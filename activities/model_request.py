@@ -327,6 +327,8 @@ class ModelRequests:
             ),
             max_output_tokens=model.capabilities.max_output_tokens if model.capabilities else None,
             provider_options={**model.provider_options, **prompt.provider_options},
+            # Only as the window was built: a hook that changed the messages dropped it.
+            encoded_messages=window.encoded if window.sizes is not None else None,
             **definition_fields(prompt, model),
         )
         return request, report

@@ -27,18 +27,21 @@ from weft.contract.messages import Message, Side
 
 
 class WindowSums(NamedTuple):
-    """A window's messages as sent (those its side sees), how many were previewed, and
-    their estimated tokens and JSON bytes summed."""
+    """A window's messages as sent (those its side sees) and each one's JSON, how many were
+    previewed, and their estimated tokens and JSON bytes summed."""
 
     entries: list[dict[str, Any]]
+    encoded: list[bytes]
     previews: int
     tokens: int
     json_bytes: int
 
     @classmethod
     def of(cls, parts: Sequence[WirePart]) -> WindowSums:
+        seen = [p for p in parts if p.entry is not None]
         return cls(
-            [p.entry for p in parts if p.entry is not None],
+            [p.entry for p in seen if p.entry is not None],
+            [p.encoded for p in seen],
             sum(p.previewed for p in parts),
             sum(p.tokens for p in parts),
             sum(p.json_bytes for p in parts),
@@ -55,8 +58,8 @@ class _Loose(NamedTuple):
 
 class _Kept(NamedTuple):
     texts: list[MessageJson]
-    # Entries of every seen message (a loose one's as last projected); the sums leave the
-    # loose messages out.
+    # Entries and JSON of every seen message (a loose one's as last projected); the sums
+    # leave the loose messages out.
     fixed: WindowSums
     loose: tuple[_Loose, ...]
 
@@ -96,7 +99,7 @@ class WindowTails:
             texts[start:], cap, side=side, dual=dual, images=images, offset=start, total=len(texts)
         )
         fixed, loose = _extended(kept, new.parts, new.loose, start)
-        entries = list(fixed.entries)
+        entries, encoded = list(fixed.entries), list(fixed.encoded)
         previews, tokens, json_bytes = fixed.previews, fixed.tokens, fixed.json_bytes
         for place in loose:
             part = _loose_part(texts, place, new.parts, start, cap, side, dual, images)
@@ -106,11 +109,12 @@ class WindowTails:
                     self._views.parts(texts, cap, side=side, dual=dual, images=images)
                 )
             entries[place.entry_index] = part.entry
+            encoded[place.entry_index] = part.encoded
             previews += part.previewed
             tokens += part.tokens
             json_bytes += part.json_bytes
-        self._keep(key, _Kept(list(texts), fixed._replace(entries=entries), loose))
-        return WindowSums(entries, previews, tokens, json_bytes)
+        self._keep(key, _Kept(list(texts), fixed._replace(entries=entries, encoded=encoded), loose))
+        return WindowSums(entries, encoded, previews, tokens, json_bytes)
 
     def held(self) -> int:
         """How many texts the kept windows hold in all."""
@@ -138,22 +142,24 @@ def _extended(
 ) -> tuple[WindowSums, tuple[_Loose, ...]]:
     """The kept sums with `parts` (the texts from `start` on) added: fixed parts summed,
     every seen part's entry appended, the loose ones' places noted."""
-    base = kept.fixed if kept is not None else WindowSums([], 0, 0, 0)
+    base = kept.fixed if kept is not None else WindowSums([], [], 0, 0, 0)
     loose = list(kept.loose) if kept is not None else []
-    entries = list(base.entries)
+    entries, encoded = list(base.entries), list(base.encoded)
     previews, tokens, json_bytes = base.previews, base.tokens, base.json_bytes
     is_loose = set(new_loose)
     for i, part in enumerate(parts):
         if i in is_loose:
             loose.append(_Loose(start + i, len(entries)))
             entries.append({})  # its place: filled for each request
+            encoded.append(b"")
             continue
         if part.entry is not None:
             entries.append(part.entry)
+            encoded.append(part.encoded)
         previews += part.previewed
         tokens += part.tokens
         json_bytes += part.json_bytes
-    return WindowSums(entries, previews, tokens, json_bytes), tuple(loose)
+    return WindowSums(entries, encoded, previews, tokens, json_bytes), tuple(loose)
 
 
 def _loose_part(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SkipValidation
 
 from weft.activities.providers.errors import excerpt, protocol_error
 from weft.activities.providers.reasoning import ReasoningConfig
@@ -38,6 +38,11 @@ class ChatRequest(BaseModel):
     reasoning: ReasoningConfig | None = None
     # False for a model whose capabilities say it cannot stream: one plain request.
     stream: bool = True
+    # Each of `messages` as compact JSON (compact_json), when the caller has it already
+    # (the window keeps it per message): an adapter that sends the messages unchanged
+    # joins these instead of encoding the whole transcript again. Not validated (it is
+    # built with the messages) and never dumped.
+    encoded_messages: SkipValidation[list[bytes] | None] = Field(default=None, exclude=True)
 
 
 class Usage(BaseModel):

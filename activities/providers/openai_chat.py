@@ -20,7 +20,13 @@ from weft.activities.providers.base import (
 )
 from weft.activities.providers.errors import classify_http_error, protocol_error
 from weft.activities.providers.sse import iter_sse
-from weft.activities.providers.transport import loads, open_stream, post_json
+from weft.activities.providers.transport import (
+    Body,
+    compact_json,
+    loads,
+    open_stream,
+    post_json,
+)
 
 
 class OpenAIChatProvider:
@@ -48,13 +54,15 @@ class OpenAIChatProvider:
         body = self.build_body(request)
         if body.get("stream") is False:
             body.pop("stream_options", None)
-            data = await post_json(self._client, self._url, body=body, headers=self._headers)
+            data = await post_json(
+                self._client, self._url, body=joined_body(body, request), headers=self._headers
+            )
             reply = parse_completion(data, request.model)
             await emit_whole(reply, on_delta)
             return reply
         state = _StreamState(model=request.model)
         async with open_stream(
-            self._client, self._url, body=body, headers=self._headers
+            self._client, self._url, body=joined_body(body, request), headers=self._headers
         ) as response:
             # Read to the end even after [DONE]: leaving the body unread makes httpx close
             # the connection instead of returning it to the keep-alive pool.
@@ -110,6 +118,23 @@ class OpenAIChatProvider:
             body[self._max_tokens_field] = request.max_output_tokens
         body.update(request.provider_options)
         return body
+
+
+def joined_body(body: dict[str, Any], request: ChatRequest) -> Body:
+    """`body`, encoded by joining the request's own encoded messages when it sends them
+    unchanged: the same JSON httpx would make, without encoding the whole transcript
+    again (1.4 ms at 800 messages). Otherwise `body` itself, for httpx to encode."""
+    encoded = request.encoded_messages
+    if (
+        encoded is None
+        or len(encoded) != len(request.messages)
+        or "messages" in request.provider_options  # the options replaced them
+        or any("thinking" in m for m in request.messages)  # _wire_message changes these
+    ):
+        return body
+    rest = compact_json({k: v for k, v in body.items() if k != "messages"})
+    head = b'{"messages":[' + b",".join(encoded) + b"]"
+    return head + (b"," + rest[1:] if len(rest) > 2 else b"}")
 
 
 def _wire_message(message: dict[str, Any]) -> dict[str, Any]:

@@ -16,14 +16,28 @@ from weft.activities.providers.errors import (
     protocol_error,
 )
 
+# A request body: a JSON value httpx encodes, or the JSON already encoded (compact_json).
+Body = dict[str, Any] | bytes
+
+
+def compact_json(value: Any) -> bytes:
+    """`value` as compact UTF-8 JSON, exactly as httpx encodes a `json=` body."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _body_kwargs(body: Body, headers: dict[str, str]) -> dict[str, Any]:
+    if isinstance(body, bytes):
+        return {"content": body, "headers": {**headers, "content-type": "application/json"}}
+    return {"json": body, "headers": headers}
+
 
 @asynccontextmanager
 async def open_stream(
-    client: httpx.AsyncClient, url: str, *, body: dict[str, Any], headers: dict[str, str]
+    client: httpx.AsyncClient, url: str, *, body: Body, headers: dict[str, str]
 ) -> AsyncIterator[httpx.Response]:
     """POST `body` and yield the streaming response once its status says success."""
     try:
-        async with client.stream("POST", url, json=body, headers=headers) as response:
+        async with client.stream("POST", url, **_body_kwargs(body, headers)) as response:
             if response.status_code >= 400:
                 raw = await response.aread()
                 raise classify_http_error(
@@ -36,11 +50,11 @@ async def open_stream(
 
 
 async def post_json(
-    client: httpx.AsyncClient, url: str, *, body: dict[str, Any], headers: dict[str, str]
+    client: httpx.AsyncClient, url: str, *, body: Body, headers: dict[str, str]
 ) -> Any:
     """POST `body` without streaming and return the decoded JSON reply."""
     try:
-        response = await client.post(url, json=body, headers=headers)
+        response = await client.post(url, **_body_kwargs(body, headers))
     except httpx.RequestError as exc:
         raise classify_transport_error(exc) from exc
     if response.status_code >= 400:

@@ -10,7 +10,11 @@ import pytest
 from providers_support import AddScript, records_for
 from temporalio.exceptions import ApplicationError
 
+from weft.activities.context_window import Frame, build_window
 from weft.activities.providers import ChatRequest, Delta, OpenAIChatProvider
+from weft.activities.providers.openai_chat import joined_body
+from weft.contract.definitions import PromptDef
+from weft.contract.messages import Message
 from weft.workers.scripted_model import ScriptedModelServer
 
 
@@ -357,3 +361,59 @@ async def test_connection_refused_is_retryable(add_script: AddScript) -> None:
         with pytest.raises(ApplicationError) as failed:
             await provider.complete(user("hi", model="any"))
     assert failed.value.type == "ProviderConnectionError" and not failed.value.non_retryable
+
+
+def _window_request(model: str, **extra: object) -> ChatRequest:
+    """A request whose messages come with their encoded JSON, as a window builds them."""
+    frame = Frame(
+        prompt=PromptDef(name="p", toolDescription="p", model=model, prompt="Be brief."),
+        system="Be brief, façade ✓.",
+        tools=[],
+        dual=False,
+    )
+    said = [
+        Message(id="u", thread_id="t", position=0, role="user", content="héllo", created_at=1),
+        Message(id="a", thread_id="t", position=1, role="assistant", content="ok", created_at=1),
+        Message(id="v", thread_id="t", position=2, role="user", content="and?", created_at=1),
+    ]
+    window = build_window(frame, None, [], said, side="a", cap=1_000)
+    assert window.encoded is not None
+    return ChatRequest(
+        model=model, messages=window.messages, encoded_messages=window.encoded, **extra
+    )
+
+
+def test_a_body_joined_from_encoded_messages_is_the_body_httpx_would_encode() -> None:
+    """The joined bytes parse to exactly the body the adapter builds; when the adapter
+    would change a message, or options replace them, the body is left for httpx."""
+    provider = OpenAIChatProvider(httpx.AsyncClient(), base_url="http://x/v1", api_key=None)
+    request = _window_request("m", max_output_tokens=9, provider_options={"temperature": 0.5})
+    body = provider.build_body(request)
+    joined = joined_body(body, request)
+    assert isinstance(joined, bytes)
+    assert json.loads(joined) == body
+    thinking = {"role": "assistant", "content": "x", "thinking": {"text": "t", "signature": "s"}}
+    for changed in (
+        request.model_copy(update={"messages": [*request.messages[:-1], thinking]}),
+        request.model_copy(update={"provider_options": {"messages": []}}),
+        request.model_copy(update={"encoded_messages": request.encoded_messages[:-1]}),
+        request.model_copy(update={"encoded_messages": None}),
+    ):
+        assert joined_body(provider.build_body(changed), changed) == provider.build_body(changed)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_joined_and_encoded_bodies_reach_the_server_alike(
+    openai: OpenAIChatProvider, add_script: AddScript, server: ScriptedModelServer, stream: bool
+) -> None:
+    """The server reads the same request from the joined body as from httpx's own."""
+    model = add_script({"replies": [{"text": "ok", "repeat": 2}]})
+    request = _window_request(model, stream=stream, max_output_tokens=20)
+    assert (await openai.complete(request)).content == "ok"
+    plain = request.model_copy(update={"encoded_messages": None})
+    assert (await openai.complete(plain)).content == "ok"
+    joined, encoded = (
+        {k: v for k, v in r.items() if k != "seq"} for r in records_for(server, model)
+    )
+    assert joined["messages"][1]["content"] == "héllo"
+    assert joined == encoded

@@ -4,6 +4,8 @@ message is edited or deleted, with image attachments whose recency moves, and in
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from weft.activities.context_window import Frame, KeptAs, Window, build_window
@@ -87,6 +89,9 @@ def _both(
     kept = build_window(
         *args, side="a", cap=60, images=IMAGES, kept_as=KeptAs(tails, ("t", "a", 60, dual))
     )
+    # Each message's JSON, as the request body joins it, is that message.
+    assert kept.encoded is not None
+    assert [json.loads(e) for e in kept.encoded] == kept.messages
     return kept, build_window(*args, side="a", cap=60, images=IMAGES)
 
 
