@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from weft.activities.context import render_prompt
@@ -76,6 +76,11 @@ class Window:
     # messages): an adapter that sends the messages as they are joins these instead of
     # encoding the whole transcript again for every request.
     encoded: list[bytes] | None = None
+
+    def changed(self, messages: list[dict[str, Any]]) -> Window:
+        """The window with `messages` instead (a hook's): what was measured and encoded
+        with the old ones no longer holds."""
+        return replace(self, messages=messages, sizes=None, encoded=None)
 
 
 def frame(
@@ -174,7 +179,8 @@ def build_window(
         sums = tails.sums(key, texts, cap, side=side, dual=frame_.dual, images=images)
     else:
         kept = views if views is not None else MessageViews()
-        sums = WindowSums.of(kept.parts(listed, cap, side=side, dual=frame_.dual, images=images))
+        parts = kept.parts(listed, cap, side=side, dual=frame_.dual, images=images).parts
+        sums = WindowSums.of(parts)
     return _window_of(system, sums, boundary)
 
 

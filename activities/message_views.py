@@ -40,15 +40,18 @@ class WirePart(NamedTuple):
     entry: dict[str, Any] | None
     previewed: bool
     tokens: int
-    json_bytes: int
     encoded: bytes
+
+    @property
+    def json_bytes(self) -> int:
+        return len(self.encoded)
 
     @classmethod
     def of(cls, entry: dict[str, Any] | None, previewed: bool = False) -> WirePart:
         if entry is None:
-            return cls(None, previewed, 0, 0, b"")
-        encoded = compact_json(entry)  # what httpx would send for it
-        return cls(entry, previewed, estimate_message_tokens([entry]), len(encoded), encoded)
+            return cls(None, previewed, 0, b"")
+        # What httpx would send for it.
+        return cls(entry, previewed, estimate_message_tokens([entry]), compact_json(entry))
 
 
 _Key = tuple[MessageJson, int, Side, bool]  # the message, the preview cap, side, dual
@@ -71,32 +74,19 @@ class MessageViews:
         side: Side,
         dual: bool,
         images: ImageView | None,
-    ) -> list[WirePart]:
-        """The messages as a request sends them, measured, in order.
+        offset: int = 0,
+        total: int | None = None,
+    ) -> Parts:
+        """The messages as a request sends them, measured, in order, and which of them
+        were projected for this request only (`loose`).
 
         A kept part is a lookup; a new message is parsed, projected and measured once
         (about 10 µs). A user message with attachments is projected each time: its image
         parts depend on the request (`images`, and whether it is among the recent ones).
         A `Message` (a pinned one, or one a hook or prompt tool rebuilt) is keyed by its
-        JSON, so an unchanged one is found too.
-        """
-        return self.parts_of(messages, cap, side=side, dual=dual, images=images).parts
-
-    def parts_of(
-        self,
-        messages: Sequence[Message | MessageJson],
-        cap: int,
-        *,
-        side: Side,
-        dual: bool,
-        images: ImageView | None,
-        offset: int = 0,
-        total: int | None = None,
-    ) -> Parts:
-        """`parts`, and which of them were projected for this request only (`loose`).
-
-        `messages` may be the end of a longer window: they start at `offset` in it, and it
-        holds `total` messages (recent images are counted from the window's end).
+        JSON, so an unchanged one is found too. `messages` may be the end of a longer
+        window: they start at `offset` in it, and it holds `total` messages (recent images
+        are counted from the window's end).
         """
         keys: list[_Key] = [
             (m if isinstance(m, str) else message_json(m), cap, side, dual) for m in messages

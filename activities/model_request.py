@@ -327,8 +327,8 @@ class ModelRequests:
             ),
             max_output_tokens=model.capabilities.max_output_tokens if model.capabilities else None,
             provider_options={**model.provider_options, **prompt.provider_options},
-            # Only as the window was built: a hook that changed the messages dropped it.
-            encoded_messages=window.encoded if window.sizes is not None else None,
+            # None once a hook changed the messages (Window.changed).
+            encoded_messages=window.encoded,
             **definition_fields(prompt, model),
         )
         return request, report

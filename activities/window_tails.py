@@ -38,10 +38,9 @@ class WindowSums(NamedTuple):
 
     @classmethod
     def of(cls, parts: Sequence[WirePart]) -> WindowSums:
-        seen = [p for p in parts if p.entry is not None]
         return cls(
-            [p.entry for p in seen if p.entry is not None],
-            [p.encoded for p in seen],
+            [p.entry for p in parts if p.entry is not None],
+            [p.encoded for p in parts if p.entry is not None],
             sum(p.previewed for p in parts),
             sum(p.tokens for p in parts),
             sum(p.json_bytes for p in parts),
@@ -95,26 +94,23 @@ class WindowTails:
         # Equal lists of the cache's own text objects compare by identity: a quick check.
         if kept is not None and (len(texts) < start or texts[:start] != kept.texts):
             kept, start = None, 0
-        new = self._views.parts_of(
+        new = self._views.parts(
             texts[start:], cap, side=side, dual=dual, images=images, offset=start, total=len(texts)
         )
         fixed, loose = _extended(kept, new.parts, new.loose, start)
-        entries, encoded = list(fixed.entries), list(fixed.encoded)
+        # `fixed`'s lists are new: the loose messages' places are filled in them, for this
+        # request (the next one fills them again).
         previews, tokens, json_bytes = fixed.previews, fixed.tokens, fixed.json_bytes
         for place in loose:
             part = _loose_part(texts, place, new.parts, start, cap, side, dual, images)
-            if part.entry is None:  # a user message is always seen: never reached
-                self._forget(key)
-                return WindowSums.of(
-                    self._views.parts(texts, cap, side=side, dual=dual, images=images)
-                )
-            entries[place.entry_index] = part.entry
-            encoded[place.entry_index] = part.encoded
+            assert part.entry is not None, "a user message is seen by every side"
+            fixed.entries[place.entry_index] = part.entry
+            fixed.encoded[place.entry_index] = part.encoded
             previews += part.previewed
             tokens += part.tokens
             json_bytes += part.json_bytes
-        self._keep(key, _Kept(list(texts), fixed._replace(entries=entries, encoded=encoded), loose))
-        return WindowSums(entries, encoded, previews, tokens, json_bytes)
+        self._keep(key, _Kept(list(texts), fixed, loose))
+        return WindowSums(fixed.entries, fixed.encoded, previews, tokens, json_bytes)
 
     def held(self) -> int:
         """How many texts the kept windows hold in all."""
@@ -129,12 +125,6 @@ class WindowTails:
             while self._held > self._max_messages and self._kept:
                 _, dropped = self._kept.popitem(last=False)
                 self._held -= len(dropped.texts)
-
-    def _forget(self, key: Hashable) -> None:
-        with self._lock:
-            old = self._kept.pop(key, None)
-            if old is not None:
-                self._held -= len(old.texts)
 
 
 def _extended(

@@ -135,7 +135,7 @@ class ModelHooks:
         outcome = await self.runner.run(
             "prefilter_llm_history", copy.deepcopy(window.messages), check=_chat
         )
-        return dataclasses.replace(window, messages=outcome.data, sizes=None, encoded=None)
+        return window.changed(outcome.data)
 
 
 def _messages(value: Any) -> list[dict[str, Any]]:

@@ -269,7 +269,9 @@ class McpSession:
                 )
 
                 def send(client: ClientSession) -> Awaitable[types.CallToolResult]:
-                    sent.extend(_next_request_id(client))
+                    request_id = _next_request_id(client)
+                    if request_id is not None:
+                        sent.append(request_id)
                     # Not `ClientSession.call_tool`: its output-schema check may list the
                     # tools after the call, and a failure there would look like one before.
                     return client.send_request(request, types.CallToolResult)
@@ -397,13 +399,13 @@ async def _list_all(client: ClientSession) -> list[ListedTool]:
     return tools
 
 
-def _next_request_id(client: ClientSession) -> list[types.RequestId]:
-    """The id `client`'s next request will carry, as a list of one (none when this SDK
-    keeps it elsewhere: the call then goes without a cancel notice).
+def _next_request_id(client: ClientSession) -> int | None:
+    """The id `client`'s next request will carry (None when this SDK keeps it elsewhere:
+    the call then goes without a cancel notice).
 
     The SDK numbers requests itself and does not hand the number out; `send_request` takes
     the counter before its first await, so nothing can be sent in between when it is read
     just before. tests/mcp/test_mcp_pool.py fails if the counter moves.
     """
     counter = getattr(client, "_request_id", None)
-    return [counter] if isinstance(counter, int) else []
+    return counter if isinstance(counter, int) else None
