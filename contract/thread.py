@@ -296,6 +296,23 @@ class ThreadCarryOver(CamelModel):
     mcp_due: dict[str, CatalogReason] = Field(
         default_factory=dict, description="MCP servers to list again before their next use"
     )
+    continued_from: ContinuedFrom | None = Field(
+        default=None,
+        description="the run this one continues, for the new run to record the transition "
+        "(None when the previous run recorded it itself, as runs before this field did)",
+    )
 
 
+class ContinuedFrom(CamelModel):
+    """The run a continued run follows, as the new run records it: only the run that
+    exists can say a transition happened (a continue-as-new can still be refused)."""
+
+    run: int = Field(description="the previous run's number, from 1")
+    run_id: str = Field(description="the previous run's Temporal run id")
+    history_events: int
+    history_bytes: int
+    carry_over_bytes: int
+
+
+ThreadCarryOver.model_rebuild()
 ThreadStartInput.model_rebuild()

@@ -37,7 +37,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
@@ -241,6 +241,19 @@ class RecoveryInterceptor(Interceptor):
         except Exception as error:  # only a faster recovery is lost: never fail the activity
             activity.logger.warning("could not reset the sticky queue: %s", error)
 
+    async def run_closed(self, info: activity.Info) -> bool:
+        """Whether the workflow run that started this attempt has closed: then no attempt
+        can ever report a result, and the work is stopped rather than left for a retry."""
+        handle = self._client.get_workflow_handle(
+            info.workflow_id or "", run_id=info.workflow_run_id or None
+        )
+        try:
+            described = await handle.describe(rpc_timeout=UNSTICK_TIMEOUT)
+        except Exception as error:  # unknown: keep the work for a retry, as before
+            activity.logger.warning("could not tell whether the thread closed: %s", error)
+            return False
+        return described.status not in (None, WorkflowExecutionStatus.RUNNING)
+
     @property
     def heartbeat_every(self) -> float:
         return self._every
@@ -281,7 +294,9 @@ class _RecoveringActivity(ActivityInboundInterceptor):
                 raise ApplicationError(
                     "the earlier attempt this one joined ran past its timeout"
                 ) from None
-            if _superseded(details):
+            if _superseded(details) and not (
+                details is not None and details.not_found and await recovery.run_closed(info)
+            ):
                 recovery.abandon(info, work)
                 raise
             # Meant: stop the work, and report how it ended once it has stopped.

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from temporalio import workflow
+from temporalio.workflow import ActivityCancellationType
 from temporalio.common import RetryPolicy
 
 from weft.contract.events import Event
@@ -75,13 +76,16 @@ async def start_within_budget(
     result_type: type[Result],
     limits: Limits,
     summary: str | None = None,
+    wait_for_cancel: bool = False,
 ) -> tuple[workflow.ActivityHandle[Result], Carried]:
     """Start `activity`; when `payload` is over the thread's payload budget, persist what it
     carries first.
 
     `without_carried` is the update that empties the payload's carried fields; `summary` is
-    the one line the Temporal UI shows for it (workflows/ui_summaries.py). Returns the
-    handle and what the started input still carries (nothing, after persisting).
+    the one line the Temporal UI shows for it (workflows/ui_summaries.py). With
+    `wait_for_cancel`, cancelling the handle waits until the activity has stopped (or timed
+    out), so what the thread records next is true of it. Returns the handle and what the
+    started input still carries (nothing, after persisting).
     """
     if encoded_size(payload) > mem.start.options.payload_budget_bytes:
         await persist_first(mem, carried.events, carried.messages)
@@ -93,6 +97,11 @@ async def start_within_budget(
         payload,
         result_type=result_type,
         summary=summary,
+        cancellation_type=(
+            ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
+            if wait_for_cancel
+            else ActivityCancellationType.TRY_CANCEL
+        ),
         start_to_close_timeout=timedelta(seconds=limits.timeout_seconds),
         heartbeat_timeout=timedelta(seconds=limits.heartbeat_seconds),
         retry_policy=RetryPolicy(

@@ -68,6 +68,12 @@ from weft.workflows.tool_runner import ToolRunner
 from weft.workflows.transcript_edits import TranscriptEdits
 from weft.workflows.turn_end import finish_turn
 
+# Facts are written only once true (issue #41): the next run records a continue-as-new,
+# an idle thread writes a refused signal's warning at once, the close writes what late
+# handlers produced, and terminate waits for a cancelled tool call to stop. Asked once,
+# in the run's first activation (as the history gauge's patch is, for the same reason).
+TRUTHFUL_LOG_PATCH = "truthful-log-v1"
+
 
 @workflow.defn(name=WORKFLOW_TYPE)
 class AgentThreadWorkflow:
@@ -205,6 +211,8 @@ class AgentThreadWorkflow:
             raise self._start_error
         mem, carried = self._mem, self._mem.start.carry_over
         mem.history.start()  # first: see workflows/history_gauge.py
+        # Asked once per run, before any command of the run: see `TRUTHFUL_LOG_PATCH`.
+        mem.truthful_log = workflow.patched(TRUTHFUL_LOG_PATCH)
         effects = self._effects
         if carried is None:
             await self._init()
@@ -223,6 +231,9 @@ class AgentThreadWorkflow:
                     or effects.has_due()
                     or effects.changed
                     or self._budget.resume_requested
+                    # A fact produced while idle (a refused signal's warning) is written
+                    # when it happens, not with the next turn.
+                    or (mem.truthful_log and bool(mem.outbox))
                 )
             )
             if mem.is_terminated():
@@ -261,6 +272,11 @@ class AgentThreadWorkflow:
         self._emit_snapshot()
         await flush(mem, with_thread_row=True)
         await workflow.wait_condition(workflow.all_handlers_finished)
+        if mem.truthful_log and (mem.outbox or mem.outbox_messages):
+            # What handlers produced after that write (a late signal's warning) is a fact
+            # too. A signal that arrives even later makes Temporal refuse this completion,
+            # so the replayed run writes it here.
+            await flush(mem)
         return ThreadResult(
             thread_id=mem.thread_id,
             status=mem.status,

@@ -20,6 +20,7 @@ from temporalio import workflow
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.thread import (
     CarriedQueueEntry,
+    ContinuedFrom,
     ThreadCarryOver,
     ThreadStartInput,
     TurnCursor,
@@ -71,7 +72,7 @@ class Continuation:
         if not self._history_is_long():
             return
         settling = mem.history.in_use or workflow.patched(SETTLE_PATCH)
-        announced = False
+        flushed = False
         while True:
             await workflow.wait_condition(
                 lambda: workflow.all_handlers_finished() or bool(mem.turns.waiting)
@@ -88,10 +89,20 @@ class Continuation:
                 # Heavy queued messages: the next step drains them into the store first.
                 mem.incident("continue_as_new_postponed", f"carry-over is {size} bytes")
                 return
-            if announced and (settling or (not mem.outbox and not mem.outbox_messages)):
+            info = workflow.info()
+            if mem.truthful_log:
+                # Temporal can still refuse this continue-as-new (an update arriving before
+                # the completion): only the next run, once it exists, records the transition.
+                carried.continued_from = ContinuedFrom(
+                    run=mem.counters.runs,
+                    run_id=info.run_id,
+                    history_events=info.get_current_history_length(),
+                    history_bytes=info.get_current_history_size(),
+                    carry_over_bytes=size,
+                )
+            if flushed and (settling or (not mem.outbox and not mem.outbox_messages)):
                 break  # what signals added since the last write is carried (`carry_over`)
-            if not announced:
-                info = workflow.info()
+            if not mem.truthful_log and not flushed:  # older runs announced it themselves
                 mem.emit(
                     "thread.updated",
                     {
@@ -103,7 +114,7 @@ class Continuation:
                         }
                     },
                 )
-                announced = True
+            flushed = True
             # Every event and message so far reaches the store before this run ends (what
             # signals add during the settle is carried).
             await flush(mem, with_thread_row=True)
@@ -127,7 +138,23 @@ class Continuation:
 
 
 async def store_carried(mem: ThreadMemory) -> None:
-    """In a continued run, first store what the previous run's outbox carried."""
+    """In a continued run, first record the transition (when the previous run left it to
+    this one) and store what the previous run's outbox carried."""
+    came = mem.start.carry_over.continued_from if mem.start.carry_over else None
+    if came is not None:
+        mem.emit(
+            "thread.updated",
+            {
+                "continuedAsNew": {
+                    "run": mem.counters.runs,
+                    "previousRun": came.run,
+                    "previousRunId": came.run_id,
+                    "historyEvents": came.history_events,
+                    "historyBytes": came.history_bytes,
+                    "carryOverBytes": came.carry_over_bytes,
+                }
+            },
+        )
     if mem.outbox or mem.outbox_messages:
         await flush(mem)
 

@@ -167,6 +167,9 @@ class ThreadMemory:
     mcp: McpBook = field(default_factory=McpBook)
     # This run's history length and size, as last read where replays agree (not carried).
     history: HistoryGauge = field(default_factory=HistoryGauge)
+    # Whether this run writes facts only once they are true (`TRUTHFUL_LOG_PATCH` in
+    # agent_thread.py, asked once per run; runs recorded before it keep their old order).
+    truthful_log: bool = False
 
     @property
     def session_id(self) -> str:

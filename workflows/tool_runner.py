@@ -262,6 +262,9 @@ class ToolRunner:
                 call.function.arguments,
                 secret_values(self._agents.env(side)),
             ),
+            # Terminate records the call aborted only once it has stopped (a tool with
+            # effects may still be running otherwise); a late result then writes nothing.
+            wait_for_cancel=mem.truthful_log,
         )
         self._in_flight.track(handle)
         try:

@@ -18,6 +18,7 @@ from weft.activities.store.messages import (
     message_rows,
     update_message,
 )
+from weft.activities.store.outcome_fence import answered_elsewhere, any_closed, without_outcomes
 from weft.activities.store.queue_rows import QUEUE_CHANGED, project_queue_depth
 from weft.activities.store.rows import event_to_row, row_to_event
 from weft.activities.store.subagents import SUBAGENT_EVENT_PREFIX, project_subagents
@@ -47,17 +48,27 @@ class Events:
         """
         return self.record((), events_)
 
-    def record(self, messages_: Sequence[Message], events_: Sequence[Event]) -> list[Event]:
+    def record(
+        self,
+        messages_: Sequence[Message],
+        events_: Sequence[Event],
+        *,
+        unless_closed: bool = False,
+    ) -> list[Event]:
         """Store messages and events in one transaction; both idempotent as above.
 
         Activities record what one phase produced with a single commit, since each commit
-        is a disk flush. Returns the newly stored events.
+        is a disk flush. A tool call's outcome event is stored only with its result
+        message: when that message is already stored, another writer stated the outcome
+        first and this write's outcome events are dropped (outcome_fence.py). With
+        `unless_closed` (an activity's late completion) nothing is written for a thread
+        that has closed. Returns the newly stored events.
         """
         rows = message_rows(messages_)
         by_thread = events_by_thread(events_)
         if not rows and not by_thread:
             return []
-        return self._db.retrying(lambda: self._record_once(rows, by_thread))
+        return self._db.retrying(lambda: self._record_once(rows, by_thread, unless_closed))
 
     def update_message(
         self, thread_id: str, message_id: str, changes: dict[str, Any], event: Event
@@ -148,10 +159,16 @@ class Events:
             return {thread_id: int(last) for thread_id, last in connection.execute(query)}
 
     def _record_once(
-        self, rows: list[dict[str, Any]], by_thread: dict[str, list[Event]]
+        self, rows: list[dict[str, Any]], by_thread: dict[str, list[Event]], unless_closed: bool
     ) -> list[Event]:
         with self._db.write() as connection:
+            thread_ids = sorted({r["thread_id"] for r in rows} | by_thread.keys())
+            for thread_id in thread_ids:  # the fences read under the writers' lock
+                self._db.lock_thread(connection, thread_id)
+            if unless_closed and any_closed(connection, thread_ids):
+                return []
             if rows:
+                by_thread = without_outcomes(by_thread, answered_elsewhere(connection, rows))
                 insert_messages(self._db, connection, rows)
             return insert_events(self._db, connection, by_thread)
 

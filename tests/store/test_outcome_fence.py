@@ -1,0 +1,78 @@
+"""The write fences of activities/store/outcome_fence.py: one outcome per tool call, and a
+late completion writes nothing for a closed thread, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from store_factories import event, message, new_thread_id, running_thread
+
+from weft.activities.store import Store
+
+
+def _result(thread: str, *, status: str, event_id: str, type_: str) -> tuple:
+    """A tool result message for call `c1` (always the id `m5`) and its outcome event."""
+    stored = message(thread, 5, id="m5", role="tool", tool_call_id="c1", tool_status=status)
+    outcome = event(thread, event_id, type_, tool_call_id="c1", payload={"status": status})
+    return stored, outcome
+
+
+def _outcomes(store: Store, thread: str) -> list[tuple[str, str | None]]:
+    return [
+        (e.type, e.event_id)
+        for e in store.events.read(thread, types=["tool.result", "tool.failed"])
+    ]
+
+
+def test_a_late_result_after_the_recorded_abort_writes_nothing(store: Store) -> None:
+    """The workflow recorded the call aborted: the activity's late result stores neither its
+    message nor its `tool.result`, while its other events still go in."""
+    thread = new_thread_id()
+    aborted, failed = _result(thread, status="error", event_id="wf-failed", type_="tool.failed")
+    store.events.record([aborted], [failed])
+    late, result = _result(thread, status="success", event_id="c1:done", type_="tool.result")
+    other = event(thread, "hook-1", "hook.completed")
+    store.events.record([late], [result, other])
+    assert _outcomes(store, thread) == [("tool.failed", "wf-failed")]
+    assert store.messages.get(thread, "m5").tool_status == "error"
+    assert [e.event_id for e in store.events.read(thread)] == ["wf-failed", "hook-1"]
+
+
+def test_a_result_stored_first_keeps_the_later_abort_out(store: Store) -> None:
+    """The tool's result reached the store first: the workflow's abort record for the same
+    call stores no `tool.failed`, so the log states one outcome."""
+    thread = new_thread_id()
+    done, result = _result(thread, status="success", event_id="c1:done", type_="tool.result")
+    store.events.record([done], [result])
+    aborted, failed = _result(thread, status="error", event_id="wf-failed", type_="tool.failed")
+    store.events.record([aborted], [failed, event(thread, "closed", "thread.updated")])
+    assert _outcomes(store, thread) == [("tool.result", "c1:done")]
+    assert [e.event_id for e in store.events.read(thread)] == ["c1:done", "closed"]
+
+
+def test_a_retried_record_of_the_same_result_is_idempotent(store: Store) -> None:
+    """The same attempt's record written twice stores its outcome once."""
+    thread = new_thread_id()
+    done, result = _result(thread, status="success", event_id="c1:done", type_="tool.result")
+    store.events.record([done], [result])
+    assert store.events.record([done], [result]) == []
+    assert _outcomes(store, thread) == [("tool.result", "c1:done")]
+
+
+def test_nothing_is_written_for_a_closed_thread_unless_asked(store: Store) -> None:
+    """`unless_closed` writes nothing once the thread's row says it closed; the workflow's
+    own writes (without it) still go in."""
+    thread = new_thread_id()
+    store.threads.upsert(running_thread(thread))
+    done, result = _result(thread, status="success", event_id="c1:done", type_="tool.result")
+    store.threads.upsert(running_thread(thread, status="cancelled"))
+    assert store.events.record([done], [result], unless_closed=True) == []
+    assert store.messages.get(thread, "m5") is None and store.events.read(thread) == []
+    assert len(store.events.record([], [event(thread, "snap", "snapshot.updated")])) == 1
+
+
+def test_a_running_thread_takes_the_fenced_write(store: Store) -> None:
+    """`unless_closed` writes as usual while the thread runs (or has no row yet)."""
+    thread = new_thread_id()
+    done, result = _result(thread, status="success", event_id="c1:done", type_="tool.result")
+    assert len(store.events.record([done], [result], unless_closed=True)) == 1
+    store.threads.upsert(running_thread(thread))
+    assert len(store.events.record([], [event(thread, "e2")], unless_closed=True)) == 1

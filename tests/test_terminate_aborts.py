@@ -1,0 +1,137 @@
+"""Terminate aborts what is in flight, and a late completion writes nothing (issue #41).
+
+A real dev server, a real stdio MCP server (tests/mcp_servers/tools_server.py) and function
+tools that wait; terminate arrives while the call runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from mcp_support import stdio_server
+from pydantic import BaseModel
+from support import add_script, agent_definitions, event_schema_validator, start_thread
+
+from weft.activities.definitions import define_tool
+
+
+class WaitArgs(BaseModel):
+    """Arguments of the waiting tool: where to say it was cancelled."""
+
+    note: str
+
+
+async def wait_for_cancel(state: Any, args: WaitArgs) -> str:
+    """Waits (up to a minute) until its activity is cancelled, and writes "cancelled"."""
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        Path(args.note).write_text("cancelled")
+        raise
+    return "waited a minute"
+
+
+def _events(worker: Any, thread_id: str, *types: str) -> list[Any]:
+    return worker.store.events.read(thread_id, limit=10_000, types=list(types) or None)
+
+
+async def _until(check: Any, what: str, timeout: float = 30.0) -> Any:
+    """Poll `check()` until it is truthy, or fail naming `what`."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not (found := check()):
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        await asyncio.sleep(0.05)
+    return found
+
+
+async def _closed(handle: Any) -> None:
+    await asyncio.wait_for(handle.result(), timeout=60)
+
+
+def _assert_one_outcome(worker: Any, thread_id: str, call_id: str) -> None:
+    """The call has exactly one outcome in the log: aborted, and no result after it."""
+    outcomes = [
+        e
+        for e in _events(worker, thread_id, "tool.result", "tool.failed")
+        if e.tool_call_id == call_id
+    ]
+    assert [(e.type, e.payload.get("errorCode")) for e in outcomes] == [("tool.failed", "aborted")]
+    results = [m for m in worker.store.messages.list(thread_id) if m.role == "tool"]
+    assert [m.tool_status for m in results] == ["error"]
+    validator = event_schema_validator()
+    for event in _events(worker, thread_id):
+        validator.validate(event.to_wire())
+
+
+async def test_terminate_cancels_an_in_flight_mcp_call(
+    start_worker, temporal_client, scripted_server, tmp_path
+):
+    """Terminate during an MCP call cancels it at the server (`notifications/cancelled`),
+    and the call's only outcome in the log is `tool.failed` aborted."""
+    note = tmp_path / "mcp-cancelled"
+    script = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {
+                    "tool_calls": [
+                        {"name": "t_slow", "arguments": {"seconds": 20, "note": str(note)}}
+                    ]
+                },
+                {"text": "done"},
+            ]
+        },
+    )
+    server = stdio_server("tools", prefix="t_", allow=["slow"])
+    definitions = agent_definitions(script, tools=[{"mcp": "tools"}]).add(server)  # type: ignore[list-item]
+    worker = await start_worker(definitions)
+    handle = await start_thread(
+        temporal_client, worker.task_queue, messages=[{"role": "user", "content": "wait"}]
+    )
+    started = await _until(
+        lambda: _events(worker, handle.id, "tool.started"), "the MCP call started"
+    )
+    await handle.signal("terminate", {"reason": "stop now"})
+    await _closed(handle)
+    await _until(lambda: note.exists(), "the MCP server saw the call cancelled")
+    assert note.read_text() == "cancelled"
+    _assert_one_outcome(worker, handle.id, started[0].tool_call_id)
+
+
+async def test_terminate_cancels_an_in_flight_function_tool(
+    start_worker, temporal_client, scripted_server, tmp_path
+):
+    """Terminate during a function tool cancels the tool's task (through the activity's
+    heartbeats), and the call's only outcome in the log is `tool.failed` aborted."""
+    note = tmp_path / "tool-cancelled"
+    script = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {"tool_calls": [{"name": "wait_for_cancel", "arguments": {"note": str(note)}}]},
+                {"text": "done"},
+            ]
+        },
+    )
+    definitions = agent_definitions(script, tools=["wait_for_cancel"]).add(
+        define_tool(
+            name="wait_for_cancel",
+            description="Waits until cancelled",
+            args=WaitArgs,
+            execute=wait_for_cancel,
+        )
+    )
+    worker = await start_worker(definitions)
+    handle = await start_thread(
+        temporal_client, worker.task_queue, messages=[{"role": "user", "content": "wait"}]
+    )
+    started = await _until(
+        lambda: _events(worker, handle.id, "tool.started"), "the tool call started"
+    )
+    await handle.signal("terminate", {"reason": "stop now"})
+    await _closed(handle)
+    await _until(lambda: note.exists(), "the tool saw its activity cancelled")
+    _assert_one_outcome(worker, handle.id, started[0].tool_call_id)
