@@ -27,7 +27,7 @@ from weft.activities.snapshots import SnapshotCache
 from weft.activities.store import Store
 from weft.activities.streaming import Heartbeater
 from weft.activities.tool_invoker import ToolInvoker
-from weft.activities.tool_state import ThreadState, thread_state_for
+from weft.activities.tool_state import ThreadState, idempotency_key, thread_state_for
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.effects import (
     ACTIVITY_EFFECT_RUN,
@@ -148,6 +148,8 @@ class EffectActivities:
             session_id=job.session_id,
             turn_id=None,
             event_prefix=job.effect.id,
+            # One run per effect id, retried with the same id until its outcome is stored.
+            idempotency_key=idempotency_key(job.thread_id, f"effect:{job.effect.id}"),
             sandbox=self._sandbox,
             # invoke_tool from an effect runs under the side-A prompt's permission policy.
             invoker=ToolInvoker(

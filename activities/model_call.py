@@ -23,7 +23,9 @@ from weft.activities.mcp.catalog_store import CatalogStore
 from weft.activities.model_budget import AttemptCost, StreamMeter
 from weft.activities.model_request import AttemptIds, ModelRequests, attempt_event, attempt_ids
 from weft.activities.model_support import provider_for, with_estimate
+from weft.activities.previews import previewed
 from weft.activities.providers import ChatProvider, ChatReply, ChatRequest, Delta
+from weft.activities.providers.facts import failure_facts, reply_facts
 from weft.activities.snapshots import SnapshotCache
 from weft.activities.spill import spill_if_large
 from weft.activities.store import Store
@@ -35,6 +37,32 @@ from weft.contract.context import CONTEXT_TOO_LONG, ContextReport
 from weft.contract.definitions import ModelDef
 from weft.contract.events import Event
 from weft.contract.messages import Message
+
+
+def truncated(
+    call: ModelCallInput, ids: AttemptIds, model: ModelDef, request: ChatRequest
+) -> list[Event]:
+    """One `output.truncated` per output the model saw as a preview, the first time it saw
+    that much of it: the id names the message and the length shown, so the store keeps
+    one per preview however many steps send it again."""
+    events = []
+    for shown in previewed(request.messages):
+        event = attempt_event(
+            call,
+            ids,
+            "truncated",
+            "output.truncated",
+            {**shown, "reason": "preview", "model": model.name},
+        )
+        events.append(
+            event.model_copy(
+                update={
+                    "event_id": f"{shown['messageId']}:truncated:{shown['shownChars']}",
+                    "output_ref": shown["ref"],
+                }
+            )
+        )
+    return events
 
 
 class ModelActivities:
@@ -149,14 +177,28 @@ class ModelActivities:
                     "retryable": not err.non_retryable,
                 },
             )
+            facts = [
+                attempt_event(call, ids, suffix, kind, data)
+                for suffix, kind, data in failure_facts(
+                    err, model=model.name, provider=model.provider, attempt=attempt
+                )
+            ]
             taken = await batcher.take()
-            await asyncio.to_thread(self._record_charged, call, ids, [], [*taken, failed], spent)
+            await asyncio.to_thread(
+                self._record_charged, call, ids, [], [*taken, failed, *facts], spent
+            )
             raise err from None
         duration_ms = int((time.monotonic() - began) * 1000)
         if not hooks.runner.empty:
             await batcher.flush()  # a hook may write for the thread: keep the events' order
         message, refusal = await hooks.reply(self._reply_message(call, model, reply))
-        events = [*await batcher.take(), *hooks.runner.take_events()]
+        said = reply_facts(reply, model=model.name, message_id=message.id if message else None)
+        events = [
+            *await batcher.take(),
+            *(attempt_event(call, ids, suffix, kind, data) for suffix, kind, data in said),
+            *(truncated(call, ids, model, request) if report.previews else []),
+            *hooks.runner.take_events(),
+        ]
         result = await asyncio.to_thread(
             self._finish, call, model, reply, message, ids, duration_ms, report, events
         )

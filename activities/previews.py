@@ -11,6 +11,7 @@ reads: the content as stored, or for a tool result its text rather than its enve
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from weft.activities.spill import message_ref
@@ -105,6 +106,41 @@ def read_page(content: str, offset: int, limit: int | None, max_chars: int) -> d
         "totalChars": len(content),
         "nextOffset": end if end < len(content) else None,
     }
+
+
+# The notice `_notice` writes, read back to say which outputs a request carried as
+# previews (`output.truncated`): the wire messages do not carry their ids otherwise.
+_NOTICE = re.compile(
+    r"…\[weft: this output has (\d+) characters; the model sees the first (\d+)\. "
+    r"The full output is (weft://threads/[^/\s]+/messages/([^:\s]+)): call read_output"
+)
+
+
+def previewed(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each output a request's messages carry as a preview: its ref, message id, length
+    and how much of it the model sees."""
+    found = []
+    for message in messages:
+        content = message.get("content")
+        texts = [content] if isinstance(content, str) else []
+        if isinstance(content, list):  # parts: a preview is a text part
+            texts = [
+                p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+            ]
+        for text in texts:
+            match = _NOTICE.search(text)
+            if match is not None:
+                total, shown, ref, message_id = match.groups()
+                found.append(
+                    {
+                        "ref": ref,
+                        "messageId": message_id,
+                        "role": message.get("role"),
+                        "totalChars": int(total),
+                        "shownChars": int(shown),
+                    }
+                )
+    return found
 
 
 def _notice(ref: str, total: int, shown: int) -> str:

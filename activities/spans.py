@@ -94,8 +94,69 @@ class Spans:
         """Set `key` to `value` as JSON text, secrets redacted, when content is on."""
         if not self.content:
             return
-        text = value if isinstance(value, str) else json.dumps(value, default=str)
-        span.set_attribute(key, redact(text, secrets, REDACTED)[:MAX_CONTENT_CHARS])
+        span.set_attribute(key, redacted_json(value, secrets)[:MAX_CONTENT_CHARS])
+
+
+# How deep JSON text nested in strings is decoded to find a secret (arguments in a
+# message, a result's JSON quoted in another tool's arguments, ...).
+MAX_NESTING = 4
+
+
+def redacted_json(value: Any, secrets: Iterable[str]) -> str:
+    """`value` as JSON text (a string as itself) with every secret masked.
+
+    Redaction runs on the structured value before it is encoded: each string, and each
+    string that is JSON text itself, decoded and masked in turn. Masking encoded text
+    instead misses a secret with `"` or `\\` once it is escaped twice or more.
+    """
+    forms = _spellings([s for s in secrets if s])
+    if isinstance(value, str):
+        return _text(value, forms, 0)
+    if not forms:
+        return json.dumps(value, default=str)
+    plain = json.loads(json.dumps(value, default=str))  # models, tuples: plain JSON
+    return _text(json.dumps(_masked(plain, forms, 0)), forms, MAX_NESTING)
+
+
+def _masked(node: Any, forms: list[str], depth: int) -> Any:
+    if isinstance(node, str):
+        return _text(node, forms, depth)
+    if isinstance(node, dict):
+        return {_text(k, forms, depth): _masked(v, forms, depth) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_masked(v, forms, depth) for v in node]
+    return node
+
+
+def _text(text: str, forms: list[str], depth: int) -> str:
+    """`text` masked; when it is JSON text with a container or string in it, its decoded
+    value is masked and encoded again (only if that changed something)."""
+    if not forms:
+        return text
+    if depth < MAX_NESTING and text.lstrip()[:1] in ("{", "[", '"'):
+        try:
+            node = json.loads(text)
+        except ValueError:
+            node = None
+        if isinstance(node, (dict, list, str)):
+            masked = _masked(node, forms, depth + 1)
+            if masked != node:
+                text = json.dumps(masked)
+    for form in forms:
+        text = text.replace(form, REDACTED)
+    return text
+
+
+def _spellings(secrets: list[str]) -> list[str]:
+    """Each secret as it reads after 0 to MAX_NESTING rounds of JSON string escaping (the
+    last resort for JSON that is not whole: a quote of it inside prose), longest first."""
+    forms: set[str] = set()
+    for secret in secrets:
+        form = secret
+        for _ in range(MAX_NESTING + 1):
+            forms.add(form)
+            form = json.dumps(form)[1:-1]
+    return sorted(forms, key=len, reverse=True)
 
 
 def failed(span: Span, error_type: str) -> None:

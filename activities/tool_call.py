@@ -34,7 +34,7 @@ from weft.activities.store.thread_env_rows import ThreadEnvRow
 from weft.activities.streaming import Heartbeater
 from weft.activities.tool_execute import error_result, execute_tool
 from weft.activities.tool_invoker import ToolInvoker
-from weft.activities.tool_state import ThreadState, thread_state_for
+from weft.activities.tool_state import ThreadState, idempotency_key, thread_state_for
 from weft.contract.activities import ACTIVITY_TOOL_CALL, ToolCallInput, ToolCallResult, ToolResult
 from weft.contract.context import READ_OUTPUT_TOOL, ContextOptions
 from weft.contract.context_budget import ContextBudget, preview_cap_tokens
@@ -163,6 +163,9 @@ class ToolActivities:
             self._store.events.record,
             [message],
             [*owed, *hooks.runner.take_events(), done, *filter(None, [spilled])],
+            # A late completion (the thread closed, or the call was recorded aborted)
+            # writes nothing: fenced in this write's transaction (store/outcome_fence.py).
+            unless_closed=True,
         )
         await hooks.created(message)
         return ToolCallResult(
@@ -245,6 +248,10 @@ class ToolActivities:
             session_id=call.session_id,
             turn_id=call.turn_id,
             tool_call_id=call.tool_call.id,
+            # The ids this state writes under: the call's result message id, unique in the
+            # thread (a model may reuse `call_1` in a later turn; ids from it would be taken
+            # for the earlier call's and skipped as already stored).
+            event_prefix=call.result_message_id,
             sandbox=self._sandbox,
             invoker=ToolInvoker(
                 definitions=self._definitions,
@@ -256,6 +263,10 @@ class ToolActivities:
             ),
             env_version=version,
             env_row=kept,
+            # The result message's id, not the model's call id (a model may reuse `call_1`
+            # in a later turn): the workflow draws it once per call, and every attempt of
+            # this activity carries it in its input, on any worker.
+            idempotency_key=idempotency_key(call.thread_id, f"tool:{call.result_message_id}"),
         )
         state.use_effects(self._definitions.effects)
         return state
@@ -280,7 +291,7 @@ class ToolActivities:
     def _event(call: ToolCallInput, suffix: str, event_type: str, payload: dict[str, Any]) -> Event:
         return Event(
             type=event_type,
-            event_id=f"{call.tool_call.id}:{suffix}",
+            event_id=f"{call.result_message_id}:{suffix}",  # see `_begin`'s event_prefix
             timestamp=now_iso(),
             thread_id=call.thread_id,
             session_id=call.session_id,

@@ -9,13 +9,14 @@ there those methods raise (`IntentUnavailable`) instead of being dropped.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections import Counter
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from weft.activities.clock import now_iso
 from weft.activities.hooks.messages import UPDATABLE_FIELDS, UpdateRefused, before_update
-from weft.activities.sandbox import CodeExecution, SandboxPool, run_code
+from weft.activities.sandbox import CodeExecution, SandboxFact, SandboxPool, run_code
 from weft.activities.store import Store
 from weft.activities.store.thread_env_rows import ThreadEnvRow
 from weft.activities.thread_effects import EffectChanges, ThreadEffects
@@ -35,7 +36,13 @@ from weft.contract.thread_env import EnvEntry, EnvType, prompt_env
 if TYPE_CHECKING:
     from weft.activities.hooks.runner import HookRunner
 
-__all__ = ["IntentUnavailable", "ThreadState", "UpdateRefused", "thread_state_for"]
+__all__ = [
+    "IntentUnavailable",
+    "ThreadState",
+    "UpdateRefused",
+    "idempotency_key",
+    "thread_state_for",
+]
 
 
 class ThreadState(
@@ -65,10 +72,12 @@ class ThreadState(
         event_prefix: str | None = None,
         intents_from: str | None = None,
         invoker: ToolInvoker | None = None,
+        idempotency_key: str | None = None,
     ) -> None:
         """`event_prefix` names the events this state writes (default: the tool call id);
         `intents_from` says where intents cannot be applied (None: they can); `invoker`
-        runs `invoke_tool` (None where no worker tools are at hand: hooks)."""
+        runs `invoke_tool` (None where no worker tools are at hand: hooks);
+        `idempotency_key` is the running call's (None outside a tool call or effect)."""
         self._store = store
         self.thread_id = thread_id
         self.agent_id = agent_id
@@ -76,6 +85,9 @@ class ThreadState(
         self.session_id = session_id
         self.turn_id = turn_id
         self.tool_call_id = tool_call_id
+        # The same for every attempt of this call, on any worker; a tool passes it to an
+        # external API so the effect happens once though the tool may run again.
+        self.idempotency_key = idempotency_key
         self._env = env
         self.abort = abort
         self._sandbox = sandbox
@@ -190,6 +202,16 @@ class ThreadState(
         """Record a status note for the thread (it ends nothing)."""
         self._intent("set_status", {"status": status})
 
+    def _invoked_state(self, invocation: str, invoker: ToolInvoker) -> ToolInvoking:
+        """The invoked tool's ThreadState, with a key of its own: its caller's and which
+        invocation it is (both the same on a retry, as the caller invokes in order)."""
+        nested = super()._invoked_state(invocation, invoker)
+        if isinstance(nested, ThreadState) and self.idempotency_key is not None:
+            nested.idempotency_key = idempotency_key(
+                self.thread_id, f"{self.idempotency_key}:{invocation}"
+            )
+        return nested
+
     # -- env --------------------------------------------------------------------------
     def env(self, name: str) -> Any | None:
         """An env value, secrets included (tools may see secrets; models never do)."""
@@ -237,7 +259,15 @@ class ThreadState(
         The run is terminated when the thread's execution is aborted: the tool's activity
         is cancelled, for example by `terminate`.
         """
-        return run_code(source, options, pool=self._sandbox, abort=self.abort)
+        self._counts["code"] += 1
+        run = self._counts["code"]  # numbered at start: a retried tool numbers runs alike
+
+        async def record(facts: list[SandboxFact]) -> None:
+            # The run's sandbox.applied / sandbox.violation (activities/sandbox/_facts.py).
+            events = [self._event(kind, f"code{run}:{end}", data) for end, kind, data in facts]
+            await self._write(self._store.events.append, events)
+
+        return run_code(source, options, pool=self._sandbox, abort=self.abort, observe=record)
 
 
 def thread_state_for(
@@ -256,6 +286,7 @@ def thread_state_for(
     invoker: ToolInvoker | None = None,
     env_version: Hashable | None = None,
     env_row: ThreadEnvRow | None = None,
+    idempotency_key: str | None = None,
 ) -> ThreadState:
     """The ThreadState a tool, hook or effect of `prompt` gets: the thread row's user and
     env merged over the agent's and the prompt's (Runtime §4). Reads the row (blocking)
@@ -277,4 +308,16 @@ def thread_state_for(
         event_prefix=event_prefix,
         intents_from=intents_from,
         invoker=invoker,
+        idempotency_key=idempotency_key,
     )
+
+
+def idempotency_key(thread_id: str, anchor: str) -> str:
+    """The idempotency key of one call in `thread_id`: `anchor` names the call by ids the
+    workflow fixed when it scheduled it (docs/thread-state.md, `idempotency_key`).
+
+    Hashed: thread ids may be long or hold any character, and an external API takes a
+    short, header-safe key (Stripe's `Idempotency-Key` at most 255 characters).
+    """
+    digest = hashlib.sha256(f"{thread_id}\n{anchor}".encode()).hexdigest()
+    return f"weft-{digest[:32]}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -218,3 +219,37 @@ def _now() -> Any:
     from datetime import UTC, datetime
 
     return datetime.now(UTC)
+
+
+async def test_a_budget_refusal_says_which_limit_and_how_to_raise_it(
+    start_worker, temporal_client, scripted_server
+):
+    """The turn a spent budget ends carries the limit and how to raise it in lastOutcome,
+    TurnResult.error, the stored read model and the turn.completed event."""
+    from weft.client.resume import thread_read_from_store
+    from weft.client.threads import Threads
+
+    script = add_script(scripted_server, {"replies": [WEATHER, {"text": "done"}]})
+    worker = await start_worker(agent_definitions(script))
+    handle = await start_thread(
+        temporal_client, worker.task_queue, options={"budget": {"maxModelCalls": 1}}
+    )
+    await wait_until(handle, lambda s: s.status == "waiting_input")
+    threads = Threads(temporal_client, task_queue=worker.task_queue, store=worker.store)
+    result = await threads.ask(handle.id, "go")
+    assert result.stop_reason == "budget_exhausted" and result.status == "failed"
+    hint = f"weft thread budget {handle.id} --max-model-calls N"
+    assert result.error is not None and "modelCalls" in result.error and hint in result.error
+    assert f"POST /threads/{handle.id}/budget" in result.error
+    state = await read(handle)
+    assert state.stop_reason == "budget_exhausted" and state.last_outcome == result.error
+    [ended] = worker.store.events.read(handle.id, types=["turn.completed"])
+    assert ended.payload["stopReason"] == "budget_exhausted"
+    assert ended.payload["outcome"] == result.error
+    for _ in range(200):  # the stored read model follows with the next snapshot.updated
+        stored = thread_read_from_store(worker.store, handle.id)
+        if stored is not None and stored.stop_reason == "budget_exhausted":
+            break
+        await asyncio.sleep(0.05)
+    assert stored is not None and stored.last_outcome == result.error
+    _assert_valid_events(worker, handle.id)

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from temporalio import workflow
-from temporalio.workflow import ActivityCancellationType
 from temporalio.common import RetryPolicy
+from temporalio.workflow import ActivityCancellationType
 
 from weft.contract.events import Event
 from weft.contract.messages import Message

@@ -257,8 +257,13 @@ class AgentThreadWorkflow:
         search_attributes.upsert_initial(mem.start.agent, mem.parent_id, mem.start.session_id)
         try:
             mem.snapshot = await take_snapshot(mem)
-        except ApplicationError:
+        except ApplicationError as err:
             self._set_status("failed")
+            if mem.truthful_log:
+                # Turns submitted meanwhile fail with the reason, before the run does: an
+                # update left waiting would only learn that the workflow completed.
+                mem.start_failure = err.message
+                await workflow.wait_condition(workflow.all_handlers_finished)
             raise
         self._set_status("waiting_input")
 

@@ -21,6 +21,7 @@ from weft.contract.budget import (
     SIGNAL_SET_BUDGET,
     UPDATE_SET_BUDGET,
     Budget,
+    BudgetLimitName,
     BudgetState,
     SetBudget,
 )
@@ -56,10 +57,31 @@ def refusal(mem: ThreadMemory, err: ActivityError) -> str | None:
         return None
     if cause.details and isinstance(cause.details[0], dict):
         try:
-            observe(mem, BudgetState.model_validate(cause.details[0]))
+            state = BudgetState.model_validate(cause.details[0])
         except ValidationError:
-            pass  # the text still says what happened
+            return cause.message  # the text still says what happened
+        observe(mem, state)
+        if state.blocked is not None:
+            return f"{cause.message}: {how_to_raise(state.root_thread_id, state.blocked)}"
     return cause.message
+
+
+# A limit's flag of `weft thread budget` and its field of the `budget` object.
+_RAISE_BY: dict[BudgetLimitName, tuple[str, str]] = {
+    "tokens": ("--max-tokens", "maxTokens"),
+    "costUsd": ("--max-cost-usd", "maxCostUsd"),
+    "modelCalls": ("--max-model-calls", "maxModelCalls"),
+    "wallSeconds": ("--max-wall-seconds", "maxWallSeconds"),
+}
+
+
+def how_to_raise(root: str, limit: BudgetLimitName) -> str:
+    """The two ways a user raises `limit` of the tree rooted at `root` (docs/budgets.md)."""
+    flag, field = _RAISE_BY[limit]
+    return (
+        f"`weft thread budget {root} {flag} N` or `POST /threads/{root}/budget` "
+        f'with {{"budget": {{"{field}": N}}}}'
+    )
 
 
 class BudgetControl:

@@ -170,6 +170,9 @@ class ThreadMemory:
     # Whether this run writes facts only once they are true (`TRUTHFUL_LOG_PATCH` in
     # agent_thread.py, asked once per run; runs recorded before it keep their old order).
     truthful_log: bool = False
+    # Why the thread could not start (its snapshot was refused: an unknown agent, say);
+    # callers waiting on a turn are told this instead of waiting for ever.
+    start_failure: str | None = None
 
     @property
     def session_id(self) -> str:

@@ -58,7 +58,13 @@ class TurnBook:
             return
         payload = event.payload if isinstance(event.payload, dict) else {}
         if event.type == "turn.completed":
-            result = self._completed(event.turn_id, payload.get("stopReason"), facts)
+            outcome = payload.get("outcome")
+            result = self._completed(
+                event.turn_id,
+                payload.get("stopReason"),
+                facts,
+                outcome if isinstance(outcome, str) else None,
+            )
         else:
             result = self._failed(event.turn_id, payload.get("reason"), facts)
         result.events_cursor = event.event_id
@@ -101,12 +107,16 @@ class TurnBook:
             usage_at_start=self.usage_at_start,
         )
 
-    def _completed(self, turn_id: str, reason: object, facts: TurnFacts) -> TurnResult:
+    def _completed(
+        self, turn_id: str, reason: object, facts: TurnFacts, outcome: str | None
+    ) -> TurnResult:
         stop = _stop_reason(reason)
         status: TurnStatus = "completed"
         if stop == "hook_blocked":
             status = "refused"
-        elif stop == "session_fail":
+        elif stop in ("session_fail", "budget_exhausted"):
+            # A spent budget stopped the turn before its answer: `error` says which limit
+            # and how to raise it.
             status = "failed"
         message_id, response = self.last_reply or (None, None)
         return TurnResult(
@@ -116,7 +126,7 @@ class TurnBook:
             response=response if status != "refused" else None,
             message_id=message_id if status != "refused" else None,
             usage=self._usage(facts),
-            error=(facts.last_outcome or stop) if status != "completed" else None,
+            error=(outcome or facts.last_outcome or stop) if status != "completed" else None,
         )
 
     def _failed(self, turn_id: str, reason: object, facts: TurnFacts) -> TurnResult:

@@ -6,12 +6,16 @@ from weft.contract.messages import Side
 from weft.workflows.stop_rules import Stop
 from weft.workflows.thread_state import ThreadMemory
 
+# Stops whose reason the step already wrote into `last_outcome` (which hook refused, which
+# limit is spent and how to raise it): ending the turn must not erase it.
+KEEPS_OUTCOME = frozenset({"hook_blocked", "budget_exhausted"})
+
 
 def finish_turn(mem: ThreadMemory, side: Side, turn_id: str, stop: Stop) -> None:
     """Count the turn, record its outcome, and write the lifecycle tool's response."""
     mem.count_turn(side)
     mem.stop_reason = stop.reason
-    if stop.reason != "hook_blocked":  # keep the refusal the step recorded
+    if stop.reason not in KEEPS_OUTCOME:
         mem.last_outcome = stop.response
     if stop.response is not None and stop.reason != "stop_on_response":
         # The lifecycle tool's argument becomes the visible response of the turn.
@@ -25,4 +29,8 @@ def finish_turn(mem: ThreadMemory, side: Side, turn_id: str, stop: Stop) -> None
                 metadata={"status_kind": stop.reason},
             )
         )
-    mem.emit("turn.completed", {"side": side, "stopReason": stop.reason}, turn_id=turn_id)
+    payload: dict[str, object] = {"side": side, "stopReason": stop.reason}
+    if stop.reason in KEEPS_OUTCOME and mem.last_outcome:
+        # The event log says why too: a read model rebuilt from events needs the reason.
+        payload["outcome"] = mem.last_outcome
+    mem.emit("turn.completed", payload, turn_id=turn_id)

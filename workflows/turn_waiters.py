@@ -10,6 +10,7 @@ does not continue as new while an update waits (workflows/continuation.py).
 from __future__ import annotations
 
 from temporalio import workflow
+from temporalio.exceptions import ApplicationError
 
 from weft.contract.messages import SubmitTurnResult
 from weft.contract.turns import TurnResult
@@ -47,9 +48,18 @@ class TurnWaiters:
         book.ask(update_id, entry.turn_id)
         book.waiting[update_id] = entry.turn_id
         try:
-            await workflow.wait_condition(lambda: outcome_of(self._mem, entry) is not None)
+            await workflow.wait_condition(
+                lambda: (
+                    outcome_of(self._mem, entry) is not None or self._mem.start_failure is not None
+                )
+            )
         finally:
             del book.waiting[update_id]
+        if self._mem.start_failure is not None:
+            # The update fails (not the run, which fails by itself): the caller learns why.
+            raise ApplicationError(
+                self._mem.start_failure, type="ThreadStartFailed", non_retryable=True
+            )
         result = outcome_of(self._mem, entry)
         if entry.turn_id not in book.results and result is not None:
             book.record(result)  # an aborted message: remembered like a turn

@@ -69,6 +69,9 @@ class ChatReply(BaseModel):
     reasoning_content: str | None = None
     # Anthropic signs its thinking; the signature must come back with a tool-use turn.
     reasoning_signature: str | None = None
+    # A summary the provider gives of its reasoning (OpenRouter's `reasoning.summary`
+    # details), written as a `reasoning.summary` event; not sent back to any model.
+    reasoning_summary: str | None = None
     usage: Usage
     # OpenAI vocabulary (stop, tool_calls, length, content_filter) whatever the provider.
     finish_reason: str | None

@@ -161,6 +161,7 @@ class _StreamState:
     done: bool = False
     text: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
+    summaries: list[str] = field(default_factory=list)
     calls: dict[int, _PendingCall] = field(default_factory=dict)
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
@@ -188,6 +189,7 @@ class _StreamState:
                     sink.append(piece)
                     if on_delta:
                         await on_delta(Delta(kind=kind, text=piece))
+            self.summaries += reasoning_summaries(delta)
             for part in delta.get("tool_calls") or []:
                 await self._feed_call(part, on_delta)
 
@@ -214,6 +216,7 @@ class _StreamState:
             content="".join(self.text) or None,
             tool_calls=calls,
             reasoning_content="".join(self.reasoning) or None,
+            reasoning_summary="".join(self.summaries) or None,
             usage=self.usage,
             finish_reason=self.finish_reason,
             model=self.model,
@@ -240,10 +243,25 @@ def parse_completion(data: Any, model: str) -> ChatReply:
         content=message.get("content") or None,
         tool_calls=calls,
         reasoning_content=message.get("reasoning_content") or message.get("reasoning") or None,
+        reasoning_summary="".join(reasoning_summaries(message)) or None,
         usage=parse_usage(data.get("usage") or {}),
         finish_reason=choice.get("finish_reason"),
         model=data.get("model") or model,
     )
+
+
+def reasoning_summaries(message: dict[str, Any]) -> list[str]:
+    """The summary texts in a message's (or a delta's) `reasoning_details` (OpenRouter's
+    normalised reasoning: `{type: "reasoning.summary", summary}` beside text and
+    encrypted entries, which are not summaries)."""
+    details = message.get("reasoning_details")
+    return [
+        d["summary"]
+        for d in (details if isinstance(details, list) else [])
+        if isinstance(d, dict)
+        and d.get("type") == "reasoning.summary"
+        and isinstance(d.get("summary"), str)
+    ]
 
 
 def parse_usage(raw: dict[str, Any]) -> Usage:

@@ -4,6 +4,7 @@ Each call runs in a fresh QuickJS context inside a pre-warmed worker process of 
 `SandboxPool`; see docs/run-code.md for the caller contract.
 """
 
+from weft.activities.sandbox._facts import FactsObserver, SandboxFact, sandbox_facts
 from weft.activities.sandbox._handle import CodeExecution, run_code
 from weft.activities.sandbox._marshal import JSMap, SandboxFunction, SerializationError, to_jsonable
 from weft.activities.sandbox._options import DEFAULT_MEMORY_LIMIT_BYTES, MEMORY_CEILING_BYTES
@@ -17,11 +18,14 @@ __all__ = [
     "CodeExecution",
     "CodeExecutionResult",
     "CodeLog",
+    "FactsObserver",
     "JSMap",
     "SandboxFunction",
+    "SandboxFact",
     "SandboxPool",
     "SerializationError",
     "default_pool",
     "run_code",
+    "sandbox_facts",
     "to_jsonable",
 ]

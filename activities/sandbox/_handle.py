@@ -10,6 +10,7 @@ import time
 from collections.abc import Generator, Mapping
 from typing import Any
 
+from weft.activities.sandbox._facts import FactsObserver, sandbox_facts
 from weft.activities.sandbox._marshal import SerializationError, decode
 from weft.activities.sandbox._options import OptionError, Prepared, prepare
 from weft.activities.sandbox._pool import SandboxPool, WorkerProcess, default_pool
@@ -36,8 +37,11 @@ class CodeExecution:
         options: Mapping[str, Any] | None,
         *,
         abort: Any = None,
+        observe: FactsObserver | None = None,
     ) -> None:
         self._loop = asyncio.get_running_loop()
+        self._observe = observe
+        self._observed: asyncio.Task[None] | None = None
         self._t0 = time.perf_counter()
         self._pool = pool
         self.reports: list[Any] = []
@@ -67,8 +71,18 @@ class CodeExecution:
         self._settle({"status": "terminated", "error": {"name": "Terminated", "message": message}})
 
     def __await__(self) -> Generator[Any, None, CodeExecutionResult]:
+        return self._settled().__await__()
+
+    async def _settled(self) -> CodeExecutionResult:
         # Shielded: a caller that stops waiting does not decide the run's fate; terminate does.
-        return asyncio.shield(self._done).__await__()
+        result = await asyncio.shield(self._done)
+        if self._observe is not None:
+            # The run's sandbox facts are written once, before any awaiter sees the result.
+            if self._observed is None:
+                facts = sandbox_facts(self._prepared, result)
+                self._observed = self._loop.create_task(self._observe(facts))
+            await asyncio.shield(self._observed)
+        return result
 
     async def result(self) -> CodeExecutionResult:
         return await self
@@ -336,10 +350,12 @@ def run_code(
     *,
     pool: SandboxPool | None = None,
     abort: Any = None,
+    observe: FactsObserver | None = None,
 ) -> CodeExecution:
     """Run `source` in a fresh sandbox (Runtime §13) and return its handle at once.
 
     Must be called with an event loop running. `abort` terminates the run when it fires:
-    an `asyncio.Event`, or a function that registers a zero-argument callback.
+    an `asyncio.Event`, or a function that registers a zero-argument callback. `observe`
+    gets the run's `sandbox.*` facts (limits applied, a violation) once it settles.
     """
-    return CodeExecution(pool or default_pool(), source, options, abort=abort)
+    return CodeExecution(pool or default_pool(), source, options, abort=abort, observe=observe)
