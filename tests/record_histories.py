@@ -16,6 +16,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from pydantic import BaseModel  # noqa: E402
 from support import (  # noqa: E402
     add_script,
     agent_definitions,
@@ -131,6 +132,8 @@ async def record(out: Path, only: set[str]) -> None:
             await _effects(client, scripted, address, out)
         if not only or MCP in only:
             await _mcp(client, scripted, address, out)
+        if not only or TRUTHFUL in only:
+            await _truthful(client, scripted, address, out)
 
 
 def _config(address: str) -> Any:
@@ -566,6 +569,57 @@ async def _mcp(client: Any, scripted: ScriptedModelServer, address: str, out: Pa
         await handle.signal("queue_message", {"role": "user", "content": "again"})
         await wait_until(handle, idle_after(2), timeout=60)
         await _terminate_and_save(handle, out, MCP)
+
+
+TRUTHFUL = "truthful_log"
+
+
+class _Wait(BaseModel):
+    seconds: float
+
+
+async def _wait(state: Any, args: _Wait) -> str:
+    """A tool that waits until its activity is cancelled (or `seconds` pass)."""
+    await asyncio.sleep(args.seconds)
+    return "waited"
+
+
+async def _truthful(client: Any, scripted: ScriptedModelServer, address: str, out: Path) -> None:
+    """The truthful-log patch (workflows/agent_thread.py): a refused signal while idle is
+    written at once, and terminate waits for the in-flight tool call to stop."""
+    from weft.activities.definitions import define_tool
+
+    config = _config(address)
+    model = add_script(
+        scripted,
+        {
+            "turns": [
+                {"match": "hello", "replies": [{"text": "hi"}]},
+                {
+                    "match": "*",
+                    "replies": [{"tool_calls": [{"name": "wait", "arguments": {"seconds": 60}}]}],
+                },
+            ]
+        },
+    )
+    definitions = agent_definitions(model, tools=["weather", "wait"]).add(
+        define_tool(name="wait", description="Waits", args=_Wait, execute=_wait)
+    )
+    async with AgentWorker(
+        client, config, definitions=definitions, task_queue=f"record-{TRUTHFUL}", scripted=scripted
+    ) as worker:
+        handle = await start_thread(
+            client, worker.task_queue, messages=[{"role": "user", "content": "hello"}]
+        )
+        await wait_until(handle, idle_after(1))
+        await handle.signal("queue_message", {"role": "wizard", "content": "refused"})
+        await wait_until(handle, lambda s: s.warnings == 1)
+        await handle.signal("queue_message", {"role": "user", "content": "wait please"})
+        for _ in range(600):  # the tool call has started: its event is stored
+            if worker.store.events.read(handle.id, types=["tool.started"]):
+                break
+            await asyncio.sleep(0.05)
+        await _terminate_and_save(handle, out, TRUTHFUL)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,8 @@ def test_histories_are_committed():
         "asks",
         "effects",
         "mcp",
+        "truthful_log",
+        "continued_as_new_before_truthful_run1",
     } <= names
 
 
