@@ -46,7 +46,8 @@ class TurnResult(CamelModel):
 
     `status` is `completed` when the turn reached a stop rule (the answer is `response`;
     `stopReason` says which rule, e.g. `max_side_steps`), `failed` when it ended with
-    `step_error` or `session_fail` (`error` says why), `refused` when `policy: reject`
+    `step_error`, `session_fail` or `budget_exhausted` (`error` says why: for a budget,
+    which limit is spent and how to raise it), `refused` when `policy: reject`
     found the thread busy or a hook refused the turn (`hook_blocked`), and `aborted` when
     the thread was terminated before the turn ended (or the queued message was removed).
     """
