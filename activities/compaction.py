@@ -60,6 +60,8 @@ class _Prepared:
     previous: ContextBoundary | None
     plan: Plan | None
     tokens_before: int
+    # What `_prepare` read: the `history.window.loaded` payload.
+    loaded: dict[str, Any]
 
 
 class CompactionActivities:
@@ -96,7 +98,8 @@ class CompactionActivities:
                 note="nothing older than the recent tail to compact",
             )
         plan = prepared.plan
-        await asyncio.to_thread(self._store.events.append, [self._started(job, plan)])
+        loaded = _event(job, "loaded", "history.window.loaded", prepared.loaded)
+        await asyncio.to_thread(self._store.events.append, [loaded, self._started(job, plan)])
         usage, cost = Usage(), None
         if job.cut_only:
             summary, model_name = _cut_text(prepared.previous, plan), None
@@ -128,7 +131,9 @@ class CompactionActivities:
             update={"tokens_after": _tokens(prepared.frame, boundary, plan, job, target)}
         )
         stored = await asyncio.to_thread(
-            self._store.boundaries.add, boundary, [self._completed(job, boundary)]
+            self._store.boundaries.add,
+            boundary,
+            [_reconstructed(job, boundary), self._completed(job, boundary)],
         )
         return CompactResult(
             boundary=stored, tokens_before=prepared.tokens_before, usage=usage, cost_usd=cost
@@ -154,7 +159,18 @@ class CompactionActivities:
         plan = plan_cut(messages, tail_tokens, cap, forced=job.reason in ("requested", "tool"))
         if plan is not None:
             plan = Plan(plan.summarised, [*pinned, *plan.pinned], plan.tail)
-        return _Prepared(side_frame, previous, plan, before)
+        loaded = {
+            "reason": "compaction",
+            "boundaryId": job.boundary_id,
+            "fromBoundaryId": previous.boundary_id if previous else None,
+            "fromPosition": job.window.first_kept_position,
+            "messages": len(messages),
+            "pinnedMessages": len(pinned),
+            "firstPosition": messages[0].position if messages else None,
+            "lastPosition": messages[-1].position if messages else None,
+            "tokens": before,
+        }
+        return _Prepared(side_frame, previous, plan, before, loaded)
 
     async def _summarise(
         self,
@@ -268,6 +284,28 @@ class CompactionActivities:
                 "summaryTokens": estimate_tokens(boundary.summary),
             },
         )
+
+
+def _reconstructed(job: CompactInput, boundary: ContextBoundary) -> Event:
+    """The transcript the model sees from now on, rebuilt behind the new boundary: its
+    summary (or cut marker), the pinned messages, then the messages from the kept one on."""
+    return _event(
+        job,
+        "reconstructed",
+        "history.reconstructed",
+        {
+            "boundaryId": boundary.boundary_id,
+            "previousBoundaryId": boundary.previous_boundary_id,
+            "kind": boundary.kind,
+            "reason": boundary.reason,
+            "summarisedFromPosition": boundary.summarised_from_position,
+            "summarisedMessages": boundary.summarised_messages,
+            "firstKeptPosition": boundary.first_kept_position,
+            "pinnedMessages": len(boundary.pinned_message_ids),
+            "tokensBefore": boundary.tokens_before,
+            "tokensAfter": boundary.tokens_after,
+        },
+    )
 
 
 def _tokens(

@@ -16,6 +16,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
+from pydantic_core import from_json
+
 from weft.activities.context import render_prompt
 from weft.activities.images import ImageView
 from weft.activities.message_views import MessageViews, WirePart
@@ -43,6 +45,8 @@ from weft.contract.tool_catalog import offered_tools
 # (Anthropic) get this in its place; it also tells the model why the turn starts mid-way.
 BRIDGE_TEXT = "[weft: the conversation continues from the summary above.]"
 SUMMARY_HEADING = "\n\n## Summary of the earlier conversation\n"
+# Enough of a message's JSON text for its id, thread id and position.
+_HEAD_CHARS = 4096
 
 
 @dataclass(frozen=True)
@@ -255,6 +259,45 @@ def request_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) 
 def request_bytes(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
     """UTF-8 bytes of the request's messages and tools as JSON (before the adapter's framing)."""
     return len(_json([messages, tools]).encode("utf-8"))
+
+
+def selection(
+    boundary: ContextBoundary | None,
+    pinned: Sequence[Message],
+    messages: Sequence[Message | MessageJson],
+) -> dict[str, Any]:
+    """What a window selected of the transcript, for `context.resolved`: counts, the first
+    and last message sent (id and position) and the boundary in force; never content."""
+    first = _head(messages[0]) if messages else {}
+    last = _head(messages[-1]) if messages else {}
+    return {
+        "messages": len(pinned) + len(messages),
+        "pinnedMessages": len(pinned),
+        "firstMessageId": first.get("id"),
+        "firstPosition": first.get("position"),
+        "lastMessageId": last.get("id"),
+        "lastPosition": last.get("position"),
+        "boundary": (
+            {
+                "boundaryId": boundary.boundary_id,
+                "kind": boundary.kind,
+                "firstKeptPosition": boundary.first_kept_position,
+                "summarisedMessages": boundary.summarised_messages,
+                "summaryTokens": estimate_tokens(boundary.summary),
+            }
+            if boundary is not None
+            else None
+        ),
+    }
+
+
+def _head(message: Message | MessageJson) -> dict[str, Any]:
+    """A message's id and position; from a kept text, only its head is parsed: `id`,
+    `thread_id` and `position` lead every message's JSON, and a text may be megabytes."""
+    if isinstance(message, Message):
+        return {"id": message.id, "position": message.position}
+    head = from_json(message[:_HEAD_CHARS], allow_partial=True)
+    return head if isinstance(head, dict) else {}
 
 
 def _json(value: Any) -> str:

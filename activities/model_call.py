@@ -26,6 +26,7 @@ from weft.activities.model_support import provider_for, with_estimate
 from weft.activities.previews import previewed
 from weft.activities.providers import ChatProvider, ChatReply, ChatRequest, Delta
 from weft.activities.providers.facts import failure_facts, reply_facts
+from weft.activities.routing_events import routing_events
 from weft.activities.snapshots import SnapshotCache
 from weft.activities.spill import spill_if_large
 from weft.activities.store import Store
@@ -116,15 +117,17 @@ class ModelActivities:
             make_event=lambda suffix, kind, data: attempt_event(call, ids, suffix, kind, data),
             attempt_id=ids["attempt_id"],
         )
+        # The routing facts go first: the model was chosen before it was requested.
+        start = [*routing_events(call, snapshot, ids), started]
         request, report, lead = await self._requests.prepare(
-            call, snapshot, mcp, model, started, hooks
+            call, snapshot, mcp, model, start, hooks
         )
         # The start events not stored yet wait with the streamed batches: a reply that
         # comes within the interval is stored with them by one final write.
         batcher = DeltaBatcher(
             self._store,
-            lambda n, text, kind: attempt_event(
-                call, ids, f"delta{n}", *delta_event(kind, text, info.attempt)
+            lambda n, text, kind, index=None: attempt_event(
+                call, ids, f"delta{n}", *delta_event(kind, text, info.attempt, index)
             ),
             interval=self._delta_interval,
             lead=lead,

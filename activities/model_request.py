@@ -26,6 +26,7 @@ from weft.activities.context_window import (
     frame,
     measure_request,
     preview_cap,
+    selection,
     tools_for,
 )
 from weft.activities.env_versions import env_version
@@ -101,6 +102,30 @@ def attempt_event(
     )
 
 
+def context_resolved(
+    call: ModelCallInput,
+    model: ModelDef,
+    boundary: ContextBoundary | None,
+    pinned: list[Message],
+    history: _History,
+    window: Window,
+    report: ContextReport,
+) -> Event:
+    """The call's `context.resolved`: what its window selected (after any hook), against
+    the budget. Per attempt: each attempt reads its context again."""
+    payload = {
+        "model": model.name,
+        **selection(boundary, pinned, history),
+        "sentMessages": len(window.messages),
+        "previews": window.previews,
+        "requestTokens": report.request_tokens,
+        "tokenScale": call.window.token_scale,
+        "promptBudget": report.prompt_budget,
+    }
+    ids = attempt_ids(call, activity.info().attempt)
+    return attempt_event(call, ids, "context", "context.resolved", payload)
+
+
 class ModelRequests:
     """Builds a model call's request, storing first what its context must hold."""
 
@@ -117,12 +142,16 @@ class ModelRequests:
         snapshot: DefinitionSnapshot,
         mcp: dict[str, McpServerCatalog],
         model: ModelDef,
-        started: Event,
+        start: list[Event],
         hooks: ModelHooks,
     ) -> tuple[ChatRequest, ContextReport, list[Event]]:
-        """The request and its report, and the step's events left for the final write."""
+        """The request and its report, and the step's events left for the final write.
+
+        `start` are the call's own first events, `model.requested` last (a spent budget
+        stores `quota.blocked` in its place).
+        """
         messages, events, resolved = await hooks.new_messages(call.new_messages, call.outbox)
-        lead = [*events, started]
+        lead = [*events, *start]
         if not hooks.runner.has(*_SHAPING_HOOKS):
             # Nothing runs between reading the context and sending it: one thread hop
             # for the whole assembly instead of three.
@@ -157,7 +186,11 @@ class ModelRequests:
             self._request, call, model, side_frame, window, boundary
         )
         await hooks.runner.flush()
-        return request, report, []
+        return (
+            request,
+            report,
+            [context_resolved(call, model, boundary, pinned, history, window, report)],
+        )
 
     def _assemble(
         self,
@@ -177,7 +210,12 @@ class ModelRequests:
         # The read's own texts, unchanged by any hook: the window can be kept for the next.
         keep = call.scope is None
         window = self._window(call, model, side_frame, boundary, pinned, history, keep=keep)
-        return *self._request(call, model, side_frame, window, boundary), lead
+        request, report = self._request(call, model, side_frame, window, boundary)
+        return (
+            request,
+            report,
+            [*lead, context_resolved(call, model, boundary, pinned, history, window, report)],
+        )
 
     def _load(
         self,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from temporalio import activity
 
@@ -15,17 +15,27 @@ from weft.activities.providers import Delta
 from weft.activities.store import Store
 from weft.contract.events import Event
 
-EventMaker = Callable[[int, str, str], Event]
+
+class EventMaker(Protocol):
+    """Builds batch `n` of one kind; tool-call arguments also name the call's `index`."""
+
+    def __call__(self, n: int, text: str, kind: str, index: int | None = None) -> Event: ...
 
 
-def delta_event(kind: str, text: str, attempt: int) -> tuple[str, dict[str, Any]]:
+def delta_event(
+    kind: str, text: str, attempt: int, index: int | None = None
+) -> tuple[str, dict[str, Any]]:
     """The event type and payload of one batch of `kind`.
 
     Reasoning is its own Agent Runtime class (`reasoning.delta`), outside the final text;
-    text and tool-call arguments are `model.delta` with their `kind`.
+    a tool call's streamed arguments are `tool.args`, one batch per call (`toolCallIndex`
+    is its place among the reply's tool calls: providers name the call before its
+    arguments, but weft's deltas carry only the index); text is `model.delta`.
     """
     if kind == "reasoning":
         return "reasoning.delta", {"text": text, "attempt": attempt}
+    if kind == "tool_call":
+        return "tool.args", {"text": text, "toolCallIndex": index or 0, "attempt": attempt}
     return "model.delta", {"text": text, "kind": kind, "attempt": attempt}
 
 
@@ -48,7 +58,8 @@ class DeltaBatcher:
     ) -> None:
         self._make_event = make_event
         self._interval = interval
-        self._parts: dict[str, list[str]] = {}
+        # Keyed by kind, and by call for tool-call arguments (several may interleave).
+        self._parts: dict[tuple[str, int | None], list[str]] = {}
         self._last = time.monotonic()
         self._count = 0
         self._pending = PendingEvents(store, lead)
@@ -68,7 +79,8 @@ class DeltaBatcher:
 
     async def add(self, delta: Delta) -> None:
         """Take one delta; write a batch when the interval has passed."""
-        self._parts.setdefault(delta.kind, []).append(delta.text)
+        index = delta.tool_call_index if delta.kind == "tool_call" else None
+        self._parts.setdefault((delta.kind, index), []).append(delta.text)
         if time.monotonic() - self._last >= self._interval:
             await self.flush()
 
@@ -87,9 +99,13 @@ class DeltaBatcher:
 
     def _batches(self) -> list[Event]:
         events = []
-        for kind, parts in self._parts.items():
+        for (kind, index), parts in self._parts.items():
             self._count += 1
-            events.append(self._make_event(self._count, "".join(parts), kind))
+            text = "".join(parts)
+            if index is None:
+                events.append(self._make_event(self._count, text, kind))
+            else:
+                events.append(self._make_event(self._count, text, kind, index))
         self._parts = {}
         return events
 

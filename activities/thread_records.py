@@ -7,11 +7,12 @@ writes the events and messages the workflow produced on its own when it goes idl
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from weft.activities.clock import now_iso
 from weft.activities.definitions import DefinitionError, Definitions
@@ -32,6 +33,10 @@ from weft.contract.activities import (
 from weft.contract.budget import Budget, BudgetState
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.events import Event
+
+# The worker's console gets one line per refused thread (the SDK's own failure log, with
+# its traceback, is debug-level for a BENIGN error).
+logger = logging.getLogger("weft.worker")
 
 
 class ThreadRecordActivities:
@@ -56,7 +61,7 @@ class ThreadRecordActivities:
         try:
             snapshot = self._definitions.snapshot(start.agent)
         except DefinitionError as err:
-            raise ApplicationError(str(err), type="UnknownAgent", non_retryable=True) from None
+            raise _unknown_agent(start, err) from None
         budget = await asyncio.to_thread(
             self._init, start, snapshot, snapshot.model_dump(mode="json", by_alias=True)
         )
@@ -166,3 +171,22 @@ class ThreadRecordActivities:
                 changes = {k: v for k, v in batch.thread_row.items() if k in ThreadRow.model_fields}
                 changes["updated_at"] = datetime.now(UTC)
                 self._store.threads.upsert(current.model_copy(update=changes))
+
+
+def _unknown_agent(start: ThreadInitInput, err: DefinitionError) -> ApplicationError:
+    """The refusal of a thread whose agent this worker does not define: it names the agent,
+    the worker's agents and its task queue, since a thread started on the queue of another
+    worker set (the README program beside `weft dev`) is the usual cause."""
+    queue = activity.info().task_queue
+    reason = (
+        f"{err} (worker on task queue {queue!r}; start the thread on the task queue of a "
+        f"worker that defines {start.agent!r})"
+    )
+    logger.warning("weft worker: thread %s refused: %s", start.thread_id, reason)
+    # BENIGN: the caller's mistake, not the worker's; the SDK then logs it without a traceback.
+    return ApplicationError(
+        reason,
+        type="UnknownAgent",
+        non_retryable=True,
+        category=ApplicationErrorCategory.BENIGN,
+    )

@@ -239,6 +239,29 @@ class ThreadState(
         record = self._event("run.status", f"emit{self._emitted}", {"event": event, "data": data})
         await self._write(self._store.events.append, [record])
 
+    async def progress(
+        self, message: str, *, fraction: float | None = None, data: Any = None
+    ) -> None:
+        """Report how far the running call has come: a `tool.progress` event of this tool
+        call (of this effect, from an effect: written with its outcome, as all its writes).
+        `fraction` is the share done, 0 to 1, when the tool knows it."""
+        if self.tool_call_id is None and self.idempotency_key is None:
+            # A hook's state: no running tool call or effect that the progress is of.
+            raise RuntimeError(
+                "progress is available to tools and effects, not hooks: a hook runs for "
+                "no tool call of its own"
+            )
+        if not isinstance(message, str) or not message:
+            raise ValueError("progress: `message` must be a non-empty string")
+        if fraction is not None and not (
+            isinstance(fraction, int | float) and 0.0 <= fraction <= 1.0
+        ):
+            raise ValueError(f"progress: `fraction` must be a number from 0 to 1, not {fraction!r}")
+        self._counts["progress"] += 1
+        payload: dict[str, Any] = {"message": message, "fraction": fraction, "data": data}
+        record = self._event("tool.progress", f"progress{self._counts['progress']}", payload)
+        await self._write(self._store.events.append, [record])
+
     def _event(self, event_type: str, suffix: str, payload: dict[str, Any]) -> Event:
         """An event of this tool call, its id unique per call and kind of write."""
         return Event(

@@ -12,6 +12,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from weft.activities.store import Store
+from weft.client.thread_status import closed_message
 from weft.client.threads import Threads
 from weft.contract.events import Event
 from weft.workers.gateway.app import GatewayError
@@ -53,10 +54,11 @@ async def thread_status(ctx: ApiContext, thread_id: str) -> WorkflowExecutionSta
 
 
 async def require_running(ctx: ApiContext, thread_id: str) -> None:
-    """404 for an unknown thread, 409 for one that has closed (terminated, completed, …)."""
+    """404 for an unknown thread, 409 for one that has closed, worded as the CLI words it
+    (`client/thread_status.py`: terminated, failed, timed_out)."""
     status = await thread_status(ctx, thread_id)
     if status != WorkflowExecutionStatus.RUNNING:
-        raise GatewayError(409, f"thread {thread_id!r} is closed ({status.name.lower()})")
+        raise GatewayError(409, closed_message(thread_id, status))
 
 
 __all__ = ["ApiContext", "EventFeed", "require_running", "thread_status"]

@@ -7,25 +7,25 @@ unknown thread and 409 for a closed one before it acts (docs/http-api.md)."""
 # routes, and those name dependencies built inside `router` (a closure, not a global).
 
 import asyncio
-from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path
 from fastapi.responses import Response
 from pydantic import ValidationError
 from temporalio.client import (
+    WorkflowExecutionStatus,
     WorkflowUpdateFailedError,
-    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
-from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from weft.activities.spill import spill_queued_content
+from weft.api import thread_calls
 from weft.api.context import ApiContext, require_running
 from weft.api.idempotency import IdempotentRequest, Reply, idempotency
 from weft.api.models import (
     POST_ERRORS,
     ActionAnswer,
+    InterruptInput,
     MessageInput,
     QueueEditRequested,
     RefreshToolsInput,
@@ -38,12 +38,14 @@ from weft.api.models import (
 )
 from weft.api.thread_routes import ID_PATH_PATTERN, ThreadId
 from weft.client.actions import response
-from weft.client.ask import TurnWaitTimeout, ask_thread
-from weft.client.liveness import QUERY_TIMEOUT, UNANSWERED
+from weft.client.ask import ThreadFailed, TurnWaitTimeout, ask_thread
+from weft.client.thread_status import closed_message
 from weft.contract.actions import UPDATE_RESPOND_ACTION_CHECKED, RespondActionResult
 from weft.contract.budget import UPDATE_SET_BUDGET, BudgetState, SetBudget
 from weft.contract.mcp import SIGNAL_REFRESH_TOOLS, RefreshTools
 from weft.contract.messages import (
+    InterruptTurnRequest,
+    InterruptTurnResult,
     QueuedMessage,
     QueuedTurnRef,
     SubmitTurnRequest,
@@ -51,19 +53,16 @@ from weft.contract.messages import (
     TerminateRequest,
 )
 from weft.contract.thread import (
-    QUERY_THREAD_READ,
     SIGNAL_PROMOTE_QUEUED_TURN,
     SIGNAL_REMOVE_QUEUED_TURN,
     SIGNAL_TERMINATE,
+    UPDATE_INTERRUPT_TURN,
     UPDATE_SUBMIT_TURN,
-    ThreadRead,
 )
 from weft.contract.turns import TurnResult
 from weft.contract.validation import describe_validation_error
 from weft.workers.gateway.app import GatewayError
 
-# How long an update may wait to be accepted: a thread no worker runs never accepts it.
-UPDATE_TIMEOUT = timedelta(seconds=30)
 # `wait: completed` without a timeout.
 DEFAULT_TURN_WAIT_SECONDS = 60.0
 
@@ -139,7 +138,7 @@ def router(ctx: ApiContext) -> APIRouter:
             answer = response(
                 action_id, body.decision, answer=body.answer, scope=body.scope, reason=body.reason
             )
-            result = await _update(
+            result = await thread_calls.update(
                 ctx,
                 thread_id,
                 UPDATE_RESPOND_ACTION_CHECKED,
@@ -161,7 +160,7 @@ def router(ctx: ApiContext) -> APIRouter:
     async def set_budget(thread_id: ThreadId, body: SetBudget, request: Idempotent) -> Response:
         async def act() -> Reply:
             await require_running(ctx, thread_id)
-            result = await _update(
+            result = await thread_calls.update(
                 ctx,
                 thread_id,
                 UPDATE_SET_BUDGET,
@@ -191,8 +190,34 @@ def router(ctx: ApiContext) -> APIRouter:
             await require_running(ctx, thread_id)
             servers = body.servers if body else None
             payload = RefreshTools(servers=servers).model_dump(by_alias=True)
-            await _signal(ctx, thread_id, SIGNAL_REFRESH_TOOLS, payload)
+            await thread_calls.signal(ctx, thread_id, SIGNAL_REFRESH_TOOLS, payload)
             return Reply(202, ToolsRefreshRequested(thread_id=thread_id, refresh_requested=servers))
+
+        return await request.run(act)
+
+    @routes.post(
+        "/threads/{thread_id}/interrupt",
+        response_model=InterruptTurnResult,
+        responses=error_responses(*_CONTROL_ERRORS),
+        summary="Stop the running turn without a new message; the thread stays open "
+        "(`accepted`, or `noop` when no turn, or not `turnId`, runs)",
+    )
+    async def interrupt(
+        thread_id: ThreadId, request: Idempotent, body: InterruptInput | None = None
+    ) -> Response:
+        async def act() -> Reply:
+            await require_running(ctx, thread_id)
+            given = body or InterruptInput()
+            payload = InterruptTurnRequest(reason=given.reason, turn_id=given.turn_id)
+            result = await thread_calls.update(
+                ctx,
+                thread_id,
+                UPDATE_INTERRUPT_TURN,
+                payload.model_dump(mode="json", by_alias=True, exclude_none=True),
+                request.derived_id("interrupt"),
+                InterruptTurnResult,
+            )
+            return Reply(200, InterruptTurnResult.model_validate(result))
 
         return await request.run(act)
 
@@ -201,15 +226,26 @@ def router(ctx: ApiContext) -> APIRouter:
         status_code=202,
         response_model=TerminateRequested,
         responses=error_responses(*_CONTROL_ERRORS),
-        summary="Terminate the thread: it ends what it must and closes",
+        summary="Terminate the thread: it ends what it must and closes (409 when it is "
+        "closed, or already terminating)",
     )
     async def terminate(
         thread_id: ThreadId, request: Idempotent, body: TerminateInput | None = None
     ) -> Response:
         async def act() -> Reply:
             await require_running(ctx, thread_id)
+            # Still running but already sent `terminate`: it is closing, and a second
+            # signal would only be ignored by the thread (issue #34 point 10).
+            if await thread_calls.terminate_requested(ctx, thread_id):
+                raise GatewayError(
+                    409,
+                    f"thread {thread_id!r} is already terminating (terminate was requested; "
+                    "it closes as terminated)",
+                )
             payload = TerminateRequest(reason=body.reason if body else None)
-            await _signal(ctx, thread_id, SIGNAL_TERMINATE, payload.model_dump(by_alias=True))
+            await thread_calls.signal(
+                ctx, thread_id, SIGNAL_TERMINATE, payload.model_dump(by_alias=True)
+            )
             return Reply(202, TerminateRequested(thread_id=thread_id))
 
         return await request.run(act)
@@ -243,11 +279,11 @@ def _add_queue_route(
     ) -> Response:
         async def act() -> Reply:
             await require_running(ctx, thread_id)
-            read = await _live_read(ctx, thread_id)
+            read = await thread_calls.live_read(ctx, thread_id)
             if queue_id not in {item.queue_id for item in read.queue}:
                 raise GatewayError(404, f"thread {thread_id!r} has no queued turn {queue_id!r}")
             ref = QueuedTurnRef(queue_id=queue_id).model_dump(by_alias=True)
-            await _signal(ctx, thread_id, signal, ref)
+            await thread_calls.signal(ctx, thread_id, signal, ref)
             return Reply(
                 202, QueueEditRequested(thread_id=thread_id, queue_id=queue_id, action=action)
             )
@@ -302,7 +338,9 @@ async def _submit(
     request = SubmitTurnRequest.model_validate(
         {**message.model_dump(), "policy": policy, "wait": "accepted"}
     )
-    raw = await _update(ctx, thread_id, UPDATE_SUBMIT_TURN, request, update_id, SubmitTurnResult)
+    raw = await thread_calls.update(
+        ctx, thread_id, UPDATE_SUBMIT_TURN, request, update_id, SubmitTurnResult
+    )
     result = SubmitTurnResult.model_validate(raw)
     if result.status == "rejected":
         raise GatewayError(409, result.reason or f"thread {thread_id!r} refused the turn")
@@ -341,103 +379,17 @@ async def _ask(
             message=f"the turn did not end within {timeout:g} s and goes on; {retry}",
         )
         return Reply(202, waiting, keep=False)
+    except ThreadFailed as err:
+        # It failed under the wait (a worker refused it): closed, as every route says it.
+        failed = closed_message(thread_id, WorkflowExecutionStatus.FAILED)
+        raise GatewayError(409, f"{failed}: {err.reason}") from None
     except WorkflowUpdateFailedError as err:
-        raise _refusal(thread_id, err) from None
+        raise thread_calls.refusal(thread_id, err) from None
     except RPCError as err:
-        raise _rpc_failure(thread_id, err) from None
+        raise await thread_calls.rpc_failure(ctx, thread_id, err) from None
     if turn.status == "refused":
         raise GatewayError(409, turn.error or f"thread {thread_id!r} refused the turn")
     return Reply(200, turn)
 
 
-async def _update(
-    ctx: ApiContext,
-    thread_id: str,
-    name: str,
-    payload: Any,
-    update_id: str | None,
-    result_type: type[Any],
-) -> Any:
-    """Run a checked update; its refusals and Temporal's failures become error replies."""
-    handle = ctx.client.get_workflow_handle(thread_id)
-    try:
-        return await handle.execute_update(
-            name, payload, id=update_id, result_type=result_type, rpc_timeout=UPDATE_TIMEOUT
-        )
-    except WorkflowUpdateFailedError as err:
-        raise _refusal(thread_id, err) from None
-    except WorkflowUpdateRPCTimeoutOrCancelledError:
-        raise GatewayError(
-            503,
-            f"thread {thread_id!r} did not take the {name} update within "
-            f"{UPDATE_TIMEOUT.total_seconds():g} s (is a worker running?); retry with the "
-            "same Idempotency-Key",
-        ) from None
-    except RPCError as err:
-        raise _rpc_failure(thread_id, err) from None
-
-
-async def _signal(ctx: ApiContext, thread_id: str, name: str, payload: Any) -> None:
-    try:
-        await ctx.client.get_workflow_handle(thread_id).signal(name, payload)
-    except RPCError as err:
-        raise _rpc_failure(thread_id, err) from None
-
-
-async def _live_read(ctx: ApiContext, thread_id: str) -> ThreadRead:
-    """The thread's read model by query: the queue as it is now."""
-    try:
-        read = await ctx.client.get_workflow_handle(thread_id).query(
-            QUERY_THREAD_READ, result_type=ThreadRead, rpc_timeout=QUERY_TIMEOUT
-        )
-    except UNANSWERED:
-        raise GatewayError(
-            503, f"thread {thread_id!r} did not answer (is a worker running?); retry"
-        ) from None
-    return ThreadRead.model_validate(read)
-
-
-def _refusal(thread_id: str, err: WorkflowUpdateFailedError) -> GatewayError:
-    """The thread's reason for refusing an update, as the status that fits it."""
-    cause = err.cause
-    kind = cause.type if isinstance(cause, ApplicationError) else None
-    message = cause.message if isinstance(cause, ApplicationError) else str(cause)
-    if kind == "ThreadTerminated":
-        return GatewayError(409, message)
-    if kind == "PayloadTooLarge":
-        return GatewayError(413, message)
-    if kind == "UnanswerableAction":
-        return _unanswerable(message, _reason(cause))
-    if kind == "InvalidPayload":
-        return GatewayError(422, message)
-    if kind == "BudgetNotSettable":
-        return GatewayError(409, message)
-    return GatewayError(409, f"thread {thread_id!r} refused: {message}")
-
-
-def _reason(cause: BaseException | None) -> str | None:
-    """The `reason` an `UnanswerableAction` refusal carries in its details."""
-    details = cause.details if isinstance(cause, ApplicationError) else ()
-    first = details[0] if details else None
-    return first.get("reason") if isinstance(first, dict) else None
-
-
-def _unanswerable(message: str, reason: str | None) -> GatewayError:
-    """An answer the thread refused: which status fits its reason (contract/actions.py)."""
-    if reason == "not_pending":
-        return GatewayError(404, message)
-    if reason == "wrong_decision":
-        return GatewayError(422, message, fields=["decision"])
-    if reason == "misfit_answer":  # an elicitation answer its schema refuses
-        return GatewayError(422, message, fields=["answer"])
-    return GatewayError(409, message)  # already resolved
-
-
-def _rpc_failure(thread_id: str, err: RPCError) -> GatewayError:
-    if err.status == RPCStatusCode.NOT_FOUND:
-        # It was running a moment ago (require_running): it has closed since.
-        return GatewayError(409, f"thread {thread_id!r} is closed ({err.message})")
-    return GatewayError(503, f"Temporal did not answer ({err.message}); retry")
-
-
-__all__ = ["DEFAULT_TURN_WAIT_SECONDS", "UPDATE_TIMEOUT", "router"]
+__all__ = ["DEFAULT_TURN_WAIT_SECONDS", "router"]

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from temporalio.client import WorkflowExecutionStatus
 
@@ -110,8 +110,17 @@ def router(ctx: ApiContext) -> APIRouter:
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
-        return await _page(
+        page = await _page(
             ctx, thread_id, after, wait=0 if closed else wait, limit=limit, closed=closed
+        )
+        # Written by hand, not by the response model: events go out as `Event.to_wire`, the
+        # one form the schema accepts (an unset id is left out; `null` is not a string).
+        return JSONResponse(
+            {
+                "events": [e.to_wire() for e in page.events],
+                "cursor": page.cursor,
+                "closed": page.closed,
+            }
         )
 
     return routes
@@ -125,7 +134,11 @@ async def _page(
     cursor = _sequence(page[-1]) if page else after
     # `closed` was learnt before reading, so every event of the closed thread was readable.
     if closed:
-        closed = await asyncio.to_thread(ctx.store.events.last_sequence, thread_id) <= cursor
+        last = await asyncio.to_thread(ctx.store.events.last_sequence, thread_id)
+        closed = last <= cursor
+        # An `after` past the end of a closed thread: answer its real last event, never a
+        # sequence that does not exist and never will.
+        cursor = min(cursor, last)
     return EventPage(events=page, cursor=cursor, closed=closed)
 
 
@@ -148,7 +161,7 @@ async def _stream(
                 check_after = CLOSING_CHECK_SECONDS
             continue
         if closed:
-            yield f"id: {cursor}\nevent: end\ndata: {json.dumps({'sequence': cursor})}\n\n"
+            yield await _end(ctx, thread_id, cursor)
             return
         # Quiet: the workflow may have closed (its last events are all stored by then).
         closed = await _has_closed(ctx, thread_id)
@@ -158,6 +171,15 @@ async def _stream(
         if loop.time() - last_sent >= HEARTBEAT_SECONDS:
             yield ": keep-alive\n\n"
             last_sent = loop.time()
+
+
+async def _end(ctx: ApiContext, thread_id: str, cursor: int) -> str:
+    """The `end` message: the last event sent, or the thread's last one when the client
+    started past it (`?after=` beyond the end), so its `id` is always a real event; none
+    for a thread with no event at all."""
+    last = min(cursor, await asyncio.to_thread(ctx.store.events.last_sequence, thread_id))
+    data = json.dumps({"sequence": last})
+    return f"id: {last}\nevent: end\ndata: {data}\n\n" if last else f"event: end\ndata: {data}\n\n"
 
 
 async def _has_closed(ctx: ApiContext, thread_id: str) -> bool:
@@ -171,7 +193,7 @@ async def _has_closed(ctx: ApiContext, thread_id: str) -> bool:
 
 def _message(event: Event) -> str:
     # json.dumps escapes line breaks inside strings, so `data` is always a single line.
-    data = json.dumps(event.model_dump(mode="json", by_alias=True), separators=(",", ":"))
+    data = json.dumps(event.to_wire(), separators=(",", ":"))
     return f"id: {event.sequence}\nevent: {event.type}\ndata: {data}\n\n"
 
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from weft.client.thread_status import ThreadState
 from weft.contract.actions import ActionKind, ApprovalScope, Decision
 from weft.contract.mcp import MCP_SERVER_NAME_PATTERN
 from weft.contract.messages import QueueableRole, QueuedMessage
@@ -157,9 +158,12 @@ class ThreadSummary(CamelModel):
 
     thread_id: str
     agent: str | None
-    status: ExecutionStatus = Field(description="the workflow's execution status")
+    status: ThreadState = Field(
+        description="the thread's status, in the vocabulary of the `status` filter and of "
+        "`weft thread list` (docs/thread-status.md)"
+    )
     thread_status: str | None = Field(
-        description="weft's own status while it ran (running, waiting_input, cancelled, …)"
+        description="the raw WeftStatus search attribute the thread last recorded"
     )
     session_id: str | None
     awaiting_action: ActionKind | None = Field(
@@ -264,6 +268,18 @@ class TerminateInput(CamelModel):
     """`POST /threads/{id}/terminate` body."""
 
     reason: str | None = Field(default=None, max_length=4096)
+
+
+class InterruptInput(CamelModel):
+    """`POST /threads/{id}/interrupt` body (optional): 001's `interrupt_turn`."""
+
+    reason: str | None = Field(default=None, max_length=4096, description="why it stops")
+    turn_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="stop only this turn: another running, or none, is a no-op",
+    )
 
 
 class TerminateRequested(CamelModel):

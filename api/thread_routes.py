@@ -39,8 +39,15 @@ from weft.api.models import (
 from weft.client.liveness import QUERY_TIMEOUT, UNANSWERED
 from weft.client.resume import snapshot, thread_read
 from weft.client.starts import ThreadStartRefused, start_confirmed
+from weft.client.thread_status import (
+    STATUS_QUERIES,
+    StatusFilter,
+    closed_as,
+    thread_state,
+    threads_query,
+)
 from weft.contract.messages import Message
-from weft.contract.thread import QUERY_THREAD_READ, WORKFLOW_TYPE, ThreadRead
+from weft.contract.thread import QUERY_THREAD_READ, ThreadRead
 from weft.contract.validation import describe_validation_error
 from weft.workers.gateway.app import GatewayError
 
@@ -58,20 +65,6 @@ AWAITING_ACTION = SearchAttributeKey.for_keyword("WeftAwaitingAction")
 ID_PATH_PATTERN = r"^[^\x00-\x1f\x7f]{1,1000}$"
 ThreadId = Annotated[str, Path(pattern=ID_PATH_PATTERN, description="the thread (workflow) id")]
 
-StatusFilter = Literal[
-    "running", "closed", "completed", "failed", "canceled", "terminated", "timed_out"
-]
-# Each filter as visibility query text: only these fixed strings and values matching
-# SAFE_VALUE_PATTERN ever reach the query, never raw request text.
-_STATUS_QUERIES: dict[str, str] = {
-    "running": "ExecutionStatus = 'Running'",
-    "closed": "ExecutionStatus != 'Running'",
-    "completed": "ExecutionStatus = 'Completed'",
-    "failed": "ExecutionStatus = 'Failed'",
-    "canceled": "ExecutionStatus = 'Canceled'",
-    "terminated": "ExecutionStatus = 'Terminated'",
-    "timed_out": "ExecutionStatus = 'TimedOut'",
-}
 _AWAITING_QUERIES = {
     "ask_human": "WeftAwaitingAction = 'ask_human'",
     "tool_permission": "WeftAwaitingAction = 'tool_permission'",
@@ -124,6 +117,7 @@ def router(ctx: ApiContext) -> APIRouter:
     )
     async def list_threads(
         agent: Annotated[str | None, Query(pattern=SAFE_VALUE_PATTERN)] = None,
+        # The CLI's vocabulary and filters (docs/thread-status.md); another value is 422.
         status: Annotated[StatusFilter | None, Query()] = None,
         session: Annotated[str | None, Query(pattern=SAFE_VALUE_PATTERN)] = None,
         awaiting: Annotated[
@@ -137,7 +131,7 @@ def router(ctx: ApiContext) -> APIRouter:
                 base_query,
                 *([f"WeftAgent = '{agent}'"] if agent else []),
                 *([f"WeftSession = '{session}'"] if session else []),
-                *([_STATUS_QUERIES[status]] if status else []),
+                *([STATUS_QUERIES[status]] if status else []),
                 *([_AWAITING_QUERIES[awaiting]] if awaiting else []),
             ]
         )
@@ -207,6 +201,10 @@ def router(ctx: ApiContext) -> APIRouter:
     async def read_file(thread_id: ThreadId, path: str) -> Response:
         return await asyncio.to_thread(_file, ctx, thread_id, path)
 
+    # Imported here, not at the top: that module imports `ThreadId` and `_not_readable`.
+    from weft.api.inventory_routes import add_inventory_routes
+
+    add_inventory_routes(routes, ctx)
     return routes
 
 
@@ -278,16 +276,7 @@ async def _started_before(ctx: ApiContext, thread_id: str) -> Reply:
 
 def _base_query(task_queue: str) -> str:
     """The threads this server serves: AgentThread runs on its task queue, latest runs only."""
-    if not _safe(task_queue):
-        raise ValueError(f"task queue {task_queue!r}: letters, digits and _ . : @ = + - only")
-    return (
-        f"WorkflowType = '{WORKFLOW_TYPE}' AND TaskQueue = '{task_queue}' "
-        "AND ExecutionStatus != 'ContinuedAsNew'"
-    )
-
-
-def _safe(value: str) -> bool:
-    return bool(value) and all(c.isascii() and (c.isalnum() or c in "_.:@=+-") for c in value)
+    return threads_query(task_queue)
 
 
 async def _list(ctx: ApiContext, query: str, limit: int, page_token: str | None) -> ThreadList:
@@ -344,7 +333,7 @@ def _summary(execution: WorkflowExecution) -> ThreadSummary:
     return ThreadSummary(
         thread_id=execution.id,
         agent=attributes.get(AGENT),
-        status=status.name.lower(),  # the enum's names, lowercased
+        status=thread_state(status, attributes.get(STATUS)),
         thread_status=attributes.get(STATUS),
         session_id=attributes.get(SESSION),
         awaiting_action=awaiting if running and awaiting in _ACTION_KINDS else None,
@@ -368,7 +357,7 @@ async def _not_readable(ctx: ApiContext, thread_id: str) -> GatewayError:
             503, f"thread {thread_id!r} is running but no worker answered for it; retry"
         )
     return GatewayError(
-        404, f"thread {thread_id!r} closed ({status.name.lower()}) before it recorded its state"
+        404, f"thread {thread_id!r} closed ({closed_as(status)}) before it recorded its state"
     )
 
 

@@ -54,6 +54,9 @@ def register(actions_parser: Any) -> None:
     budget.add_argument(
         "--no-resume", action="store_true", help="do not resume a turn the budget stopped"
     )
+    budget.add_argument(
+        "--json", action="store_true", help="after a set, print the budget as JSON, not a line"
+    )
     budget.set_defaults(handler=run)
 
 
@@ -85,8 +88,16 @@ async def run(args: argparse.Namespace, config: WeftConfig) -> int:
     except WorkflowUpdateFailedError as err:
         print(f"weft: thread {args.thread_id!r} refused: {err.cause or err}", file=sys.stderr)
         return EXIT_REFUSED
-    print(_render(state))
+    print(_render(state) if args.json else _said(state, request))
     return 0
+
+
+def _said(state: BudgetState, request: SetBudget) -> str:
+    """What the set did, in one line: the tree's limits now, and what was cleared."""
+    limits = state.limits.model_dump(by_alias=True, exclude_none=True)
+    now = ", ".join(f"{name} {value}" for name, value in limits.items()) or "no limits"
+    cleared = f"; cleared {', '.join(request.clear)}" if request.clear else ""
+    return f"budget of the tree of {state.root_thread_id} set: {now}{cleared}"
 
 
 def _render(state: BudgetState) -> str:

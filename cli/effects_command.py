@@ -7,11 +7,13 @@ import json
 import sys
 from typing import Any
 
+from pydantic import ValidationError
 from temporalio.client import WorkflowUpdateFailedError
 
 from weft.cli.temporal_client import client_from_config
 from weft.client.schedule_inputs import ScheduleError, parse_duration
 from weft.client.threads import Threads
+from weft.contract.effects import MAX_DELAY_MS, ScheduleEffectRequest
 from weft.workers.config import WeftConfig
 
 
@@ -54,27 +56,61 @@ async def show(args: argparse.Namespace, config: WeftConfig) -> int:
     return 0
 
 
+# The flag (or argument) each field of the request comes from, for one-line errors.
+_FLAGS = {"name": "NAME", "args": "--args", "delay_ms": "--in", "id": "--id"}
+
+
 async def schedule_one(args: argparse.Namespace, config: WeftConfig) -> int:
     """Schedule the effect; print its id and due time, or why the thread refused it."""
     try:
-        effect_args = json.loads(args.args)
-        delay = parse_duration(args.delay, what="--in")
+        request = _request(args)
     except (ValueError, ScheduleError) as err:
         print(f"weft: {err}", file=sys.stderr)
         return 2
-    if not isinstance(effect_args, dict):
-        print("weft: --args must be a JSON object", file=sys.stderr)
-        return 2
-    delay_ms = round(delay.total_seconds() * 1000)
     try:
         result = await (await _threads(config)).schedule_effect(
-            args.thread_id, args.name, effect_args, delay_ms=delay_ms, effect_id=args.id
+            args.thread_id,
+            request.name,
+            request.args,
+            delay_ms=request.delay_ms,
+            effect_id=request.id,
         )
     except WorkflowUpdateFailedError as err:
         print(f"weft: thread {args.thread_id} refused the effect: {err.cause}", file=sys.stderr)
         return 1
     print(f"{result.id} {result.status}, due at {result.scheduled_at}")
     return 0
+
+
+def _request(args: argparse.Namespace) -> ScheduleEffectRequest:
+    """The request the flags describe; a bad one is a ValueError naming its flag."""
+    try:
+        effect_args = json.loads(args.args)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"--args: not JSON ({err})") from None
+    if not isinstance(effect_args, dict):
+        raise ValueError("--args must be a JSON object")
+    delay = parse_duration(args.delay, what="--in")
+    try:
+        return ScheduleEffectRequest(
+            name=args.name,
+            args=effect_args,
+            delay_ms=round(delay.total_seconds() * 1000),
+            id=args.id,
+        )
+    except ValidationError as err:
+        problem = err.errors()[0]
+        field = str(problem["loc"][0]) if problem["loc"] else ""
+        flag = _FLAGS.get(field, field)
+        if field == "delay_ms" and problem["type"] == "less_than_equal":
+            message = f"at most {MAX_DELAY_MS // 86_400_000} days"
+        else:
+            message = str(problem["msg"])
+        raise ValueError(f"{flag}: {message} (got {_given(args, field)!r})") from None
+
+
+def _given(args: argparse.Namespace, field: str) -> object:
+    return {"name": args.name, "delay_ms": args.delay, "id": args.id}.get(field, args.args)
 
 
 async def remove_one(args: argparse.Namespace, config: WeftConfig) -> int:

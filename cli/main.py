@@ -8,7 +8,8 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Iterator, Sequence
+import traceback
+from collections.abc import Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -25,17 +26,22 @@ from weft.cli import (
     codec_command,
     effects_command,
     inbox_command,
+    interrupt_command,
+    inventory_command,
+    list_command,
     respond_command,
     schedule_command,
     send_command,
     serve_command,
     tail_command,
 )
+from weft.cli.parser import CommandParser
 from weft.cli.temporal_client import client_from_config
 from weft.cli.thread_guard import ThreadError, run_thread_command
 from weft.client import resume
 from weft.client.starts import ThreadStartRefused, start_confirmed
 from weft.client.threads import Threads
+from weft.contract.validation import describe_validation_error
 from weft.workers.config import ConfigError, WeftConfig, WorkerConfig, load_config
 from weft.workers.dev_server import DevServerError
 
@@ -63,8 +69,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     try:
         config = apply_recovery_flags(args, load_config(args.config))
     except ConfigError as err:
-        print(f"weft: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(args, str(err), EXIT_USAGE)
     if getattr(args, "definitions", None):
         config.definitions = args.definitions
     if getattr(args, "metrics_port", None) is not None:
@@ -80,20 +85,38 @@ def run(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except ThreadError as err:
-        print(f"weft: {err}", file=sys.stderr)
-        return 1
+        return _fail(args, str(err), 1)
     except RPCError as err:
-        print(f"weft: Temporal refused the request: {err.message}", file=sys.stderr)
-        return 1
+        return _fail(args, f"Temporal refused the request: {err.message}", 1)
+    except ValidationError as err:
+        # A model built from the flags: its first problem, by field, on one line.
+        return _fail(args, describe_validation_error(err, limit=1), 1)
     except (DefinitionError, DevServerError, ValueError, RuntimeError) as err:
         # Bad definitions or set-up: one clear line, not a traceback.
-        print(f"weft: {err}", file=sys.stderr)
-        return 1
+        return _fail(args, str(err), 1)
+    except Exception as err:  # anything else is still one line; --debug shows where
+        return _fail(args, f"{type(err).__name__}: {err}", 1)
+
+
+def _fail(args: argparse.Namespace, message: str, code: int) -> int:
+    """Print `message` as a `weft:` line (the traceback first with --debug).
+
+    Errors are one line; the few that say how to fix them (the search-attribute commands to
+    run) keep those lines below it, since cutting them would leave the user nothing to run.
+    """
+    if getattr(args, "debug", False) and sys.exc_info()[0] is not None:
+        traceback.print_exc()
+    first, *rest = str(message).strip().splitlines() or [""]
+    print("\n".join([f"weft: {first}", *rest]), file=sys.stderr)
+    return code
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="weft", description="Durable agent threads on Temporal")
+    parser = CommandParser(prog="weft", description="Durable agent threads on Temporal")
     parser.add_argument("--config", help="config file (default: $WEFT_CONFIG or temporal-dev.yml)")
+    parser.add_argument(
+        "--debug", action="store_true", help="print the traceback of an error, not only its line"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     dev = commands.add_parser("dev", help="start the dev server if needed, and a worker")
@@ -154,15 +177,13 @@ def _parser() -> argparse.ArgumentParser:
     terminate.add_argument("thread_id")
     terminate.add_argument("--reason")
     terminate.set_defaults(handler=_thread_terminate)
-    listing = actions.add_parser("list", help="list threads from Temporal visibility")
-    listing.add_argument("--agent")
-    listing.add_argument("--status")
-    listing.add_argument("--limit", type=int, default=50)
-    listing.set_defaults(handler=_thread_list)
+    list_command.register(actions)
     ask_command.register(actions)
     respond_command.register(actions)
     budget_command.register(actions)
     effects_command.register(actions)
+    inventory_command.register(actions)
+    interrupt_command.register(actions)
     inbox_command.register(commands)
     schedule_command.register(commands)
 
@@ -252,36 +273,48 @@ async def _threads(config: WeftConfig) -> Threads:
 
 
 async def _dev(args: argparse.Namespace, config: WeftConfig) -> int:
+    from weft.workers.demo.defaults import HOW_TO_POINT, uses_demo, with_demo_defaults
     from weft.workers.dev_stack import DevStack
 
-    async with DevStack(config, ui=True) as stack:
-        print(
-            f"weft dev: Temporal at {config.temporal.address}"
-            f" ({'started here' if stack.started_server else 'already running'}),"
-            f" UI {stack.ui_url}, task queue {config.temporal.task_queue}"
-        )
-        _print_metrics_url("weft dev", stack.worker)
-        await _until_interrupted(
-            stack.worker.wait(),
-            ready="weft dev: worker running; Ctrl-C stops what this command started",
-        )
-    return 0
+    config = with_demo_defaults(config)
+
+    async def serve() -> int:
+        async with DevStack(config, ui=True) as stack:
+            print(
+                f"weft dev: Temporal at {config.temporal.address}"
+                f" ({'started here' if stack.started_server else 'already running'}),"
+                f" UI {stack.ui_url}, task queue {config.temporal.task_queue}"
+            )
+            if uses_demo(config):
+                print(f"weft dev: the demo's definitions ({config.definitions}); {HOW_TO_POINT}")
+            _print_metrics_url("weft dev", stack.worker)
+            print("weft dev: worker running; Ctrl-C stops what this command started", flush=True)
+            await stack.worker.wait()
+        return 0
+
+    return await _until_stopped(serve())
 
 
 async def _worker(args: argparse.Namespace, config: WeftConfig) -> int:
     from weft.workers.agent_worker import AgentWorker, load_definitions
+    from weft.workers.demo.defaults import with_demo_defaults
 
-    definitions = load_definitions(config)  # fail fast, before connecting anywhere
-    client = await _client(config)
-    # AgentWorker checks the search attributes first: it registers missing ones, or raises
-    # SearchAttributesMissing (a RuntimeError: one message with the commands, exit code 1).
-    async with AgentWorker(client, config, definitions=definitions) as worker:
-        _print_metrics_url("weft worker", worker)
-        await _until_interrupted(
-            worker.wait(),
-            ready=f"weft worker: polling {worker.task_queue} on {config.temporal.address}",
-        )
-    return 0
+    definitions = load_definitions(with_demo_defaults(config))  # fail fast, before connecting
+
+    async def serve() -> int:
+        client = await _client(config)
+        # AgentWorker checks the search attributes first: it registers missing ones, or
+        # raises SearchAttributesMissing (a RuntimeError: one message with the commands).
+        async with AgentWorker(client, config, definitions=definitions) as worker:
+            _print_metrics_url("weft worker", worker)
+            print(
+                f"weft worker: polling {worker.task_queue} on {config.temporal.address}",
+                flush=True,
+            )
+            await worker.wait()
+        return 0
+
+    return await _until_stopped(serve())
 
 
 def _print_metrics_url(command: str, worker: AgentWorker) -> None:
@@ -291,8 +324,9 @@ def _print_metrics_url(command: str, worker: AgentWorker) -> None:
 
 async def _demo(args: argparse.Namespace, config: WeftConfig) -> int:
     from weft.cli.demo import run_demo
+    from weft.workers.demo.defaults import with_demo_defaults
 
-    return await run_demo(config, sys.stdout)
+    return await _until_stopped(run_demo(with_demo_defaults(config), sys.stdout), stopped=130)
 
 
 async def _thread_start(args: argparse.Namespace, config: WeftConfig) -> int:
@@ -348,6 +382,8 @@ async def _thread_show(args: argparse.Namespace, config: WeftConfig) -> int:
 
 async def _thread_terminate(args: argparse.Namespace, config: WeftConfig) -> int:
     await (await _threads(config)).terminate(args.thread_id, args.reason)
+    # The signal is sent; the thread finishes what it must, then closes (tail shows it end).
+    print(f"terminate sent to {args.thread_id}: it closes once its work in flight stops")
     return 0
 
 
@@ -376,48 +412,45 @@ async def _thread_context(args: argparse.Namespace, config: WeftConfig) -> int:
     return 0
 
 
-async def _thread_list(args: argparse.Namespace, config: WeftConfig) -> int:
-    client = await _client(config)
-    clauses = ["WorkflowType = 'AgentThread'"]
-    if args.agent:
-        clauses.append(f"WeftAgent = '{_quote(args.agent)}'")
-    if args.status:
-        clauses.append(f"WeftStatus = '{_quote(args.status)}'")
-    count = 0
-    async for execution in client.list_workflows(" AND ".join(clauses), limit=args.limit):
-        attrs = execution.typed_search_attributes
-        agent = next((p.value for p in attrs if p.key.name == "WeftAgent"), "?")
-        status = next((p.value for p in attrs if p.key.name == "WeftStatus"), "?")
-        print(f"{execution.id}\t{agent}\t{status}\t{execution.start_time:%Y-%m-%d %H:%M:%S}")
-        count += 1
-    if count == 0:
-        print("no threads", file=sys.stderr)
-    return 0
+# SIGHUP too: a terminal that closes stops `weft dev` cleanly, not by the default action,
+# which would leave the dev server (in its own session) running.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def _quote(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("'", "\\'")
+async def _until_stopped(body: Coroutine[Any, Any, int], *, stopped: int = 0) -> int:
+    """Run `body` (start, serve, stop what it started); the first SIGINT, SIGTERM or SIGHUP
+    cancels it, so its `async with` blocks stop what they started, and returns `stopped`.
 
-
-async def _until_interrupted(waiting: Any, *, ready: str) -> None:
-    """Print `ready`, then run until `waiting` ends or SIGINT/SIGTERM arrives.
-
-    The handlers are in place before `ready` is printed: whoever waits for that line may
-    stop the process at once, and a signal before them would kill it with no clean stop.
+    The handlers are in place before `body` starts anything: a signal while the dev server
+    starts would otherwise kill this process and orphan the server. A SIGHUP ignored from
+    the start (`nohup`) stays ignored, as its user asked.
     """
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    print(ready, flush=True)
-    task = asyncio.ensure_future(waiting)
-    stopper = asyncio.ensure_future(stop.wait())
-    await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
-    stopper.cancel()
-    if task.done():
-        task.result()
-    else:
-        task.cancel()
+    task = asyncio.ensure_future(body)
+    signalled = False
+
+    def stop() -> None:
+        nonlocal signalled
+        if not signalled:  # a second signal must not cut the clean stop short
+            signalled = True
+            task.cancel()
+
+    handled = [
+        sig
+        for sig in STOP_SIGNALS
+        if not (sig == signal.SIGHUP and signal.getsignal(sig) == signal.SIG_IGN)
+    ]
+    for sig in handled:
+        loop.add_signal_handler(sig, stop)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if not signalled:
+            raise
+        return stopped
+    finally:
+        for sig in handled:
+            loop.remove_signal_handler(sig)
 
 
 if __name__ == "__main__":

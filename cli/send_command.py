@@ -57,6 +57,7 @@ async def run(args: argparse.Namespace, config: WeftConfig) -> int:
         await threads.send(args.thread_id, content, role=args.role)
     finally:
         store.close()
+    print(f"queued a {args.role} message on {args.thread_id} ({len(content)} characters)")
     return 0
 
 

@@ -17,6 +17,14 @@ async def client_from_config(
     """Connect to the configured Temporal with weft's data converter (and its codec keys),
     and `interceptors` (tracing, for `weft serve`)."""
     temporal = config.temporal
+    try:
+        return await _connect(config, interceptors)
+    except RuntimeError as err:  # the SDK's "Failed client connect: …"
+        raise RuntimeError(f"cannot reach Temporal at {temporal.address} ({err})") from err
+
+
+async def _connect(config: WeftConfig, interceptors: Sequence[Interceptor]) -> Client:
+    temporal = config.temporal
     return await connect(
         temporal.address,
         namespace=temporal.namespace,

@@ -2,7 +2,8 @@
 
 Every subcommand that names a thread runs through `run_thread_command`: the thread is
 checked before the command runs, so the user gets one line (`weft: thread 'x' not found`,
-`weft: thread 'x' is closed (terminated)`) and exit code 1 instead of Temporal's
+`weft: thread 'x' is closed (terminated)`, worded by `client/thread_status.py` as the HTTP
+API words it) and exit code 1 instead of Temporal's
 RPCError traceback. A thread can still close between the check and the action: Temporal's
 NOT_FOUND answer then goes through the same check, so the line is the same.
 
@@ -16,13 +17,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
-from typing import Any
 
 from temporalio.client import (
     Client,
-    WorkflowExecutionStatus,
-    WorkflowHandle,
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
 )
@@ -30,21 +27,10 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from weft.activities.store import Store
 from weft.cli.temporal_client import client_from_config
-from weft.contract.thread import ThreadResult
+from weft.client.thread_status import closed_message, is_closed
 from weft.workers.config import WeftConfig
 
 Handler = Callable[[argparse.Namespace, WeftConfig], Awaitable[int | None]]
-
-# How a closed workflow's Temporal status reads in "is closed (…)". COMPLETED is looked up
-# in the thread's result: weft's soft terminate completes the workflow as "cancelled".
-_CLOSED_AS = {
-    WorkflowExecutionStatus.FAILED: "failed",
-    WorkflowExecutionStatus.TERMINATED: "terminated",
-    WorkflowExecutionStatus.CANCELED: "cancelled",
-    WorkflowExecutionStatus.TIMED_OUT: "timed out",
-    WorkflowExecutionStatus.CONTINUED_AS_NEW: "continued as new",
-}
-_RESULT_TIMEOUT = timedelta(seconds=10)
 
 
 class ThreadError(Exception):
@@ -91,23 +77,8 @@ async def check_thread(
                 f"thread {thread_id!r} is closed (past Temporal's retention)"
             ) from None
         return
-    if described.status == WorkflowExecutionStatus.RUNNING or closed_ok:
-        return
-    raise ThreadError(
-        f"thread {thread_id!r} is closed ({await _closed_as(handle, described.status)})"
-    )
-
-
-async def _closed_as(
-    handle: WorkflowHandle[Any, Any], status: WorkflowExecutionStatus | None
-) -> str:
-    if status is not None and status in _CLOSED_AS:
-        return _CLOSED_AS[status]
-    try:
-        result = ThreadResult.model_validate(await handle.result(rpc_timeout=_RESULT_TIMEOUT))
-    except Exception:  # a result we cannot read still means: closed
-        return "completed"
-    return "terminated" if result.status == "cancelled" else result.status
+    if described.status is not None and is_closed(described.status) and not closed_ok:
+        raise ThreadError(closed_message(thread_id, described.status))
 
 
 def _store_knows(config: WeftConfig, thread_id: str) -> bool:

@@ -12,14 +12,19 @@ import asyncio
 import time
 import uuid
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from temporalio.client import (
     Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
     WorkflowUpdateHandle,
     WorkflowUpdateRPCTimeoutOrCancelledError,
     WorkflowUpdateStage,
 )
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from weft.activities.store import Store
@@ -42,6 +47,34 @@ class TurnWaitTimeout(TimeoutError):
         self.update_id = update_id
 
 
+class ThreadFailed(RuntimeError):
+    """The thread's workflow failed, so no turn can answer; `reason` is the innermost
+    failure (for a thread its worker refused: the unknown agent, the worker's agents and
+    its task queue)."""
+
+    def __init__(self, thread_id: str, reason: str) -> None:
+        super().__init__(f"thread {thread_id} failed: {reason}")
+        self.thread_id = thread_id
+        self.reason = reason
+
+
+async def failure_reason(handle: WorkflowHandle[Any, Any]) -> str | None:
+    """The innermost failure message of a failed workflow; None while it runs or when it
+    closed otherwise."""
+    try:
+        if (await handle.describe()).status != WorkflowExecutionStatus.FAILED:
+            return None
+        await handle.result(follow_runs=False)
+    except RPCError:
+        return None  # no such workflow
+    except WorkflowFailureError as err:
+        cause: BaseException = err
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
+        return str(cause)
+    return None
+
+
 async def ask_thread(
     client: Client,
     thread_id: str,
@@ -61,13 +94,42 @@ async def ask_thread(
         {**message.model_dump(), "policy": policy, "wait": "completed"}
     )
     waiter = _Waiter(client, thread_id, request, update_id or f"ask-{uuid.uuid4().hex}", timeout)
-    result = await waiter.run(attach_first=update_id is not None)
+    try:
+        result = await waiter.run(attach_first=update_id is not None)
+    except (WorkflowUpdateFailedError, RPCError) as err:
+        started = _start_failure(err)
+        if started is not None:  # the thread answered: it could not start, and why
+            raise ThreadFailed(thread_id, started) from None
+        if not _closed_under_it(err):
+            raise
+        # The workflow closed before answering (`AcceptedUpdateCompletedWorkflow`, or not
+        # found as running): say why it failed rather than what the update saw.
+        reason = await failure_reason(client.get_workflow_handle(thread_id))
+        if reason is None:
+            raise
+        raise ThreadFailed(thread_id, reason) from None
     if result.turn is None:
         raise RuntimeError(
             f"thread {thread_id} answered submit_turn without a turn result: its worker "
             "predates wait=completed"
         )
     return await _with_response(result.turn, thread_id, store)
+
+
+def _start_failure(err: WorkflowUpdateFailedError | RPCError) -> str | None:
+    """Why the thread could not start, when the update failed for that reason."""
+    cause = getattr(err, "cause", None)
+    if isinstance(cause, ApplicationError) and cause.type == "ThreadStartFailed":
+        return cause.message
+    return None
+
+
+def _closed_under_it(err: WorkflowUpdateFailedError | RPCError) -> bool:
+    """True when the update failed because the workflow is not running any more."""
+    if isinstance(err, RPCError):
+        return err.status == RPCStatusCode.NOT_FOUND
+    cause = err.cause
+    return isinstance(cause, ApplicationError) and cause.type == "AcceptedUpdateCompletedWorkflow"
 
 
 class _Waiter:
@@ -94,11 +156,15 @@ class _Waiter:
         attach = attach_first
         while True:
             try:
-                handle = await (self._attach() if attach else self._send())
-                return SubmitTurnResult.model_validate(
-                    await handle.result(rpc_timeout=self._remaining())
-                )
-            except WorkflowUpdateRPCTimeoutOrCancelledError:
+                # `rpc_timeout` bounds each poll only: Temporal answers a long poll with "no
+                # outcome yet" (about every 20 s) and the SDK polls again, so `timeout` is
+                # kept here, over the whole wait (issue #34: a queued turn waited forever).
+                async with asyncio.timeout(self._overall()):
+                    handle = await (self._attach() if attach else self._send())
+                    return SubmitTurnResult.model_validate(
+                        await handle.result(rpc_timeout=self._remaining())
+                    )
+            except (WorkflowUpdateRPCTimeoutOrCancelledError, TimeoutError):
                 # The SDK turns a cancellation of this task into this error too.
                 task = asyncio.current_task()
                 if task is not None and task.cancelling():
@@ -135,6 +201,9 @@ class _Waiter:
         if self._timeout is None:
             return None
         return timedelta(seconds=max(self._remaining_seconds(), 0.001))
+
+    def _overall(self) -> float | None:
+        return None if self._timeout is None else max(self._remaining_seconds(), 0.0)
 
     def _remaining_seconds(self) -> float:
         return self._started + (self._timeout or 0.0) - time.monotonic()

@@ -46,6 +46,7 @@ from weft.client.schedule_inputs import (
     schedule_spec,
     scheduled_message,
 )
+from weft.client.thread_status import closed_message
 from weft.contract.messages import QueuedMessage
 from weft.contract.schedules import SCHEDULED_DELIVERY_TYPE, ScheduledDeliveryInput
 from weft.contract.thread import WORKFLOW_TYPE, ThreadStartInput
@@ -283,9 +284,9 @@ class Schedules:
             raise ScheduleError(
                 f"workflow {thread_id!r} is a {described.workflow_type}, not an {WORKFLOW_TYPE}"
             )
-        if described.status != WorkflowExecutionStatus.RUNNING:
-            status = described.status.name.lower() if described.status else "closed"
-            raise ScheduleError(f"thread {thread_id!r} is {status}: it cannot receive messages")
+        if described.status not in (None, WorkflowExecutionStatus.RUNNING):
+            closed = closed_message(thread_id, described.status)
+            raise ScheduleError(f"{closed}: it cannot receive messages")
         return described.task_queue
 
     async def _view(self, description: ScheduleDescription, target: ScheduleTarget) -> WeftSchedule:

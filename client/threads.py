@@ -8,6 +8,7 @@ Events are tailed from the store by cursor, because workflows cannot stream.
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -16,6 +17,7 @@ from temporalio.client import Client, WorkflowHandle
 
 from weft.activities.spill import SPILL_THRESHOLD_BYTES, spill_queued_content
 from weft.activities.store import Store
+from weft.client import inventory
 from weft.client.ask import Policy, ask_thread
 from weft.client.context import context_snapshot
 from weft.contract.budget import (
@@ -35,9 +37,12 @@ from weft.contract.effects import (
     ScheduleEffectResult,
 )
 from weft.contract.events import Event
+from weft.contract.inventory import ExecutionEnvironment, ToolInventory
 from weft.contract.mcp import SIGNAL_REFRESH_TOOLS, RefreshTools
 from weft.contract.messages import (
     MAX_QUEUED_CONTENT_CHARS,
+    InterruptTurnRequest,
+    InterruptTurnResult,
     MessagePage,
     QueuedMessage,
     SubmitTurnResult,
@@ -48,6 +53,7 @@ from weft.contract.thread import (
     SIGNAL_QUEUE_MESSAGE,
     SIGNAL_QUEUE_TOOL,
     SIGNAL_TERMINATE,
+    UPDATE_INTERRUPT_TURN,
     UPDATE_SUBMIT_TURN,
     WORKFLOW_TYPE,
     ThreadRead,
@@ -56,6 +62,17 @@ from weft.contract.thread import (
 )
 from weft.contract.turns import TurnResult
 from weft.contract.ui_text import secret_values, thread_summary
+
+_NOT_IN_ID = re.compile(r"[^A-Za-z0-9_.\-]+")
+
+
+def new_thread_id(agent: str) -> str:
+    """A readable thread id, `<agent>-<12 hex>` (`helper-7f3a9c2e41b0`), so that lists such
+    as the Temporal UI's tell threads apart by agent; 48 random bits keep ids of one agent
+    apart well past a million threads. The agent part keeps id-safe characters and starts
+    with a letter or digit (the HTTP API's id pattern)."""
+    name = _NOT_IN_ID.sub("-", agent).lstrip("_.-")[:64] or "thread"
+    return f"{name}-{uuid.uuid4().hex[:12]}"
 
 
 class Threads:
@@ -85,7 +102,7 @@ class Threads:
         """Start a thread of `agent`; string messages are user messages."""
         queued = [await self._spilled(_as_message(m)) for m in messages]
         start = ThreadStartInput.model_validate({"agent": agent, "messages": queued, **fields})
-        thread_id = thread_id or f"thread-{uuid.uuid4().hex[:16]}"
+        thread_id = thread_id or new_thread_id(start.agent)
         if start.session_id is None:  # the workflow derives the same; here it is searchable
             start.session_id = default_session_id(thread_id)
         return await self._client.start_workflow(
@@ -136,7 +153,8 @@ class Threads:
         `update_id`, from any process, returns the same result without queuing the text
         twice. `timeout` (seconds; None waits for ever) raises `TurnWaitTimeout`, which
         carries the update id. A thread that refuses the update (terminated) raises
-        `temporalio.client.WorkflowUpdateFailedError`.
+        `temporalio.client.WorkflowUpdateFailedError`; one whose workflow failed (its
+        worker refused the thread) raises `ThreadFailed` with the reason.
         """
         message = await self._queued("user", text)
         return await ask_thread(
@@ -156,6 +174,22 @@ class Threads:
     async def terminate(self, thread_id: str, reason: str | None = None) -> None:
         """Soft shutdown of the thread (Runtime §10)."""
         await self.handle(thread_id).signal(SIGNAL_TERMINATE, {"reason": reason})
+
+    async def interrupt_turn(
+        self, thread_id: str, *, reason: str | None = None, turn_id: str | None = None
+    ) -> InterruptTurnResult:
+        """Stop the running turn (001's `interrupt_turn`); the thread stays open.
+
+        `accepted`: the turn is stopping (it ends `interrupted`, the thread goes idle, queued
+        messages stay queued). `noop`: no turn runs, or `turn_id` is not the running one.
+        """
+        request = InterruptTurnRequest(reason=reason, turn_id=turn_id)
+        result = await self.handle(thread_id).execute_update(
+            UPDATE_INTERRUPT_TURN,
+            request.model_dump(mode="json", by_alias=True, exclude_none=True),
+            result_type=InterruptTurnResult,
+        )
+        return InterruptTurnResult.model_validate(result)
 
     async def compact(self, thread_id: str, reason: str | None = None) -> None:
         """Ask the thread to compact its model context (the `compact` signal).
@@ -190,6 +224,19 @@ class Threads:
         a thread that cannot answer the query raises `ValueError`.
         """
         return await context_snapshot(self._client, self._store, thread_id)
+
+    async def tool_inventory(self, thread_id: str) -> ToolInventory | None:
+        """The `tool_inventory_snapshot`: live, or from the store once the thread is closed.
+
+        None when the thread cannot answer and never stored one. Without a store, a thread
+        that cannot answer the query raises `ValueError`.
+        """
+        return await inventory.tool_inventory(self._client, self._store, thread_id)
+
+    async def execution_environment(self, thread_id: str) -> ExecutionEnvironment | None:
+        """The `execution_environment_snapshot` (env names, never values): live, or from the
+        store once the thread is closed; None and `ValueError` as for `tool_inventory`."""
+        return await inventory.execution_environment(self._client, self._store, thread_id)
 
     async def schedule_effect(
         self,

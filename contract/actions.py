@@ -29,7 +29,7 @@ ASK_HUMAN_PARAMETERS: dict[str, Any] = {
 ActionKind = Literal["ask_human", "tool_permission", "elicitation"]
 Decision = Literal["approve", "deny", "answer"]
 ApprovalScope = Literal["once", "session"]
-DecidedBy = Literal["rule", "mode", "session", "human", "timeout", "terminate"]
+DecidedBy = Literal["rule", "mode", "session", "human", "timeout", "terminate", "interrupt"]
 PermissionMode = Literal["default", "auto", "plan"]
 # Why an answer cannot resolve anything: the `reason` in the details of the
 # `UnanswerableAction` error that the checked update raises.

@@ -103,6 +103,30 @@ class QueuedTool(CamelModel):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
+class InterruptTurnRequest(CamelModel):
+    """The `interrupt_turn` update and signal payload (001): stop the running turn.
+
+    `turnId` names the turn to stop (another turn, or none running, is a no-op);
+    `sessionId`, when given, must be the thread's session.
+    """
+
+    session_id: str | None = Field(default=None, min_length=1, max_length=256)
+    turn_id: str | None = Field(default=None, min_length=1, max_length=256)
+    reason: str | None = Field(default=None, max_length=4096)
+
+
+class InterruptTurnResult(CamelModel):
+    """What `interrupt_turn` answers: `accepted` (the turn is stopping) or `noop`.
+
+    `turnId` is the turn stopped (or the one named, for a no-op); `reason` is the
+    interrupt's reason when accepted, and why nothing happened for a no-op.
+    """
+
+    status: Literal["accepted", "noop"]
+    turn_id: str | None = None
+    reason: str | None = None
+
+
 class TerminateRequest(CamelModel):
     """The `terminate` signal payload."""
 

@@ -32,6 +32,9 @@ QUERY_MESSAGES = "messages"
 SIGNAL_REMOVE_QUEUED_TURN = "remove_queued_turn"
 SIGNAL_PROMOTE_QUEUED_TURN = "promote_queued_turn"
 QUERY_SESSION_SNAPSHOT = "session_snapshot"
+# Both an update (answered `accepted` / `noop`) and a signal (fire and forget).
+UPDATE_INTERRUPT_TURN = "interrupt_turn"
+SIGNAL_INTERRUPT_TURN = "interrupt_turn"
 
 ThreadStatus = Literal[
     "preparing",
@@ -42,6 +45,20 @@ ThreadStatus = Literal[
     "cancelled",
     "failed",
 ]
+
+
+# The session's status (001's thread status words) for a root thread's status; None while
+# it prepares. `waiting_input` is idle, or blocked on a person when a turn is running.
+SessionStatus = Literal["idle", "running", "blocked", "completed", "failed", "cancelled"]
+
+
+def session_status(status: ThreadStatus, turn_running: bool) -> SessionStatus | None:
+    """What `session.updated` says for a root thread whose status is now `status`."""
+    if status == "waiting_input":
+        return "blocked" if turn_running else "idle"
+    if status == "waiting_permission":
+        return "blocked"
+    return None if status == "preparing" else status
 
 
 # A timeout or attempt count past what Temporal can hold (1e300 s) would fail every workflow

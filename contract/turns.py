@@ -27,9 +27,10 @@ StopReason = Literal[
     "step_error",
     "aborted_by_user",
     "budget_exhausted",
+    "interrupted",
 ]
 
-TurnStatus = Literal["completed", "failed", "refused", "aborted"]
+TurnStatus = Literal["completed", "failed", "refused", "aborted", "cancelled"]
 
 
 class UsageTotals(CamelModel):
@@ -48,8 +49,10 @@ class TurnResult(CamelModel):
     `stopReason` says which rule, e.g. `max_side_steps`), `failed` when it ended with
     `step_error`, `session_fail` or `budget_exhausted` (`error` says why: for a budget,
     which limit is spent and how to raise it), `refused` when `policy: reject`
-    found the thread busy or a hook refused the turn (`hook_blocked`), and `aborted` when
-    the thread was terminated before the turn ended (or the queued message was removed).
+    found the thread busy or a hook refused the turn (`hook_blocked`), `aborted` when
+    the thread was terminated before the turn ended (or the queued message was removed),
+    and `cancelled` when `interrupt_turn` stopped it (`stopReason: interrupted`, `error`
+    carries the reason).
     """
 
     turn_id: str = Field(

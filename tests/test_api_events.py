@@ -38,9 +38,8 @@ def _as_stored(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _stored(store: Store, thread_id: str) -> list[dict[str, Any]]:
-    return [
-        e.model_dump(mode="json", by_alias=True) for e in store.events.read(thread_id, limit=10_000)
-    ]
+    """The stored events as the API serves them: `Event.to_wire`, unset ids left out."""
+    return [e.to_wire() for e in store.events.read(thread_id, limit=10_000)]
 
 
 async def _no_waiters(feed: Any) -> None:

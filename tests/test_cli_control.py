@@ -206,7 +206,15 @@ async def test_thread_budget_shows_sets_and_refuses(
     assert code == 2 and "--max-tokens" in err and "Traceback" not in err, err
 
     code, out, err = await _weft(
-        config, "thread", "budget", handle.id, "--max-tokens", "900", "--clear", "modelCalls"
+        config,
+        "thread",
+        "budget",
+        handle.id,
+        "--max-tokens",
+        "900",
+        "--clear",
+        "modelCalls",
+        "--json",
     )
     assert code == 0, err
     assert json.loads(out)["limits"] == {"maxTokens": 900}

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import socket
+import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,8 @@ import yaml
 from support import idle_after, start_thread, wait_until
 
 from weft.transport.connection import connect
-from weft.workers.config import DevServerConfig
+from weft.workers.config import DevServerConfig, load_config
+from weft.workers.demo import defaults
 from weft.workers.dev_server import DevServer, DevServerError, free_port, is_listening
 
 DEFINITIONS = Path(__file__).parent / "crash_definitions"
@@ -127,3 +131,71 @@ async def test_a_dev_server_that_cannot_start_says_why_at_once(tmp_path):
         await server.stop()
     assert "exited with" in str(refused.value) and "address already in use" in str(refused.value)
     assert asyncio.get_running_loop().time() - started < 30
+
+
+def _outside_env(**extra: str) -> dict[str, str]:
+    """The environment of a user outside the checkout: no weft settings of ours."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WEFT_", "OPENAI_"))}
+    return {**env, **extra}
+
+
+async def test_weft_dev_runs_the_demo_from_any_folder(tmp_path, dev_server, temporal_client):
+    """From a folder with no config and no definitions, `weft dev` serves the demo's agents
+    with the scripted model, found in the installed package, and says how to use one's own."""
+    queue = f"dev-{uuid.uuid4().hex[:8]}"
+    process = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "weft"),
+        "dev",
+        cwd=tmp_path,
+        env=_outside_env(WEFT_TEMPORAL_ADDRESS=dev_server.address, WEFT_TASK_QUEUE=queue),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    assert process.stdout is not None
+    lines: list[str] = []
+    try:
+        while not lines or "worker running" not in lines[-1]:
+            line = (await asyncio.wait_for(process.stdout.readline(), 90)).decode()
+            assert line, "".join(lines)
+            lines.append(line)
+        assert "--definitions DIR or WEFT_DEFINITIONS=DIR" in "".join(lines)
+        handle = await start_thread(
+            temporal_client,
+            queue,
+            agent="travel_assistant",
+            messages=[{"role": "user", "content": "What's the weather in Paris?"}],
+        )
+        state = await wait_until(handle, idle_after(1), timeout=60)
+        assert state.last_outcome == "Paris: light rain, 14 °C. Tokyo: clear, 22 °C."
+    finally:
+        code = await _interrupt(process)
+    assert code == 0
+    assert (tmp_path / ".weft" / "weft.db").exists(), "the store belongs in the user's folder"
+
+
+def test_own_definitions_that_are_missing_say_how_to_point_at_them(tmp_path):
+    """`weft worker --definitions mine` where there is no `mine` exits 1 with one line that
+    names the folder and both ways to point at one's own definitions."""
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "weft"), "worker", "--definitions", "mine"],
+        cwd=tmp_path,
+        env=_outside_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert str(tmp_path / "mine") in line and "does not exist" in line, line
+    assert "--definitions DIR" in line and "WEFT_DEFINITIONS=DIR" in line, line
+
+
+def test_a_copy_of_the_checkouts_config_finds_the_demo_in_the_package(tmp_path):
+    """temporal-dev.yml copied into another folder keeps working: its checkout-relative demo
+    definitions and scripts resolve to the installed package's."""
+    copy = tmp_path / "temporal-dev.yml"
+    copy.write_text((Path(__file__).resolve().parents[1] / "temporal-dev.yml").read_text())
+    config = defaults.with_demo_defaults(load_config(copy, environ={}))
+    assert Path(config.definitions) == defaults.DEFINITIONS
+    assert Path(config.providers["scripted"].scripts or "") == defaults.SCRIPTS
+    assert config.store_url() == f"sqlite:///{tmp_path / '.weft' / 'weft.db'}"

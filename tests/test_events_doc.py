@@ -42,6 +42,9 @@ def test_every_emitted_event_type_is_documented() -> None:
     page = (ROOT / "docs" / "events.md").read_text()
     emitted = _emitted()
     assert {"rate_limit.hit", "sandbox.violation", "turn.completed"} <= emitted
+    assert {"routing.decided", "routing.not_possible", "context.resolved", "tool.args"} <= emitted
+    assert {"tool.progress", "history.window.loaded", "history.reconstructed"} <= emitted
+    assert {"turn.submitted", "session.created", "session.updated"} <= emitted
     assert _undocumented(page, emitted) == []
 
 

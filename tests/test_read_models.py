@@ -171,7 +171,9 @@ async def test_read_models_and_events_validate(
     ):
         assert expected in types, f"no {expected} event"
     for event in events:
-        if event["type"] == "snapshot.updated":
+        # The close also stores the tool inventory and the execution environment
+        # (tests/test_inventory_read_models.py); the thread read is the session's shell.
+        if event["type"] == "snapshot.updated" and event["payload"]["kind"] == "thread_read":
             _check(snapshot_schema, _as_snapshot(event))
 
 

@@ -44,7 +44,9 @@ _EXPORTS: dict[str, str] = {
     "define_prompt": "weft.activities.definitions",
     "define_tool": "weft.activities.definitions",
     "Store": "weft.activities.store",
+    "ThreadFailed": "weft.client.ask",
     "TurnWaitTimeout": "weft.client.ask",
+    "ThreadStartRefused": "weft.client.starts",
     "ScheduleError": "weft.client.schedules",
     "Schedules": "weft.client.schedules",
     "RespondActionResult": "weft.contract.actions",
@@ -84,8 +86,9 @@ if TYPE_CHECKING:
         define_tool,
     )
     from weft.activities.store import Store
-    from weft.client.ask import TurnWaitTimeout
+    from weft.client.ask import ThreadFailed, TurnWaitTimeout
     from weft.client.schedules import ScheduleError, Schedules
+    from weft.client.starts import ThreadStartRefused
     from weft.contract.actions import RespondActionResult
     from weft.contract.events import Event
     from weft.contract.mcp import McpServerDef
@@ -122,9 +125,11 @@ __all__ = [
     "StopReason",
     "Store",
     "Thread",
+    "ThreadFailed",
     "ThreadOptions",
     "ThreadRead",
     "ThreadResult",
+    "ThreadStartRefused",
     "TurnResult",
     "TurnWaitTimeout",
     "UsageTotals",

@@ -10,10 +10,13 @@ from temporalio.client import Client
 from weft._config import DEFAULT_TASK_QUEUE
 from weft.activities.store import Store
 from weft.client.actions import respond_checked, response
+from weft.client.starts import CONFIRM_TIMEOUT, start_confirmed
 from weft.client.threads import Threads, tail_events
 from weft.contract.actions import RespondActionResult
 from weft.contract.effects import ScheduleEffectResult
 from weft.contract.events import Event
+from weft.contract.inventory import ExecutionEnvironment, ToolInventory
+from weft.contract.messages import InterruptTurnResult
 from weft.contract.thread import ThreadOptions, ThreadRead, ThreadResult
 from weft.contract.turns import TurnResult
 
@@ -58,15 +61,24 @@ class Thread:
         options: ThreadOptions | Mapping[str, Any] | None = None,
         task_queue: str = DEFAULT_TASK_QUEUE,
         store: Store | None = None,
+        accept_timeout: float = CONFIRM_TIMEOUT,
     ) -> Thread:
-        """Start a thread of `agent` (its workflow id is the thread id, generated if None).
+        """Start a thread of `agent` (its workflow id is the thread id; None generates a
+        readable one, `<agent>-<12 hex>`).
+
+        It returns once a worker has accepted the thread; a worker that does not define
+        `agent` (or misses a required variable) refuses it, and `weft.ThreadStartRefused`
+        says why, naming the worker's agents and task queue. With no worker answering
+        within `accept_timeout` seconds (0: do not wait) the thread is returned anyway: a
+        worker that polls `task_queue` later runs it.
 
         `messages` (str: a user message) are queued at once; often there are none and the
         first turn is an `ask`. `env` values are secrets unless given as
         `{"value": ..., "type": "text"}`. `options` are the thread's runtime options, e.g.
         `{"maxTotalSteps": 64}`: the hard cap of steps per session (default 64), where a
         model call together with the tool calls it asked for is one step.
-        `task_queue` must be the worker's (default `agents`).
+        `task_queue` must be the worker's (`worker.task_queue`; default `agents`, that of
+        `weft.Worker` without a config, while the CLI's `temporal-dev.yml` uses `weft-dev`).
         """
         fields: dict[str, Any] = {"env": dict(env or {})}
         if session_id is not None:
@@ -76,8 +88,15 @@ class Thread:
         if options is not None:
             fields["options"] = options
         threads = Threads(client, task_queue=task_queue, store=store)
-        handle = await threads.start(agent, messages=messages, thread_id=thread_id, **fields)
-        return cls(client, handle.id, store=store, task_queue=task_queue)
+        started = await start_confirmed(
+            threads,
+            agent,
+            messages=messages,
+            thread_id=thread_id,
+            timeout=accept_timeout,
+            **fields,
+        )
+        return cls(client, started.thread_id, store=store, task_queue=task_queue)
 
     async def ask(
         self,
@@ -96,7 +115,9 @@ class Thread:
         re-attaches by `update_id`, and asking again with the same `update_id` returns the
         same result without sending the text twice. `timeout` (s; None waits for ever)
         raises `TurnWaitTimeout`, carrying the update id. `policy="interrupt"` cancels the
-        model call in flight; `"reject"` refuses the turn when the thread is busy.
+        model call in flight; `"reject"` refuses the turn when the thread is busy. A
+        thread whose workflow failed (its worker refused it: an unknown agent) raises
+        `weft.ThreadFailed` with the worker's reason.
         """
         return await self._threads.ask(
             self.id, text, policy=policy, update_id=update_id, timeout=timeout
@@ -181,6 +202,28 @@ class Thread:
         """The thread read model: status, queue, pending actions, counters, usage, last
         outcome and stop reason (the `thread_read` query; the worker must be running)."""
         return await self._threads.read(self.id)
+
+    async def tools(self) -> ToolInventory | None:
+        """The tool inventory: every tool the active agent, side and prompt can call
+        (function, prompt, agent, MCP, built-in), its permission, source and whether an
+        `optional` flag disables it. Live, or what the thread stored when it closed (needs
+        `store`); None when it is neither."""
+        return await self._threads.tool_inventory(self.id)
+
+    async def environment(self) -> ExecutionEnvironment | None:
+        """The execution environment: env names (never values), the thread's filesystem,
+        limits, and what the thread knows of running code. Live or stored, as `tools()`."""
+        return await self._threads.execution_environment(self.id)
+
+    async def interrupt(
+        self, *, reason: str | None = None, turn_id: str | None = None
+    ) -> InterruptTurnResult:
+        """Stop the running turn without a new message; the thread stays open (001's
+        `interrupt_turn`). What runs is cancelled (a model or tool call) or ends (a wait on
+        a person), the turn ends `interrupted`, and queued messages stay queued: the next
+        starts its turn at once. `status` is `noop` when no turn runs, or `turn_id` names
+        another turn; `reason` then says which."""
+        return await self._threads.interrupt_turn(self.id, reason=reason, turn_id=turn_id)
 
     async def terminate(self, reason: str | None = None) -> None:
         """Soft shutdown: cancels the work in flight, records it, and closes the workflow;

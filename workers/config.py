@@ -37,7 +37,10 @@ class TemporalConfig(_Config):
 
     address: str = "127.0.0.1:7233"
     namespace: str = "default"
-    task_queue: str = "agents"
+    # Not `agents`, the queue of `weft.Worker` without a config: a Python program run
+    # beside `weft dev` must not have its threads taken by the CLI's worker, whose
+    # definitions are others (issue #34).
+    task_queue: str = "weft-dev"
     api_key: str | None = None
     tls: bool = False
     dev_server: DevServerConfig = Field(default_factory=DevServerConfig)

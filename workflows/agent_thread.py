@@ -21,13 +21,26 @@ from weft.contract.actions import UPDATE_RESPOND_ACTION_CHECKED, ActionKind, Res
 from weft.contract.activities import Intent, ToolResult
 from weft.contract.context import QUERY_CONTEXT_BOUNDARY
 from weft.contract.definitions import ToolSpec
+from weft.contract.inventory import (
+    QUERY_EXECUTION_ENVIRONMENT,
+    QUERY_TOOL_INVENTORY,
+    ExecutionEnvironment,
+    ToolInventory,
+)
 from weft.contract.mcp import QUERY_MCP_ELICITATION, ElicitationAnswer
-from weft.contract.messages import MessagePage, Side, SubmitTurnResult, ToolCall
+from weft.contract.messages import (
+    InterruptTurnResult,
+    MessagePage,
+    Side,
+    SubmitTurnResult,
+    ToolCall,
+)
 from weft.contract.thread import (
     QUERY_MESSAGES,
     QUERY_SESSION_SNAPSHOT,
     QUERY_THREAD_READ,
     SIGNAL_TERMINATE,
+    UPDATE_INTERRUPT_TURN,
     UPDATE_SUBMIT_TURN,
     WORKFLOW_TYPE,
     ThreadRead,
@@ -35,9 +48,10 @@ from weft.contract.thread import (
     ThreadStartInput,
     ThreadStatus,
     TurnCursor,
+    session_status,
 )
 from weft.contract.validation import describe_validation_error
-from weft.workflows import read_models, search_attributes
+from weft.workflows import inventory, read_models, search_attributes
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.background import BackgroundTasks
 from weft.workflows.budget import BudgetControl
@@ -162,6 +176,16 @@ class AgentThreadWorkflow:
         self._refuse_if_not_started()
         self._control.validate_submit_turn(payload)
 
+    @workflow.update(name=UPDATE_INTERRUPT_TURN)
+    async def interrupt_turn(self, payload: Any = None) -> InterruptTurnResult:
+        """Stop the running turn without a new message; the thread stays open (001)."""
+        return self._control.interrupt_turn(payload)
+
+    @interrupt_turn.validator
+    def _validate_interrupt_turn(self, payload: Any = None) -> None:
+        self._refuse_if_not_started()
+        self._control.validate_interrupt_turn(payload)
+
     @workflow.update(name=UPDATE_RESPOND_ACTION_CHECKED)
     async def respond_action_checked(self, payload: Any = None) -> RespondActionResult:
         """Answer a pending action; the validator refuses what the signal would only warn."""
@@ -188,6 +212,18 @@ class AgentThreadWorkflow:
         """The Agent Runtime `context_boundary_snapshot`: the boundary in force and its summary."""
         self._refuse_if_not_started()
         return read_models.context_snapshot(self._mem)
+
+    @workflow.query(name=QUERY_TOOL_INVENTORY)
+    def tool_inventory(self) -> ToolInventory:
+        """The `tool_inventory_snapshot`: the active side's tools, permissions and sources."""
+        self._refuse_if_not_started()
+        return inventory.tool_inventory(self._mem)
+
+    @workflow.query(name=QUERY_EXECUTION_ENVIRONMENT)
+    def execution_environment(self) -> ExecutionEnvironment:
+        """The `execution_environment_snapshot`: env names, filesystem, limits, processes."""
+        self._refuse_if_not_started()
+        return inventory.execution_environment(self._mem)
 
     @workflow.query(name=QUERY_MCP_ELICITATION)
     def mcp_elicitation_answer(self, action_id: Any = None) -> ElicitationAnswer | None:
@@ -253,6 +289,8 @@ class AgentThreadWorkflow:
 
     async def _init(self) -> None:
         mem = self._mem
+        if mem.truthful_log and mem.parent_id is None:  # a tree is one session: its root's
+            mem.emit("session.created", {"agent": mem.start.agent, "rootThreadId": mem.thread_id})
         # The caller's session only: a derived one would change this command for old runs.
         search_attributes.upsert_initial(mem.start.agent, mem.parent_id, mem.start.session_id)
         try:
@@ -274,6 +312,7 @@ class AgentThreadWorkflow:
         await self._background.finish()
         if self._reporter.is_child():
             await self._reporter.report("closed", status="terminated", content=mem.terminate_reason)
+        inventory.emit_snapshots(mem)  # before the thread read: that one announces the close
         self._emit_snapshot()
         await flush(mem, with_thread_row=True)
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -363,11 +402,16 @@ class AgentThreadWorkflow:
             side_steps += 1
             mem.count_step(side)
             stop = await self._steps.run(side, turn_id, side_steps)
-            if stop is None:
+            if stop is None and self._effects.has_due():
                 # A safe point: between two steps, nothing in flight. Effects whose alarms
                 # fired during the step run now; what they queue joins the next step.
-                if self._effects.has_due():
-                    await self._effects.run_due()
+                await self._effects.run_due()
+            # An accepted interrupt_turn ends the turn before anything else (and before a
+            # continue-as-new, which would forget it).
+            interrupted = self._control.end_interrupted_turn(side, turn_id)
+            if interrupted is not None:
+                return interrupted
+            if stop is None:
                 await self._continuation.continue_if_due(
                     TurnCursor(side=side, turn_id=turn_id, side_steps=side_steps)
                 )
@@ -399,12 +443,19 @@ class AgentThreadWorkflow:
             self._set_status("waiting_input" if asks_input else "waiting_permission")
         search_attributes.upsert_awaiting(kind)
 
+    def turn_interrupted(self) -> bool:
+        return self._in_flight.turn_stop is not None
+
     # ---- helpers ---------------------------------------------------------------------
 
     def _set_status(self, status: ThreadStatus) -> None:
-        if status != self._mem.status:
-            self._mem.status = status
+        mem = self._mem
+        if status != mem.status:
+            mem.status = status
             search_attributes.upsert_status(status)
+            shown = session_status(status, mem.active_turn is not None)
+            if mem.truthful_log and mem.parent_id is None and shown is not None:
+                mem.emit("session.updated", {"status": shown, "threadStatus": status})
 
     def _emit_snapshot(self) -> None:
         # The read model rides in the event stream, so the store can serve it once the

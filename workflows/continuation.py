@@ -14,6 +14,7 @@ stays in the store.
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 from temporalio import workflow
 
@@ -155,8 +156,32 @@ async def store_carried(mem: ThreadMemory) -> None:
                 }
             },
         )
+        # Emitted only with the transition above, so it never makes a flush of its own
+        # (no new command): runs before the truthful log announce nothing here.
+        mem.emit("history.window.loaded", window_loaded(mem, came.run_id))
     if mem.outbox or mem.outbox_messages:
         await flush(mem)
+
+
+def window_loaded(mem: ThreadMemory, previous_run_id: str) -> dict[str, Any]:
+    """`history.window.loaded` of a continued run: the window it works from, as carried
+    (the boundary in force, the estimate it starts with, the messages it indexes); the
+    transcript itself stays in the store, where the next `model.call` reads it."""
+    state, index = mem.window, mem.index
+    boundary = state.boundary
+    return {
+        "reason": "continued_as_new",
+        "run": mem.counters.runs,
+        "previousRunId": previous_run_id,
+        "boundaryId": boundary.boundary_id if boundary else None,
+        "firstKeptPosition": boundary.first_kept_position if boundary else 0,
+        "messages": mem.index_base + len(index),
+        "indexedFromPosition": index[0].position if index else None,
+        "projectedTokens": state.projected_tokens(),
+        "promptBudget": state.prompt_budget,
+        "tokenScale": state.token_scale,
+        "learntLimit": state.learnt_limit,
+    }
 
 
 def carry_over(

@@ -24,9 +24,12 @@ from weft.contract.actions import (
 from weft.contract.activities import Intent
 from weft.contract.context import SIGNAL_COMPACT, CompactRequest
 from weft.contract.messages import (
+    InterruptTurnRequest,
+    InterruptTurnResult,
     QueuedMessage,
     QueuedTool,
     QueuedTurnRef,
+    Side,
     SubmitTurnRequest,
     SubmitTurnResult,
     TerminateRequest,
@@ -38,11 +41,13 @@ from weft.contract.subagents import (
     VariablesProvided,
 )
 from weft.contract.thread import (
+    SIGNAL_INTERRUPT_TURN,
     SIGNAL_PROMOTE_QUEUED_TURN,
     SIGNAL_QUEUE_MESSAGE,
     SIGNAL_QUEUE_TOOL,
     SIGNAL_REMOVE_QUEUED_TURN,
     SIGNAL_TERMINATE,
+    UPDATE_INTERRUPT_TURN,
     UPDATE_SUBMIT_TURN,
 )
 from weft.workflows.action_answers import UnanswerableAction, apply_response, check_response
@@ -51,10 +56,12 @@ from weft.workflows.control import InvalidPayload, Model, parse_single
 from weft.workflows.in_flight import InFlight
 from weft.workflows.payload_budget import encoded_size, megabytes
 from weft.workflows.queue import ThreadQueue, UnknownQueuedTurn
+from weft.workflows.stop_rules import Stop
 from weft.workflows.subagents.parent_reporter import ParentReporter
 from weft.workflows.subagents.registry import SubagentRegistry, UnknownChild
 from weft.workflows.subagents.spawner import SubagentSpawner, UnknownVariableRequest
 from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.turn_interrupt import TurnInterrupts
 from weft.workflows.turn_waiters import TurnWaiters, current_update_id
 
 
@@ -92,6 +99,7 @@ class ControlPlane:
         self._context = context
         self._host = host
         self._waiters = TurnWaiters(mem)
+        self._interrupts = TurnInterrupts(mem, in_flight)
         self._handlers: dict[str, Callable[[str, list[Any]], None]] = {
             SIGNAL_QUEUE_MESSAGE: self._queue_message,
             SIGNAL_QUEUE_TOOL: self._queue_tool,
@@ -102,6 +110,7 @@ class ControlPlane:
             SIGNAL_SUBAGENT_REPORT: self._subagent_report,
             SIGNAL_VARIABLES_PROVIDED: self._variables_provided,
             SIGNAL_COMPACT: self._compact,
+            SIGNAL_INTERRUPT_TURN: self._interrupt_signal,
         }
         self._intent_handlers: dict[str, Callable[[Intent], None]] = {
             "queue_message": self._queue_message_intent,
@@ -138,7 +147,7 @@ class ControlPlane:
         message = parse_single(name, values, QueuedMessage)
         if not refused_after_terminate(self._mem, name):
             self._check_size(name, message)
-            self._queue.add_message(message)
+            self._queue.add_message(message, source=name)
 
     def _queue_tool(self, name: str, values: list[Any]) -> None:
         tool = parse_single(name, values, QueuedTool)
@@ -198,6 +207,18 @@ class ControlPlane:
         if not refused_after_terminate(self._mem, name):
             self._context.request("requested", request.reason)
 
+    def _interrupt_signal(self, name: str, values: list[Any]) -> None:
+        # Like terminate and compact, no payload at all is {} (stop whatever runs).
+        request = parse_single(name, values, InterruptTurnRequest) if values else None
+        request = request or InterruptTurnRequest()
+        if request.session_id not in (None, self._mem.session_id):
+            raise InvalidPayload(self._wrong_session(request.session_id))
+        if refused_after_terminate(self._mem, name):
+            return
+        result = self.interrupt(request)
+        if result.status == "noop":
+            self._mem.warn("interrupt_noop", name, result.reason or "nothing to interrupt")
+
     # ---- updates ---------------------------------------------------------------------
 
     def validate_submit_turn(self, payload: Any) -> None:
@@ -230,12 +251,38 @@ class ControlPlane:
         if request.policy == "reject" and not idle:
             rejected = self._queue.reject()
             return self._waiters.refused(update_id, rejected) if waits else rejected
-        entry = self._queue.add_message(request.message())
+        entry = self._queue.add_message(
+            request.message(), source=UPDATE_SUBMIT_TURN, policy=request.policy
+        )
         if request.policy == "interrupt" and self._in_flight.interrupt_model():
             self._queue.interrupted(entry)
         status = "accepted" if idle else "queued"
         result = SubmitTurnResult(turn_id=entry.turn_id, status=status, queue_id=entry.queue_id)
         return await self._waiters.wait(update_id, entry, result) if waits else result
+
+    def validate_interrupt_turn(self, payload: Any) -> None:
+        """Refuse a malformed `interrupt_turn`, or one addressed to another session."""
+        request = parse_update(UPDATE_INTERRUPT_TURN, payload or {}, InterruptTurnRequest)
+        if request.session_id not in (None, self._mem.session_id):
+            raise ApplicationError(self._wrong_session(request.session_id), type="InvalidPayload")
+
+    def interrupt_turn(self, payload: Any) -> InterruptTurnResult:
+        """Stop the running turn (already checked by the validator), or say it is a no-op."""
+        return self.interrupt(InterruptTurnRequest.model_validate(payload or {}))
+
+    def interrupt(self, request: InterruptTurnRequest) -> InterruptTurnResult:
+        """001's `interrupt_turn` (workflows/turn_interrupt.py)."""
+        return self._interrupts.interrupt(request)
+
+    def end_interrupted_turn(self, side: Side, turn_id: str) -> Stop | None:
+        """End the running turn `interrupted` when an interrupt stands against it."""
+        return self._interrupts.end_turn(side, turn_id)
+
+    def _wrong_session(self, session_id: str | None) -> str:
+        return (
+            f"interrupt_turn.sessionId {session_id!r} is not this thread's session "
+            f"({self._mem.session_id!r})"
+        )
 
     def validate_respond_action(self, payload: Any) -> None:
         response = parse_update(UPDATE_RESPOND_ACTION_CHECKED, payload, ActionResponse)
@@ -277,7 +324,7 @@ class ControlPlane:
     def _queue_message_intent(self, intent: Intent) -> None:
         message = parse_single("queueMessage", [intent.data], QueuedMessage)
         self._check_size(f"{intent.kind} intent", message)
-        self._queue.add_message(message)
+        self._queue.add_message(message, source="queue_message_intent")
 
     def _queue_tool_intent(self, intent: Intent) -> None:
         tool = parse_single("queueTool", [intent.data], QueuedTool)

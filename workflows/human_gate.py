@@ -38,6 +38,9 @@ class GateHost(Protocol):
     def set_waiting(self, kind: ActionKind | None) -> None:
         """Show that the thread waits on a human (status and search attribute), or not."""
 
+    def turn_interrupted(self) -> bool:
+        """Whether `interrupt_turn` stopped the running turn (its waits end at once)."""
+
 
 def expiry(mem: ThreadMemory, timeout: float | None) -> str | None:
     """When an action asked now with `timeout` seconds expires (ISO-8601 UTC), if it does."""
@@ -88,10 +91,10 @@ class HumanGate:
         resolution = await self.wait(action, step_id=step_id, default=options.default)
         if resolution.decision == "answer":
             return ToolResult(status="success", result=resolution.answer)
-        if resolution.decided_by == "terminate":
+        if resolution.decided_by in ("terminate", "interrupt"):
             return ToolResult(
                 status="error",
-                error="not answered: the thread was terminated",
+                error=f"not answered: {_stopped_by(resolution.decided_by)}",
                 error_code="aborted",
             )
         if resolution.decided_by == "timeout":
@@ -190,9 +193,11 @@ class HumanGate:
         )
         if allowed:
             return None
-        if resolution.decided_by == "terminate":
+        if resolution.decided_by in ("terminate", "interrupt"):
             return ToolResult(
-                status="error", error="not run: the thread was terminated", error_code="aborted"
+                status="error",
+                error=f"not run: {_stopped_by(resolution.decided_by)}",
+                error_code="aborted",
             )
         if resolution.decided_by == "timeout":
             text = f"permission denied: nobody answered within {action.timeout_seconds} s"
@@ -235,7 +240,8 @@ class HumanGate:
     async def wait(
         self, action: PendingAction, *, step_id: str, default: Any = None
     ) -> ActionResolution:
-        """Publish the action, wait for an answer, a timeout or terminate; emit the result."""
+        """Publish the action, wait for an answer, a timeout, terminate or interrupt_turn;
+        emit the result."""
         mem, host, action_id = self._mem, self._host, action.action_id
         ids = {
             "turn_id": action.turn_id,
@@ -250,7 +256,11 @@ class HumanGate:
         await flush(mem, with_thread_row=True)
         try:
             await workflow.wait_condition(
-                lambda: action_id in mem.resolved_actions or mem.is_terminated(),
+                lambda: (
+                    action_id in mem.resolved_actions
+                    or mem.is_terminated()
+                    or host.turn_interrupted()
+                ),
                 timeout=timedelta(seconds=action.timeout_seconds)
                 if action.timeout_seconds
                 else None,
@@ -261,6 +271,9 @@ class HumanGate:
         if action_id not in mem.resolved_actions:
             if mem.is_terminated():
                 mem.resolved_actions[action_id] = self._resolution(action, "deny", "terminate")
+            elif host.turn_interrupted():
+                # Nothing waits on it any more: denied, as the turn that asked has stopped.
+                mem.resolved_actions[action_id] = self._resolution(action, "deny", "interrupt")
             else:
                 mem.resolved_actions[action_id] = self._timed_out(action, default)
                 mem.incident("action_timeout", f"{action.kind} {action_id} timed out", **ids)
@@ -327,6 +340,10 @@ def _resolved_payload(action: PendingAction, resolution: ActionResolution) -> di
     if resolution.reason:
         payload["reason"] = resolution.reason
     return payload
+
+
+def _stopped_by(decided_by: str) -> str:
+    return "the turn was interrupted" if decided_by == "interrupt" else "the thread was terminated"
 
 
 def _denied(name: str, verdict: Verdict, policy: EffectivePolicy) -> ToolResult:

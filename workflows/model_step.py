@@ -85,6 +85,9 @@ class ModelCaller:
             if mem.is_terminated():  # terminate arrived during a compaction
                 mem.stop_reason = "aborted_by_user"
                 break
+            if self._in_flight.turn_stop is not None:  # interrupt_turn: call nothing more
+                mem.stop_reason = "interrupted"
+                break
             model_name = candidates[index]
             carried = Carried(mem.take_outbox(), messages)
             call = ModelCallInput(
@@ -121,11 +124,28 @@ class ModelCaller:
             )
             # Persisted messages are not carried again by a fallback.
             messages = carried.messages
-            self._in_flight.track(handle, model=scope is None)
+            self._in_flight.track(handle, model=scope is None, turn_work=True)
             try:
                 result = await handle
             except ActivityError as err:
                 mem.return_outbox(carried.events)
+                stopped = self._in_flight.turn_stop
+                if stopped is not None and not mem.is_terminated():
+                    # interrupt_turn: the turn ends; what the step drained is kept below.
+                    self._in_flight.clear_interrupt()
+                    mem.stop_reason = "interrupted"
+                    mem.emit(
+                        "model.failed",
+                        {
+                            "code": "interrupted",
+                            "model": model_name,
+                            "messageId": message_id,
+                            "reason": stopped.reason,
+                        },
+                        turn_id=turn_id,
+                        step_id=step_id,
+                    )
+                    break
                 if self._in_flight.take_interrupt() and not mem.is_terminated():
                     mem.return_messages(messages)
                     mem.emit(
@@ -192,9 +212,26 @@ class ModelCaller:
             return result
         # Nothing answered: keep the drained messages (idempotent writes) and fail the turn.
         mem.outbox_messages.extend(messages)
+        if index >= len(candidates):  # every candidate was tried (an event, not a command)
+            mem.emit(
+                "routing.not_possible",
+                {
+                    "candidates": candidates,
+                    "candidateCount": len(candidates),
+                    "reason": last_error,
+                    **(scope.event_fields() if scope else {}),
+                },
+                turn_id=turn_id,
+                step_id=step_id,
+            )
         if scope is not None and index >= len(candidates):
             raise PromptModelFailed(last_error)
-        if mem.stop_reason not in ("aborted_by_user", "hook_blocked", "budget_exhausted"):
+        if mem.stop_reason not in (
+            "aborted_by_user",
+            "hook_blocked",
+            "budget_exhausted",
+            "interrupted",
+        ):
             mem.stop_reason = "step_error"
             mem.last_outcome = last_error
             mem.incident("step_error", last_error, turn_id=turn_id, step_id=step_id)

@@ -164,7 +164,7 @@ class PromptToolRunner:
                 failure = (
                     Failure("hook_blocked", mem.last_outcome or "a hook refused a message")
                     if blocked
-                    else Failure("aborted", "not finished: the thread was terminated")
+                    else Failure("aborted", f"not finished: {_stopped(mem.stop_reason)}")
                 )
                 if mem.stop_reason == "budget_exhausted" and not mem.is_terminated():
                     failure = Failure("budget_exhausted", mem.last_outcome or "budget spent")
@@ -182,6 +182,12 @@ class PromptToolRunner:
                 failure = Failure("hook_blocked", mem.last_outcome or "a hook refused a result")
                 result = shape_result(scope.prompt, config, done, None, failure)
                 return PromptToolOutcome(result, blocked=True)
+
+
+def _stopped(stop_reason: str | None) -> str:
+    # interrupt_turn stops a prompt tool's loop too (workflows/turn_interrupt.py).
+    interrupted = stop_reason == "interrupted"
+    return "the turn was interrupted" if interrupted else "the thread was terminated"
 
 
 def shape_result(

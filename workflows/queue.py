@@ -29,11 +29,32 @@ class ThreadQueue:
     def __len__(self) -> int:
         return len(self._mem.queue)
 
-    def add_message(self, message: QueuedMessage) -> QueueEntry:
-        """Queue a message as a turn of its own."""
+    def add_message(
+        self, message: QueuedMessage, *, source: str = "runtime", policy: str = "enqueue"
+    ) -> QueueEntry:
+        """Queue a message as a turn of its own; `turn.submitted` says so.
+
+        `source` is what sent it (`submit_turn`, `queue_message`, a tool's intent, or the
+        runtime: a subagent's report); `policy` the submit policy it came with.
+        """
         mem = self._mem
+        starts_now = mem.is_idle() and not mem.queue
         entry = QueueEntry(mem.new_id("q"), mem.new_id("turn"), mem.timestamp(), message=message)
         self._append(entry)
+        if mem.truthful_log:  # new in runs that asked the patch: old histories replay as was
+            mem.emit(
+                "turn.submitted",
+                {
+                    # `accepted`: it starts a turn now; `queued`: it waits for, or joins,
+                    # the running turn (read at its next step).
+                    "status": "accepted" if starts_now else "queued",
+                    "policy": policy,
+                    "source": source,
+                    "role": message.role,
+                },
+                turn_id=entry.turn_id,
+                queue_id=entry.queue_id,
+            )
         return entry
 
     def add_tool(self, tool: QueuedTool) -> QueueEntry:

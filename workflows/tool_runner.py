@@ -89,7 +89,8 @@ class ToolRunner:
         agent = self._mem.active_agent
         outcomes: list[ToolOutcome] = []
         for call in calls:
-            if self._mem.is_terminated():
+            stopped = self._stopped()
+            if stopped is not None:
                 self._record_failure(
                     call,
                     self._mem.new_id("msg"),
@@ -97,7 +98,7 @@ class ToolRunner:
                     side,
                     turn_id,
                     step_id,
-                    "not run: the thread was terminated",
+                    f"not run: {stopped}",
                     code="aborted",
                     scope=scope,
                 )
@@ -184,6 +185,12 @@ class ToolRunner:
             return ToolOutcome(call, succeeded, blocked, None if succeeded else local.error)
         return await self._run_activity(call, prior, side, turn_id, step_id, agent, scope, mcp)
 
+    def _stopped(self) -> str | None:
+        """Why the step's calls must stop (terminate, or interrupt_turn), if they must."""
+        if self._mem.is_terminated():
+            return "the thread was terminated"
+        return None if self._in_flight.turn_stop is None else "the turn was interrupted"
+
     def _mcp_tool(
         self, name: str, side: Side, agent: str | None, scope: PromptScope | None
     ) -> McpToolTarget | None:
@@ -266,13 +273,15 @@ class ToolRunner:
             # effects may still be running otherwise); a late result then writes nothing.
             wait_for_cancel=mem.truthful_log,
         )
-        self._in_flight.track(handle)
+        self._in_flight.track(handle, turn_work=True)
         try:
             result = await handle
         except ActivityError as err:
             carried.give_back(mem)
-            cancelled = isinstance(err.cause, CancelledError) or mem.is_terminated()
-            text = "not finished: the thread was terminated" if cancelled else OUTCOME_UNKNOWN
+            stopped = self._stopped()
+            cancelled = isinstance(err.cause, CancelledError) or stopped is not None
+            why = stopped or "the thread was terminated"
+            text = f"not finished: {why}" if cancelled else OUTCOME_UNKNOWN
             self._record_failure(
                 call,
                 message_id,

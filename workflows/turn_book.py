@@ -114,6 +114,8 @@ class TurnBook:
         status: TurnStatus = "completed"
         if stop == "hook_blocked":
             status = "refused"
+        elif stop == "interrupted":  # interrupt_turn stopped it (`outcome` says why)
+            status = "cancelled"
         elif stop in ("session_fail", "budget_exhausted"):
             # A spent budget stopped the turn before its answer: `error` says which limit
             # and how to raise it.

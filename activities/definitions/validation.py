@@ -88,15 +88,29 @@ def _check_hooks(definitions: Definitions, where: str, hook_ids: list[str]) -> N
             )
 
 
+def _unknown_provider(name: str, providers: set[str]) -> str:
+    """What is wrong and how to configure `name`: a key of the worker's providers."""
+    configured = (
+        f"configured providers: {', '.join(sorted(providers))}"
+        if providers
+        else "no provider is configured"
+    )
+    ways = [
+        f"providers={{{name!r}: weft.ProviderConfig(kind=..., base_url=..., api_key=...)}} "
+        "in weft.Worker",
+        f"a providers: entry {name!r} in temporal-dev.yml",
+    ]
+    prefix = {"openai": "OPENAI", "anthropic": "ANTHROPIC"}.get(name)
+    if prefix is not None:
+        # The variables only name these two keys (weft.Worker without providers=, the CLI).
+        ways.insert(0, f"set {prefix}_BASE_URL and/or {prefix}_API_KEY")
+    return f"unknown provider {name!r}: {configured}; configure it: " + ", or ".join(ways)
+
+
 def _check_model(definitions: Definitions, model: ModelDef, providers: set[str] | None) -> None:
     where = definitions.where("model", model.name)
     if providers is not None and model.provider not in providers:
-        raise DefinitionError(
-            where,
-            "provider",
-            f"unknown provider {model.provider!r}; "
-            f"configured providers: {', '.join(sorted(providers))}",
-        )
+        raise DefinitionError(where, "provider", _unknown_provider(model.provider, providers))
     seen = {model.name}
     for i, fallback in enumerate(model.fallbacks):
         if fallback not in definitions.models:

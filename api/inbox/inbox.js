@@ -164,6 +164,7 @@
       refreshTimer: null,
       refreshThreadToo: false,
       threadReads: 0, // only the latest read of the thread is shown: replies may cross
+      activeTurnId: null, // the running turn, from the last read: what "Stop this turn" stops
     };
   }
 
@@ -186,6 +187,8 @@
     $("live").replaceChildren();
     $("action").replaceChildren();
     $("action").hidden = true;
+    $("interrupt-turn").hidden = true;
+    $("interrupt-note").textContent = "";
     clearError($("thread-error"));
     try {
       // The snapshot, then the events after its `eventsCursor` (read before it): an event
@@ -220,6 +223,10 @@
       if (current !== view || read !== current.threadReads) return;
       $("thread-title").textContent = thread.agent || current.threadId;
       $("thread-status").textContent = thread.status || "";
+      current.activeTurnId = thread.activeTurnId || null;
+      const stop = $("interrupt-turn");
+      stop.hidden = !current.activeTurnId;
+      stop.disabled = false;
       renderActions(current, Array.isArray(thread.pendingActions) ? thread.pendingActions : []);
     } catch (err) {
       if (current === view) showError($("thread-error"), err);
@@ -473,7 +480,10 @@
         scheduleRefresh(current);
         break;
       case "model.failed":
-        $("activity").textContent = `model failed (attempt ${payload.attempt ?? "?"}): ${payload.error ?? ""}`;
+        $("activity").textContent =
+          payload.code === "interrupted"
+            ? "model call interrupted"
+            : `model failed (attempt ${payload.attempt ?? "?"}): ${payload.error ?? ""}`;
         break;
       case "tool.started": {
         const tool = toolBlock(current, event.toolCallId, payload.name);
@@ -497,9 +507,14 @@
         break;
       case "turn.started":
         $("activity").textContent = "working…";
+        scheduleRefresh(current, { thread: true }); // a running turn can be stopped
         break;
       case "turn.completed":
-        $("activity").textContent = `turn completed (${payload.stopReason ?? "done"})`;
+        $("activity").textContent =
+          payload.stopReason === "interrupted"
+            ? `turn interrupted${payload.reason ? `: ${payload.reason}` : ""}`
+            : `turn completed (${payload.stopReason ?? "done"})`;
+        $("interrupt-note").textContent = "";
         scheduleRefresh(current, { thread: true });
         break;
       case "turn.failed":
@@ -768,6 +783,28 @@
     }
   }
 
+  /** POST /threads/{id}/interrupt: stop the running turn (the thread stays open). */
+  async function interruptTurn() {
+    const current = view;
+    if (!current || !current.activeTurnId) return;
+    const stop = $("interrupt-turn");
+    stop.disabled = true;
+    clearError($("thread-error"));
+    try {
+      const result = await api(threadPath(current.threadId, "/interrupt"), {
+        method: "POST",
+        body: { reason: "stopped from the inbox", turnId: current.activeTurnId },
+      });
+      if (current !== view) return;
+      $("interrupt-note").textContent =
+        result && result.status === "accepted" ? "stopping the turn…" : `nothing to stop: ${result && result.reason}`;
+      await refreshThread(current);
+    } catch (err) {
+      if (current === view) showError($("thread-error"), err);
+      stop.disabled = false;
+    }
+  }
+
   // ---------------------------------------------------------------- start
 
   function threadFromHash() {
@@ -780,6 +817,7 @@
     openThread($("open-id").value);
   });
   $("message-form").addEventListener("submit", sendMessage);
+  $("interrupt-turn").addEventListener("click", interruptTurn);
   $("message-text").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) $("message-form").requestSubmit();
   });

@@ -1,0 +1,72 @@
+"""`weft thread tools ID` and `weft thread environment ID` as real subprocesses: readable
+lines live and after terminate (from the store), `--json` for the snapshot, names only."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import yaml
+from inventory_support import SECRET, check_environment, check_inventory, definitions
+from support import add_script
+
+import weft
+
+
+async def _weft(config: Path, *args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "weft"),
+        "--config",
+        str(config),
+        *args,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    return process.returncode or 0, out.decode(), err.decode()
+
+
+async def test_thread_tools_and_environment_live_and_closed(
+    start_worker, temporal_client, scripted_server, weft_config, tmp_path
+):
+    """Both commands print one line per tool / env name live and once the thread is closed,
+    `--json` prints the snapshot, and the secret value is printed by neither."""
+    worker = await start_worker(
+        definitions(add_script(scripted_server, {"replies": [{"text": "hello"}]}))
+    )
+    config = tmp_path / "cli.yml"
+    temporal = {"address": weft_config.temporal.address, "taskQueue": worker.task_queue}
+    config.write_text(
+        yaml.safe_dump({"temporal": temporal, "store": {"url": weft_config.store_url()}})
+    )
+    thread = await weft.Thread.start(
+        temporal_client, "helper", env={"API_TOKEN": SECRET}, task_queue=worker.task_queue
+    )
+    await thread.ask("hi")  # the first model call lists the MCP server
+    for source in ("live", "store"):
+        code, out, err = await _weft(config, "thread", "tools", thread.id)
+        assert code == 0, err
+        assert f"({source})" in out and "permission mode auto" in out
+        lines = {line.split()[0]: line for line in out.splitlines()[1:] if line.startswith("  ")}
+        assert "ask (rule)" in lines["note"] and "deny (rule)" in lines["explode"]
+        assert "DISABLED" in lines["auditor"] and "AUDIT_ON" in lines["auditor"]
+        assert "from mcp tools.add" in lines["t_add"]
+        assert "from prompt advisor" in lines["advisor"]
+        code, out, err = await _weft(config, "thread", "tools", thread.id, "--json")
+        assert code == 0, err
+        check_inventory(json.loads(out), source)
+        code, out, err = await _weft(config, "thread", "environment", thread.id)
+        assert code == 0, err
+        assert "env API_TOKEN (secret, from thread)" in out and "filesystem / " in out
+        assert SECRET not in out
+        code, out, err = await _weft(config, "thread", "environment", thread.id, "--json")
+        assert code == 0, err
+        check_environment(json.loads(out), source)
+        if source == "live":
+            await thread.terminate("done")
+            await thread.result()
+    code, _, err = await _weft(config, "thread", "tools", "no-such-thread")
+    assert code == 1 and "no-such-thread" in err and "Traceback" not in err, err
