@@ -34,6 +34,7 @@ from weft.activities.store.thread_env_rows import ThreadEnvRow
 from weft.activities.streaming import Heartbeater
 from weft.activities.tool_execute import error_result, execute_tool
 from weft.activities.tool_invoker import ToolInvoker
+from weft.activities.tool_replay import ToolReplays
 from weft.activities.tool_state import ThreadState, idempotency_key, thread_state_for
 from weft.contract.activities import ACTIVITY_TOOL_CALL, ToolCallInput, ToolCallResult, ToolResult
 from weft.contract.context import READ_OUTPUT_TOOL, ContextOptions
@@ -58,8 +59,10 @@ class ToolActivities:
         hooks: HookRegistry | None = None,
         spans: Spans | None = None,
         mcp: McpSessionPool | None = None,
+        replays: ToolReplays | None = None,
     ) -> None:
         self._store = store
+        self._replays = replays
         self._definitions = definitions
         self._snapshots = snapshots
         self._sandbox = sandbox
@@ -120,7 +123,12 @@ class ToolActivities:
             # Its first beat after a second: the worker's own beats (workers/recovery.py)
             # cover a quick call, which then costs no heartbeat of its own.
             async with Heartbeater(wait_first=True):
-                if call.mcp is None:
+                # An eval's replayed tools: the recorded result, the tool body never runs
+                # (activities/tool_replay.py); hooks, events and storage stay as for a run.
+                replayed = self._replayed(call)
+                if replayed is not None:
+                    result = replayed
+                elif call.mcp is None:
                     result = await self._run(call, snapshot, state)
                 else:
                     result, relisted = await self._run_mcp(call, call.mcp, snapshot, state)
@@ -170,6 +178,14 @@ class ToolActivities:
         await hooks.created(message)
         return ToolCallResult(
             message=returned, intents=state.intents, blocked=blocked, mcp=relisted
+        )
+
+    def _replayed(self, call: ToolCallInput) -> ToolResult | None:
+        if self._replays is None:
+            return None
+        function = call.tool_call.function
+        return self._replays.serve(
+            call.thread_id, function.name, function.arguments, call.result_message_id
         )
 
     async def _run(

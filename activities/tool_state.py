@@ -262,6 +262,15 @@ class ThreadState(
         record = self._event("tool.progress", f"progress{self._counts['progress']}", payload)
         await self._write(self._store.events.append, [record])
 
+    async def record_redacted(self, field: str, values: int) -> None:
+        """Record `output.redacted`: `values` occurrences of secret values were masked in
+        `field` of this call's output before anyone saw it (weft's MCP path calls it; the
+        values themselves are never written)."""
+        self._counts["redacted"] += 1
+        payload = {"field": field, "occurrences": values}
+        record = self._event("output.redacted", f"redacted{self._counts['redacted']}", payload)
+        await self._write(self._store.events.append, [record])
+
     def _event(self, event_type: str, suffix: str, payload: dict[str, Any]) -> Event:
         """An event of this tool call, its id unique per call and kind of write."""
         return Event(

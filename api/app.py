@@ -7,7 +7,14 @@ from fastapi import FastAPI
 from opentelemetry.trace import Tracer
 from starlette.middleware.cors import CORSMiddleware
 
-from weft.api import control_routes, event_routes, inbox_routes, thread_routes
+from weft.api import (
+    bundle_routes,
+    control_routes,
+    event_routes,
+    fork_routes,
+    inbox_routes,
+    thread_routes,
+)
 from weft.api.context import ApiContext
 from weft.api.tracing import RequestSpans
 from weft.workers.gateway.app import create_app
@@ -25,7 +32,15 @@ def create_api(
         title="weft",
         summary="Start, steer and follow weft threads over HTTP and Server-Sent Events",
     )
-    for routes in (thread_routes, control_routes, event_routes, inbox_routes):
+    routers = (
+        thread_routes,
+        control_routes,
+        event_routes,
+        inbox_routes,
+        bundle_routes,
+        fork_routes,
+    )
+    for routes in routers:
         app.include_router(routes.router(ctx))
     if cors_origin:
         # Added last, so it runs first: a preflight is answered before the token is asked for.

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from temporalio.client import WorkflowExecutionStatus
 
+from weft.activities.store.history import ThreadLinks
 from weft.api.context import ApiContext, thread_status
 from weft.contract.events import Event
 from weft.workers.gateway.app import GatewayError
@@ -178,7 +179,9 @@ async def _end(ctx: ApiContext, thread_id: str, cursor: int) -> str:
     started past it (`?after=` beyond the end), so its `id` is always a real event; none
     for a thread with no event at all."""
     last = min(cursor, await asyncio.to_thread(ctx.store.events.last_sequence, thread_id))
-    data = json.dumps({"sequence": last})
+    # A rewound thread tells its followers where it went on (docs/time-travel.md).
+    successor = (await asyncio.to_thread(ThreadLinks(ctx.store.database).get, thread_id))[1]
+    data = json.dumps({"sequence": last, **({"successorThreadId": successor} if successor else {})})
     return f"id: {last}\nevent: end\ndata: {data}\n\n" if last else f"event: end\ndata: {data}\n\n"
 
 

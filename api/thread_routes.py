@@ -46,6 +46,7 @@ from weft.client.thread_status import (
     thread_state,
     threads_query,
 )
+from weft.client.threads import thread_id_prefix
 from weft.contract.messages import Message
 from weft.contract.thread import QUERY_THREAD_READ, ThreadRead
 from weft.contract.validation import describe_validation_error
@@ -214,7 +215,8 @@ def router(ctx: ApiContext) -> APIRouter:
 async def _start(ctx: ApiContext, body: StartThread, request: IdempotentRequest) -> Reply:
     # With a key and no id of its own, the thread id comes from the key: a retry after a
     # crash between starting and recording finds the thread it started, never a second.
-    derived = request.derived_id("thread") if body.thread_id is None else None
+    # Readable like every generated id (`<agent>-…`), and the same for the same key.
+    derived = request.derived_id(thread_id_prefix(body.agent)) if body.thread_id is None else None
     thread_id = body.thread_id or derived
     try:
         started = await start_confirmed(

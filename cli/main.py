@@ -22,9 +22,12 @@ from weft.activities.store import Store
 from weft.cli import (
     ask_command,
     budget_command,
+    bundle_command,
     code_command,
     codec_command,
     effects_command,
+    eval_command,
+    fork_command,
     inbox_command,
     interrupt_command,
     inventory_command,
@@ -184,7 +187,10 @@ def _parser() -> argparse.ArgumentParser:
     effects_command.register(actions)
     inventory_command.register(actions)
     interrupt_command.register(actions)
+    bundle_command.register(actions)
+    fork_command.register(actions)
     inbox_command.register(commands)
+    eval_command.register(commands)
     schedule_command.register(commands)
 
     code_command.register(commands)

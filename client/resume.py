@@ -15,6 +15,7 @@ from typing import Any
 from temporalio.client import Client
 
 from weft.activities.store import Store
+from weft.client.lineage import with_lineage
 from weft.client.liveness import QUERY_TIMEOUT, UNANSWERED, is_running
 from weft.client.threads import tail_events
 from weft.contract.events import Event
@@ -62,7 +63,13 @@ def session_snapshot_from_store(
 
 
 async def thread_read(client: Client, store: Store, thread_id: str) -> ThreadRead | None:
-    """The live read model by query, or the stored one when the thread cannot answer."""
+    """The live read model by query, or the stored one when the thread cannot answer; with
+    its fork links (client/lineage.py), which only the store knows."""
+    read = await _live_or_stored(client, store, thread_id)
+    return None if read is None else await asyncio.to_thread(with_lineage, store, read)
+
+
+async def _live_or_stored(client: Client, store: Store, thread_id: str) -> ThreadRead | None:
     if await is_running(client, thread_id):
         try:
             # The converter builds the model (`result_type`); this passes it through, typed.

@@ -11,7 +11,8 @@ import asyncio
 import re
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client, WorkflowHandle
 
@@ -19,6 +20,7 @@ from weft.activities.spill import SPILL_THRESHOLD_BYTES, spill_queued_content
 from weft.activities.store import Store
 from weft.client import inventory
 from weft.client.ask import Policy, ask_thread
+from weft.client.bundles import BundleRef, export_thread, import_bundle
 from weft.client.context import context_snapshot
 from weft.contract.budget import (
     UPDATE_SET_BUDGET,
@@ -37,6 +39,7 @@ from weft.contract.effects import (
     ScheduleEffectResult,
 )
 from weft.contract.events import Event
+from weft.contract.forks import ForkResult
 from weft.contract.inventory import ExecutionEnvironment, ToolInventory
 from weft.contract.mcp import SIGNAL_REFRESH_TOOLS, RefreshTools
 from weft.contract.messages import (
@@ -63,16 +66,23 @@ from weft.contract.thread import (
 from weft.contract.turns import TurnResult
 from weft.contract.ui_text import secret_values, thread_summary
 
+if TYPE_CHECKING:  # forks.py imports this module
+    from weft.client.forks import Forks
+
 _NOT_IN_ID = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
 def new_thread_id(agent: str) -> str:
     """A readable thread id, `<agent>-<12 hex>` (`helper-7f3a9c2e41b0`), so that lists such
     as the Temporal UI's tell threads apart by agent; 48 random bits keep ids of one agent
-    apart well past a million threads. The agent part keeps id-safe characters and starts
-    with a letter or digit (the HTTP API's id pattern)."""
-    name = _NOT_IN_ID.sub("-", agent).lstrip("_.-")[:64] or "thread"
-    return f"{name}-{uuid.uuid4().hex[:12]}"
+    apart well past a million threads."""
+    return f"{thread_id_prefix(agent)}-{uuid.uuid4().hex[:12]}"
+
+
+def thread_id_prefix(agent: str) -> str:
+    """The agent part of a thread id: id-safe characters, starting with a letter or digit
+    (the HTTP API's id pattern)."""
+    return _NOT_IN_ID.sub("-", agent).lstrip("_.-")[:64] or "thread"
 
 
 class Threads:
@@ -237,6 +247,42 @@ class Threads:
         """The `execution_environment_snapshot` (env names, never values): live, or from the
         store once the thread is closed; None and `ValueError` as for `tool_inventory`."""
         return await inventory.execution_environment(self._client, self._store, thread_id)
+
+    async def export(self, thread_id: str, path: str | Path) -> BundleRef:
+        """Write the thread's bundle to `path` (001's `export_replay`; docs/export-import.md)
+        and record `evidence.changed` with its ref; needs a store."""
+        return await export_thread(
+            self._client,
+            self._with_store("export"),
+            thread_id,
+            path,
+            namespace=self._client.namespace,
+        )
+
+    async def import_bundle(self, path: str | Path, *, as_id: str | None = None) -> BundleRef:
+        """Bring a bundle into this client's store as a closed thread (its id, or `as_id`)."""
+        return await import_bundle(self._with_store("import_bundle"), path, as_id=as_id)
+
+    def _with_store(self, method: str) -> Store:
+        if self._store is None:
+            raise ValueError(f"Threads.{method} needs a store: Threads(client, store=...)")
+        return self._store
+
+    async def fork(self, thread_id: str, *, at: str | int, **options: Any) -> ForkResult:
+        """Start a thread from `thread_id`'s state after a turn or event (`agent`, `model`,
+        `prompt`, `definitions`, `fork_id`: docs/time-travel.md); needs a store."""
+        return await self._forks("fork").fork(thread_id, at=at, **options)
+
+    async def rewind(self, thread_id: str, *, at: str | int, **options: Any) -> ForkResult:
+        """Fork `thread_id` after a turn and close it in the fork's favour; needs a store."""
+        return await self._forks("rewind").rewind(thread_id, at=at, **options)
+
+    def _forks(self, method: str) -> Forks:
+        from weft.client.forks import Forks  # forks.py builds on this module
+
+        if self._store is None:
+            raise ValueError(f"Threads.{method} needs a store: Threads(client, store=...)")
+        return Forks(self._client, self._store, task_queue=self._task_queue)
 
     async def schedule_effect(
         self,

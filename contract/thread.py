@@ -12,6 +12,7 @@ from weft.contract.context import ContextCarry, ContextOptions
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.effects import ScheduledEffect
 from weft.contract.events import Event
+from weft.contract.forks import ForkLink
 from weft.contract.mcp import CatalogReason, McpServerCatalog
 from weft.contract.messages import Message, MessageMeta, QueuedMessage, QueuedTool, Side
 from weft.contract.subagents import ParentLink, RegistryEntry, SpawnRequest
@@ -222,6 +223,12 @@ class ThreadRead(CamelModel):
         default_factory=list,
         description="pending scheduled effects, soonest first; `due` when its timer fired "
         "and it waits for the running step to end",
+    )
+    forked_from: ForkLink | None = Field(
+        default=None, description="the thread and point this fork was taken from (a fork)"
+    )
+    successor_thread_id: str | None = Field(
+        default=None, description="the thread that took over when this one was rewound"
     )
 
 

@@ -23,8 +23,9 @@ SLOW_THEN_QUICK = {
 async def test_inbox_stops_a_running_turn(
     start_worker, temporal_client, scripted_server, weft_config
 ):
-    """The button shows while a turn runs; a click stops the turn (the thread goes idle and
-    the button away), and the thread answers the next message."""
+    """The button shows while a turn runs; a click stops the turn (the thread goes idle, the
+    button and the interrupted call's streamed text go away), and the thread answers the
+    next message."""
     worker = await start_worker(agent_definitions(add_script(scripted_server, SLOW_THEN_QUICK)))
     async with (
         api_stack(temporal_client, weft_config, worker.task_queue) as stack,
@@ -60,6 +61,9 @@ async def test_inbox_stops_a_running_turn(
                 "Short and sweet.", timeout=15_000
             )
             await expect(stop).to_be_hidden(timeout=15_000)
+            # The interrupted call stored no message: its streamed text is gone, not kept.
+            await expect(transcript).not_to_contain_text("Once upon")
+            await expect(page.locator("#live .message")).to_have_count(0)
             assert problems == []
         finally:
             await browser.close()

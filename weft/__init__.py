@@ -51,6 +51,8 @@ _EXPORTS: dict[str, str] = {
     "Schedules": "weft.client.schedules",
     "RespondActionResult": "weft.contract.actions",
     "Event": "weft.contract.events",
+    "ForkRefused": "weft.contract.forks",
+    "ForkResult": "weft.contract.forks",
     "McpServerDef": "weft.contract.mcp",
     "ThreadOptions": "weft.contract.thread",
     "ThreadRead": "weft.contract.thread",
@@ -60,6 +62,9 @@ _EXPORTS: dict[str, str] = {
     "UsageTotals": "weft.contract.turns",
     "connect": "weft._connect",
     "Thread": "weft._thread",
+    "import_thread": "weft._thread",
+    "BundleRef": "weft.client.bundles",
+    "BundleError": "weft.contract.bundles",
     "Worker": "weft._worker",
     "ProviderConfig": "weft.workers.config",
     "WeftConfig": "weft.workers.config",
@@ -68,7 +73,7 @@ _EXPORTS: dict[str, str] = {
 
 if TYPE_CHECKING:
     from weft._connect import connect
-    from weft._thread import Thread
+    from weft._thread import Thread, import_thread
     from weft._worker import Worker
     from weft.activities.crypto import Keyring
     from weft.activities.definitions import (
@@ -87,10 +92,13 @@ if TYPE_CHECKING:
     )
     from weft.activities.store import Store
     from weft.client.ask import ThreadFailed, TurnWaitTimeout
+    from weft.client.bundles import BundleRef
     from weft.client.schedules import ScheduleError, Schedules
     from weft.client.starts import ThreadStartRefused
     from weft.contract.actions import RespondActionResult
+    from weft.contract.bundles import BundleError
     from weft.contract.events import Event
+    from weft.contract.forks import ForkRefused, ForkResult
     from weft.contract.mcp import McpServerDef
     from weft.contract.thread import ThreadOptions, ThreadRead, ThreadResult
     from weft.contract.turns import StopReason, TurnResult, UsageTotals
@@ -108,9 +116,13 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "BundleError",
+    "BundleRef",
     "DefinitionError",
     "Definitions",
     "Event",
+    "ForkRefused",
+    "ForkResult",
     "FunctionEffect",
     "FunctionHook",
     "FunctionTool",
@@ -142,4 +154,5 @@ __all__ = [
     "define_model",
     "define_prompt",
     "define_tool",
+    "import_thread",
 ]

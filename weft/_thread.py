@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from temporalio.client import Client
@@ -10,6 +11,7 @@ from temporalio.client import Client
 from weft._config import DEFAULT_TASK_QUEUE
 from weft.activities.store import Store
 from weft.client.actions import respond_checked, response
+from weft.client.bundles import BundleRef, import_bundle
 from weft.client.starts import CONFIRM_TIMEOUT, start_confirmed
 from weft.client.threads import Threads, tail_events
 from weft.contract.actions import RespondActionResult
@@ -46,6 +48,7 @@ class Thread:
         self.client = client
         self.store = store
         self._threads = Threads(client, task_queue=task_queue, store=store)
+        self._queue = task_queue
 
     @classmethod
     async def start(
@@ -233,3 +236,24 @@ class Thread:
     async def result(self) -> ThreadResult:
         """Wait until the thread has closed (after `terminate`) and return its result."""
         return await self._threads.result(self.id)
+
+    async def fork(self, *, at: str | int, **options: Any) -> Thread:
+        """A new thread from this one's state after turn or event `at` (`agent`, `model`,
+        `prompt`, `definitions`, `fork_id`: docs/time-travel.md); needs `store`."""
+        forked = await self._threads.fork(self.id, at=at, **options)
+        return Thread(self.client, forked.thread_id, store=self.store, task_queue=self._queue)
+
+    async def rewind(self, *, at: str | int, reason: str | None = None) -> Thread:
+        """Fork after turn `at` and close this thread in the fork's favour; the fork."""
+        forked = await self._threads.rewind(self.id, at=at, reason=reason)
+        return Thread(self.client, forked.thread_id, store=self.store, task_queue=self._queue)
+
+    async def export(self, path: str | Path) -> BundleRef:
+        """Write this thread's bundle to `path` (docs/export-import.md); needs `store`."""
+        return await self._threads.export(self.id, path)
+
+
+async def import_thread(store: Store, path: str | Path, *, as_id: str | None = None) -> BundleRef:
+    """Import the bundle at `path` into `store` as a closed thread (its id, or `as_id`);
+    `Thread(client, ref.thread_id, store=store)` then reads it (docs/export-import.md)."""
+    return await import_bundle(store, path, as_id=as_id)

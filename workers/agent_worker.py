@@ -30,6 +30,7 @@ from weft.activities.snapshots import SnapshotCache
 from weft.activities.store import Store
 from weft.activities.thread_records import ThreadRecordActivities
 from weft.activities.tool_call import ToolActivities
+from weft.activities.tool_replay import ToolReplays
 from weft.activities.variables_request import VariableRequestActivities
 from weft.transport.connection import with_keyring
 from weft.workers.config import WeftConfig
@@ -92,6 +93,7 @@ class AgentWorker:
         graceful_shutdown_seconds: float | None = None,
         register_search_attributes: bool = True,
         tracer_provider: TracerProvider | None = None,
+        tool_replays: ToolReplays | None = None,
     ) -> None:
         self._client = client
         # Tracing: the given provider, else one from config.telemetry.tracing (None: off).
@@ -108,6 +110,7 @@ class AgentWorker:
                 update={"graceful_shutdown_seconds": graceful_shutdown_seconds}
             )
         self._register_attributes = register_search_attributes
+        self._tool_replays = tool_replays  # an eval's recorded tool results (weft eval)
         self._stack = AsyncExitStack()
         self._run_task: asyncio.Task[None] | None = None
         self.worker: Worker | None = None
@@ -176,7 +179,14 @@ class AgentWorker:
         models = ModelActivities(store, providers, snapshots, hooks=hooks, catalogs=catalogs)
         compaction = CompactionActivities(store, providers, snapshots, catalogs=catalogs)
         tools = ToolActivities(
-            store, self.definitions, snapshots, sandbox=pool, hooks=hooks, spans=spans, mcp=mcp
+            store,
+            self.definitions,
+            snapshots,
+            sandbox=pool,
+            hooks=hooks,
+            spans=spans,
+            mcp=mcp,
+            replays=self._tool_replays,
         )
         tool_catalogs = CatalogActivities(store, snapshots, mcp, catalogs=catalogs)
         code = CodeRunActivities(pool, spans=spans)

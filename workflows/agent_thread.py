@@ -67,6 +67,7 @@ from weft.workflows.model_step import ModelCaller
 from weft.workflows.outbox import flush
 from weft.workflows.prompt_tools import PromptToolRunner
 from weft.workflows.queue import ThreadQueue
+from weft.workflows.read_facts import definition_facts, failure_facts, session_facts
 from weft.workflows.step_cycle import StepCycle
 from weft.workflows.stop_rules import (
     Stop,
@@ -340,7 +341,12 @@ class AgentThreadWorkflow:
         mem.terminate_reason = reason
         mem.emit(
             "thread.updated",
-            {"status": "cancelled", "terminatedAt": mem.terminated_at, "reason": reason},
+            {
+                "status": "cancelled",
+                "terminatedAt": mem.terminated_at,
+                "reason": reason,
+                **session_facts(mem),
+            },
         )
         self._effects.cancel_all("thread terminated")
         self._in_flight.cancel()
@@ -378,7 +384,10 @@ class AgentThreadWorkflow:
                 break
             side = "b" if side == "a" else "a"
             turn_id = mem.new_id("turn")
-        mem.emit("thread.updated", {"status": "idle", "stopReason": mem.stop_reason})
+        mem.emit(
+            "thread.updated",
+            {"status": "idle", "stopReason": mem.stop_reason, **session_facts(mem)},
+        )
         mem.active_turn = mem.active_side = None
         await self._reporter.report_session_end(stop)
         if not mem.is_terminated():
@@ -396,7 +405,7 @@ class AgentThreadWorkflow:
         mem = self._mem
         mem.active_turn, mem.active_side = turn_id, side
         if resumed_steps is None:
-            mem.emit("turn.started", {"side": side}, turn_id=turn_id)
+            mem.emit("turn.started", {"side": side, **definition_facts(mem)}, turn_id=turn_id)
         side_steps = resumed_steps or 0
         while not mem.is_terminated():
             side_steps += 1
@@ -417,7 +426,8 @@ class AgentThreadWorkflow:
                 )
                 continue
             if stop.reason == "step_error" or mem.is_terminated():
-                mem.emit("turn.failed", {"reason": mem.stop_reason}, turn_id=turn_id)
+                failed = {"reason": mem.stop_reason, **failure_facts(mem)}
+                mem.emit("turn.failed", failed, turn_id=turn_id)
                 return None
             finish_turn(self._mem, side, turn_id, stop)
             return stop

@@ -171,6 +171,7 @@ class ContextKeeper:
         """Summarising failed: record it, then cut the older turns instead (no model)."""
         mem, text = self._mem, failure_text(err)
         ids = {"turn_id": payload.turn_id, "step_id": payload.step_id}
+        incident = mem.incident("compaction_failed", text, **ids)
         mem.emit(
             "context.compaction.failed",
             {
@@ -178,10 +179,10 @@ class ContextKeeper:
                 "reason": payload.reason,
                 "cutOnly": payload.cut_only,
                 "error": text,
+                "incident": incident,
             },
             **ids,
         )
-        mem.incident("compaction_failed", text, **ids)
         mem.window.warn(f"compaction failed: {text}")
         if payload.cut_only:
             mem.window.requested = None

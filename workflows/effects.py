@@ -207,8 +207,15 @@ class EffectTimers:
                 self._emit("job.cancelled", effect, status="cancelled", reason="thread terminated")
                 return
             text = str(err.cause or err)
-            self._emit("job.failed", effect, status="failed", error=text, code="effect_run_failed")
-            mem.incident("effect_failed", f"effect {effect.name} ({effect.id}): {text}")
+            incident = mem.incident("effect_failed", f"effect {effect.name} ({effect.id}): {text}")
+            self._emit(
+                "job.failed",
+                effect,
+                status="failed",
+                error=text,
+                code="effect_run_failed",
+                incident=incident,
+            )
             return
         finally:
             self._in_flight.track(None)

@@ -268,6 +268,7 @@ class HumanGate:
         except TimeoutError:
             pass
         # An answer that arrived in the same activation as the timer or terminate wins.
+        incident = None
         if action_id not in mem.resolved_actions:
             if mem.is_terminated():
                 mem.resolved_actions[action_id] = self._resolution(action, "deny", "terminate")
@@ -276,14 +277,18 @@ class HumanGate:
                 mem.resolved_actions[action_id] = self._resolution(action, "deny", "interrupt")
             else:
                 mem.resolved_actions[action_id] = self._timed_out(action, default)
-                mem.incident("action_timeout", f"{action.kind} {action_id} timed out", **ids)
+                text = f"{action.kind} {action_id} timed out"
+                incident = mem.incident("action_timeout", text, **ids)
         resolution = mem.resolved_actions[action_id]
         del mem.pending_actions[action_id]
         # Another action may still wait (an MCP elicitation comes mid-call, beside any other).
         host.set_waiting(
             next(iter(mem.pending_actions.values())).kind if mem.pending_actions else None
         )
-        mem.emit("action.resolved", _resolved_payload(action, resolution), **ids)
+        resolved = _resolved_payload(action, resolution)
+        if incident is not None:  # the log states it, for a read model rebuilt from it
+            resolved["incident"] = incident
+        mem.emit("action.resolved", resolved, **ids)
         return resolution
 
     def _timed_out(self, action: PendingAction, default: Any) -> ActionResolution:

@@ -73,10 +73,10 @@ class Intake:
         mem.outbox_messages.extend(drained.messages)  # the others are kept, in order
         text = "; ".join(drained.oversized)
         mem.stop_reason, mem.last_outcome = "step_error", text
-        mem.incident("payload_too_large", text, turn_id=turn_id, step_id=step_id)
+        incident = mem.incident("payload_too_large", text, turn_id=turn_id, step_id=step_id)
         mem.emit(
             "runtime.warning",
-            {"code": "payload_too_large", "message": text},
+            {"code": "payload_too_large", "message": text, "incident": incident},
             turn_id=turn_id,
             step_id=step_id,
         )

@@ -142,10 +142,15 @@ class McpTools:
             # and over (no worker with MCP, the store down). The prompt runs without those
             # tools until `refresh_tools`, rather than failing every step on the same error.
             text = f"the tool catalogue could not be listed: {failure_text(err)}"
-            mem.incident("mcp_catalog_failed", text, turn_id=turn_id, step_id=step_id)
+            incident = mem.incident("mcp_catalog_failed", text, turn_id=turn_id, step_id=step_id)
             mem.emit(
                 "runtime.warning",
-                {"code": "mcp_catalog_failed", "servers": servers, "message": text},
+                {
+                    "code": "mcp_catalog_failed",
+                    "servers": servers,
+                    "message": text,
+                    "incident": incident,
+                },
                 turn_id=turn_id,
                 step_id=step_id,
             )

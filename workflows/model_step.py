@@ -187,13 +187,14 @@ class ModelCaller:
                         f"the conversation does not fit the context window of model "
                         f"{model_name!r}, even after compacting it: {last_error}"
                     )
-                mem.incident("model_failed", last_error, turn_id=turn_id, step_id=step_id)
+                entry = mem.incident("model_failed", last_error, turn_id=turn_id, step_id=step_id)
                 mem.emit(
                     "runtime.warning",
                     {
                         "code": "model_failed",
                         "model": model_name,
                         "message": last_error,
+                        "incident": entry,
                         **(scope.event_fields() if scope else {}),
                     },
                     turn_id=turn_id,

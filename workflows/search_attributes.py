@@ -12,10 +12,12 @@ SESSION = SearchAttributeKey.for_keyword("WeftSession")
 # Set while the thread waits on a human, to the action kind: list waiting threads with
 # `WeftAwaitingAction IN ('ask_human', 'tool_permission', 'elicitation')`.
 AWAITING_ACTION = SearchAttributeKey.for_keyword("WeftAwaitingAction")
+# Set when a fork starts (client/forks.py), to the thread it was forked from.
+FORKED_FROM = SearchAttributeKey.for_keyword("WeftForkedFrom")
 
 # Workers register these at start-up (workers/search_attributes.py); an unregistered key
 # would fail every workflow task of the thread.
-ALL_KEYS = (AGENT, STATUS, PARENT_THREAD, SESSION, AWAITING_ACTION)
+ALL_KEYS = (AGENT, STATUS, PARENT_THREAD, SESSION, AWAITING_ACTION, FORKED_FROM)
 
 
 def upsert_initial(agent: str, parent_thread_id: str | None, session_id: str | None) -> None:

@@ -197,19 +197,22 @@ class ThreadMemory:
 
     # ---- facts and ids ---------------------------------------------------------------
 
-    def incident(self, code: str, message: str, **ids: Any) -> None:
-        """Remember a warning or failure for `thread_read` (the most recent only)."""
+    def incident(self, code: str, message: str, **ids: Any) -> dict[str, Any]:
+        """Remember a warning or failure for `thread_read` (the most recent only); returns
+        the entry, for the event that states it (contract/rebuild.py reads it there)."""
         entry = {"code": code, "message": message[:500], "at": self.timestamp()}
         entry.update({k: v for k, v in ids.items() if v is not None})
         self.incidents.append(entry)
         del self.incidents[:-MAX_INCIDENTS]
+        return entry
 
     def warn(self, code: str, signal: str, message: str) -> None:
         """Record a refused input: a counter, an incident and a `runtime.warning` event."""
         self.warnings += 1
-        self.incident(code, message, signal=signal)
+        entry = self.incident(code, message, signal=signal)
         self.context.warning(f"{code} ({signal}): {message}")
-        self.emit("runtime.warning", {"code": code, "signal": signal, "message": message})
+        payload = {"code": code, "signal": signal, "message": message, "incident": entry}
+        self.emit("runtime.warning", payload)
 
     def now(self) -> datetime:
         """Workflow time: deterministic on replay."""

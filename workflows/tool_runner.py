@@ -361,11 +361,13 @@ class ToolRunner:
         # `result`: an error result the workflow produced whole (a prompt tool's, say).
         result = result or ToolResult(status="error", error=text, error_code=code, error_data=data)
         self._store_message(call, message_id, position, side, turn_id, result, scope)
+        failed: dict[str, Any] = {"name": call.function.name, "errorCode": code, "message": text}
         if code != "permission_denied":
-            self._mem.incident(f"tool_{code}", text, turn_id=turn_id, tool_call_id=call.id)
+            ids = {"turn_id": turn_id, "tool_call_id": call.id}
+            failed["incident"] = self._mem.incident(f"tool_{code}", text, **ids)
         self._mem.emit(
             "tool.failed",
-            with_scope({"name": call.function.name, "errorCode": code, "message": text}, scope),
+            with_scope(failed, scope),
             turn_id=turn_id,
             step_id=step_id,
             tool_call_id=call.id,

@@ -30,7 +30,8 @@ def finish_turn(mem: ThreadMemory, side: Side, turn_id: str, stop: Stop) -> None
             )
         )
     payload: dict[str, object] = {"side": side, "stopReason": stop.reason}
-    if stop.reason in KEEPS_OUTCOME and mem.last_outcome:
-        # The event log says why too: a read model rebuilt from events needs the reason.
+    if mem.last_outcome is not None:
+        # The event log says how the turn ended too (the response, or why it stopped): a
+        # read model rebuilt from events needs it (contract/rebuild.py).
         payload["outcome"] = mem.last_outcome
     mem.emit("turn.completed", payload, turn_id=turn_id)

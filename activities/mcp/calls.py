@@ -16,7 +16,7 @@ from weft.activities.mcp.catalog import catalog_tools, reserved_names, tools_dig
 from weft.activities.mcp.elicitation import ElicitationBridge
 from weft.activities.mcp.pool import McpSessionPool
 from weft.activities.mcp.types import McpReply, McpUnavailable
-from weft.activities.spans import Spans, without_secrets
+from weft.activities.spans import REDACTED, Spans, without_secrets
 from weft.activities.tool_execute import end_tool_span, error_result, state_env
 from weft.activities.tool_state import ThreadState
 from weft.contract.activities import ToolCallInput, ToolResult
@@ -86,7 +86,7 @@ class McpCalls:
         with self._spans.span(f"execute_tool {name}", attributes) as span:
             secrets = self._spans.secrets(state.thread_id, env)
             self._spans.record_content(span, "gen_ai.tool.call.arguments", args, secrets)
-            reply = await self._call(call, server, tool, args, env)
+            reply = await self._call(call, server, tool, args, env, state)
             end_tool_span(self._spans, span, reply.result, secrets)
             return reply
 
@@ -97,6 +97,7 @@ class McpCalls:
         tool: str,
         args: dict[str, Any],
         env: dict[str, EnvEntry],
+        state: ThreadState,
     ) -> McpReply:
         bridge = ElicitationBridge(call, server)
         try:
@@ -105,15 +106,26 @@ class McpCalls:
             )
         except McpUnavailable as err:
             # A server's error may quote its command line or URL, env values substituted.
-            message = without_secrets(str(err), env)
+            message = await _masked(str(err), env, state)
             return McpReply(error_result("mcp_server_unavailable", message))
         except Exception as err:  # as a function tool's exception: a result, not a crash
             return McpReply(
                 ToolResult(
                     status="error",
-                    error=without_secrets(f"{type(err).__name__}: {err}", env),
+                    error=await _masked(f"{type(err).__name__}: {err}", env, state),
                     error_code="tool_exception",
                 )
             )
         finally:
             bridge.close()
+
+
+async def _masked(text: str, env: dict[str, EnvEntry], state: ThreadState) -> str:
+    """`text` without the thread's secret values; when any were masked (here, or by the
+    session that made the text: pool.py masks the same way), `output.redacted` says how
+    many (never which)."""
+    masked = without_secrets(text, env)
+    found = masked.count(REDACTED)
+    if found:
+        await state.record_redacted("error", found)
+    return masked

@@ -15,6 +15,7 @@ from pydantic import AwareDatetime, BaseModel
 from sqlalchemy import Connection, RowMapping, func, select
 
 from weft.activities.store.file_paths import ROOT, ancestors
+from weft.activities.store.history import record_paths
 from weft.activities.store.kv import StoreLimitError
 from weft.activities.store.tables import files
 
@@ -107,12 +108,15 @@ def make_parents(connection: Connection, thread_id: str, path: str, now: datetim
         files.c.thread_id == thread_id, files.c.path.in_(above)
     )
     existing = {row.path: row.kind for row in connection.execute(query)}
+    made = []
     for directory in above:
         kind = existing.get(directory)
         if kind == "file":
             raise not_a_directory(thread_id, directory)
         if kind is None:
-            connection.execute(files.insert().values(dir_row(thread_id, directory, now)))
+            made.append(dir_row(thread_id, directory, now))
+            connection.execute(files.insert().values(made[-1]))
+    record_paths(connection, thread_id, made)
 
 
 def require_dir(connection: Connection, thread_id: str, path: str) -> None:

@@ -53,6 +53,7 @@ from weft.activities.store.file_rows import (
     to_stat,
 )
 from weft.activities.store.file_search import GrepMatch, find_paths, grep_lines
+from weft.activities.store.history import record_paths
 from weft.activities.store.kv import StoreLimitError
 from weft.activities.store.tables import ID_LENGTH, blobs, events, files
 from weft.contract.events import Event
@@ -137,7 +138,8 @@ class FileStore:
                         .values(updated_at=now, **values)
                     )
                 row = get_row(connection, thread_id, path)
-            assert row is not None
+                assert row is not None
+                record_paths(connection, thread_id, [dict(row)])
             return to_stat(row)
 
         return self._db.retrying(write)
@@ -182,7 +184,9 @@ class FileStore:
         """Remove a file (not a directory); its blob stays for any other holder."""
         path = normalize_path(path)
         with self._db.write() as connection:
+            self._db.lock_thread(connection, thread_id)  # the history follows the events
             require_file(connection, thread_id, path)
+            record_paths(connection, thread_id, [path])
             connection.execute(
                 delete(files).where(files.c.thread_id == thread_id, files.c.path == path)
             )
@@ -208,7 +212,9 @@ class FileStore:
                 else:
                     require_dir(connection, thread_id, parent_of(path))
                 if current is None:
-                    connection.execute(files.insert().values(dir_row(thread_id, path, now)))
+                    made = dir_row(thread_id, path, now)
+                    connection.execute(files.insert().values(made))
+                    record_paths(connection, thread_id, [made])
                 row = get_row(connection, thread_id, path)
             assert row is not None
             return to_stat(row)
@@ -230,6 +236,8 @@ class FileStore:
                     raise DirectoryNotEmptyError(
                         f"{path} in thread {thread_id!r} is not empty ({count} entries)"
                     )
+            gone = list(connection.scalars(select(files.c.path).where(inside)))
+            record_paths(connection, thread_id, [*gone, path])
             connection.execute(delete(files).where(inside))
             connection.execute(
                 delete(files).where(files.c.thread_id == thread_id, files.c.path == path)
@@ -303,6 +311,7 @@ class FileStore:
                     target = _free_name(connection, target_thread_id, directory, name, taken)
                     taken.add(target)
                     targets.append(target)
+                    copied = {**row, "path": target, "kind": "file"}
                     connection.execute(
                         files.insert().values(
                             thread_id=target_thread_id,
@@ -315,6 +324,7 @@ class FileStore:
                             updated_at=now,
                         )
                     )
+                    record_paths(connection, target_thread_id, [copied])
                 marker = Event(
                     type="artifact.changed",
                     event_id=marker_id,

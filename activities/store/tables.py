@@ -295,3 +295,45 @@ budgets = Table(
     Column("blocked", String(32)),  # the limit that stopped the tree, until raised
     Column("updated_at", UTCDateTime, nullable=False),
 )
+
+# Every change of a key (a set, or a delete as a null `value`), kept so a fork reads the
+# values as of an event of the thread (docs/time-travel.md). `at_sequence` is the thread's
+# last event sequence when the write committed: the write came after that event and before
+# the next. One insert per write; `kv` stays the current values.
+kv_history = Table(
+    "kv_history",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    Column("thread_id", String(ID_LENGTH), nullable=False),
+    Column("key", String(256), nullable=False),
+    Column("value", Text),  # null: the key was deleted
+    Column("at_sequence", BigInteger, nullable=False),
+    Index("ix_kv_history_thread_sequence", "thread_id", "at_sequence"),
+)
+
+# Every change of a path of a thread's filesystem, as `kv_history` for keys: the row it
+# left (`kind` file | dir), or `gone` when it was removed. The bytes stay in `blobs`.
+file_history = Table(
+    "file_history",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    Column("thread_id", String(ID_LENGTH), nullable=False),
+    Column("path", String(1024), nullable=False),
+    Column("kind", String(8), nullable=False),  # file | dir | gone
+    Column("blob_digest", String(64)),
+    Column("size", BigInteger, nullable=False),
+    Column("mime_type", String(ID_LENGTH)),
+    Column("at_sequence", BigInteger, nullable=False),
+    Index("ix_file_history_thread_sequence", "thread_id", "at_sequence"),
+)
+
+# Where a thread came from and where it went (docs/time-travel.md): a fork names its source
+# and the point it was taken at; a rewound source names its successor.
+thread_links = Table(
+    "thread_links",
+    metadata,
+    Column("thread_id", String(ID_LENGTH), primary_key=True),
+    Column("forked_from", JSON),  # {threadId, atSequence, atTurnId, rewind}
+    Column("successor_thread_id", String(ID_LENGTH)),
+    Column("updated_at", UTCDateTime, nullable=False),
+)

@@ -10,6 +10,7 @@ from sqlalchemy import Connection, and_, delete, func, select
 
 from weft.activities.store import kv as kv_rules
 from weft.activities.store.database import Database
+from weft.activities.store.history import record_value
 from weft.activities.store.tables import kv
 
 
@@ -43,12 +44,14 @@ def write_value(
 ) -> None:
     """Set (or, for None, delete) one checked, encoded value in the caller's transaction."""
     where = and_(kv.c.thread_id == thread_id, kv.c.key == key)
+    # The key cap counts this thread's keys, and the history is ordered by the thread's
+    # events, so its writers go one at a time.
+    database.lock_thread(connection, thread_id)
+    record_value(connection, thread_id, key, encoded)
     if encoded is None:
         connection.execute(delete(kv).where(where))
         return
     now = datetime.now(UTC)
-    # The key cap counts this thread's keys, so its writers go one at a time.
-    database.lock_thread(connection, thread_id)
     if connection.scalar(select(kv.c.key).where(where)) is None:
         count = connection.scalar(
             select(func.count()).select_from(kv).where(kv.c.thread_id == thread_id)

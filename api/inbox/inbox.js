@@ -160,6 +160,7 @@
       messages: new Map(), // message id -> its <li>
       tools: new Map(), // tool call id -> its folded block (toolBlock)
       live: null, // the step being streamed: {stepId, attempt, item, text}
+      dropped: null, // the step whose call was interrupted: its late deltas are not shown
       finished: new Map(), // message id -> the live <li> that stands in for it
       refreshTimer: null,
       refreshThreadToo: false,
@@ -480,6 +481,7 @@
         scheduleRefresh(current);
         break;
       case "model.failed":
+        if (payload.code === "interrupted") dropLive(current, event.stepId);
         $("activity").textContent =
           payload.code === "interrupted"
             ? "model call interrupted"
@@ -535,6 +537,7 @@
 
   /** A model call starts a step; with `reset` it retries one, whose partial text goes. */
   function stepRequested(current, event, payload) {
+    if (current.dropped === event.stepId) current.dropped = null; // the step calls again
     const live = current.live;
     if (live && live.stepId === event.stepId) {
       if (payload.reset) {
@@ -548,6 +551,7 @@
   }
 
   function streamText(current, event, payload) {
+    if (current.dropped === event.stepId) return; // written after the call was interrupted
     let live = current.live;
     if (!live || live.stepId !== event.stepId) {
       stepRequested(current, event, payload);
@@ -561,6 +565,15 @@
     }
     live.text.append(String(payload.text ?? ""));
     live.item.scrollIntoView({ block: "nearest" });
+  }
+
+  /** An interrupted call's streamed text is no message (nothing was stored): it goes. */
+  function dropLive(current, stepId) {
+    current.dropped = stepId;
+    const live = current.live;
+    if (!live || live.stepId !== stepId) return;
+    current.live = null;
+    if (live.item) live.item.remove();
   }
 
   /** The streamed reply is a message now: it waits in the transcript for the snapshot's. */

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from mcp_support import stdio_server
-from support import agent_definitions
+from support import agent_definitions, event_schema_validator
 from temporalio import workflow
 from temporalio.client import Client
 from temporalio.testing import ActivityEnvironment
@@ -101,10 +101,13 @@ async def rig(tmp_path) -> AsyncIterator[Rig]:
         elicitation_timeout_seconds=30,
     )
     down = stdio_server("down", args=["--mode", "exit"], startup_timeout_seconds=5)
+    # A server that cannot start, its command line holding the thread's secret.
+    leaky = stdio_server("leaky", args=["--mode", "exit", "${TOKEN}"], startup_timeout_seconds=5)
     weather = stdio_server("clash")  # its `weather` tool meets the thread's own
     definitions = agent_definitions(
-        "unused", tools=["weather", {"mcp": "tools"}, {"mcp": "down"}, "clash.weather"]
-    ).add(tools, down, weather)
+        "unused",
+        tools=["weather", {"mcp": "tools"}, {"mcp": "down"}, {"mcp": "leaky"}, "clash.weather"],
+    ).add(tools, down, leaky, weather)
     store = Store.open(f"sqlite:///{tmp_path / 'weft.db'}")
     for thread_id in ("t1", "t2", "t3"):
         store.threads.upsert(
@@ -212,6 +215,20 @@ async def test_bad_calls_are_error_results_before_any_server_is_reached(rig: Rig
     assert _content(bad_json)["error_code"] == "invalid_arguments"
     assert _content(unknown)["error_code"] == "unknown_tool"
     assert "'elsewhere'" in _content(unknown)["error"]
+
+
+async def test_a_masked_secret_is_recorded_as_output_redacted(rig: Rig):
+    """A server that will not start and quotes the thread's secret in its error: the tool
+    result shows the mask, never the value, and `output.redacted` counts the masks."""
+    result = await rig.call("t3", "add", json.dumps({"a": 1, "b": 2}), server="leaky")
+    content = _content(result)
+    assert content["error_code"] == "mcp_server_unavailable", content
+    assert SECRET not in result.message.content and "[redacted secret]" in content["error"]
+    [redacted] = rig.store.events.read("t3", types=["output.redacted"])
+    assert redacted.tool_call_id == "call1" and redacted.payload["field"] == "error"
+    assert redacted.payload["occurrences"] == content["error"].count("[redacted secret]")
+    assert SECRET not in json.dumps(redacted.to_wire())
+    event_schema_validator().validate(redacted.to_wire())
 
 
 async def test_the_threads_secret_env_reaches_the_server(rig: Rig):

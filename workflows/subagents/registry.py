@@ -73,6 +73,8 @@ class SubagentRegistry:
             self.emit(entry, "subagent.status", notified=True)
             self._tell_parent(entry, report, "says")
             return
+        # Before the event, which states the entry as it now is (contract/rebuild.py).
+        entry.updated_at = self._mem.timestamp()
         if report.kind in ("completed", "failed"):
             entry.last_result = report.content
             entry.stop_reason = report.stop_reason
@@ -87,7 +89,6 @@ class SubagentRegistry:
             if report.content and not entry.last_result:
                 entry.last_result = report.content
             self.emit(entry, "subagent.closed")
-        entry.updated_at = self._mem.timestamp()
         if report.reference in self._awaiting and self._awaiting[report.reference] is None:
             # A blocking call waits for this: the payload becomes its tool result.
             self._awaiting[report.reference] = report

@@ -1,0 +1,108 @@
+"""The definitions a fork runs on: the source's snapshot, or one of the definitions given,
+with a prompt or model changed (docs/time-travel.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Collection
+from pathlib import Path
+
+from temporalio.client import Client
+
+from weft.activities.definitions import DefinitionError, Definitions
+from weft.activities.definitions.loader import load_directory
+from weft.contract.activities import ACTIVITY_THREAD_INIT, ThreadInitResult
+from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.thread import ThreadStartInput
+
+
+async def source_start(
+    client: Client, thread_id: str
+) -> tuple[ThreadStartInput, DefinitionSnapshot]:
+    """The start input of the source's current run and the snapshot it runs on, read from
+    its Temporal history (a read: the source is not disturbed)."""
+    history = await client.get_workflow_handle(thread_id).fetch_history()
+    started = history.events[0].workflow_execution_started_event_attributes
+    converter = client.data_converter
+    (start,) = await converter.decode(started.input.payloads, [ThreadStartInput])
+    if start.carry_over is not None:  # a continued run carries its snapshot
+        return start, start.carry_over.snapshot
+    init_id = None
+    for event in history.events:
+        scheduled = event.activity_task_scheduled_event_attributes
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            if scheduled.activity_type.name == ACTIVITY_THREAD_INIT:
+                init_id = event.event_id
+        elif event.HasField("activity_task_completed_event_attributes"):
+            completed = event.activity_task_completed_event_attributes
+            if completed.scheduled_event_id == init_id:
+                (result,) = await converter.decode(completed.result.payloads, [ThreadInitResult])
+                return start, result.snapshot
+    raise ValueError(f"thread {thread_id!r} has no definitions snapshot yet (still starting)")
+
+
+def fork_snapshot(
+    source: DefinitionSnapshot,
+    *,
+    agent: str | None = None,
+    model: str | None = None,
+    prompt: str | None = None,
+    definitions: Definitions | str | Path | None = None,
+) -> DefinitionSnapshot:
+    """The snapshot a fork runs on; a name it cannot find raises ValueError naming the flag."""
+    snapshot = source
+    if definitions is not None:
+        defs = definitions if isinstance(definitions, Definitions) else _load(definitions)
+        name = agent or source.agent.name
+        try:
+            snapshot = defs.snapshot(name)
+        except DefinitionError as err:
+            raise ValueError(f"--agent: {err}") from None
+    elif agent is not None and agent != source.agent.name:
+        raise ValueError(
+            f"--agent: {agent!r} is not the source's agent ({source.agent.name!r}); "
+            "give --definitions to take it from a definitions folder"
+        )
+    if prompt is None and model is None:
+        return snapshot
+    side = snapshot.agent.side_a
+    if prompt is not None:
+        if prompt not in snapshot.prompts:
+            raise ValueError(_unknown("--prompt", "prompt", prompt, snapshot.prompts))
+        side = side.model_copy(update={"prompt": prompt})
+    prompts = dict(snapshot.prompts)
+    if model is not None:
+        if model not in snapshot.models:
+            raise ValueError(_unknown("--model", "model", model, snapshot.models))
+        prompts[side.prompt] = prompts[side.prompt].model_copy(update={"model": model})
+    changed = snapshot.model_copy(
+        update={
+            "agent": snapshot.agent.model_copy(update={"side_a": side}),
+            "prompts": prompts,
+        }
+    )
+    return changed.model_copy(update={"snapshot_id": _content_id(changed)})
+
+
+def _load(folder: str | Path) -> Definitions:
+    if not Path(folder).is_dir():
+        raise ValueError(f"--definitions: {folder} is not a folder")
+    try:
+        return load_directory(folder)
+    except DefinitionError as err:
+        raise ValueError(f"--definitions: {err}") from None
+
+
+def _unknown(flag: str, kind: str, name: str, known: Collection[str]) -> str:
+    return (
+        f"{flag}: the fork's definitions have no {kind} {name!r} "
+        f"(they have: {', '.join(sorted(known)) or 'none'}; give --definitions for others)"
+    )
+
+
+def _content_id(snapshot: DefinitionSnapshot) -> str:
+    """A changed snapshot's id: the hash of its content, like every snapshot's."""
+    data = snapshot.model_dump(mode="json", by_alias=True, exclude={"snapshot_id"})
+    digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+    return f"fork-{digest[:32]}"

@@ -1,0 +1,109 @@
+"""Forks on a real dev server: a new thread from a source's transcript, key-value data and
+files as of a point between turns (docs/time-travel.md)."""
+
+from __future__ import annotations
+
+import pytest
+from fork_support import eventually, jot_definitions, source_script, turn_ends, two_turns
+from support import add_script, idle_after, wait_until
+
+from weft.client.forks import ForkRefused, Forks
+from weft.client.threads import Threads
+
+
+async def test_fork_at_a_turn_keeps_that_point(start_worker, temporal_client, scripted_server):
+    """A fork at turn one holds turn one's transcript, key and file only, answers on the
+    source's definitions, is searchable by WeftForkedFrom, and leaves the source as it was."""
+    worker = await start_worker(jot_definitions(source_script(scripted_server)))
+    store = worker.store
+    threads = Threads(temporal_client, task_queue=worker.task_queue, store=store)
+    source = await two_turns(threads, store)
+    first_end = turn_ends(store, source)[0]
+    source_events = store.events.last_sequence(source)
+
+    fork = await Forks(temporal_client, store, task_queue=worker.task_queue).fork(
+        source, at=first_end.turn_id
+    )
+
+    assert fork.forked_from.at_sequence == first_end.sequence
+    assert fork.forked_from.at_turn_id == first_end.turn_id
+    kept = [m for m in store.messages.list(source) if m.turn_id == first_end.turn_id]
+    copied = store.messages.list(fork.thread_id)
+    assert [(m.id, m.position, m.role, m.content) for m in copied] == [
+        (m.id, m.position, m.role, m.content) for m in kept
+    ]
+    assert [m.content for m in copied if m.role == "assistant"][-1] == "did one"
+    assert store.values.get(fork.thread_id, "stage") == "one"
+    assert store.files.read_file(fork.thread_id, "/notes/a.txt") == b"v1"
+    assert store.files.stat_file(fork.thread_id, "/notes/b.txt") is None
+    # The source is untouched: its own state, and not one event more.
+    assert store.values.get(source, "stage") == "two"
+    assert store.files.read_file(source, "/notes/b.txt") == b"v2"
+    assert store.events.last_sequence(source) == source_events
+
+    handle = temporal_client.get_workflow_handle(fork.thread_id)
+    await threads.send(fork.thread_id, "hello fork")
+    state = await wait_until(handle, idle_after(2))
+    assert state.counters.turns == 2
+    after = store.messages.list(fork.thread_id)
+    assert after[len(copied)].content == "hello fork"
+    assert after[len(copied)].position == copied[-1].position + 1
+    assert after[-1].content == "same model answers"
+    forked = [e for e in store.events.read(fork.thread_id) if "forkedFrom" in e.payload]
+    assert forked[0].payload["forkedFrom"]["threadId"] == source
+
+    async def listed() -> list[str]:
+        query = f"WeftForkedFrom = '{source}'"
+        return [w.id async for w in temporal_client.list_workflows(query)]
+
+    assert await eventually(listed) == [fork.thread_id]
+
+    # The source still answers as before.
+    await threads.send(source, "three")
+    await wait_until(temporal_client.get_workflow_handle(source), idle_after(3))
+    assert store.messages.list(source)[-1].content == "same model answers"
+
+
+async def test_fork_on_other_definitions(start_worker, temporal_client, scripted_server):
+    """A fork given other definitions answers on their model while the source keeps its own."""
+    worker = await start_worker(jot_definitions(source_script(scripted_server)))
+    store = worker.store
+    threads = Threads(temporal_client, task_queue=worker.task_queue, store=store)
+    source = await two_turns(threads, store)
+    other = add_script(scripted_server, {"replies": [{"text": "the other model"}]})
+
+    fork = await Forks(temporal_client, store, task_queue=worker.task_queue).fork(
+        source, at=turn_ends(store, source)[1].turn_id, definitions=jot_definitions(other)
+    )
+    await threads.send(fork.thread_id, "who speaks")
+    await wait_until(temporal_client.get_workflow_handle(fork.thread_id), idle_after(3))
+    assert store.messages.list(fork.thread_id)[-1].content == "the other model"
+    assert store.values.get(fork.thread_id, "stage") == "two"
+
+
+async def test_fork_inside_a_turn_is_refused(start_worker, temporal_client, scripted_server):
+    """A point between a tool call and its result is refused, naming the turn ends around it;
+    so are an unknown turn and an event past the end."""
+    worker = await start_worker(jot_definitions(source_script(scripted_server)))
+    store = worker.store
+    threads = Threads(temporal_client, task_queue=worker.task_queue, store=store)
+    source = await two_turns(threads, store)
+    first, second = turn_ends(store, source)
+    (call,) = [
+        e for e in store.events.read(source, types=["tool.started"]) if e.turn_id == second.turn_id
+    ]
+    forks = Forks(temporal_client, store, task_queue=worker.task_queue)
+
+    with pytest.raises(ForkRefused) as refused:
+        await forks.fork(source, at=call.sequence)
+    message = str(refused.value)
+    assert (
+        f"event {call.sequence} of thread {source!r} is inside turn {second.turn_id!r}" in message
+    )
+    assert f"before: event {first.sequence} (end of turn {first.turn_id!r})" in message
+    assert f"after: event {second.sequence} (end of turn {second.turn_id!r})" in message
+
+    with pytest.raises(ForkRefused, match="has no turn 'nope'"):
+        await forks.fork(source, at="nope")
+    with pytest.raises(ForkRefused, match="there is no event 99999"):
+        await forks.fork(source, at=99999)

@@ -1,0 +1,42 @@
+"""What `thread_read` shows that no other event states, written into the events that
+mark when it holds, so the read model can be rebuilt from the log (contract/rebuild.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from weft.workflows.read_models import agent_info, permission_state
+from weft.workflows.thread_state import ThreadMemory
+
+
+def session_facts(mem: ThreadMemory) -> dict[str, Any]:
+    """The counters and the model context as the thread goes idle or is terminated: steps
+    and reserved message positions change with no event of their own, and the context's
+    token estimates are the workflow's."""
+    return {"counters": mem.counters.model_dump(by_alias=True), "context": mem.window.read()}
+
+
+def definition_facts(mem: ThreadMemory) -> dict[str, Any]:
+    """The running agent's display fields and its active side's permission policy (the
+    rules' origin and mode, not the session's approvals, which their own events state)."""
+    snapshot = mem.snapshot
+    if snapshot is None:
+        return {}
+    own = snapshot.agent
+    prompt = snapshot.prompts[own.side(mem.active_side or "a").prompt]
+    policy = permission_state(mem, own.permissions, prompt.permissions)
+    policy.pop("sessionAllowedTools", None)
+    policy.pop("pendingApprovals", None)
+    info = agent_info(snapshot.agent_def(mem.active_agent))
+    return {"agentInfo": info.model_dump(by_alias=True), "permissions": policy}
+
+
+def failure_facts(mem: ThreadMemory) -> dict[str, Any]:
+    """A failed turn's outcome and the incident that says why, when it has them."""
+    facts: dict[str, Any] = {}
+    if mem.last_outcome is not None:
+        facts["outcome"] = mem.last_outcome
+    if mem.incidents and mem.incidents[-1]["code"] == mem.stop_reason:
+        facts["incident"] = mem.incidents[-1]
+    return facts
