@@ -133,7 +133,7 @@ class CompactionActivities:
         stored = await asyncio.to_thread(
             self._store.boundaries.add,
             boundary,
-            [_reconstructed(job, boundary), self._completed(job, boundary)],
+            [_reconstructed(job, boundary), self._completed(job, boundary, usage, cost)],
         )
         return CompactResult(
             boundary=stored, tokens_before=prepared.tokens_before, usage=usage, cost_usd=cost
@@ -265,7 +265,11 @@ class CompactionActivities:
             },
         )
 
-    def _completed(self, job: CompactInput, boundary: ContextBoundary) -> Event:
+    def _completed(
+        self, job: CompactInput, boundary: ContextBoundary, usage: Usage, cost: float | None
+    ) -> Event:
+        # The summariser's tokens and cost count toward the thread's usage, as a model
+        # call's do: stated here so a read model rebuilt from events has them.
         return _event(
             job,
             "completed",
@@ -282,6 +286,8 @@ class CompactionActivities:
                 "tokensBefore": boundary.tokens_before,
                 "tokensAfter": boundary.tokens_after,
                 "summaryTokens": estimate_tokens(boundary.summary),
+                "usage": usage.model_dump(by_alias=True),
+                "costUsd": cost,
             },
         )
 

@@ -126,9 +126,9 @@ class ModelActivities:
         # comes within the interval is stored with them by one final write.
         batcher = DeltaBatcher(
             self._store,
-            lambda n, text, kind, index=None: attempt_event(
+            lambda n, text, kind, index=None, call_id=None: attempt_event(
                 call, ids, f"delta{n}", *delta_event(kind, text, info.attempt, index)
-            ),
+            ).model_copy(update={"tool_call_id": call_id} if call_id else {}),
             interval=self._delta_interval,
             lead=lead,
         )

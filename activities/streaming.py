@@ -19,7 +19,9 @@ from weft.contract.events import Event
 class EventMaker(Protocol):
     """Builds batch `n` of one kind; tool-call arguments also name the call's `index`."""
 
-    def __call__(self, n: int, text: str, kind: str, index: int | None = None) -> Event: ...
+    def __call__(
+        self, n: int, text: str, kind: str, index: int | None = None, call_id: str | None = None
+    ) -> Event: ...
 
 
 def delta_event(
@@ -29,8 +31,8 @@ def delta_event(
 
     Reasoning is its own Agent Runtime class (`reasoning.delta`), outside the final text;
     a tool call's streamed arguments are `tool.args`, one batch per call (`toolCallIndex`
-    is its place among the reply's tool calls: providers name the call before its
-    arguments, but weft's deltas carry only the index); text is `model.delta`.
+    is its place among the reply's tool calls, and the envelope's `toolCallId` its id:
+    providers name the call before its arguments); text is `model.delta`.
     """
     if kind == "reasoning":
         return "reasoning.delta", {"text": text, "attempt": attempt}
@@ -60,6 +62,7 @@ class DeltaBatcher:
         self._interval = interval
         # Keyed by kind, and by call for tool-call arguments (several may interleave).
         self._parts: dict[tuple[str, int | None], list[str]] = {}
+        self._call_ids: dict[int, str] = {}  # a tool call's id by its index, once named
         self._last = time.monotonic()
         self._count = 0
         self._pending = PendingEvents(store, lead)
@@ -81,6 +84,8 @@ class DeltaBatcher:
         """Take one delta; write a batch when the interval has passed."""
         index = delta.tool_call_index if delta.kind == "tool_call" else None
         self._parts.setdefault((delta.kind, index), []).append(delta.text)
+        if index is not None and delta.tool_call_id:
+            self._call_ids[index] = delta.tool_call_id
         if time.monotonic() - self._last >= self._interval:
             await self.flush()
 
@@ -105,7 +110,8 @@ class DeltaBatcher:
             if index is None:
                 events.append(self._make_event(self._count, text, kind))
             else:
-                events.append(self._make_event(self._count, text, kind, index))
+                call_id = self._call_ids.get(index)
+                events.append(self._make_event(self._count, text, kind, index, call_id))
         self._parts = {}
         return events
 

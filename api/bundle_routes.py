@@ -26,8 +26,10 @@ from weft.contract.bundles import BundleError
 from weft.contract.wire import CamelModel
 from weft.workers.gateway.app import GatewayError
 
-# A bundle holds a thread's files and histories: far over the 1 MiB of other bodies.
-MAX_BUNDLE_BYTES = 256 * 1024 * 1024
+# A bundle holds a thread's files and histories: far over the 1 MiB of other bodies. Kept
+# at 64 MiB because the idempotency fingerprint hashes the whole body in memory; larger
+# bundles go through `weft thread import`, which has no limit.
+MAX_BUNDLE_BYTES = 64 * 1024 * 1024
 BUNDLE_MEDIA_TYPE = "application/zip"
 
 

@@ -66,6 +66,7 @@ def _usage(message: str) -> int:
 async def run(args: argparse.Namespace, config: WeftConfig) -> int:
     """Run the suite; print the table (or JSON), write JUnit; the exit code says if it passed."""
     from weft import evals
+    from weft.workers.demo.defaults import with_demo_defaults
 
     if args.concurrency < 1:
         return _usage(f"--concurrency must be at least 1, not {args.concurrency}")
@@ -88,6 +89,8 @@ async def run(args: argparse.Namespace, config: WeftConfig) -> int:
             flush=True,
         )
 
+    # As `weft dev`: without definitions of its own, a fresh folder evaluates the demo's.
+    config = with_demo_defaults(config)
     async with _temporal(config) as client:
         try:
             report = await evals.run_suite(

@@ -71,6 +71,8 @@ class TranscriptPrinter:
             self._line(f"  ! warning: {payload.get('message')}")
         elif kind in ("hook.completed", "hook.failed"):
             self._line(_hook_line(payload))
+        elif kind == "history.rollback.completed":  # where to follow on (docs/time-travel.md)
+            self._line(f"[rewound: continued by thread {payload.get('successorThreadId')}]")
         self._out.flush()
 
     def user(self, text: str) -> None:

@@ -64,6 +64,21 @@ def redact_text(text: str, secret_spellings: list[str]) -> str:
     return text
 
 
+def redact_value(node: Any, secret_spellings: list[str]) -> Any:
+    """A copy of a JSON value with every spelling of a secret replaced inside its strings.
+
+    Inside strings, never across the JSON text: a short secret that happens to be part of a
+    key or of JSON syntax must not break the record.
+    """
+    if isinstance(node, str):
+        return redact_text(node, secret_spellings)
+    if isinstance(node, list):
+        return [redact_value(item, secret_spellings) for item in node]
+    if isinstance(node, dict):
+        return {key: redact_value(value, secret_spellings) for key, value in node.items()}
+    return node
+
+
 def snapshot_ids_in(history: dict[str, Any]) -> set[str]:
     """The definition snapshot ids the history's plain payloads name."""
     found: set[str] = set()
@@ -94,7 +109,6 @@ def env_secrets(node: Any) -> set[str]:
 def scrub_history(history: dict[str, Any], secret_spellings: list[str]) -> None:
     """Redact `history` in place (see the module docstring): plain JSON payloads also keep
     only the names and types of any env mapping they hold."""
-    return
     for payload in _payloads(history):
         metadata: dict[str, str] = payload["metadata"]
         if metadata.get("encoding") == _ENCRYPTED:
@@ -107,19 +121,20 @@ def scrub_history(history: dict[str, Any], secret_spellings: list[str]) -> None:
         if not raw:
             continue
         text = base64.b64decode(raw).decode("utf-8", errors="replace")
-        cleaned = redact_text(_without_env_text(text), secret_spellings)
+        cleaned = _cleaned(text, secret_spellings)
         if cleaned != text:
             payload["data"] = base64.b64encode(cleaned.encode()).decode()
 
 
-def _without_env_text(text: str) -> str:
-    """JSON text with env values left out; text that is not JSON, or has no env, as it was."""
+def _cleaned(text: str, secret_spellings: list[str]) -> str:
+    """A payload's JSON text with env values left out and secrets redacted in its strings;
+    text that is not JSON is redacted as text; text with nothing to change is kept as is."""
     try:
         value = json.loads(text)
     except ValueError:
-        return text
-    stripped = without_env_values(value)
-    return text if stripped == value else json.dumps(stripped, separators=(",", ":"))
+        return redact_text(text, secret_spellings)
+    cleaned = redact_value(without_env_values(value), secret_spellings)
+    return text if cleaned == value else json.dumps(cleaned, separators=(",", ":"))
 
 
 def env_names(env: dict[str, Any]) -> list[tuple[str, str]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import io
 import json
 import zipfile
 from collections.abc import Iterable, Iterator
@@ -26,6 +27,7 @@ from temporalio.client import Client
 from weft.activities.crypto import CryptoKeyError
 from weft.activities.store import Store
 from weft.activities.store.bundle_rows import (
+    OPTIONAL_PARTS,
     THREAD_TABLES,
     ThreadExists,
     import_rows,
@@ -35,7 +37,7 @@ from weft.client.bundle_history import (
     env_names,
     env_secrets,
     fetch_runs,
-    redact_text,
+    redact_value,
     scrub_history,
     snapshot_ids_in,
     spellings,
@@ -107,7 +109,7 @@ def _export(
         digests: set[str] = set()
         for part in THREAD_TABLES:
             records = thread_records(store, part, thread_id)
-            if part == "files":
+            if part in ("files", "file_history"):
                 records = _noting_blobs(records, digests)
             if part == "effects":
                 # A run's outcome is sealed at rest and may carry env: left out.
@@ -124,8 +126,8 @@ def _export(
             name = f"history/{number:04d}-{run_id}.json"
             parts.append(_write_bytes(bundle, name, json.dumps(history).encode()))
             histories.append(HistoryRun(run_id=run_id, part=name, events=len(history["events"])))
-        for snapshot_id, data in sorted(definitions.items()):
-            text = redact_text(json.dumps(without_env_values(data)), secrets)
+        for snapshot_id, snapshot in sorted(definitions.items()):
+            text = json.dumps(redact_value(without_env_values(snapshot), secrets))
             parts.append(_write_bytes(bundle, f"definitions/{snapshot_id}.json", text.encode()))
         manifest = BundleManifest(
             weft_version=_weft_version(),
@@ -172,7 +174,7 @@ def _write_lines(
     digest, size, count = hashlib.sha256(), 0, 0
     with bundle.open(name, "w") as member:
         for record in records:
-            line = (redact_text(json.dumps(record, sort_keys=True), secrets) + "\n").encode()
+            line = (json.dumps(redact_value(record, secrets), sort_keys=True) + "\n").encode()
             member.write(line)
             digest.update(line)
             size += len(line)
@@ -195,36 +197,33 @@ def _import(store: Store, path: Path, as_id: str | None) -> BundleRef:
         raise BundleError(f"{path}: not a weft bundle ({err})") from None
     with bundle:
         manifest = read_manifest(bundle)
+        # Every part is checked before anything is written; then read again as a stream.
+        for part in manifest.parts:
+            _verify(bundle, part)
         thread_id = as_id or manifest.thread_id
-        thread = _lines(bundle, manifest, "thread.jsonl")[0]
+        thread = next(_records(bundle, _part(manifest, "thread.jsonl")))
         thread.update(_closed(thread), thread_id=thread_id)
         thread["env"] = {e.name: {"value": None, "type": e.type} for e in manifest.env}
         parts = {
-            part: [
-                _renamed(part, r, manifest.thread_id, thread_id)
-                for r in _lines(bundle, manifest, f"{part}.jsonl")
-            ]
-            for part in THREAD_TABLES
-        }
-        blobs = {
-            p.name.removeprefix("blobs/"): _member(bundle, p)
-            for p in manifest.parts
-            if p.name.startswith("blobs/")
-        }
-        for digest, data in blobs.items():
-            if hashlib.sha256(data).hexdigest() != digest:
-                raise BundleError(f"part blobs/{digest}: its bytes do not match its name")
-        histories = {
-            run.run_id: _member(bundle, _part(manifest, run.part)) for run in manifest.histories
-        }
-        snapshots = {
-            f"imported:{_part(manifest, f'definitions/{sid}.json').sha256}": json.loads(
-                _member(bundle, _part(manifest, f"definitions/{sid}.json"))
+            part: _renamed(
+                part,
+                _records(bundle, _part(manifest, f"{part}.jsonl")),
+                manifest.thread_id,
+                thread_id,
             )
-            for sid in manifest.snapshot_ids
+            for part in THREAD_TABLES
+            if part not in OPTIONAL_PARTS or manifest.part(f"{part}.jsonl") is not None
         }
-    import_rows(store, thread, parts, {**blobs}, snapshots)
-    history_blobs = {run_id: store.files.put_blob(data) for run_id, data in histories.items()}
+        histories = {run.run_id: _part(manifest, run.part) for run in manifest.histories}
+        stored = [p for p in manifest.parts if p.name.startswith("blobs/")]
+        # Files' blobs and the histories, one at a time: content-addressed by their sha256.
+        blobs = ((p.sha256, bundle.read(p.name)) for p in [*stored, *histories.values()])
+        snapshots = {}
+        for snapshot_id in manifest.snapshot_ids:
+            part = _part(manifest, f"definitions/{snapshot_id}.json")
+            snapshots[f"imported:{part.sha256}"] = json.loads(bundle.read(part.name))
+        import_rows(store, thread, parts, blobs, snapshots)
+    history_blobs = {run_id: part.sha256 for run_id, part in histories.items()}
     ref = BundleRef(thread_id, path, _file_sha256(path), manifest, history_blobs)
     extra = {
         "sourceThreadId": manifest.thread_id,
@@ -266,23 +265,34 @@ def _part(manifest: BundleManifest, name: str) -> BundlePart:
     return found
 
 
-def _member(bundle: zipfile.ZipFile, part: BundlePart) -> bytes:
-    """A part's bytes, checked against the manifest's digest."""
+def _verify(bundle: zipfile.ZipFile, part: BundlePart) -> None:
+    """Check a part's bytes against the manifest (and a blob's against its name), streamed."""
+    digest = hashlib.sha256()
     try:
-        data = bundle.read(part.name)
+        with bundle.open(part.name) as member:
+            for chunk in iter(lambda: member.read(1 << 20), b""):
+                digest.update(chunk)
     except KeyError:
         raise BundleError(f"part {part.name} is missing from the bundle") from None
-    if hashlib.sha256(data).hexdigest() != part.sha256:
+    except zipfile.BadZipFile as err:
+        raise BundleError(f"part {part.name} is corrupt: {err}") from None
+    if digest.hexdigest() != part.sha256:
         raise BundleError(f"part {part.name} is corrupt: its sha256 does not match the manifest")
-    return data
+    if part.name.startswith("blobs/") and part.name != f"blobs/{part.sha256}":
+        raise BundleError(f"part {part.name}: its bytes do not match its name")
 
 
-def _lines(bundle: zipfile.ZipFile, manifest: BundleManifest, name: str) -> list[dict[str, Any]]:
-    data = _member(bundle, _part(manifest, name))
-    records = [json.loads(line) for line in data.splitlines() if line]
-    if len(records) != _part(manifest, name).count:
-        raise BundleError(f"part {name}: {len(records)} records, the manifest says otherwise")
-    return records
+def _records(bundle: zipfile.ZipFile, part: BundlePart) -> Iterator[dict[str, Any]]:
+    """A verified part's JSON lines, one at a time; a count other than the manifest's is
+    refused (raised while importing, so the import's transaction rolls back)."""
+    count = 0
+    with bundle.open(part.name) as member:
+        for line in io.TextIOWrapper(member, encoding="utf-8"):
+            if line.strip():
+                count += 1
+                yield json.loads(line)
+    if count != part.count:
+        raise BundleError(f"part {part.name}: {count} records, the manifest says {part.count}")
 
 
 def _closed(thread: dict[str, Any]) -> dict[str, Any]:
@@ -291,19 +301,22 @@ def _closed(thread: dict[str, Any]) -> dict[str, Any]:
     return {} if status in _FINAL else {"status": "cancelled", "queue_depth": 0}
 
 
-def _renamed(part: str, record: dict[str, Any], source: str, thread_id: str) -> dict[str, Any]:
-    """`record` belonging to `thread_id`: its thread column, an event's envelope, and the
+def _renamed(
+    part: str, records: Iterator[dict[str, Any]], source: str, thread_id: str
+) -> Iterator[dict[str, Any]]:
+    """`records` belonging to `thread_id`: their thread column, an event's envelope, and the
     stored read models of its payload (`threadRead`, the inventory, the environment); other
     payload text keeps the source id, as history."""
     column = THREAD_TABLES[part][1]
-    record[column] = thread_id
-    if part == "events" and isinstance(record.get("data"), dict):
-        record["data"]["threadId"] = thread_id
-        payload = record["data"].get("payload")
-        for value in payload.values() if isinstance(payload, dict) else ():
-            if isinstance(value, dict) and value.get("threadId") == source:
-                value["threadId"] = thread_id
-    return record
+    for record in records:
+        record[column] = thread_id
+        if part == "events" and isinstance(record.get("data"), dict):
+            record["data"]["threadId"] = thread_id
+            payload = record["data"].get("payload")
+            for value in payload.values() if isinstance(payload, dict) else ():
+                if isinstance(value, dict) and value.get("threadId") == source:
+                    value["threadId"] = thread_id
+        yield record
 
 
 # -- shared -----------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from weft.activities.clock import now_iso
@@ -118,14 +118,32 @@ class Forks:
         *,
         at: str | int,
         reason: str | None = None,
-        **options: object,
+        agent: str | None = None,
+        model: str | None = None,
+        prompt: str | None = None,
+        definitions: Definitions | str | Path | None = None,
+        fork_id: str | None = None,
     ) -> ForkResult:
         """Fork `thread_id` at `at` and let the fork take over: the source records its
-        successor (`history.rollback.completed`, its link) and is terminated."""
+        successor (`history.rollback.completed`, its link) and is terminated. A closed
+        thread, or a point the fork refuses, is refused before anything is written."""
+        description = await self._client.get_workflow_handle(thread_id).describe()
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            raise ForkRefused(f"thread {thread_id!r} has closed: fork it instead of rewinding")
+        resolve(thread_id, await asyncio.to_thread(self._all_events, thread_id), at)
         await asyncio.to_thread(
             self._rollback_event, thread_id, "history.rollback.started", {"at": str(at)}
         )
-        result = await self.fork(thread_id, at=at, rewind=True, **options)  # type: ignore[arg-type]
+        result = await self.fork(
+            thread_id,
+            at=at,
+            agent=agent,
+            model=model,
+            prompt=prompt,
+            definitions=definitions,
+            fork_id=fork_id,
+            rewind=True,
+        )
         successor = result.thread_id
         await asyncio.to_thread(self._links.set_successor, thread_id, successor)
         await asyncio.to_thread(
@@ -155,10 +173,10 @@ class Forks:
 
     def _all_events(self, thread_id: str) -> list[Event]:
         events: list[Event] = []
-        while batch := self._store.events.read(
-            thread_id, after=events[-1].sequence or 0 if events else 0, limit=1000
-        ):
+        after = 0
+        while batch := self._store.events.read(thread_id, after=after, limit=1000):
             events.extend(batch)
+            after = batch[-1].sequence or after + len(batch)
         return events
 
     def _seed(

@@ -22,6 +22,7 @@ from weft.client import inventory
 from weft.client.ask import Policy, ask_thread
 from weft.client.bundles import BundleRef, export_thread, import_bundle
 from weft.client.context import context_snapshot
+from weft.client.lineage import with_lineage
 from weft.contract.budget import (
     UPDATE_SET_BUDGET,
     Budget,
@@ -340,10 +341,13 @@ class Threads:
         return (await self.read(thread_id)).scheduled_effects
 
     async def read(self, thread_id: str) -> ThreadRead:
-        """The thread read model."""
-        return ThreadRead.model_validate(
+        """The thread read model (with its fork links when this client has the store)."""
+        read = ThreadRead.model_validate(
             await self.handle(thread_id).query(QUERY_THREAD_READ, result_type=ThreadRead)
         )
+        if self._store is None:
+            return read
+        return await asyncio.to_thread(with_lineage, self._store, read)
 
     async def messages(self, thread_id: str, *, cursor: int = 0, limit: int = 100) -> MessagePage:
         """A page of message metadata."""

@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from weft.contract.actions import PendingAction
 from weft.contract.events import Event
+from weft.contract.forks import ForkLink
 from weft.contract.thread import AgentInfo, Counters, QueuedItem, ThreadRead
 from weft.contract.turns import UsageTotals
 
@@ -50,6 +52,8 @@ class _Fold:
         self.budget: dict[str, Any] | None = None
         self.effects: dict[str, dict[str, Any]] = {}
         self.updated_at: str | None = None
+        self.forked_from: ForkLink | None = None
+        self.successor: str | None = None
 
     # ---- the handlers, by event type ---------------------------------------------------
 
@@ -78,13 +82,22 @@ class _Fold:
         self.stop_reason = p.get("reason", self.stop_reason)
         self.last_outcome = p.get("outcome", self.last_outcome)
 
-    def thread_updated(self, event: Event, p: dict[str, Any]) -> None:
+    def session_facts(self, p: dict[str, Any]) -> None:
+        """Counters and context, stated where the thread stops: idle, terminated, waiting
+        on a person (workflows/read_facts.py)."""
         if "counters" in p:
             self.counters = Counters.model_validate(p["counters"])
         if "context" in p:
             self.context = p["context"]
-        if "lastOutcome" in p:
-            self.last_outcome = p["lastOutcome"]
+        if "budget" in p:
+            self.budget = p["budget"]
+
+    def thread_updated(self, event: Event, p: dict[str, Any]) -> None:
+        self.session_facts(p)
+        if isinstance(p.get("forkedFrom"), dict):  # a fork's first run says where from
+            self.forked_from = ForkLink.model_validate(p["forkedFrom"])
+        if isinstance(p.get("continuedAsNew"), dict):
+            self.counters.runs = p["continuedAsNew"].get("run", self.counters.runs)
         if p.get("status") == "idle":
             self.stop_reason = p.get("stopReason")
             self.status = "waiting_input"
@@ -99,13 +112,47 @@ class _Fold:
         self.queue = list(p.get("queue") or [])
 
     def action_required(self, event: Event, p: dict[str, Any]) -> None:
-        if "action" in p:
-            self.pending[p["action"]["actionId"]] = p["action"]
+        if "actionType" not in p or event.action_id is None:
+            return  # scoped variables a subagent waits for: not a pending action
+        self.session_facts(p)
+        action = PendingAction(
+            action_id=event.action_id,
+            kind=p["actionType"],
+            tool_call_id=event.tool_call_id or "",
+            tool_name=p.get("toolName") or "",
+            turn_id=event.turn_id or "",
+            prompt=p.get("prompt") or "",
+            args=p.get("args") or {},
+            decisions=p.get("decisions") or [],
+            requested_at=p.get("requestedAt") or event.timestamp,
+            timeout_seconds=p.get("timeoutSeconds"),
+            expires_at=p.get("expiresAt"),
+            on_timeout=p.get("onTimeout"),
+        )
+        self.pending[action.action_id] = action.model_dump(mode="json", by_alias=True)
+        self._waiting()
 
     def action_resolved(self, event: Event, p: dict[str, Any]) -> None:
         self.pending.pop(event.action_id or "", None)
+        self._waiting()
         if p.get("scope") == "session" and p.get("decision") == "approve" and p.get("toolName"):
             self.session_allowed.add(p["toolName"])
+
+    def _waiting(self) -> None:
+        """The status a wait on a person shows (`set_waiting`): a subagent writes no
+        `session.updated`, so its status follows its actions."""
+        if self.terminated_at is not None:
+            return  # terminated: the close comes next (a root's `session.updated` says it)
+        if not self.pending:
+            self.status = "running"
+            return
+        kind = next(iter(self.pending.values()))["kind"]
+        self.status = (
+            "waiting_input" if kind in ("ask_human", "elicitation") else "waiting_permission"
+        )
+
+    def rolled_back(self, event: Event, p: dict[str, Any]) -> None:
+        self.successor = p.get("successorThreadId") or self.successor
 
     def subagent(self, event: Event, p: dict[str, Any]) -> None:
         entry = p.get("entry")
@@ -135,15 +182,21 @@ class _Fold:
             del self.incidents[:-MAX_INCIDENTS]
 
     def job(self, event: Event, p: dict[str, Any]) -> None:
-        effect = p.get("effect") if isinstance(p.get("effect"), dict) else {}
+        effect = p.get("effect")
+        if not isinstance(effect, dict) or not isinstance(effect.get("id"), str):
+            return
         if event.type == "job.created":
             self.effects[effect["id"]] = effect
         else:  # started (it runs now), or cancelled: no longer pending
-            self.effects.pop(effect.get("id"), None)
+            self.effects.pop(effect["id"], None)
 
     def budget_fact(self, event: Event, p: dict[str, Any]) -> None:
-        if isinstance(p.get("budget"), dict):
-            self.budget = p["budget"]
+        if event.type != "limit.changed" or p.get("reason") != "set_budget":
+            return  # the ledger's own marks; the spend comes with the session facts
+        current = self.budget or {"rootThreadId": p.get("rootThreadId"), "spent": {}}
+        limits = p.get("limits") or {}
+        # As `set_budget` applies it: new limits, no longer blocked; None without limits.
+        self.budget = {**current, "limits": limits, "blocked": None} if limits else None
 
     # ---- the result ------------------------------------------------------------------
 
@@ -159,16 +212,16 @@ class _Fold:
             thread_id=self.thread_id,
             agent=self.agent,
             session_id=self.session_id,
-            status=self.status,  # type: ignore[arg-type]
+            status=self.status,
             active_turn_id=self.active_turn,
-            active_side=self.active_side,  # type: ignore[arg-type]
+            active_side=self.active_side,
             queue=[QueuedItem.model_validate(item) for item in self.queue],
             pending_actions=list(self.pending.values()),
             children=list(self.children.values()),
             counters=self.counters,
             usage=_with_children(self.usage, self.children.values()),
             last_outcome=self.last_outcome,
-            stop_reason=self.stop_reason,  # type: ignore[arg-type]
+            stop_reason=self.stop_reason,
             terminated_at=self.terminated_at,
             warnings=self.warnings,
             parent_thread_id=self.parent_id,
@@ -178,13 +231,15 @@ class _Fold:
             updated_at=self.updated_at,
             context=self.context,
             agent_info=self.agent_info,
-            budget=self.budget,  # type: ignore[arg-type]
+            budget=self.budget,
             # A due effect (its timer fired while a step runs) shows as not due: no event
             # states the timer; it runs, with `job.started`, once the step ends.
             scheduled_effects=[
                 {**e, "due": False}
                 for e in sorted(self.effects.values(), key=lambda e: (e["scheduledAt"], e["id"]))
             ],
+            forked_from=self.forked_from,
+            successor_thread_id=self.successor,
         )
 
 
@@ -201,8 +256,10 @@ _HANDLERS: dict[str, _Handler] = {
     "action.required": _Fold.action_required,
     "action.resolved": _Fold.action_resolved,
     "model.completed": _Fold.model_completed,
+    "context.compaction.completed": _Fold.model_completed,  # the summariser's usage
     "runtime.warning": _Fold.runtime_warning,
     "limit.changed": _Fold.budget_fact,
+    "history.rollback.completed": _Fold.rolled_back,
     **{
         f"subagent.{kind}": _Fold.subagent
         for kind in ("spawned", "status", "input", "completed", "failed", "closed")

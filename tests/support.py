@@ -324,3 +324,52 @@ def assert_preview_of(sent: str, content: str) -> None:
     assert notice, f"the model got no preview: {sent[-300:]!r}"
     assert len(head) > 1_000 and content.startswith(head)
     assert rest.startswith(f"{len(content)} characters") and "call read_output with" in rest
+
+
+async def weft_cli(config: Path, *args: str) -> tuple[int, str, str]:
+    """Run the venv's `weft --config CONFIG ARGS…` as a user would; (exit code, out, err)."""
+    import sys
+
+    process = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "weft"),
+        "--config",
+        str(config),
+        *args,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    return process.returncode or 0, out.decode(), err.decode()
+
+
+class WaitArgs(BaseModel):
+    """Arguments of the `wait_for_cancel` tool: where to say it was cancelled."""
+
+    note: str
+
+
+async def wait_for_cancel(state: Any, args: WaitArgs) -> str:
+    """A tool that waits (up to a minute) until its activity is cancelled, and then writes
+    "cancelled" to `args.note`: the proof that a cancel reached the tool."""
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        Path(args.note).write_text("cancelled")
+        raise
+    return "waited a minute"
+
+
+def stored_events(worker: Any, thread_id: str, *types: str) -> list[Any]:
+    """The thread's stored events (of `types`, when given), in order."""
+    return worker.store.events.read(thread_id, limit=10_000, types=list(types) or None)
+
+
+async def until(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
+    """Poll `check()` until it is truthy (and return it), or fail naming `what`."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not (found := check()):
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        await asyncio.sleep(0.05)
+    return found

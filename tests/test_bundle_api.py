@@ -9,10 +9,15 @@ import io
 import os
 import zipfile
 
-from api_support import api_stack
+import httpx
+from api_support import API_TOKEN, api_stack
 from bundle_support import SECRET, closed_thread
 
 from weft.activities.store import Store
+from weft.api import bundle_routes
+from weft.api.context import ApiContext
+from weft.client.threads import Threads
+from weft.workers.gateway import GatewayServer, create_app
 
 BIG = os.urandom(1_500_000)  # random: compression cannot bring the bundle under 1 MiB
 
@@ -69,3 +74,23 @@ async def test_export_download_and_import_upload(
             bad = await stack.http.post("/threads/import", content=corrupt.getvalue())
             assert bad.status_code == 422, bad.text
             assert "part messages.jsonl is corrupt" in bad.json()["error"]
+
+
+async def test_an_upload_over_the_limit_is_413(temporal_client, weft_config):
+    """A bundle larger than the import route's limit is refused with 413 before it is read."""
+    with Store.open(weft_config.store_url()) as store:
+        ctx = ApiContext(
+            store=store,
+            client=temporal_client,
+            threads=Threads(temporal_client, store=store),
+            feed=None,  # type: ignore[arg-type]  # the bundle routes never read events
+            task_queue="tq-none",
+        )
+        app = create_app(store, temporal_client, API_TOKEN)
+        app.include_router(bundle_routes.router(ctx, max_bundle_bytes=1000))
+        async with GatewayServer(app, port=0) as server:
+            headers = {"Authorization": f"Bearer {API_TOKEN}"}
+            async with httpx.AsyncClient(base_url=server.url, headers=headers) as http:
+                reply = await http.post("/threads/import", content=b"x" * 2000)
+        assert reply.status_code == 413, reply.text
+        assert store.threads.list() == []

@@ -3,28 +3,13 @@ one store is read back from another, and refusals are one line with exit code 1.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
 import zipfile
 from pathlib import Path
 
 import yaml
 from bundle_support import SECRET, closed_thread
-
-
-async def _weft(config: Path, *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        str(Path(sys.executable).parent / "weft"),
-        "--config",
-        str(config),
-        *args,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    return process.returncode or 0, out.decode(), err.decode()
+from support import weft_cli
 
 
 def _config(path: Path, address: str, store_url: str, namespace: str = "default") -> Path:
@@ -45,20 +30,20 @@ async def test_export_then_import_through_the_cli(
         tmp_path / "target.yml", address, f"sqlite:///{tmp_path / 'target.db'}", "elsewhere"
     )
     bundle = tmp_path / "out.weftbundle"
-    code, out, err = await _weft(source, "thread", "export", thread_id, "-o", str(bundle))
+    code, out, err = await weft_cli(source, "thread", "export", thread_id, "-o", str(bundle))
     assert code == 0, err
     assert out.startswith(f"{bundle}  sha256:")
     assert SECRET.encode() not in bundle.read_bytes()
 
-    code, out, err = await _weft(target, "thread", "import", str(bundle), "--as", "imported-1")
+    code, out, err = await weft_cli(target, "thread", "import", str(bundle), "--as", "imported-1")
     assert code == 0, err
     assert out.startswith("imported-1  (closed; from default/")
-    code, out, err = await _weft(target, "thread", "show", "imported-1")
+    code, out, err = await weft_cli(target, "thread", "show", "imported-1")
     assert code == 0, err
     shown = json.loads(out)
     assert shown["threadId"] == "imported-1" and shown["status"] == "cancelled"
 
-    code, out, err = await _weft(target, "thread", "import", str(bundle), "--as", "imported-1")
+    code, out, err = await weft_cli(target, "thread", "import", str(bundle), "--as", "imported-1")
     assert (code, out) == (1, "")
     assert err.strip() == "weft: thread 'imported-1' already exists in this store"
 
@@ -69,6 +54,6 @@ async def test_export_then_import_through_the_cli(
             if name == "manifest.json":
                 data = json.dumps({**json.loads(data), "version": 2}).encode()
             new.writestr(name, data)
-    code, out, err = await _weft(target, "thread", "import", str(newer))
+    code, out, err = await weft_cli(target, "thread", "import", str(newer))
     assert code == 1 and len(err.strip().splitlines()) == 1
     assert "bundle version 2 is newer than this weft reads (version 1)" in err

@@ -16,7 +16,8 @@ from support import event_schema_validator, json_texts
 import weft
 from weft.activities.crypto import new_key, parse_keys
 from weft.activities.store import Store
-from weft.activities.store.bundle_rows import ThreadExists
+from weft.activities.store.bundle_rows import ThreadExists, thread_records
+from weft.client.bundle_history import REDACTED
 from weft.client.bundles import BundleError, export_thread, import_bundle
 from weft.client.context import context_snapshot
 from weft.client.inventory import execution_environment, tool_inventory
@@ -85,6 +86,10 @@ async def test_round_trip_keeps_read_models_and_no_secret(
         assert _events(target, thread_id) == _events(source_store, thread_id)
         assert target.values.get(thread_id, "notes") == ["bundled"]
         assert target.files.read_file(thread_id, "/notes/report.txt") == b"bytes of the report"
+        # The change history of keys and paths, so forks of the imported thread work too.
+        for part in ("kv_history", "file_history"):
+            kept = list(thread_records(target, part, thread_id))
+            assert kept and kept == list(thread_records(source_store, part, thread_id))
         for read_model in (tool_inventory, execution_environment, context_snapshot):
             stored = await read_model(temporal_client, target, thread_id)
             assert stored is not None
@@ -112,12 +117,18 @@ async def test_history_payloads_carrying_env_are_redacted(
     start_worker, temporal_client, scripted_server, tmp_path
 ):
     """Without codec keys the start input sits in clear in history: the bundle keeps it with
-    its env names and types only."""
+    its env names and types only; a stored value holding the secret is redacted."""
     worker, thread_id = await closed_thread(start_worker, temporal_client, scripted_server)
+    # A value that holds the secret (as a tool might store it) is redacted, JSON kept valid.
+    worker.store.values.set(thread_id, "leak", {"token": SECRET, "note": f"was {SECRET}"})
     path = tmp_path / "thread.weftbundle"
     ref = await export_thread(temporal_client, worker.store, thread_id, path, namespace="default")
+    _assert_no_secret(path)
     with zipfile.ZipFile(path) as bundle:
         history = json.loads(bundle.read(ref.manifest.histories[0].part))
+        kv = [json.loads(line) for line in bundle.read("kv.jsonl").splitlines()]
+    leak = next(json.loads(r["value"]) for r in kv if r["key"] == "leak")
+    assert leak == {"token": REDACTED, "note": f"was {REDACTED}"}
     started = history["events"][0]["workflowExecutionStartedEventAttributes"]
     payload = started["input"]["payloads"][0]
     start = json.loads(base64.b64decode(payload["data"]))
@@ -126,8 +137,9 @@ async def test_history_payloads_carrying_env_are_redacted(
 
 
 async def test_bad_bundles_are_refused(start_worker, temporal_client, scripted_server, tmp_path):
-    """A newer version, a corrupt part and a taken id are each refused naming what is wrong;
-    `as_id` imports the same bundle under another id (through `weft`'s public API)."""
+    """A newer version, a corrupt or missing part and a taken id are each refused naming
+    what is wrong; `as_id` imports the same bundle under another id (through `weft`'s public
+    API)."""
     worker, thread_id = await closed_thread(start_worker, temporal_client, scripted_server)
     path = tmp_path / "thread.weftbundle"
     # Through the public API this time: `weft.Thread.export` and `weft.import_thread`.
@@ -138,7 +150,10 @@ async def test_bad_bundles_are_refused(start_worker, temporal_client, scripted_s
         with zipfile.ZipFile(path) as old, zipfile.ZipFile(copy, "w") as new:
             for member in old.namelist():
                 data = old.read(member)
-                new.writestr(member, change(data) if member == name else data)
+                if member != name:
+                    new.writestr(member, data)
+                elif change is not None:  # None: the part is left out
+                    new.writestr(member, change(data))
         return copy
 
     def newer(data: bytes) -> bytes:
@@ -149,6 +164,8 @@ async def test_bad_bundles_are_refused(start_worker, temporal_client, scripted_s
             await import_bundle(target, rewrite("manifest.json", newer))
         with pytest.raises(BundleError, match=r"part events\.jsonl is corrupt"):
             await import_bundle(target, rewrite("events.jsonl", lambda d: d.replace(b"1", b"2")))
+        with pytest.raises(BundleError, match=r"part kv\.jsonl is missing from the bundle"):
+            await import_bundle(target, rewrite("kv.jsonl", None))
         await import_bundle(target, path)
         with pytest.raises(ThreadExists, match=f"thread {thread_id!r} already exists"):
             await import_bundle(target, path)

@@ -5,11 +5,17 @@ running turn in one line, says when there was nothing to stop, and refuses a bad
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 
 import yaml
-from support import add_script, agent_definitions, idle_after, read, start_thread, wait_until
+from support import (
+    add_script,
+    agent_definitions,
+    idle_after,
+    read,
+    start_thread,
+    wait_until,
+    weft_cli,
+)
 
 # "ask me" waits on a question, so the turn cannot end by itself.
 ASKING = {
@@ -23,20 +29,6 @@ ASKING = {
         {"match": "*", "replies": [{"text": "hi"}]},
     ]
 }
-
-
-async def _weft(config: Path, *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        str(Path(sys.executable).parent / "weft"),
-        "--config",
-        str(config),
-        *args,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    return process.returncode or 0, out.decode(), err.decode()
 
 
 def _one_line_error(result: tuple[int, str, str], *expected: str) -> None:
@@ -65,11 +57,11 @@ async def test_weft_thread_interrupt(
     state = await wait_until(handle, lambda s: bool(s.pending_actions))
     turn = state.active_turn_id
 
-    code, _, err = await _weft(config, "thread", "interrupt", handle.id, "--turn", "")
+    code, _, err = await weft_cli(config, "thread", "interrupt", handle.id, "--turn", "")
     assert code == 2 and err.strip().splitlines() == [
         "weft: thread interrupt: --turn: String should have at least 1 character"
     ]
-    code, out, err = await _weft(
+    code, out, err = await weft_cli(
         config, "thread", "interrupt", handle.id, "--turn", str(turn), "--reason", "enough"
     )
     assert (code, err) == (0, ""), err
@@ -77,13 +69,13 @@ async def test_weft_thread_interrupt(
     state = await wait_until(handle, idle_after(1))
     assert state.stop_reason == "interrupted" and state.pending_actions == []
 
-    code, out, _ = await _weft(config, "thread", "interrupt", handle.id)
+    code, out, _ = await weft_cli(config, "thread", "interrupt", handle.id)
     assert (code, out) == (0, f"nothing interrupted on {handle.id}: no turn is running\n")
 
     await handle.signal("terminate", {})
     await asyncio.wait_for(handle.result(), timeout=60)
     assert (await read(handle)).status == "cancelled"
     _one_line_error(
-        await _weft(config, "thread", "interrupt", handle.id),
+        await weft_cli(config, "thread", "interrupt", handle.id),
         f"thread '{handle.id}' is closed (terminated)",
     )

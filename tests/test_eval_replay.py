@@ -95,24 +95,29 @@ def _suite(folder: Path, thread_id: str) -> Path:
 async def test_replayed_tools_never_run_the_tool_body(
     start_worker, temporal_client, scripted_server, weft_config, tmp_path
 ):
-    """A recorded case replays the user turns with the recorded tool results: it passes,
-    matches the recording, and the tool body's counter does not move."""
+    """In a suite of a recorded and an authored case, the recorded one replays its user
+    turns with the recorded tool results (it passes, matches the recording, and the tool
+    body's counter does not move for it) while the authored one runs its tool live."""
     CALLS.clear()
     thread_id = await _recorded(start_worker, temporal_client, scripted_server)
+    suite = _suite(tmp_path / "suite", thread_id)
+    authored = {"agent": "counter", "turns": [{"user": "one", "expect": {"contains": "one"}}]}
+    (suite / "authored.yaml").write_text(yaml.safe_dump(authored))
     report = await evals.run_suite(
         temporal_client,
-        _suite(tmp_path / "suite", thread_id),
+        suite,
         _definitions(add_script(scripted_server, _script(2, "two"))),
         config=weft_config,
         scripted=scripted_server,
         results=tmp_path / "results",
     )
-    (case,) = report.cases
+    live, case = report.cases  # in file-name order
+    assert live.name == "authored" and live.passed, (live.error, live.checks)
     assert case.passed, (case.error, case.checks)
     assert [t.user for t in case.turns] == ["one please", "two please"]
     assert case.divergence is None
     assert {c.name for c in case.checks} >= {"toolReplay", "sameAsRecording", "noFailedTurn"}
-    assert len(CALLS) == 2, "a replayed tool ran its body"
+    assert [c["n"] for c in CALLS] == [1, 2, 1], "only the authored case's call runs its body"
 
 
 async def test_unrecorded_call_fails_naming_it(
@@ -179,3 +184,24 @@ async def test_bundle_case_replays_from_another_store(
     assert case.passed, (case.error, case.checks)
     assert [t.user for t in case.turns] == ["one please", "two please"]
     assert len(CALLS) == 2, "a replayed tool ran its body"
+
+
+async def test_live_tools_run_the_body(
+    start_worker, temporal_client, scripted_server, weft_config, tmp_path
+):
+    """`tools="live"` runs a recorded case's tools for real: the counter moves."""
+    CALLS.clear()
+    thread_id = await _recorded(start_worker, temporal_client, scripted_server)
+    report = await evals.run_suite(
+        temporal_client,
+        _suite(tmp_path / "suite", thread_id),
+        _definitions(add_script(scripted_server, _script(2, "two"))),
+        config=weft_config,
+        scripted=scripted_server,
+        results=tmp_path / "results",
+        tools="live",
+    )
+    (case,) = report.cases
+    assert case.passed, (case.error, case.checks)
+    assert "toolReplay" not in {c.name for c in case.checks}
+    assert [c["n"] for c in CALLS] == [1, 2, 1, 2]

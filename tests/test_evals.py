@@ -170,3 +170,41 @@ def test_json_subset():
     assert subset({"a": {"b": 1}}, {"a": {"b": 1, "c": 2}, "d": 3})
     assert not subset({"a": [1]}, {"a": [1, 2]})
     assert not subset({"a": 1}, {"b": 1})
+
+
+async def test_fixtures_reach_the_thread(temporal_client, scripted_server, weft_config, tmp_path):
+    """KV fixtures are in the thread's store before its first turn (the live tool reads and
+    extends them), and file fixtures are in its filesystem."""
+    from weft.activities.store import Store
+
+    script = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {"tool_calls": [{"name": "note", "arguments": {"text": "c"}}]},
+                {"text": "noted"},
+            ]
+        },
+    )
+    case = {
+        "agent": "helper",
+        "fixtures": {"kv": {"notes": ["a", "b"]}, "files": {"/docs/readme.md": "hello"}},
+        "turns": [{"user": "note c", "expect": {"toolCalls": {"equal": [{"name": "note"}]}}}],
+    }
+    suite = _suite(tmp_path / "suite", {"fixtures": case})
+    report = await evals.run_suite(
+        temporal_client,
+        suite,
+        agent_definitions(script),
+        config=weft_config,
+        scripted=scripted_server,
+        results=tmp_path / "results",
+    )
+    (result,) = report.cases
+    assert result.passed, (result.error, result.checks)
+    store = Store.open(weft_config.store_url())
+    try:
+        assert store.values.get(result.thread_id, "notes") == ["a", "b", "c"]
+        assert store.files.read_file(result.thread_id, "/docs/readme.md") == b"hello"
+    finally:
+        store.close()

@@ -3,17 +3,21 @@ files as of a point between turns (docs/time-travel.md)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from fork_support import eventually, jot_definitions, source_script, turn_ends, two_turns
 from support import add_script, idle_after, wait_until
 
+from weft._thread import Thread
 from weft.client.forks import ForkRefused, Forks
 from weft.client.threads import Threads
 
 
 async def test_fork_at_a_turn_keeps_that_point(start_worker, temporal_client, scripted_server):
     """A fork at turn one holds turn one's transcript, key and file only, answers on the
-    source's definitions, is searchable by WeftForkedFrom, and leaves the source as it was."""
+    source's definitions, is searchable by WeftForkedFrom, and leaves the source as it was,
+    also when forked while the source runs a turn."""
     worker = await start_worker(jot_definitions(source_script(scripted_server)))
     store = worker.store
     threads = Threads(temporal_client, task_queue=worker.task_queue, store=store)
@@ -58,10 +62,18 @@ async def test_fork_at_a_turn_keeps_that_point(start_worker, temporal_client, sc
 
     assert await eventually(listed) == [fork.thread_id]
 
-    # The source still answers as before.
-    await threads.send(source, "three")
+    # Forked while it runs a turn, the source goes on as before.
+    second_end = turn_ends(store, source)[1]
+    _, during = await asyncio.gather(
+        threads.send(source, "three"),
+        Forks(temporal_client, store, task_queue=worker.task_queue).fork(
+            source, at=second_end.sequence
+        ),
+    )
     await wait_until(temporal_client.get_workflow_handle(source), idle_after(3))
     assert store.messages.list(source)[-1].content == "same model answers"
+    assert store.values.get(during.thread_id, "stage") == "two"
+    assert not [e for e in store.events.read(source, limit=10_000) if "fork" in e.type]
 
 
 async def test_fork_on_other_definitions(start_worker, temporal_client, scripted_server):
@@ -107,3 +119,22 @@ async def test_fork_inside_a_turn_is_refused(start_worker, temporal_client, scri
         await forks.fork(source, at="nope")
     with pytest.raises(ForkRefused, match="there is no event 99999"):
         await forks.fork(source, at=99999)
+
+
+async def test_python_thread_fork(start_worker, temporal_client, scripted_server):
+    """`weft.Thread.fork` at an event sequence returns the fork's handle, whose read model
+    names its source; `Threads.fork` without a store says it needs one."""
+    worker = await start_worker(jot_definitions(source_script(scripted_server)))
+    store = worker.store
+    threads = Threads(temporal_client, task_queue=worker.task_queue, store=store)
+    source = await two_turns(threads, store)
+    first = turn_ends(store, source)[0]
+
+    thread = Thread(temporal_client, source, store=store, task_queue=worker.task_queue)
+    fork = await thread.fork(at=str(first.sequence))
+    read = await fork.read()
+    assert read.forked_from is not None and read.forked_from.thread_id == source
+    assert read.forked_from.at_turn_id == first.turn_id
+    assert read.counters.turns == 1
+    with pytest.raises(ValueError, match="Threads.fork needs a store"):
+        await Threads(temporal_client).fork(source, at=first.sequence)

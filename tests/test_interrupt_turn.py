@@ -8,13 +8,12 @@ reply, a tool call, a permission ask, or when there is nothing to stop.
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 import pytest
 from prompt_tool_support import prompt_tool_definitions
-from pydantic import BaseModel
 from support import (
+    WaitArgs,
     add_script,
     agent_definitions,
     assert_every_run_replays,
@@ -22,6 +21,9 @@ from support import (
     idle_after,
     read,
     start_thread,
+    stored_events,
+    until,
+    wait_for_cancel,
     wait_until,
 )
 from temporalio.client import WorkflowUpdateFailedError
@@ -38,44 +40,14 @@ SLOW_THEN_QUICK = {
 }
 
 
-class WaitArgs(BaseModel):
-    """Arguments of the waiting tool: where to say it was cancelled."""
-
-    note: str
-
-
-async def wait_for_cancel(state: Any, args: WaitArgs) -> str:
-    """Waits (up to a minute) until its activity is cancelled, and writes "cancelled"."""
-    try:
-        await asyncio.sleep(60)
-    except asyncio.CancelledError:
-        Path(args.note).write_text("cancelled")
-        raise
-    return "waited a minute"
-
-
-def _events(worker: Any, thread_id: str, *types: str) -> list[Any]:
-    return worker.store.events.read(thread_id, limit=10_000, types=list(types) or None)
-
-
-async def _until(check: Any, what: str, timeout: float = 30.0) -> Any:
-    """Poll `check()` until it is truthy, or fail naming `what`."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not (found := check()):
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        await asyncio.sleep(0.05)
-    return found
-
-
 def _assert_valid(worker: Any, thread_id: str) -> None:
     validator = event_schema_validator()
-    for event in _events(worker, thread_id):
+    for event in stored_events(worker, thread_id):
         validator.validate(event.to_wire())
 
 
 def _interrupted_turn(worker: Any, thread_id: str) -> dict[str, Any]:
-    ended = [e for e in _events(worker, thread_id, "turn.completed", "turn.failed")]
+    ended = [e for e in stored_events(worker, thread_id, "turn.completed", "turn.failed")]
     stopped = [e for e in ended if e.payload.get("stopReason") == "interrupted"]
     assert len(stopped) == 1, [(e.type, e.payload) for e in ended]
     assert stopped[0].type == "turn.completed"
@@ -94,7 +66,7 @@ async def test_interrupt_during_a_slow_model_reply(start_worker, temporal_client
     handle = await start_thread(temporal_client, worker.task_queue)
     threads = Threads(temporal_client, task_queue=worker.task_queue, store=worker.store)
     asking = asyncio.create_task(threads.ask(handle.id, "slow please"))
-    await _until(lambda: _events(worker, handle.id, "model.delta"), "the reply streams")
+    await until(lambda: stored_events(worker, handle.id, "model.delta"), "the reply streams")
     running = (await read(handle)).active_turn_id
     result = await _interrupt(handle, reason="changed my mind")
     assert result == {"status": "accepted", "turnId": running, "reason": "changed my mind"}
@@ -106,7 +78,7 @@ async def test_interrupt_during_a_slow_model_reply(start_worker, temporal_client
     ended = _interrupted_turn(worker, handle.id)
     assert ended["turnId"] == running
     assert (ended["status"], ended["reason"]) == ("cancelled", "changed my mind")
-    failed = _events(worker, handle.id, "model.failed")
+    failed = stored_events(worker, handle.id, "model.failed")
     assert [e.payload["code"] for e in failed] == ["interrupted"]
     answer = await threads.ask(handle.id, "and now?")
     assert (answer.status, answer.response) == ("completed", "quick answer")
@@ -150,17 +122,17 @@ async def test_interrupt_during_a_tool_call(
     handle = await start_thread(
         temporal_client, worker.task_queue, messages=[{"role": "user", "content": "wait"}]
     )
-    started = await _until(lambda: _events(worker, handle.id, "tool.started"), "the call runs")
+    started = await until(lambda: stored_events(worker, handle.id, "tool.started"), "the call runs")
     result = await _interrupt(handle)
     assert (result["status"], result["reason"]) == ("accepted", None)
-    await _until(lambda: note.exists(), "the tool saw its activity cancelled")
+    await until(lambda: note.exists(), "the tool saw its activity cancelled")
     await wait_until(handle, idle_after(1))
-    failed = _events(worker, handle.id, "tool.failed")
+    failed = stored_events(worker, handle.id, "tool.failed")
     assert [(e.tool_call_id, e.payload["errorCode"], e.payload["message"]) for e in failed] == [
         (started[0].tool_call_id, "aborted", "not finished: the turn was interrupted"),
         (failed[1].tool_call_id, "aborted", "not run: the turn was interrupted"),
     ]
-    assert not _events(worker, handle.id, "tool.result")
+    assert not stored_events(worker, handle.id, "tool.result")
     assert _interrupted_turn(worker, handle.id)["reason"] is None
     await handle.signal("queue_message", {"role": "user", "content": "still there?"})
     state = await wait_until(handle, idle_after(2))
@@ -192,11 +164,11 @@ async def test_interrupt_during_a_permission_ask(start_worker, temporal_client, 
     assert (await _interrupt(handle, reason="not now"))["status"] == "accepted"
     state = await wait_until(handle, idle_after(1))
     assert state.pending_actions == [] and state.stop_reason == "interrupted"
-    resolved = _events(worker, handle.id, "action.resolved")
+    resolved = stored_events(worker, handle.id, "action.resolved")
     assert [(e.action_id, e.payload["decision"], e.payload["decidedBy"]) for e in resolved] == [
         (action_id, "deny", "interrupt")
     ]
-    permission = _events(worker, handle.id, "permission.resolved")
+    permission = stored_events(worker, handle.id, "permission.resolved")
     assert [e.payload["decidedBy"] for e in permission] == ["interrupt"]
     tools = [m for m in worker.store.messages.list(handle.id) if m.role == "tool"]
     assert len(tools) == 1 and "not run: the turn was interrupted" in (tools[0].content or "")
@@ -214,15 +186,15 @@ async def test_interrupt_keeps_queued_messages(start_worker, temporal_client, sc
     handle = await start_thread(
         temporal_client, worker.task_queue, messages=[{"role": "user", "content": "slow please"}]
     )
-    await _until(lambda: _events(worker, handle.id, "model.delta"), "the reply streams")
+    await until(lambda: stored_events(worker, handle.id, "model.delta"), "the reply streams")
     queued = await handle.execute_update("submit_turn", {"role": "user", "content": "next"})
     assert queued["status"] == "queued"
     assert (await _interrupt(handle))["status"] == "accepted"
     state = await wait_until(handle, idle_after(2))
     assert state.last_outcome == "quick answer"
-    started = [e.turn_id for e in _events(worker, handle.id, "turn.started")]
+    started = [e.turn_id for e in stored_events(worker, handle.id, "turn.started")]
     assert started[1] == queued["turnId"]
-    submitted = _events(worker, handle.id, "turn.submitted")
+    submitted = stored_events(worker, handle.id, "turn.submitted")
     assert [(e.turn_id, e.queue_id, e.payload["status"], e.payload["source"]) for e in submitted][
         -1
     ] == (queued["turnId"], queued["queueId"], "queued", "submit_turn")
@@ -247,13 +219,13 @@ async def test_interrupt_noops_and_refusals(start_worker, temporal_client, scrip
     await handle.signal("interrupt_turn", {"turnId": ""})
     await handle.signal("interrupt_turn", {})
     await handle.signal("queue_message", {"role": "user", "content": "slow please"})
-    await _until(lambda: _events(worker, handle.id, "model.delta"), "the reply streams")
+    await until(lambda: stored_events(worker, handle.id, "model.delta"), "the reply streams")
     other = await _interrupt(handle, turnId="turn_elsewhere")
     assert other["status"] == "noop" and other["turnId"] == "turn_elsewhere"
     assert other["reason"].startswith("turn turn_elsewhere is not running (the running turn is ")
     state = await wait_until(handle, idle_after(1))
     assert state.stop_reason == "stop_on_response"
-    warnings = _events(worker, handle.id, "runtime.warning")
+    warnings = stored_events(worker, handle.id, "runtime.warning")
     assert [(e.payload["code"], e.payload["signal"]) for e in warnings] == [
         ("malformed_signal", "interrupt_turn"),
         ("interrupt_noop", "interrupt_turn"),
@@ -270,10 +242,10 @@ async def test_session_and_submission_events(start_worker, temporal_client, scri
     await wait_until(handle, lambda s: s.status == "waiting_input")
     accepted = await handle.execute_update("submit_turn", {"role": "user", "content": "hi"})
     await wait_until(handle, idle_after(1))
-    assert len(_events(worker, handle.id, "session.created")) == 1
-    updated = [e.payload["status"] for e in _events(worker, handle.id, "session.updated")]
+    assert len(stored_events(worker, handle.id, "session.created")) == 1
+    updated = [e.payload["status"] for e in stored_events(worker, handle.id, "session.updated")]
     assert updated == ["idle", "running", "idle"]
-    submitted = _events(worker, handle.id, "turn.submitted")
+    submitted = stored_events(worker, handle.id, "turn.submitted")
     assert [(e.turn_id, e.queue_id, e.payload) for e in submitted] == [
         (
             accepted["turnId"],
@@ -283,7 +255,7 @@ async def test_session_and_submission_events(start_worker, temporal_client, scri
     ]
     await handle.signal("terminate", {})
     await asyncio.wait_for(handle.result(), timeout=60)
-    updated = [e.payload["status"] for e in _events(worker, handle.id, "session.updated")]
+    updated = [e.payload["status"] for e in stored_events(worker, handle.id, "session.updated")]
     assert updated[-1] == "cancelled"
     _assert_valid(worker, handle.id)
 
@@ -306,14 +278,16 @@ async def test_interrupt_inside_a_prompt_tool(start_worker, temporal_client, scr
     handle = await start_thread(
         temporal_client, worker.task_queue, messages=[{"role": "user", "content": "advise me"}]
     )
-    await _until(
-        lambda: [e for e in _events(worker, handle.id, "model.delta") if e.payload.get("depth")],
+    await until(
+        lambda: [
+            e for e in stored_events(worker, handle.id, "model.delta") if e.payload.get("depth")
+        ],
         "the advisor's reply streams",
     )
     assert (await _interrupt(handle, reason="enough advice"))["status"] == "accepted"
     state = await wait_until(handle, idle_after(1))
     assert state.stop_reason == "interrupted"
-    failed = _events(worker, handle.id, "tool.failed")
+    failed = stored_events(worker, handle.id, "tool.failed")
     assert [(e.payload["name"], e.payload["errorCode"]) for e in failed] == [("advisor", "aborted")]
     assert "not finished: the turn was interrupted" in failed[0].payload["message"]
     assert _interrupted_turn(worker, handle.id)["reason"] == "enough advice"

@@ -3,30 +3,13 @@ lines live and after terminate (from the store), `--json` for the snapshot, name
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
-from pathlib import Path
 
 import yaml
 from inventory_support import SECRET, check_environment, check_inventory, definitions
-from support import add_script
+from support import add_script, weft_cli
 
 import weft
-
-
-async def _weft(config: Path, *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        str(Path(sys.executable).parent / "weft"),
-        "--config",
-        str(config),
-        *args,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    return process.returncode or 0, out.decode(), err.decode()
 
 
 async def test_thread_tools_and_environment_live_and_closed(
@@ -47,7 +30,7 @@ async def test_thread_tools_and_environment_live_and_closed(
     )
     await thread.ask("hi")  # the first model call lists the MCP server
     for source in ("live", "store"):
-        code, out, err = await _weft(config, "thread", "tools", thread.id)
+        code, out, err = await weft_cli(config, "thread", "tools", thread.id)
         assert code == 0, err
         assert f"({source})" in out and "permission mode auto" in out
         lines = {line.split()[0]: line for line in out.splitlines()[1:] if line.startswith("  ")}
@@ -55,18 +38,18 @@ async def test_thread_tools_and_environment_live_and_closed(
         assert "DISABLED" in lines["auditor"] and "AUDIT_ON" in lines["auditor"]
         assert "from mcp tools.add" in lines["t_add"]
         assert "from prompt advisor" in lines["advisor"]
-        code, out, err = await _weft(config, "thread", "tools", thread.id, "--json")
+        code, out, err = await weft_cli(config, "thread", "tools", thread.id, "--json")
         assert code == 0, err
         check_inventory(json.loads(out), source)
-        code, out, err = await _weft(config, "thread", "environment", thread.id)
+        code, out, err = await weft_cli(config, "thread", "environment", thread.id)
         assert code == 0, err
         assert "env API_TOKEN (secret, from thread)" in out and "filesystem / " in out
         assert SECRET not in out
-        code, out, err = await _weft(config, "thread", "environment", thread.id, "--json")
+        code, out, err = await weft_cli(config, "thread", "environment", thread.id, "--json")
         assert code == 0, err
         check_environment(json.loads(out), source)
         if source == "live":
             await thread.terminate("done")
             await thread.result()
-    code, _, err = await _weft(config, "thread", "tools", "no-such-thread")
+    code, _, err = await weft_cli(config, "thread", "tools", "no-such-thread")
     assert code == 1 and "no-such-thread" in err and "Traceback" not in err, err

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ import pytest
 import yaml
 from api_support import ApiStack, api_stack, idle, read_until, send_elicitation
 from pydantic import ValidationError
-from support import add_script, agent_definitions, wait_until
+from support import add_script, agent_definitions, wait_until, weft_cli
 
 import weft
 from weft.activities.store import Store
@@ -61,20 +60,6 @@ async def _start(stack: ApiStack, first: str) -> str:
     assert reply.status_code == 201, reply.text
     thread_id: str = reply.json()["threadId"]
     return thread_id
-
-
-async def _weft(config: Path, *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        str(Path(sys.executable).parent / "weft"),
-        "--config",
-        str(config),
-        *args,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    return process.returncode or 0, out.decode(), err.decode()
 
 
 def _cli_config(tmp_path: Path, weft_config: Any, task_queue: str) -> Path:
@@ -184,11 +169,11 @@ async def test_refresh_tools_from_the_cli(
     async with api_stack(temporal_client, weft_config, worker.task_queue) as stack:
         thread_id = await _start(stack, "hello")
         await read_until(stack, thread_id, idle(1))
-        code, out, err = await _weft(config, "thread", "refresh-tools", thread_id)
+        code, out, err = await weft_cli(config, "thread", "refresh-tools", thread_id)
         assert (
             code == 0 and out.strip() == f"tool refresh requested for {thread_id} (all MCP servers)"
         )
-        code, out, err = await _weft(
+        code, out, err = await weft_cli(
             config, "thread", "refresh-tools", thread_id, "--server", "nope", "--server", "zip"
         )
         assert code == 0, err
@@ -203,7 +188,7 @@ async def test_refresh_tools_from_the_cli(
             (thread_id, f"thread '{thread_id}' is closed (terminated)"),
             ("nope-thread", "thread 'nope-thread' not found"),
         ]:
-            code, _, err = await _weft(config, "thread", "refresh-tools", target)
+            code, _, err = await weft_cli(config, "thread", "refresh-tools", target)
             assert code == 1 and "Traceback" not in err, err
             [line] = err.strip().splitlines()
             assert line == f"weft: {expected}", line
@@ -240,7 +225,7 @@ async def test_an_elicitation_is_listed_refused_and_answered(
             await asyncio.sleep(0.2)
         [summary] = [t for t in listed["threads"] if t["threadId"] == thread_id]
         assert summary["awaitingAction"] == "elicitation"
-        code, out, err = await _weft(config, "inbox", "--kind", "elicitation")
+        code, out, err = await weft_cli(config, "inbox", "--kind", "elicitation")
         assert code == 0, err
         [line] = [row for row in out.splitlines() if row.startswith(thread_id)]
         assert line.split("\t") == [
@@ -269,9 +254,9 @@ async def test_an_elicitation_is_listed_refused_and_answered(
 
         typed = {"city": "Oslo", "nights": 3, "insured": False, "class": "business"}
         respond = ["thread", "respond", thread_id, action_id, "answer", "--answer-json"]
-        code, out, err = await _weft(config, *respond, json.dumps(typed))
+        code, out, err = await weft_cli(config, *respond, json.dumps(typed))
         assert code == 0 and out.strip() == f"answered {action_id} on {thread_id}", err
-        code, _, err = await _weft(config, *respond, "{")
+        code, _, err = await weft_cli(config, *respond, "{")
         assert code == 2 and err.startswith("weft: --answer-json: not JSON"), err
 
         declined = await send_elicitation(

@@ -12,13 +12,23 @@ from typing import Any
 
 import pytest
 from effect_support import PlanArgs, RemindArgs, plan, remind
-from pydantic import BaseModel
 from scenarios import DRIVERS, Probe
 from subagent_support import family
-from support import NoteArgs, idle_after, note, read, start_thread, wait_until
+from support import (
+    NoteArgs,
+    add_script,
+    agent_definitions,
+    event_schema_validator,
+    idle_after,
+    note,
+    read,
+    start_thread,
+    wait_until,
+)
 
 from weft.activities.compaction import REQUEST_MARKER
 from weft.activities.definitions import define_effect, define_tool
+from weft.contract.budget import UPDATE_SET_BUDGET
 from weft.contract.rebuild import thread_read_from_events
 from weft.contract.thread import ThreadRead
 from weft.workers.agent_worker import AgentWorker
@@ -77,6 +87,9 @@ def assert_close_equals_rebuilt(worker: AgentWorker, thread_id: str) -> None:
     assert stored["status"] == "cancelled", stored["status"]  # the close's, not an older one
     built = comparable(thread_read_from_events(events))
     assert stored == built, f"{thread_id} rebuilt != stored:\n{differences(stored, built)}"
+    validator = event_schema_validator()  # the facts added to payloads leave envelopes valid
+    for event in events:
+        validator.validate(event.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
 class Checks:
@@ -120,24 +133,46 @@ async def test_every_recorded_scenario_rebuilds_its_read_model(
     assert checks.done == expected
 
 
-class CompactArgs(BaseModel):
-    """Arguments of the compact_now tool."""
-
-    why: str
-
-
-def compact_now(state: Any, args: CompactArgs) -> str:
-    """A tool that asks its thread to compact before its next model call."""
-    state.compact(args.why)
-    return "compaction requested"
+async def test_a_thread_waiting_on_a_person_rebuilds_its_read_model(
+    start_worker: Any, temporal_client: Any, scripted_server: Any
+) -> None:
+    """While a permission is asked, the rebuild shows the pending action and the wait;
+    once approved for the session, the idle thread's approvals too."""
+    model = add_script(
+        scripted_server,
+        {
+            "replies": [
+                {"tool_calls": [{"name": "note", "arguments": {"text": "x"}}]},
+                {"text": "noted"},
+            ]
+        },
+    )
+    worker = await start_worker(agent_definitions(model, permissions={"mode": "default"}))
+    handle = await start_thread(
+        temporal_client, worker.task_queue, messages=[{"role": "user", "content": "hello"}]
+    )
+    state = await wait_until(handle, lambda s: bool(s.pending_actions))
+    assert state.status == "waiting_permission"
+    await assert_live_equals_rebuilt(worker, handle)
+    await handle.execute_update(
+        "respond_action_checked",
+        {
+            "actionId": state.pending_actions[0]["actionId"],
+            "decision": "approve",
+            "scope": "session",
+        },
+    )
+    state = await wait_until(handle, idle_after(1))
+    assert state.permission_state["sessionAllowedTools"] == ["note"]
+    await assert_live_equals_rebuilt(worker, handle)
 
 
 async def test_a_long_thread_rebuilds_its_read_model(
     start_worker: Any, temporal_client: Any, scripted_server: Any
 ) -> None:
     """Continue-as-new every 20 history events, a compaction, an effect that starts a
-    turn, a blocking subagent and a terminate: the rebuild equals the live read and the
-    stored one, and the log holds each of those facts."""
+    turn, a blocking subagent, a budget raised while idle and a terminate: the rebuild
+    equals the live read and the stored one, and the log holds each of those facts."""
     parent, child = f"rb-{uuid.uuid4().hex[:10]}", f"rb-{uuid.uuid4().hex[:10]}"
     effect = {"effect": "remind", "args": {"text": "reminder"}, "delay_ms": 300}
     scripted_server.set_script(
@@ -146,13 +181,13 @@ async def test_a_long_thread_rebuilds_its_read_model(
             "turns": [
                 {"match": REQUEST_MARKER, "replies": [{"text": "Summary: a long thread."}]},
                 {"match": "reminder", "replies": [{"text": "reminded"}]},
+                {"match": "one more", "replies": [{"text": "still here"}]},
                 {
                     "match": "*",
                     "replies": [
                         {"tool_calls": [{"name": "researcher", "arguments": {"message": "q"}}]},
                         {"tool_calls": [{"name": "note", "arguments": {"text": "n"}}], "repeat": 4},
                         {"tool_calls": [{"name": "plan", "arguments": effect}]},
-                        {"tool_calls": [{"name": "compact_now", "arguments": {"why": "tidy"}}]},
                         {"text": "all done"},
                     ],
                 },
@@ -168,7 +203,7 @@ async def test_a_long_thread_rebuilds_its_read_model(
             ]
         },
     )
-    tools = ["researcher", "note", "plan", "compact_now"]
+    tools = ["researcher", "note", "plan"]
     definitions = family(
         parent,
         child,
@@ -176,9 +211,6 @@ async def test_a_long_thread_rebuilds_its_read_model(
         extra=[
             define_tool(name="note", description="Remember a note", args=NoteArgs, execute=note),
             define_tool(name="plan", description="Schedule an effect", args=PlanArgs, execute=plan),
-            define_tool(
-                name="compact_now", description="Compact", args=CompactArgs, execute=compact_now
-            ),
             define_effect(name="remind", args=RemindArgs, execute=remind),
         ],
     )
@@ -187,13 +219,26 @@ async def test_a_long_thread_rebuilds_its_read_model(
         temporal_client,
         worker.task_queue,
         agent="boss",
-        options={"continueAsNewEvents": 20},
+        options={"continueAsNewEvents": 20, "budget": {"maxModelCalls": 1_000}},
         messages=[{"role": "user", "content": "go"}],
     )
     handle = temporal_client.get_workflow_handle(started.id)  # follows the newest run
     # The reminder joins the running turn or starts its own: either way it is answered last.
     await wait_until(
         handle, lambda s: idle_after(1)(s) and s.last_outcome == "reminded", timeout=90
+    )
+    await assert_live_equals_rebuilt(worker, handle)
+    raised = {"budget": {"maxModelCalls": 2_000, "maxTokens": 10_000_000}}
+    await handle.execute_update(UPDATE_SET_BUDGET, raised)
+    await assert_live_equals_rebuilt(worker, handle)
+    # Compacted while idle (a compaction a tool asks for mid-turn, in a thread that
+    # continues as new between steps, is not replay-safe today: see the report of #41);
+    # the next turn's end states the context it left.
+    await handle.signal("compact", {"reason": "tidy"})
+    await wait_until(handle, lambda s: bool(s.context and s.context["compactions"]), timeout=60)
+    await handle.signal("queue_message", {"role": "user", "content": "one more"})
+    await wait_until(
+        handle, lambda s: idle_after(1)(s) and s.last_outcome == "still here", timeout=60
     )
     await assert_live_equals_rebuilt(worker, handle)
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
-from pathlib import Path
 
+import pytest
 import yaml
 from api_support import api_stack, sse
 from fork_support import jot_definitions, source_script, turn_ends, two_turns
+from support import event_schema_validator, weft_cli
 
 from weft.api.idempotency import REPLAYED_HEADER
-from weft.client.forks import Forks
+from weft.client.forks import ForkRefused, Forks
 from weft.client.resume import thread_read
 from weft.client.threads import Threads
 
@@ -39,6 +39,8 @@ async def test_rewind_closes_the_source_pointing_at_its_successor(
         assert again.headers[REPLAYED_HEADER] == "true"
 
         result = await asyncio.wait_for(temporal_client.get_workflow_handle(source).result(), 30)
+        with pytest.raises(ForkRefused, match="has closed: fork it instead"):
+            await Forks(temporal_client, stack.store).rewind(source, at=first.turn_id)
         assert result["status"] == "cancelled"
         assert f"rewound: continued by thread {successor} (try again)" == result["reason"]
 
@@ -61,13 +63,19 @@ async def test_rewind_closes_the_source_pointing_at_its_successor(
         ]
         assert completed[0]["payload"]["successorThreadId"] == successor
         assert stack.store.values.get(successor, "stage") == "one"
+        # What the rewind and the fork wrote is in the Agent Runtime event schema.
+        validator = event_schema_validator()
+        for thread in (source, successor):
+            for event in stack.store.events.read(thread, limit=10_000):
+                validator.validate(event.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
 async def test_http_fork_refuses_a_point_inside_a_turn(
     start_worker, temporal_client, weft_config, scripted_server
 ):
-    """POST /fork inside a turn is 409 naming the nearest valid points; at a turn end it
-    starts the fork (201), whose read model names its source."""
+    """POST /fork and /rewind inside a turn are 409 (the fork's naming the nearest valid
+    points, the rewind writing nothing); at a turn end it starts the fork (201), whose read
+    model names its source."""
     worker = await start_worker(jot_definitions(source_script(scripted_server)))
     async with api_stack(temporal_client, weft_config, worker.task_queue) as stack:
         threads = Threads(temporal_client, task_queue=worker.task_queue, store=stack.store)
@@ -78,6 +86,13 @@ async def test_http_fork_refuses_a_point_inside_a_turn(
         assert inside.status_code == 409, inside.text
         assert "the nearest valid points are" in inside.text
         assert f"after: event {second.sequence}" in inside.text
+        rewind = await stack.http.post(
+            f"/threads/{source}/rewind", json={"at": str(second.sequence - 1)}
+        )
+        assert rewind.status_code == 409, rewind.text
+        # A refused rewind wrote nothing on the source, and left it running.
+        assert not stack.store.events.read(source, types=["history.rollback.started"])
+        assert (await stack.http.get(f"/threads/{source}")).json()["status"] == "waiting_input"
         unknown = await stack.http.post("/threads/no-such-thread/fork", json={"at": 1})
         assert unknown.status_code == 404
 
@@ -90,25 +105,11 @@ async def test_http_fork_refuses_a_point_inside_a_turn(
         assert (await stack.http.get(f"/threads/{source}")).json()["successorThreadId"] is None
 
 
-async def _weft(config: Path, *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        str(Path(sys.executable).parent / "weft"),
-        "--config",
-        str(config),
-        *args,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    return process.returncode or 0, out.decode(), err.decode()
-
-
 async def test_cli_fork_and_rewind(
     start_worker, temporal_client, weft_config, scripted_server, tmp_path
 ):
     """`weft thread fork` prints the fork, refuses a mid-turn point in one line, and
-    `weft thread rewind` closes the source naming its successor."""
+    `weft thread rewind` closes the source naming its successor, which its tail prints."""
     worker = await start_worker(jot_definitions(source_script(scripted_server)))
     store = worker.store
     threads = Threads(temporal_client, task_queue=worker.task_queue, store=store)
@@ -120,22 +121,29 @@ async def test_cli_fork_and_rewind(
         yaml.safe_dump({"temporal": temporal, "store": {"url": weft_config.store_url()}})
     )
 
-    code, out, err = await _weft(config, "thread", "fork", source, "--at", first.turn_id, "--json")
+    code, out, err = await weft_cli(
+        config, "thread", "fork", source, "--at", first.turn_id, "--json"
+    )
     assert code == 0, err
     fork = json.loads(out)
     assert fork["forkedFrom"]["atSequence"] == first.sequence
     assert store.values.get(fork["threadId"], "stage") == "one"
 
-    code, out, err = await _weft(config, "thread", "fork", source, "--at", str(second.sequence - 1))
+    code, out, err = await weft_cli(
+        config, "thread", "fork", source, "--at", str(second.sequence - 1)
+    )
     assert code == 1 and "Traceback" not in err, err
     [line] = err.strip().splitlines()
     assert line.startswith("weft: --at: event ") and "nearest valid points" in line, line
 
-    code, out, err = await _weft(config, "thread", "rewind", source, "--at", second.turn_id)
+    code, out, err = await weft_cli(config, "thread", "rewind", source, "--at", second.turn_id)
     assert code == 0, err
     successor = out.split("continued by ")[1].split()[0]
     assert out.startswith(f"rewound {source} at event {second.sequence}")
     await asyncio.wait_for(temporal_client.get_workflow_handle(source).result(), 30)
     read = await thread_read(temporal_client, store, source)
     assert read is not None and read.successor_thread_id == successor
+    code, out, err = await weft_cli(config, "thread", "tail", source, "--no-follow")
+    assert code == 0, err
+    assert f"[rewound: continued by thread {successor}]" in out
     assert (await Forks(temporal_client, store).forked_from(successor)).rewind  # type: ignore[union-attr]

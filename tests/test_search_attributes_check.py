@@ -194,8 +194,9 @@ async def test_weft_worker_exits_with_commands_that_fix_it(tmp_path):
             ),
         ]
 
-        # The operator frees five Keyword slots, then runs the printed commands verbatim.
-        for name in list(FILLERS)[:5]:
+        # The operator frees a Keyword slot per weft attribute, then runs the printed
+        # commands verbatim.
+        for name in list(FILLERS)[: len(REQUIRED)]:
             await run_printed_command(
                 f"temporal operator search-attribute remove {where} --name {name} --yes"
             )

@@ -7,44 +7,21 @@ tools that wait; terminate arrives while the call runs.
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 from mcp_support import stdio_server
-from pydantic import BaseModel
-from support import add_script, agent_definitions, event_schema_validator, start_thread
+from support import (
+    WaitArgs,
+    add_script,
+    agent_definitions,
+    event_schema_validator,
+    start_thread,
+    stored_events,
+    until,
+    wait_for_cancel,
+)
 
 from weft.activities.definitions import define_tool
-
-
-class WaitArgs(BaseModel):
-    """Arguments of the waiting tool: where to say it was cancelled."""
-
-    note: str
-
-
-async def wait_for_cancel(state: Any, args: WaitArgs) -> str:
-    """Waits (up to a minute) until its activity is cancelled, and writes "cancelled"."""
-    try:
-        await asyncio.sleep(60)
-    except asyncio.CancelledError:
-        Path(args.note).write_text("cancelled")
-        raise
-    return "waited a minute"
-
-
-def _events(worker: Any, thread_id: str, *types: str) -> list[Any]:
-    return worker.store.events.read(thread_id, limit=10_000, types=list(types) or None)
-
-
-async def _until(check: Any, what: str, timeout: float = 30.0) -> Any:
-    """Poll `check()` until it is truthy, or fail naming `what`."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not (found := check()):
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        await asyncio.sleep(0.05)
-    return found
 
 
 async def _closed(handle: Any) -> None:
@@ -55,14 +32,14 @@ def _assert_one_outcome(worker: Any, thread_id: str, call_id: str) -> None:
     """The call has exactly one outcome in the log: aborted, and no result after it."""
     outcomes = [
         e
-        for e in _events(worker, thread_id, "tool.result", "tool.failed")
+        for e in stored_events(worker, thread_id, "tool.result", "tool.failed")
         if e.tool_call_id == call_id
     ]
     assert [(e.type, e.payload.get("errorCode")) for e in outcomes] == [("tool.failed", "aborted")]
     results = [m for m in worker.store.messages.list(thread_id) if m.role == "tool"]
     assert [m.tool_status for m in results] == ["error"]
     validator = event_schema_validator()
-    for event in _events(worker, thread_id):
+    for event in stored_events(worker, thread_id):
         validator.validate(event.to_wire())
 
 
@@ -91,12 +68,12 @@ async def test_terminate_cancels_an_in_flight_mcp_call(
     handle = await start_thread(
         temporal_client, worker.task_queue, messages=[{"role": "user", "content": "wait"}]
     )
-    started = await _until(
-        lambda: _events(worker, handle.id, "tool.started"), "the MCP call started"
+    started = await until(
+        lambda: stored_events(worker, handle.id, "tool.started"), "the MCP call started"
     )
     await handle.signal("terminate", {"reason": "stop now"})
     await _closed(handle)
-    await _until(lambda: note.exists(), "the MCP server saw the call cancelled")
+    await until(lambda: note.exists(), "the MCP server saw the call cancelled")
     assert note.read_text() == "cancelled"
     _assert_one_outcome(worker, handle.id, started[0].tool_call_id)
 
@@ -128,10 +105,10 @@ async def test_terminate_cancels_an_in_flight_function_tool(
     handle = await start_thread(
         temporal_client, worker.task_queue, messages=[{"role": "user", "content": "wait"}]
     )
-    started = await _until(
-        lambda: _events(worker, handle.id, "tool.started"), "the tool call started"
+    started = await until(
+        lambda: stored_events(worker, handle.id, "tool.started"), "the tool call started"
     )
     await handle.signal("terminate", {"reason": "stop now"})
     await _closed(handle)
-    await _until(lambda: note.exists(), "the tool saw its activity cancelled")
+    await until(lambda: note.exists(), "the tool saw its activity cancelled")
     _assert_one_outcome(worker, handle.id, started[0].tool_call_id)

@@ -47,7 +47,6 @@ from weft.contract.thread import (
     ThreadResult,
     ThreadStartInput,
     ThreadStatus,
-    TurnCursor,
     session_status,
 )
 from weft.contract.validation import describe_validation_error
@@ -67,21 +66,17 @@ from weft.workflows.model_step import ModelCaller
 from weft.workflows.outbox import flush
 from weft.workflows.prompt_tools import PromptToolRunner
 from weft.workflows.queue import ThreadQueue
-from weft.workflows.read_facts import definition_facts, failure_facts, session_facts
+from weft.workflows.read_facts import session_facts
+from weft.workflows.session_loop import SessionLoop
 from weft.workflows.step_cycle import StepCycle
-from weft.workflows.stop_rules import (
-    Stop,
-    session_turns_exhausted,
-)
 from weft.workflows.subagents.agent_tools import AgentTools
 from weft.workflows.subagents.parent_reporter import ParentReporter
 from weft.workflows.subagents.registry import SubagentRegistry
 from weft.workflows.subagents.spawner import SubagentSpawner
-from weft.workflows.thread_init import take_snapshot
+from weft.workflows.thread_init import init_thread
 from weft.workflows.thread_state import ThreadMemory
 from weft.workflows.tool_runner import ToolRunner
 from weft.workflows.transcript_edits import TranscriptEdits
-from weft.workflows.turn_end import finish_turn
 
 # Facts are written only once true (issue #41): the next run records a continue-as-new,
 # an idle thread writes a refused signal's warning at once, the close writes what late
@@ -150,6 +145,17 @@ class AgentThreadWorkflow:
         )
         self._continuation = Continuation(mem, self._agents, self._background)
         self._effects = EffectTimers(mem, self._in_flight, self)
+        self._session = SessionLoop(
+            mem,
+            self._agents,
+            self._queue,
+            self._steps,
+            self._effects,
+            self._control,
+            self._continuation,
+            self._reporter,
+            self,
+        )
         self._effects.register(self._control, refuse_if_not_started=self._refuse_if_not_started)
         self._budget = budget = BudgetControl(mem, self._background)
         budget.register(self._control, refuse_if_not_started=self._refuse_if_not_started)
@@ -252,12 +258,12 @@ class AgentThreadWorkflow:
         mem.truthful_log = workflow.patched(TRUTHFUL_LOG_PATCH)
         effects = self._effects
         if carried is None:
-            await self._init()
+            await init_thread(self._mem, self.set_status)
         else:
             effects.restart_timers()
             await store_carried(mem)
             if carried.turn is not None and not mem.is_terminated():
-                await self._run_session(resume=carried.turn)
+                await self._session.run(resume=carried.turn)
         while not mem.is_terminated():
             await self._continuation.continue_if_due(None)  # a safe point: idle
             await workflow.wait_condition(
@@ -279,7 +285,7 @@ class AgentThreadWorkflow:
                 await effects.run_due()
             resumed = None if self._queue else self._budget.take_resume()
             if self._queue or resumed is not None:
-                await self._run_session(resume=resumed)
+                await self._session.run(resume=resumed)
             else:
                 if self._context.requested():  # a `compact` signal while idle
                     await self._context.compact_idle()
@@ -288,33 +294,15 @@ class AgentThreadWorkflow:
                 await flush(mem)
         return await self._close()
 
-    async def _init(self) -> None:
-        mem = self._mem
-        if mem.truthful_log and mem.parent_id is None:  # a tree is one session: its root's
-            mem.emit("session.created", {"agent": mem.start.agent, "rootThreadId": mem.thread_id})
-        # The caller's session only: a derived one would change this command for old runs.
-        search_attributes.upsert_initial(mem.start.agent, mem.parent_id, mem.start.session_id)
-        try:
-            mem.snapshot = await take_snapshot(mem)
-        except ApplicationError as err:
-            self._set_status("failed")
-            if mem.truthful_log:
-                # Turns submitted meanwhile fail with the reason, before the run does: an
-                # update left waiting would only learn that the workflow completed.
-                mem.start_failure = err.message
-                await workflow.wait_condition(workflow.all_handlers_finished)
-            raise
-        self._set_status("waiting_input")
-
     async def _close(self) -> ThreadResult:
         mem = self._mem
-        self._set_status("cancelled")
+        self.set_status("cancelled")
         await self._registry.propagate_terminate()
         await self._background.finish()
         if self._reporter.is_child():
             await self._reporter.report("closed", status="terminated", content=mem.terminate_reason)
         inventory.emit_snapshots(mem)  # before the thread read: that one announces the close
-        self._emit_snapshot()
+        self.emit_snapshot()
         await flush(mem, with_thread_row=True)
         await workflow.wait_condition(workflow.all_handlers_finished)
         if mem.truthful_log and (mem.outbox or mem.outbox_messages):
@@ -351,89 +339,6 @@ class AgentThreadWorkflow:
         self._effects.cancel_all("thread terminated")
         self._in_flight.cancel()
 
-    # ---- the session and its turns ---------------------------------------------------
-
-    async def _run_session(self, resume: TurnCursor | None = None) -> None:
-        """Run turns until the session stops; `resume` continues a turn of an earlier run."""
-        mem = self._mem
-        side: Side = "a"
-        stop: Stop | None = None
-        if resume is not None:
-            side, turn_id, resumed_steps = resume.side, resume.turn_id, resume.side_steps
-        else:
-            head = self._queue.head()
-            if (
-                self._agents.agent().type == "dual_ai"
-                and head.message
-                and head.message.role == "assistant"
-            ):
-                side = "b"
-            turn_id, resumed_steps = head.turn_id, None
-            mem.counters.session_steps = mem.counters.side_a_turns = 0
-            mem.counters.side_b_turns = 0
-            mem.stop_reason = None
-        self._set_status("running")
-        while not mem.is_terminated():
-            stop = await self._run_turn(side, turn_id, resumed_steps)
-            resumed_steps = None
-            agent = self._agents.agent()
-            if stop is None or stop.scope == "session" or agent.type == "ai_human":
-                break
-            if session_turns_exhausted(agent, mem.counters.side_a_turns, mem.counters.side_b_turns):
-                mem.stop_reason = "max_session_turns"
-                break
-            side = "b" if side == "a" else "a"
-            turn_id = mem.new_id("turn")
-        mem.emit(
-            "thread.updated",
-            {"status": "idle", "stopReason": mem.stop_reason, **session_facts(mem)},
-        )
-        mem.active_turn = mem.active_side = None
-        await self._reporter.report_session_end(stop)
-        if not mem.is_terminated():
-            self._set_status("waiting_input")
-            self._emit_snapshot()
-            await flush(mem, with_thread_row=True)
-
-    async def _run_turn(
-        self, side: Side, turn_id: str, resumed_steps: int | None = None
-    ) -> Stop | None:
-        """Run steps of one side until a stop; None when the turn failed or was aborted.
-
-        `resumed_steps` continues a turn the previous run began (and announced).
-        """
-        mem = self._mem
-        mem.active_turn, mem.active_side = turn_id, side
-        if resumed_steps is None:
-            mem.emit("turn.started", {"side": side, **definition_facts(mem)}, turn_id=turn_id)
-        side_steps = resumed_steps or 0
-        while not mem.is_terminated():
-            side_steps += 1
-            mem.count_step(side)
-            stop = await self._steps.run(side, turn_id, side_steps)
-            if stop is None and self._effects.has_due():
-                # A safe point: between two steps, nothing in flight. Effects whose alarms
-                # fired during the step run now; what they queue joins the next step.
-                await self._effects.run_due()
-            # An accepted interrupt_turn ends the turn before anything else (and before a
-            # continue-as-new, which would forget it).
-            interrupted = self._control.end_interrupted_turn(side, turn_id)
-            if interrupted is not None:
-                return interrupted
-            if stop is None:
-                await self._continuation.continue_if_due(
-                    TurnCursor(side=side, turn_id=turn_id, side_steps=side_steps)
-                )
-                continue
-            if stop.reason == "step_error" or mem.is_terminated():
-                failed = {"reason": mem.stop_reason, **failure_facts(mem)}
-                mem.emit("turn.failed", failed, turn_id=turn_id)
-                return None
-            finish_turn(self._mem, side, turn_id, stop)
-            return stop
-        mem.emit("turn.failed", {"reason": "aborted_by_user"}, turn_id=turn_id)
-        return None
-
     # ---- what collaborators ask of the thread (their host protocols) -----------------
 
     async def run_agent_tool(
@@ -447,10 +352,10 @@ class AgentThreadWorkflow:
     def set_waiting(self, kind: ActionKind | None) -> None:
         """Show that the thread waits on a human (status and search attribute), or not."""
         if kind is None:
-            self._set_status("running")
+            self.set_status("running")
         else:
             asks_input = kind in ("ask_human", "elicitation")
-            self._set_status("waiting_input" if asks_input else "waiting_permission")
+            self.set_status("waiting_input" if asks_input else "waiting_permission")
         search_attributes.upsert_awaiting(kind)
 
     def turn_interrupted(self) -> bool:
@@ -458,7 +363,8 @@ class AgentThreadWorkflow:
 
     # ---- helpers ---------------------------------------------------------------------
 
-    def _set_status(self, status: ThreadStatus) -> None:
+    def set_status(self, status: ThreadStatus) -> None:
+        """The thread's status, its search attribute and, for a root, `session.updated`."""
         mem = self._mem
         if status != mem.status:
             mem.status = status
@@ -467,7 +373,7 @@ class AgentThreadWorkflow:
             if mem.truthful_log and mem.parent_id is None and shown is not None:
                 mem.emit("session.updated", {"status": shown, "threadStatus": status})
 
-    def _emit_snapshot(self) -> None:
+    def emit_snapshot(self) -> None:
         # The read model rides in the event stream, so the store can serve it once the
         # thread has closed and no worker can answer queries.
         read = self.thread_read().model_dump(mode="json", by_alias=True)

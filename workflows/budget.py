@@ -137,7 +137,7 @@ class BudgetControl:
         problem = self._refused()
         if problem is not None:
             self._mem.warn("budget_not_settable", name, problem)
-        elif workflow.patched(SET_BUDGET_PATCH):
+        elif self._mem.truthful_log or workflow.patched(SET_BUDGET_PATCH):
             self._background.run(self._write(request))
         else:  # a history from before set_budget: the signal was unknown then
             self._mem.warn("unknown_signal", name, f"no signal named {name!r}")
@@ -159,7 +159,8 @@ class BudgetControl:
 
     async def _apply(self, request: SetBudget) -> BudgetState:
         mem = self._mem
-        workflow.patched(SET_BUDGET_PATCH)
+        if not mem.truthful_log:  # new runs ask no patch mid-run (see ContextKeeper.fit)
+            workflow.patched(SET_BUDGET_PATCH)
         current = mem.budget or BudgetState(root_thread_id=mem.thread_id, limits=Budget())
         limits = current.limits.changed(request)
         event = mem.emit(

@@ -64,7 +64,10 @@ class ContextKeeper:
         state = self._mem.window
         model = self._agents.snapshot().models[model_name]
         reason = state.requested or ("budget" if state.over_budget(model) else None)
-        if reason is None or not workflow.patched(PATCH_ID):
+        # A run under the truthful-log patch (asked at its start) is new code: it asks no
+        # patch here, where a marker could land in another workflow task on replay (a tool's
+        # `state.compact()` then failed replay: nondeterminism). Older runs ask as before.
+        if reason is None or not (self._mem.truthful_log or workflow.patched(PATCH_ID)):
             return messages
         return await self._compact(reason, model_name, side, turn_id, step_id, messages)
 

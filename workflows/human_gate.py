@@ -29,6 +29,7 @@ from weft.contract.messages import Side, ToolCall
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.outbox import flush
 from weft.workflows.permissions import EffectivePolicy, Verdict, effective_policy, evaluate
+from weft.workflows.read_facts import session_facts
 from weft.workflows.thread_state import ThreadMemory
 
 
@@ -250,7 +251,8 @@ class HumanGate:
             "action_id": action_id,
         }
         mem.pending_actions[action_id] = action
-        mem.emit("action.required", _required_payload(action), **ids)
+        # The thread stops here until a person answers: its counters and context as they are.
+        mem.emit("action.required", {**_required_payload(action), **session_facts(mem)}, **ids)
         host.set_waiting(action.kind)
         # Written now, so clients tailing events see the request while the thread waits.
         await flush(mem, with_thread_row=True)
@@ -319,6 +321,7 @@ def _required_payload(action: PendingAction) -> dict[str, Any]:
         "decisions": action.decisions,
         "prompt": action.prompt,
         "args": action.args,
+        "requestedAt": action.requested_at,  # with the ids above: the whole pending action
     }
     if action.kind == "tool_permission":
         payload["scopes"] = ["once", "session"]

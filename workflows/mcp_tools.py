@@ -86,7 +86,8 @@ class McpTools:
         """List the servers `prompt` uses that have no catalogue yet or are due again."""
         mem, snapshot = self._mem, self._agents.snapshot()
         wanted = mem.mcp.to_list(prompt, snapshot.mcp_servers)
-        if not wanted or not workflow.patched(PATCH_ID):
+        # New runs ask no patch mid-run (see ContextKeeper.fit); older runs as before.
+        if not wanted or not (mem.truthful_log or workflow.patched(PATCH_ID)):
             return
         # The catalogue's events follow what the thread produced before them.
         await flush(mem)

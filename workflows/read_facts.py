@@ -11,10 +11,16 @@ from weft.workflows.thread_state import ThreadMemory
 
 
 def session_facts(mem: ThreadMemory) -> dict[str, Any]:
-    """The counters and the model context as the thread goes idle or is terminated: steps
-    and reserved message positions change with no event of their own, and the context's
-    token estimates are the workflow's."""
-    return {"counters": mem.counters.model_dump(by_alias=True), "context": mem.window.read()}
+    """The counters, the model context and the budget as the thread stops (idle, waiting
+    on a person, terminated): steps and reserved message positions change with no event of
+    their own, the context's token estimates are the workflow's, and the budget's spend is
+    what the store last reported to it (None without limits, as `thread_read` shows it)."""
+    budget = mem.budget if mem.budget and not mem.budget.limits.is_empty() else None
+    return {
+        "counters": mem.counters.model_dump(by_alias=True),
+        "context": mem.window.read(),
+        "budget": budget.model_dump(mode="json", by_alias=True) if budget else None,
+    }
 
 
 def definition_facts(mem: ThreadMemory) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 from temporalio import workflow
@@ -10,9 +11,30 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from weft.contract.activities import ACTIVITY_THREAD_INIT, ThreadInitInput, ThreadInitResult
 from weft.contract.definitions import DefinitionSnapshot
-from weft.workflows import ui_summaries
+from weft.contract.thread import ThreadStatus
+from weft.workflows import search_attributes, ui_summaries
 from weft.workflows.failures import failure_text
 from weft.workflows.thread_state import ThreadMemory
+
+
+async def init_thread(mem: ThreadMemory, set_status: Callable[[ThreadStatus], None]) -> None:
+    """A new thread's first run: its session, search attributes and definitions snapshot;
+    `waiting_input` once it can take turns, `failed` (and the run fails) when it cannot."""
+    if mem.truthful_log and mem.parent_id is None:  # a tree is one session: its root's
+        mem.emit("session.created", {"agent": mem.start.agent, "rootThreadId": mem.thread_id})
+    # The caller's session only: a derived one would change this command for old runs.
+    search_attributes.upsert_initial(mem.start.agent, mem.parent_id, mem.start.session_id)
+    try:
+        mem.snapshot = await take_snapshot(mem)
+    except ApplicationError as err:
+        set_status("failed")
+        if mem.truthful_log:
+            # Turns submitted meanwhile fail with the reason, before the run does: an
+            # update left waiting would only learn that the workflow completed.
+            mem.start_failure = err.message
+            await workflow.wait_condition(workflow.all_handlers_finished)
+        raise
+    set_status("waiting_input")
 
 
 async def take_snapshot(mem: ThreadMemory) -> DefinitionSnapshot:

@@ -1,8 +1,7 @@
 """Runtime §3 steps 5-6: run a step's tool calls sequentially and persist their results.
 
-Each call is one `tool.call` activity that also writes the result message, keyed by the
-tool call id, so a retried attempt stores nothing twice.
-"""
+Each call is one `tool.call` activity that also writes the result message, under an id
+drawn once per call, so a retried attempt stores nothing twice."""
 
 from __future__ import annotations
 

@@ -248,7 +248,9 @@ class _StreamState:
             return
         if block.type == "tool_use":
             position = sum(1 for i, b in self.blocks.items() if b.type == "tool_use" and i < index)
-            await on_delta(Delta(kind="tool_call", text=piece, tool_call_index=position))
+            await on_delta(
+                Delta(kind="tool_call", text=piece, tool_call_index=position, tool_call_id=block.id)
+            )
         elif block.type == "thinking":
             await on_delta(Delta(kind="reasoning", text=piece))
         elif block.type in ("text", "structured"):

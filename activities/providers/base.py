@@ -59,6 +59,8 @@ class Delta(BaseModel):
     kind: Literal["text", "reasoning", "tool_call"]
     text: str
     tool_call_index: int | None = None
+    # The call's id once the provider has named it (before its arguments, in both APIs).
+    tool_call_id: str | None = None
 
 
 class ChatReply(BaseModel):

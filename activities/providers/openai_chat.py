@@ -205,7 +205,9 @@ class _StreamState:
         if isinstance(piece, str) and piece:
             call.arguments.append(piece)
             if on_delta:
-                await on_delta(Delta(kind="tool_call", text=piece, tool_call_index=index))
+                await on_delta(
+                    Delta(kind="tool_call", text=piece, tool_call_index=index, tool_call_id=call.id)
+                )
 
     def reply(self) -> ChatReply:
         calls = [

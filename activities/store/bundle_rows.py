@@ -7,8 +7,9 @@ sequences kept), under the same id or a new one, refusing an id the store alread
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
+from itertools import islice
 from typing import Any
 
 from sqlalchemy import Connection, Table, select
@@ -22,8 +23,10 @@ from weft.activities.store.tables import (
     context_boundaries,
     effects,
     events,
+    file_history,
     files,
     kv,
+    kv_history,
     messages,
     snapshots,
     subagents,
@@ -40,7 +43,14 @@ THREAD_TABLES: dict[str, tuple[Table, str, str]] = {
     "boundaries": (context_boundaries, "thread_id", "ordinal"),
     "effects": (effects, "thread_id", "effect_id"),
     "children": (subagents, "parent_thread_id", "reference"),
+    # Every change of a key or path, so a fork of the imported thread reads old values too.
+    "kv_history": (kv_history, "thread_id", "id"),
+    "file_history": (file_history, "thread_id", "id"),
 }
+# Parts a bundle may lack (written before the table existed); and the columns the
+# importing store assigns itself (row ids), left out of the records.
+OPTIONAL_PARTS = frozenset({"kv_history", "file_history"})
+_ASSIGNED = frozenset({"kv_history.id", "file_history.id"})
 _BATCH = 500
 
 
@@ -72,15 +82,16 @@ def thread_known(store: Store, thread_id: str) -> bool:
 def import_rows(
     store: Store,
     thread: dict[str, Any],
-    parts: Mapping[str, list[dict[str, Any]]],
-    blob_bytes: Mapping[str, bytes],
+    parts: Mapping[str, Iterable[dict[str, Any]]],
+    blob_bytes: Iterable[tuple[str, bytes]],
     snapshot_data: Mapping[str, dict[str, Any]],
 ) -> None:
     """Write one thread's rows in one transaction; `ThreadExists` when its id is taken.
 
     `thread` is the thread row with env already reduced to names; it is sealed with this
-    store's keys like any thread row. Snapshots and blobs are content-addressed, so one
-    the store already has is kept as it is.
+    store's keys like any thread row. Parts and blobs are read as they are written, in
+    batches. Snapshots and blobs are content-addressed, so one the store already has is kept
+    as it is.
     """
     database: Database = store.database
     thread_id = str(thread["thread_id"])
@@ -90,7 +101,7 @@ def import_rows(
         database.lock_thread(connection, thread_id)
         if _known(connection, thread_id):
             raise ThreadExists(f"thread {thread_id!r} already exists in this store")
-        for digest, data in blob_bytes.items():
+        for digest, data in blob_bytes:
             connection.execute(
                 database.insert_ignoring_duplicates(blobs, ["digest"]).values(
                     digest=digest, size=len(data), data=data, created_at=row["created_at"]
@@ -105,8 +116,9 @@ def import_rows(
         connection.execute(threads.insert().values(row))
         for part, records in parts.items():
             table = THREAD_TABLES[part][0]
-            if records:
-                connection.execute(table.insert(), [_from_json(table, r) for r in records])
+            rows = (_from_json(table, record) for record in records)
+            while batch := list(islice(rows, _BATCH)):
+                connection.execute(table.insert(), batch)
 
 
 def _known(connection: Connection, thread_id: str) -> bool:
@@ -120,6 +132,8 @@ def _known(connection: Connection, thread_id: str) -> bool:
 def _to_json(table: Table, row: Mapping[Any, Any]) -> dict[str, Any]:
     record: dict[str, Any] = {}
     for column in table.columns:
+        if f"{table.name}.{column.name}" in _ASSIGNED:
+            continue
         value = row[column.name]
         record[column.name] = value.isoformat() if isinstance(value, datetime) else value
     return record

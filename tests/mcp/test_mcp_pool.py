@@ -153,7 +153,6 @@ async def test_a_slow_tool_times_out_and_the_session_stays(pool):
     assert await server_pid(pool, server) == pid
 
 
-
 async def _noted(note: Path) -> str:
     """What the server wrote to `note` within 5 s ("" when nothing)."""
     for _ in range(50):
@@ -186,6 +185,7 @@ async def test_a_call_whose_activity_is_cancelled_is_cancelled_on_the_server(poo
     with pytest.raises(asyncio.CancelledError):
         await running
     assert await _noted(note) == "cancelled"
+
 
 # -- templating and keys ------------------------------------------------------------------
 

@@ -74,6 +74,7 @@ def test_warn_counts_logs_and_emits_a_runtime_warning() -> None:
         "code": "malformed_signal",
         "signal": "queue_message",
         "message": "content: field required",
+        "incident": mem.incidents[0],  # stated, for a read model rebuilt from events
     }
     assert isinstance(mem.context, FixedContext)
     assert mem.context.warnings == ["malformed_signal (queue_message): content: field required"]

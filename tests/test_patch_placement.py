@@ -1,0 +1,48 @@
+"""New runs ask no workflow patch mid-run (issue #41's review): a patch asked after a local
+activity could land in another workflow task on replay. A tool's `state.compact()` in a
+thread that continues as new every 20 events failed its replays about half the time when
+`context-compaction-v1` was asked where the compaction ran; each run now replays."""
+
+from __future__ import annotations
+
+from support import assert_every_run_replays, patch_markers, run_histories
+from test_context_compaction import ask, chat_script, chat_thread
+
+from weft.workflows.agent_thread import TRUTHFUL_LOG_PATCH
+from weft.workflows.history_gauge import GAUGE_PATCH
+
+
+async def test_compactions_a_tool_asks_for_replay_in_every_run(
+    start_worker, temporal_client, scripted_server
+):
+    """Four turns, each compacting mid-turn through a tool, across continue-as-new: every
+    run replays, and its only patch markers are the two its first task asks for."""
+    tool_turn = {
+        "match": "please compact",
+        "replies": [
+            {"tool_calls": [{"name": "compact_now", "arguments": {"why": "mid-turn"}}]},
+            {"tool_calls": [{"name": "compact_now", "arguments": {"why": "again"}}]},
+            {"text": "compacted"},
+        ],
+    }
+    chat = await chat_thread(
+        start_worker,
+        temporal_client,
+        scripted_server,
+        chat_script(extra_turns=[tool_turn]),
+        options={"continueAsNewEvents": 20},
+    )
+    turns = 0
+    for n in range(4):
+        state = await ask(chat.handle, f"please compact {n}", turns)
+        assert state.last_outcome == "compacted"
+        turns = state.counters.turns
+    assert chat.worker.store.boundaries.list(chat.started.id)
+    runs = await run_histories(
+        temporal_client, chat.started.id, chat.started.first_execution_run_id or ""
+    )
+    assert len(runs) > 1, "the thread never continued as new"
+    for run in runs:
+        assert {name for _, name in patch_markers(run)} <= {GAUGE_PATCH, TRUTHFUL_LOG_PATCH}
+    await assert_every_run_replays(temporal_client, chat.started)
+    await chat.handle.signal("terminate", {})
