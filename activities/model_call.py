@@ -268,6 +268,8 @@ class ModelActivities:
             spent.charge(root, cost.event_id),
             now=datetime.now(UTC),
             make_event=lambda suffix, kind, data: attempt_event(call, ids, suffix, kind, data),
+            # A reply that comes after the thread closed is not written; its cost is.
+            unless_closed=True,
         )
         return state
 

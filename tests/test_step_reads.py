@@ -34,8 +34,9 @@ async def _turn_of(start_worker, temporal_client, scripted_server, steps: int) -
         if statement.upper().startswith("BEGIN IMMEDIATE"):  # a SQLite write transaction
             statements["writes"] += 1
         if statement.startswith("SELECT threads.thread_id \nFROM threads"):
-            # The closed-thread fence of a tool call's final write (store/outcome_fence.py):
-            # one indexed lookup per call, counted apart from reads of the row itself.
+            # The closed-thread fence of a tool or model call's final write
+            # (store/outcome_fence.py): one indexed lookup per call, counted apart from reads
+            # of the row itself.
             statements["closed_fences"] += 1
         elif statement.startswith("SELECT threads."):
             statements["thread_rows"] += 1
@@ -94,7 +95,8 @@ async def test_store_reads_per_step_do_not_grow_with_the_thread(
     for earlier, later in zip(turns, turns[1:], strict=False):
         assert later["thread_rows"] == earlier["thread_rows"], turns
     for steps, turn in zip((4, 8, 12), turns, strict=True):
-        assert turn["closed_fences"] == steps  # one per tool call, none per model call
+        # One per tool call and one per model call (steps + 1 of them, with the answer).
+        assert turn["closed_fences"] == 2 * steps + 1
         # One full read when the turn begins (a new worker), then only what each step
         # appended: the user message, and an assistant message and a tool result a step.
         assert turn["misses"] == 1

@@ -22,6 +22,7 @@ from weft.activities.store.budget_rows import ledger_row, new_ledger_row, state_
 from weft.activities.store.database import Database
 from weft.activities.store.events import events_by_thread, insert_events
 from weft.activities.store.messages import insert_messages, message_rows
+from weft.activities.store.outcome_fence import any_closed
 from weft.activities.store.tables import budgets
 from weft.contract.budget import Budget, BudgetLimitName, BudgetState
 from weft.contract.events import Event
@@ -128,19 +129,34 @@ class Budgets:
         *,
         now: datetime,
         make_event: EventMaker,
+        unless_closed: bool = False,
     ) -> tuple[list[Event], BudgetState | None]:
         """Store an attempt's messages and events and, when its cost.recorded event is
         newly stored, charge the ledger and announce the limits it brought past 80 %.
 
+        With `unless_closed` (a model call's final write), a thread that closed while the
+        call ran gets only the cost: its reply is no fact of the thread any more, but the
+        money was spent and the ledger counts it (fenced in this transaction, under the
+        thread's lock: store/outcome_fence.py).
         Returns the newly stored events and the ledger after the charge (None without one).
         """
         rows = message_rows(messages)
 
         def once() -> tuple[list[Event], BudgetState | None]:
             with self._db.write() as connection:
-                if rows:
-                    insert_messages(self._db, connection, rows)
-                stored = insert_events(self._db, connection, events_by_thread(events))
+                kept_rows, kept = rows, list(events)
+                if unless_closed:
+                    thread_ids = sorted(
+                        {r["thread_id"] for r in rows} | {e.thread_id for e in kept}
+                    )
+                    for thread_id in thread_ids:
+                        self._db.lock_thread(connection, thread_id)
+                    if any_closed(connection, thread_ids):
+                        kept_rows = []
+                        kept = [e for e in kept if charge and e.event_id == charge.event_id]
+                if kept_rows:
+                    insert_messages(self._db, connection, kept_rows)
+                stored = insert_events(self._db, connection, events_by_thread(kept))
                 if charge is None:
                     return stored, None
                 charged = any(e.event_id == charge.event_id for e in stored)

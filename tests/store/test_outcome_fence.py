@@ -3,9 +3,15 @@ late completion writes nothing for a closed thread, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 from store_factories import event, message, new_thread_id, running_thread
 
 from weft.activities.store import Store
+from weft.activities.store.budgets import Charge
+from weft.contract.budget import Budget
+from weft.contract.events import Event
 
 
 def _result(thread: str, *, status: str, event_id: str, type_: str) -> tuple:
@@ -76,3 +82,30 @@ def test_a_running_thread_takes_the_fenced_write(store: Store) -> None:
     assert len(store.events.record([done], [result], unless_closed=True)) == 1
     store.threads.upsert(running_thread(thread))
     assert len(store.events.record([], [event(thread, "e2")], unless_closed=True)) == 1
+
+
+def test_a_model_reply_after_the_close_is_charged_not_written(store: Store) -> None:
+    """A model call whose thread closed meanwhile: its reply message and `model.completed`
+    are not written, its `cost.recorded` is, and the ledger counts the spend."""
+    thread = new_thread_id()
+    store.budgets.open(thread, Budget(max_tokens=1000), now=datetime(2026, 1, 1, tzinfo=UTC))
+    store.threads.upsert(running_thread(thread, status="cancelled"))
+    reply = message(thread, 7, id="m7", role="assistant", content="too late")
+    completed = event(thread, "a1:completed", "model.completed")
+    cost = event(thread, "a1:cost", "cost.recorded", payload={"rootThreadId": thread})
+
+    def make(suffix: str, type_: str, payload: dict[str, Any]) -> Event:
+        return event(thread, f"a1:{suffix}", type_, payload=payload)
+
+    stored, ledger = store.budgets.record_charged(
+        [reply],
+        [completed, cost],
+        Charge(thread, cost.event_id, 40, 0.02),
+        now=datetime(2026, 1, 1, tzinfo=UTC),
+        make_event=make,
+        unless_closed=True,
+    )
+    assert [e.event_id for e in stored] == ["a1:cost"]
+    assert ledger is not None and ledger.spent.tokens == 40
+    assert store.messages.get(thread, "m7") is None
+    assert [e.type for e in store.events.read(thread)] == ["cost.recorded"]
