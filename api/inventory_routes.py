@@ -10,8 +10,7 @@ from weft.api.context import ApiContext
 from weft.api.models import error_responses
 
 # The thread routes' id parameter and their rule for a thread with nothing to show.
-from weft.api.thread_routes import ThreadId
-from weft.api.thread_routes import _not_readable as not_readable
+from weft.api.thread_routes import ThreadId, not_readable
 from weft.client.inventory import execution_environment, tool_inventory
 from weft.contract.inventory import ExecutionEnvironment, ToolInventory
 

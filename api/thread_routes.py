@@ -147,7 +147,7 @@ def router(ctx: ApiContext) -> APIRouter:
     async def read_thread(thread_id: ThreadId) -> ThreadRead:
         read = await thread_read(ctx.client, ctx.store, thread_id)
         if read is None:
-            raise await _not_readable(ctx, thread_id)
+            raise await not_readable(ctx, thread_id)
         return read
 
     @routes.get(
@@ -167,7 +167,7 @@ def router(ctx: ApiContext) -> APIRouter:
         cursor = await asyncio.to_thread(ctx.store.events.last_sequence, thread_id)
         found = await snapshot(ctx.client, ctx.store, thread_id, before=before, limit=limit)
         if found is None:
-            raise await _not_readable(ctx, thread_id)
+            raise await not_readable(ctx, thread_id)
         return {**found, "eventsCursor": cursor}
 
     @routes.get(
@@ -202,7 +202,7 @@ def router(ctx: ApiContext) -> APIRouter:
     async def read_file(thread_id: ThreadId, path: str) -> Response:
         return await asyncio.to_thread(_file, ctx, thread_id, path)
 
-    # Imported here, not at the top: that module imports `ThreadId` and `_not_readable`.
+    # Imported here, not at the top: that module imports `ThreadId` and `not_readable`.
     from weft.api.inventory_routes import add_inventory_routes
 
     add_inventory_routes(routes, ctx)
@@ -350,7 +350,7 @@ def _iso(moment: datetime) -> str:
 # -- reads --------------------------------------------------------------------------------
 
 
-async def _not_readable(ctx: ApiContext, thread_id: str) -> GatewayError:
+async def not_readable(ctx: ApiContext, thread_id: str) -> GatewayError:
     """Why a thread has no read model: unknown (404), no worker answers (503), or it
     closed before it wrote one (404)."""
     status = await thread_status(ctx, thread_id)  # raises 404 when Temporal does not know it

@@ -15,7 +15,7 @@ from temporalio.client import Client
 
 from weft.activities.store import Store
 from weft.client.liveness import QUERY_TIMEOUT, UNANSWERED, is_running
-from weft.contract.events import Event
+from weft.client.stored_snapshots import stored_snapshot
 from weft.contract.inventory import (
     KIND_EXECUTION_ENVIRONMENT,
     KIND_TOOL_INVENTORY,
@@ -29,16 +29,6 @@ Snapshot = TypeVar("Snapshot", ToolInventory, ExecutionEnvironment)
 
 # kind → the payload field that holds it, for each read model here.
 _FIELDS = {KIND_TOOL_INVENTORY: "toolInventory", KIND_EXECUTION_ENVIRONMENT: "executionEnvironment"}
-
-
-def stored_snapshot(store: Store, thread_id: str, kind: str) -> Event | None:
-    """The last `snapshot.updated` of `kind` the thread wrote, or None."""
-    latest: Event | None = None
-    cursor = 0
-    while batch := store.events.read(thread_id, after=cursor, types=["snapshot.updated"]):
-        cursor = batch[-1].sequence or cursor
-        latest = next((e for e in reversed(batch) if (e.payload or {}).get("kind") == kind), latest)
-    return latest
 
 
 def tool_inventory_from_store(store: Store, thread_id: str) -> ToolInventory | None:

@@ -17,6 +17,7 @@ from temporalio.client import Client
 from weft.activities.store import Store
 from weft.client.lineage import with_lineage
 from weft.client.liveness import QUERY_TIMEOUT, UNANSWERED, is_running
+from weft.client.stored_snapshots import stored_snapshot
 from weft.client.threads import tail_events
 from weft.contract.events import Event
 from weft.contract.read_models import session_snapshot
@@ -27,13 +28,7 @@ FINAL_STATUSES = ("completed", "cancelled", "failed")
 
 def thread_read_from_store(store: Store, thread_id: str) -> ThreadRead | None:
     """The last read model the thread wrote, or None if it never wrote one."""
-    latest: Event | None = None
-    cursor = 0
-    while batch := store.events.read(thread_id, after=cursor, types=["snapshot.updated"]):
-        cursor = batch[-1].sequence or cursor
-        latest = next(
-            (e for e in reversed(batch) if (e.payload or {}).get("kind") == "thread_read"), latest
-        )
+    latest = stored_snapshot(store, thread_id, "thread_read")
     if latest is None:
         return None
     return ThreadRead.model_validate(latest.payload["threadRead"])

@@ -22,7 +22,7 @@ from weft.activities.store.budget_rows import ledger_row, new_ledger_row, state_
 from weft.activities.store.database import Database
 from weft.activities.store.events import events_by_thread, insert_events
 from weft.activities.store.messages import insert_messages, message_rows
-from weft.activities.store.outcome_fence import any_closed
+from weft.activities.store.outcome_fence import any_closed, locked
 from weft.activities.store.tables import budgets
 from weft.contract.budget import Budget, BudgetLimitName, BudgetState
 from weft.contract.events import Event
@@ -146,11 +146,8 @@ class Budgets:
             with self._db.write() as connection:
                 kept_rows, kept = rows, list(events)
                 if unless_closed:
-                    thread_ids = sorted(
-                        {r["thread_id"] for r in rows} | {e.thread_id for e in kept}
-                    )
-                    for thread_id in thread_ids:
-                        self._db.lock_thread(connection, thread_id)
+                    thread_ids = {r["thread_id"] for r in rows} | {e.thread_id for e in kept}
+                    locked(self._db, connection, thread_ids)
                     if any_closed(connection, thread_ids):
                         kept_rows = []
                         kept = [e for e in kept if charge and e.event_id == charge.event_id]

@@ -18,7 +18,12 @@ from weft.activities.store.messages import (
     message_rows,
     update_message,
 )
-from weft.activities.store.outcome_fence import answered_elsewhere, any_closed, without_outcomes
+from weft.activities.store.outcome_fence import (
+    answered_elsewhere,
+    any_closed,
+    locked,
+    without_outcomes,
+)
 from weft.activities.store.queue_rows import QUEUE_CHANGED, project_queue_depth
 from weft.activities.store.rows import event_to_row, row_to_event
 from weft.activities.store.subagents import SUBAGENT_EVENT_PREFIX, project_subagents
@@ -162,9 +167,8 @@ class Events:
         self, rows: list[dict[str, Any]], by_thread: dict[str, list[Event]], unless_closed: bool
     ) -> list[Event]:
         with self._db.write() as connection:
-            thread_ids = sorted({r["thread_id"] for r in rows} | by_thread.keys())
-            for thread_id in thread_ids:  # the fences read under the writers' lock
-                self._db.lock_thread(connection, thread_id)
+            thread_ids = {r["thread_id"] for r in rows} | by_thread.keys()
+            locked(self._db, connection, thread_ids)
             if unless_closed and any_closed(connection, thread_ids):
                 return []
             if rows:

@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
+from weft.activities.store.database import Database
 from weft.activities.store.tables import messages, threads
 from weft.contract.events import Event
 
@@ -61,6 +62,13 @@ def without_outcomes(
         for thread_id, batch in by_thread.items()
     }
     return {thread_id: batch for thread_id, batch in kept.items() if batch}
+
+
+def locked(database: Database, connection: Connection, thread_ids: Collection[str]) -> None:
+    """Take the writers' lock of each thread (a fixed order cannot deadlock): the fences
+    read under it, so no writer of those threads moves between their read and the write."""
+    for thread_id in sorted(thread_ids):
+        database.lock_thread(connection, thread_id)
 
 
 def any_closed(connection: Connection, thread_ids: Collection[str]) -> bool:
