@@ -279,9 +279,8 @@ class ToolActivities:
             ),
             env_version=version,
             env_row=kept,
-            # The result message's id, not the model's call id (a model may reuse `call_1`
-            # in a later turn): the workflow draws it once per call, and every attempt of
-            # this activity carries it in its input, on any worker.
+            # Anchored like the event ids above: drawn once per call by the workflow, carried
+            # by every attempt of this activity, on any worker.
             idempotency_key=idempotency_key(call.thread_id, f"tool:{call.result_message_id}"),
         )
         state.use_effects(self._definitions.effects)

@@ -13,23 +13,17 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, select
 
 from weft.activities.store.database import Database
+from weft.activities.store.events import last_sequence
 from weft.activities.store.tables import (
-    events,
     file_history,
     files,
     kv,
     kv_history,
     thread_links,
 )
-
-
-def last_sequence(connection: Connection, thread_id: str) -> int:
-    """The thread's newest event sequence as this transaction sees it (0 before any)."""
-    query = select(func.max(events.c.sequence)).where(events.c.thread_id == thread_id)
-    return int(connection.scalar(query) or 0)
 
 
 def record_value(connection: Connection, thread_id: str, key: str, encoded: str | None) -> None:
