@@ -38,7 +38,6 @@ from weft.activities.providers import ChatProvider, ChatRequest
 from weft.activities.providers.definition_fields import streams
 from weft.activities.snapshots import SnapshotCache
 from weft.activities.spill import resolve_content_refs
-from weft.activities.store import Store
 from weft.activities.streaming import Heartbeater
 from weft.contract.activities import ACTIVITY_CONTEXT_COMPACT, CompactInput, CompactResult, Usage
 from weft.contract.context import DEFAULT_COMPACTION_PROMPT, ContextBoundary
@@ -46,6 +45,7 @@ from weft.contract.context_budget import BYTES_PER_TOKEN, ContextBudget, estimat
 from weft.contract.definitions import DefinitionSnapshot, ModelDef
 from weft.contract.events import Event
 from weft.contract.mcp import McpServerCatalog
+from weft.store import Store
 
 # The first line of every summarising request, so logs and scripted models can tell it apart.
 REQUEST_MARKER = "[weft: compaction request]"

@@ -22,10 +22,6 @@ from weft.activities.context import render_prompt
 from weft.activities.images import ImageView
 from weft.activities.message_views import MessageViews, WirePart
 from weft.activities.read_output import READ_OUTPUT_SPEC
-from weft.activities.store import Store
-from weft.activities.store.rows import ThreadRow
-from weft.activities.store.thread_env_rows import ThreadEnvRow
-from weft.activities.store.transcripts import MessageJson, message_json
 from weft.activities.window_tails import WindowSums, WindowTails
 from weft.contract.context import READ_OUTPUT_TOOL, ContextBoundary, ContextWindow
 from weft.contract.context_budget import (
@@ -40,6 +36,10 @@ from weft.contract.messages import Message, Side
 from weft.contract.prompt_tools import PromptScope
 from weft.contract.thread_env import prompt_env
 from weft.contract.tool_catalog import offered_tools
+from weft.store import Store
+from weft.store.rows import ThreadRow
+from weft.store.thread_env_rows import ThreadEnvRow
+from weft.store.transcripts import MessageJson, message_json
 
 # When the kept tail does not begin with a user message, providers that insist on one
 # (Anthropic) get this in its place; it also tells the model why the turn starts mid-way.

@@ -1,6 +1,6 @@
 """The ids only running code knows, stamped on the events it stores (seed 001 envelope).
 
-`stamp_event` is the stamper a worker gives the store (activities/store/correlation.py):
+`stamp_event` is the stamper a worker gives the store (store/correlation.py):
 an event written by an activity gets the Temporal run and activity attempt of the thread
 it belongs to, and any event gets the trace and span that were current when it was
 written. Workflow-produced events already carry their run's ids (ThreadMemory.emit) and

@@ -20,11 +20,9 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from weft.activities.clock import now_iso
-from weft.activities.definitions import Definitions, FunctionEffect
 from weft.activities.effect_writes import staged_store
 from weft.activities.sandbox import SandboxPool
 from weft.activities.snapshots import SnapshotCache
-from weft.activities.store import Store
 from weft.activities.streaming import Heartbeater
 from weft.activities.tool_invoker import ToolInvoker
 from weft.activities.tool_state import ThreadState, idempotency_key, thread_state_for
@@ -37,6 +35,8 @@ from weft.contract.effects import (
 )
 from weft.contract.events import Event
 from weft.contract.validation import describe_validation_error
+from weft.definitions import Definitions, FunctionEffect
+from weft.store import Store
 
 
 class EffectFailed(Exception):

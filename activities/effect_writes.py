@@ -13,12 +13,12 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from weft.activities.store import Store
-from weft.activities.store import kv as kv_rules
-from weft.activities.store.database import Database
-from weft.activities.store.events import Events
-from weft.activities.store.values import Values
 from weft.contract.events import Event
+from weft.store import Store
+from weft.store import kv as kv_rules
+from weft.store.database import Database
+from weft.store.events import Events
+from weft.store.values import Values
 
 # A staged deletion (set_value(key, None)).
 _DELETED = object()

@@ -11,9 +11,9 @@ import asyncio
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from weft.activities.store import Store, StoreLimitError
-from weft.activities.store.file_paths import InvalidPathError
 from weft.contract.activities import ACTIVITY_FILES_COPY, CopyFilesInput, CopyFilesResult
+from weft.store import Store, StoreLimitError
+from weft.store.file_paths import InvalidPathError
 
 
 class FileCopyActivities:

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from weft.activities.store import Store
 from weft.contract.definitions import ModelDef, PromptDef
 from weft.contract.messages import Message
+from weft.store import Store
 
 # The image types every provider weft speaks to accepts as content parts.
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})

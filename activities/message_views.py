@@ -24,9 +24,9 @@ from weft.activities.context import model_view, project_message, projection_is_f
 from weft.activities.images import ImageView
 from weft.activities.previews import preview_message
 from weft.activities.providers.transport import compact_json
-from weft.activities.store.transcripts import MessageJson, message_json
 from weft.contract.context_budget import estimate_message_tokens
 from weft.contract.messages import Message, Side
+from weft.store.transcripts import MessageJson, message_json
 
 # Parts one worker keeps, least recently used dropped first: a few long windows' worth.
 DEFAULT_MAX_VIEWS = 200_000

@@ -16,11 +16,11 @@ from temporalio.exceptions import ApplicationError
 
 from weft.activities.model_support import cost_of
 from weft.activities.providers import ChatReply, Delta
-from weft.activities.store.budgets import Charge
 from weft.contract.activities import Usage
 from weft.contract.budget import BUDGET_EXHAUSTED, BudgetLimitName, BudgetState
 from weft.contract.context import ContextReport
 from weft.contract.definitions import ModelDef
+from weft.store.budgets import Charge
 
 # Characters per token when counting streamed text without a tokenizer (as the estimator).
 _CHARS_PER_TOKEN = 4

@@ -29,7 +29,6 @@ from weft.activities.providers.facts import failure_facts, reply_facts
 from weft.activities.routing_events import routing_events
 from weft.activities.snapshots import SnapshotCache
 from weft.activities.spill import spill_if_large
-from weft.activities.store import Store
 from weft.activities.streaming import DeltaBatcher, Heartbeater, delta_event
 from weft.activities.structured_output import checked_reply
 from weft.contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult
@@ -38,6 +37,7 @@ from weft.contract.context import CONTEXT_TOO_LONG, ContextReport
 from weft.contract.definitions import ModelDef
 from weft.contract.events import Event
 from weft.contract.messages import Message
+from weft.store import Store
 
 
 def truncated(

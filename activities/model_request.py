@@ -38,10 +38,6 @@ from weft.activities.providers import ChatRequest
 from weft.activities.providers.definition_fields import definition_fields
 from weft.activities.scoped_window import load_scoped_window
 from weft.activities.spill import resolve_content_refs
-from weft.activities.store import Store
-from weft.activities.store.events import changes_rows
-from weft.activities.store.thread_env_rows import ThreadEnvRow
-from weft.activities.store.transcripts import MessageJson, messages_of
 from weft.activities.window_tails import WindowTails
 from weft.contract.activities import ModelCallInput
 from weft.contract.context import ContextBoundary, ContextReport
@@ -50,6 +46,10 @@ from weft.contract.events import Event
 from weft.contract.hooks import HookName
 from weft.contract.mcp import McpServerCatalog
 from weft.contract.messages import Message
+from weft.store import Store
+from weft.store.events import changes_rows
+from weft.store.thread_env_rows import ThreadEnvRow
+from weft.store.transcripts import MessageJson, messages_of
 
 # Hooks that change what a request holds, run between reading the context and sending it.
 _SHAPING_HOOKS: tuple[HookName, ...] = (

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from types import TracebackType
 
 from weft.activities.background import stop
-from weft.activities.store import Store
 from weft.contract.events import Event
+from weft.store import Store
 
 logger = logging.getLogger(__name__)
 

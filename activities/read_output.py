@@ -16,10 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from weft.activities.context import model_view
 from weft.activities.previews import read_page
-from weft.activities.store import Store
 from weft.contract.activities import ToolResult
 from weft.contract.context import READ_OUTPUT_TOOL
 from weft.contract.validation import describe_validation_error
+from weft.store import Store
 
 READ_OUTPUT_SPEC: dict[str, Any] = {
     "name": READ_OUTPUT_TOOL,

@@ -10,10 +10,10 @@ every tool call it sees keeps its result, as providers require.
 from __future__ import annotations
 
 from weft.activities.context_window import load_window
-from weft.activities.store import Store
 from weft.contract.context import ContextBoundary, ContextWindow
 from weft.contract.messages import Message
 from weft.contract.prompt_tools import PromptScope
+from weft.store import Store
 
 
 def load_scoped_window(

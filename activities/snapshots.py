@@ -6,8 +6,8 @@ import asyncio
 
 from temporalio.exceptions import ApplicationError
 
-from weft.activities.store import Store
 from weft.contract.definitions import DefinitionSnapshot
+from weft.store import Store
 
 
 class SnapshotCache:

@@ -17,7 +17,7 @@ from weft.contract.events import Event
 from weft.contract.messages import Message
 
 if TYPE_CHECKING:
-    from weft.activities.store import Store
+    from weft.store import Store
 
 SPILL_THRESHOLD_BYTES = 64 * 1024
 PREVIEW_CHARS = 2048

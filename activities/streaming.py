@@ -12,8 +12,8 @@ from temporalio import activity
 
 from weft.activities.pending_events import PendingEvents
 from weft.activities.providers import Delta
-from weft.activities.store import Store
 from weft.contract.events import Event
+from weft.store import Store
 
 
 class EventMaker(Protocol):

@@ -22,8 +22,8 @@ from weft.contract.effects import MAX_DELAY_MS, ScheduleEffectRequest
 from weft.contract.validation import describe_validation_error
 
 if TYPE_CHECKING:
-    from weft.activities.definitions import FunctionEffect
-    from weft.activities.store import Store
+    from weft.definitions import FunctionEffect
+    from weft.store import Store
 
 
 @dataclass

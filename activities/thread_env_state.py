@@ -20,8 +20,8 @@ from weft.contract.thread_env import EnvEntry, EnvType
 from weft.contract.transcript_edits import check_env_name
 
 if TYPE_CHECKING:
-    from weft.activities.store import Store
     from weft.contract.events import Event
+    from weft.store import Store
 
 ENV_TYPES: tuple[str, ...] = get_args(EnvType)
 

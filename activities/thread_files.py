@@ -4,7 +4,7 @@ Paths are the thread's own (`/attachments/report.pdf`); the same path in another
 is another file. Errors are Python's: FileNotFoundError, IsADirectoryError,
 NotADirectoryError, FileExistsError, `DirectoryNotEmptyError` (an OSError) and
 `InvalidPathError` (a ValueError), each naming the thread and path. Caps are documented in
-`activities/store/files.py`.
+`store/files.py`.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, overload
 
-from weft.activities.store.files import FileStat, GrepMatch
 from weft.activities.thread_writes import ThreadWrites
+from weft.store.files import FileStat, GrepMatch
 
 if TYPE_CHECKING:
-    from weft.activities.store import Store
+    from weft.store import Store
 
 
 class ThreadFiles(ThreadWrites):

@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from weft.activities.store.subagents import SubagentEntry
+from weft.store.subagents import SubagentEntry
 
 if TYPE_CHECKING:
-    from weft.activities.store import Store, ThreadRow
+    from weft.store import Store, ThreadRow
 
 
 class ThreadHierarchy:

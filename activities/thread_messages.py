@@ -22,9 +22,9 @@ from weft.contract.transcript_edits import InjectedMessage
 from weft.contract.validation import describe_validation_error
 
 if TYPE_CHECKING:
-    from weft.activities.store import Store
     from weft.activities.tool_invoker import ToolInvoker
     from weft.contract.events import Event
+    from weft.store import Store
 
 INJECTABLE_ROLES = ("user", "assistant", "system")
 

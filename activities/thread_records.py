@@ -15,14 +15,10 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from weft.activities.clock import now_iso
-from weft.activities.definitions import DefinitionError, Definitions
-from weft.activities.definitions.variables import MissingVariable, thread_env
 from weft.activities.hooks import HookRegistry
 from weft.activities.hooks.thread_hooks import thread_created
 from weft.activities.snapshots import SnapshotCache
 from weft.activities.spill import resolve_content_refs
-from weft.activities.store import Store, ThreadRow
-from weft.activities.store.variable_requests import BootstrapError, VariableValue
 from weft.contract.activities import (
     ACTIVITY_STORE_FLUSH,
     ACTIVITY_THREAD_INIT,
@@ -33,6 +29,10 @@ from weft.contract.activities import (
 from weft.contract.budget import Budget, BudgetState
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.events import Event
+from weft.definitions import DefinitionError, Definitions
+from weft.definitions.variables import MissingVariable, thread_env
+from weft.store import Store, ThreadRow
+from weft.store.variable_requests import BootstrapError, VariableValue
 
 # The worker's console gets one line per refused thread (the SDK's own failure log, with
 # its traceback, is debug-level for a BENIGN error).

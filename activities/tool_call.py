@@ -15,7 +15,6 @@ from typing import Any
 from temporalio import activity
 
 from weft.activities.clock import now_iso, now_micros
-from weft.activities.definitions import Definitions
 from weft.activities.env_versions import env_version
 from weft.activities.hooks import HookRegistry
 from weft.activities.hooks.tool_hooks import ToolHooks, refused
@@ -28,9 +27,6 @@ from weft.activities.sandbox import SandboxPool
 from weft.activities.snapshots import SnapshotCache
 from weft.activities.spans import Spans
 from weft.activities.spill import spill_if_large
-from weft.activities.store import Store
-from weft.activities.store.events import changes_rows
-from weft.activities.store.thread_env_rows import ThreadEnvRow
 from weft.activities.streaming import Heartbeater
 from weft.activities.tool_execute import error_result, execute_tool
 from weft.activities.tool_invoker import ToolInvoker
@@ -43,6 +39,10 @@ from weft.contract.definitions import DefinitionSnapshot, PromptDef
 from weft.contract.events import Event
 from weft.contract.mcp import McpCallOutcome, McpToolTarget
 from weft.contract.messages import Message
+from weft.definitions import Definitions
+from weft.store import Store
+from weft.store.events import changes_rows
+from weft.store.thread_env_rows import ThreadEnvRow
 
 
 class ToolActivities:

@@ -16,11 +16,11 @@ from opentelemetry.util.types import AttributeValue
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
-from weft.activities.definitions import FunctionTool
 from weft.activities.spans import Spans, failed
 from weft.contract.activities import ToolResult
 from weft.contract.thread_env import EnvEntry
 from weft.contract.validation import describe_validation_error
+from weft.definitions import FunctionTool
 
 if TYPE_CHECKING:
     from weft.activities.tool_state import ThreadState

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
-from weft.activities.definitions import Definitions, FunctionTool
 from weft.activities.spans import Spans
 from weft.activities.thread_writes import ThreadWrites
 from weft.activities.tool_execute import error_result, execute_tool
@@ -24,6 +23,7 @@ from weft.contract.context import READ_OUTPUT_TOOL
 from weft.contract.definitions import DefinitionSnapshot, PromptDef, ToolSpec
 from weft.contract.events import Event
 from weft.contract.thread_env import EnvEntry
+from weft.definitions import Definitions, FunctionTool
 
 # Pure functions of the workflow's permission policy: the same verdicts in both places.
 from weft.workflows.permissions import Verdict, effective_policy, evaluate
@@ -31,7 +31,7 @@ from weft.workflows.permissions import Verdict, effective_policy, evaluate
 if TYPE_CHECKING:
     from weft.activities.hooks.runner import HookRunner
     from weft.activities.sandbox import SandboxPool
-    from weft.activities.store import Store
+    from weft.store import Store
 
 # A tool invoking a tool invoking a tool ... is refused past this many levels.
 MAX_INVOKE_DEPTH = 4

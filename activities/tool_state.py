@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any
 from weft.activities.clock import now_iso
 from weft.activities.hooks.messages import UPDATABLE_FIELDS, UpdateRefused, before_update
 from weft.activities.sandbox import CodeExecution, SandboxFact, SandboxPool, run_code
-from weft.activities.store import Store
-from weft.activities.store.thread_env_rows import ThreadEnvRow
 from weft.activities.thread_effects import EffectChanges, ThreadEffects
 from weft.activities.thread_env_state import ThreadEnvState
 from weft.activities.thread_files import ThreadFiles
@@ -32,6 +30,8 @@ from weft.contract.definitions import DefinitionSnapshot, PromptDef
 from weft.contract.events import Event
 from weft.contract.messages import Message
 from weft.contract.thread_env import EnvEntry, EnvType, prompt_env
+from weft.store import Store
+from weft.store.thread_env_rows import ThreadEnvRow
 
 if TYPE_CHECKING:
     from weft.activities.hooks.runner import HookRunner

@@ -11,8 +11,8 @@ import asyncio
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from weft.activities.store import Store
 from weft.contract.subagents import ACTIVITY_VARIABLES_REQUEST, VariableRequest
+from weft.store import Store
 
 
 class VariableRequestActivities:

@@ -22,8 +22,8 @@ from typing import Any, NamedTuple
 
 from weft.activities.images import ImageView
 from weft.activities.message_views import DEFAULT_MAX_VIEWS, MessageViews, WirePart, project_part
-from weft.activities.store.transcripts import MessageJson
 from weft.contract.messages import Message, Side
+from weft.store.transcripts import MessageJson
 
 
 class WindowSums(NamedTuple):

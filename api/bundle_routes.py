@@ -16,7 +16,6 @@ from fastapi.responses import FileResponse, Response
 from pydantic import Field
 from starlette.background import BackgroundTask
 
-from weft.activities.store.bundle_rows import ThreadExists
 from weft.api.context import ApiContext
 from weft.api.idempotency import IdempotentRequest, Reply, idempotency
 from weft.api.models import POST_ERRORS, error_responses
@@ -24,6 +23,7 @@ from weft.api.thread_routes import ID_PATH_PATTERN, ThreadId
 from weft.client.bundles import export_thread, import_bundle
 from weft.contract.bundles import BundleError
 from weft.contract.wire import CamelModel
+from weft.store.bundle_rows import ThreadExists
 from weft.workers.gateway.app import GatewayError
 
 # A bundle holds a thread's files and histories: far over the 1 MiB of other bodies. Kept

@@ -11,10 +11,10 @@ from typing import Protocol
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from weft.activities.store import Store
 from weft.client.thread_status import closed_message
 from weft.client.threads import Threads
 from weft.contract.events import Event
+from weft.store import Store
 from weft.workers.gateway.app import GatewayError
 
 

@@ -25,10 +25,10 @@ from typing import Any
 
 import psycopg
 
-from weft.activities.store import Store
-from weft.activities.store.events import EVENTS_CHANNEL
 from weft.api.context import EventFeed
 from weft.contract.events import Event
+from weft.store import Store
+from weft.store.events import EVENTS_CHANNEL
 
 # The most events one wait returns; a caller that got this many asks again from the last.
 READ_LIMIT = 500

@@ -18,9 +18,9 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from temporalio.client import WorkflowExecutionStatus
 
-from weft.activities.store.history import ThreadLinks
 from weft.api.context import ApiContext, thread_status
 from weft.contract.events import Event
+from weft.store.history import ThreadLinks
 from weft.workers.gateway.app import GatewayError
 from weft.workers.gateway.models import ErrorBody
 

@@ -31,8 +31,8 @@ from fastapi import Header, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
-from weft.activities.store import Store
-from weft.activities.store.idempotency import (
+from weft.store import Store
+from weft.store.idempotency import (
     MAX_KEY_CHARS,
     Claimed,
     InProgress,

@@ -24,7 +24,6 @@ from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from weft.activities.store.file_paths import InvalidPathError, normalize_path
 from weft.api.context import ApiContext, thread_status
 from weft.api.idempotency import IdempotentRequest, Reply, idempotency
 from weft.api.models import (
@@ -50,6 +49,7 @@ from weft.client.threads import thread_id_prefix
 from weft.contract.messages import Message
 from weft.contract.thread import QUERY_THREAD_READ, ThreadRead
 from weft.contract.validation import describe_validation_error
+from weft.store.file_paths import InvalidPathError, normalize_path
 from weft.workers.gateway.app import GatewayError
 
 # How long `POST /threads` waits for a worker's verdict before answering unconfirmed.

@@ -90,8 +90,8 @@ from support import (  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 from worker_probe import OUTSIDE, Bucket, WorkerProbe  # noqa: E402
 
-from weft.activities.definitions import Definitions  # noqa: E402
 from weft.contract.thread import SIGNAL_QUEUE_MESSAGE, SIGNAL_TERMINATE  # noqa: E402
+from weft.definitions import Definitions  # noqa: E402
 from weft.workers.agent_worker import AgentWorker  # noqa: E402
 from weft.workers.scripted_model import ScriptedModelServer  # noqa: E402
 

@@ -66,8 +66,8 @@ from sqlalchemy import select  # noqa: E402
 from support import local_stack, read, start_thread  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 
-from weft.activities.store import Store  # noqa: E402
-from weft.activities.store.tables import events as events_table  # noqa: E402
+from weft.store import Store  # noqa: E402
+from weft.store.tables import events as events_table  # noqa: E402
 
 CALLS = 20  # add calls per conversation: 21 steps with the answer
 STEPS = CALLS + 1

@@ -38,8 +38,8 @@ from support import (  # noqa: E402
 )
 
 from weft.activities.providers import ChatRequest, OpenAIChatProvider  # noqa: E402
-from weft.activities.store import Store  # noqa: E402
 from weft.contract.messages import Message  # noqa: E402
+from weft.store import Store  # noqa: E402
 from weft.workers.agent_worker import AgentWorker  # noqa: E402
 from weft.workers.scripted_model import ScriptedModelServer  # noqa: E402
 

@@ -38,9 +38,9 @@ from sqlalchemy import make_url  # noqa: E402
 from support import ephemeral_dev_server  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 
-from weft.activities.store import Store  # noqa: E402
 from weft.contract.events import Event  # noqa: E402
 from weft.contract.thread import WORKFLOW_TYPE  # noqa: E402
+from weft.store import Store  # noqa: E402
 from weft.transport.connection import connect  # noqa: E402
 
 TOKEN = "bench-stream-token"

@@ -28,8 +28,8 @@ with workflow.unsafe.imports_passed_through():
     # Used only by the activities, outside the sandbox.
     import httpx
 
-    from weft.activities.definitions import FunctionTool
     from weft.activities.providers import ChatRequest, OpenAIChatProvider
+    from weft.definitions import FunctionTool
 
 WORKFLOW = "BenchFloor"
 MODEL_ACTIVITY = "floor.model"

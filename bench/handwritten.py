@@ -20,8 +20,8 @@ with workflow.unsafe.imports_passed_through():
     import httpx
 
     from weft.activities.providers import ChatRequest, OpenAIChatProvider
-    from weft.activities.store import Store
     from weft.contract.messages import Message
+    from weft.store import Store
 
 
 class HandwrittenActivities:

@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from weft.activities.definitions import Definitions, FunctionTool, load_directory
+from weft.definitions import Definitions, FunctionTool, load_directory
 from weft.workers.config import WorkerConfig
 
 DEFINITIONS = Path(__file__).resolve().parent / "definitions"

@@ -8,11 +8,11 @@ from typing import Any
 
 from temporalio.client import WorkflowUpdateFailedError
 
-from weft.activities.store import Store
 from weft.cli.temporal_client import client_from_config
 from weft.client.ask import TurnWaitTimeout
 from weft.client.threads import Threads
 from weft.contract.turns import TurnResult
+from weft.store import Store
 from weft.workers.config import WeftConfig
 
 

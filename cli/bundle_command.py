@@ -8,9 +8,9 @@ import argparse
 import asyncio
 from typing import Any
 
-from weft.activities.store import Store
 from weft.cli.temporal_client import client_from_config
 from weft.client.bundles import export_thread, import_bundle
+from weft.store import Store
 from weft.workers.config import WeftConfig
 from weft.workers.secrets import load_keyring
 

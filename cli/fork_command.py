@@ -14,9 +14,9 @@ import json
 import sys
 from typing import Any
 
-from weft.activities.store import Store
 from weft.cli.temporal_client import client_from_config
 from weft.client.forks import ForkRefused, ForkResult, Forks
+from weft.store import Store
 from weft.workers.config import WeftConfig
 from weft.workers.secrets import load_keyring
 

@@ -15,11 +15,11 @@ from typing import Any, cast
 
 from temporalio.client import Client
 
-from weft.activities.store import Store
 from weft.cli.temporal_client import client_from_config
 from weft.client import actions, resume
 from weft.contract.actions import ActionKind
 from weft.contract.thread import ThreadRead
+from weft.store import Store
 from weft.workers.config import WeftConfig
 
 # Threads whose read models are fetched at once: each is one query a worker answers.

@@ -11,10 +11,10 @@ import json
 import sys
 from typing import Any
 
-from weft.activities.store import Store
 from weft.cli.temporal_client import client_from_config
 from weft.client.threads import Threads
 from weft.contract.inventory import ExecutionEnvironment, InventoryTool, ToolInventory
+from weft.store import Store
 from weft.workers.config import WeftConfig
 
 

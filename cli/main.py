@@ -17,8 +17,6 @@ from pydantic import ValidationError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from weft.activities.definitions import DefinitionError
-from weft.activities.store import Store
 from weft.cli import (
     ask_command,
     budget_command,
@@ -45,6 +43,8 @@ from weft.client import resume
 from weft.client.starts import ThreadStartRefused, start_confirmed
 from weft.client.threads import Threads
 from weft.contract.validation import describe_validation_error
+from weft.definitions import DefinitionError
+from weft.store import Store
 from weft.workers.config import ConfigError, WeftConfig, WorkerConfig, load_config
 from weft.workers.dev_server import DevServerError
 

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from weft.activities.store import Store
 from weft.cli.temporal_client import client_from_config
 from weft.client.threads import Threads
+from weft.store import Store
 from weft.workers.config import WeftConfig
 
 EXIT_USAGE = 2

@@ -39,11 +39,11 @@ async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
     """Serve until SIGINT/SIGTERM (a graceful stop, status 0), over the configured store,
     Temporal and codec keys."""
     from weft.activities.correlation import stamp_event
-    from weft.activities.store import Store
     from weft.api import create_api
     from weft.api.context import ApiContext
     from weft.api.event_feed import open_event_feed
     from weft.client.threads import Threads
+    from weft.store import Store
     from weft.workers.gateway import GatewayServer
     from weft.workers.telemetry import tracer_provider, tracing_interceptor, weft_tracer
 

@@ -20,12 +20,12 @@ from typing import Any
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
-from weft.activities.store import Store
 from weft.cli.render import TranscriptPrinter
 from weft.cli.temporal_client import client_from_config
 from weft.client.thread_status import closed_as, is_closed
 from weft.client.threads import tail_events
 from weft.contract.events import Event
+from weft.store import Store
 from weft.workers.config import WeftConfig
 
 

@@ -25,9 +25,9 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from weft.activities.store import Store
 from weft.cli.temporal_client import client_from_config
 from weft.client.thread_status import closed_message, is_closed
+from weft.store import Store
 from weft.workers.config import WeftConfig
 
 Handler = Callable[[argparse.Namespace, WeftConfig], Awaitable[int | None]]

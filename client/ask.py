@@ -27,10 +27,10 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from weft.activities.store import Store
 from weft.contract.messages import QueuedMessage, SubmitTurnRequest, SubmitTurnResult
 from weft.contract.thread import UPDATE_SUBMIT_TURN
 from weft.contract.turns import TurnResult
+from weft.store import Store
 
 Policy = Literal["enqueue", "interrupt", "reject"]
 

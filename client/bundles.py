@@ -25,14 +25,6 @@ from typing import Any
 from temporalio.client import Client
 
 from weft.activities.crypto import CryptoKeyError
-from weft.activities.store import Store
-from weft.activities.store.bundle_rows import (
-    OPTIONAL_PARTS,
-    THREAD_TABLES,
-    ThreadExists,
-    import_rows,
-    thread_records,
-)
 from weft.client.bundle_history import (
     env_names,
     env_secrets,
@@ -55,6 +47,14 @@ from weft.contract.bundles import (
 )
 from weft.contract.events import Event
 from weft.contract.thread_env import secret_values
+from weft.store import Store
+from weft.store.bundle_rows import (
+    OPTIONAL_PARTS,
+    THREAD_TABLES,
+    ThreadExists,
+    import_rows,
+    thread_records,
+)
 
 __all__ = ["BundleError", "BundleRef", "ThreadExists", "export_thread", "import_bundle"]
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from temporalio.client import Client
 
-from weft.activities.store import Store
 from weft.client.liveness import QUERY_TIMEOUT, UNANSWERED, is_running
 from weft.contract.context import QUERY_CONTEXT_BOUNDARY, boundary_snapshot
+from weft.store import Store
 
 CLOSED = "contextState: the thread is closed; its live budget is not known"
 UNANSWERED_QUERY = (

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from weft.activities.definitions import DefinitionError, Definitions
-from weft.activities.definitions.loader import load_directory
 from weft.contract.activities import ACTIVITY_THREAD_INIT, ThreadInitResult
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.thread import ThreadStartInput
+from weft.definitions import DefinitionError, Definitions
+from weft.definitions.loader import load_directory
 
 
 async def source_start(

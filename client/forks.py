@@ -18,9 +18,6 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from weft.activities.clock import now_iso
-from weft.activities.definitions import Definitions
-from weft.activities.store import Store, ThreadRow
-from weft.activities.store.history import ThreadLinks, files_as_of, seed_state, values_as_of
 from weft.client.fork_definitions import fork_snapshot, source_start
 from weft.client.fork_points import Point, resolve
 from weft.client.threads import new_thread_id
@@ -37,6 +34,9 @@ from weft.contract.thread import (
     ThreadCarryOver,
     ThreadStartInput,
 )
+from weft.definitions import Definitions
+from weft.store import Store, ThreadRow
+from weft.store.history import ThreadLinks, files_as_of, seed_state, values_as_of
 from weft.workflows import search_attributes as attributes
 
 # As many index entries as a continued run carries; older ones stay in the store.

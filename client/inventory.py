@@ -13,7 +13,6 @@ from typing import TypeVar
 
 from temporalio.client import Client
 
-from weft.activities.store import Store
 from weft.client.liveness import QUERY_TIMEOUT, UNANSWERED, is_running
 from weft.client.stored_snapshots import stored_snapshot
 from weft.contract.inventory import (
@@ -24,6 +23,7 @@ from weft.contract.inventory import (
     ExecutionEnvironment,
     ToolInventory,
 )
+from weft.store import Store
 
 Snapshot = TypeVar("Snapshot", ToolInventory, ExecutionEnvironment)
 

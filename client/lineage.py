@@ -3,10 +3,10 @@ over when it was rewound (docs/time-travel.md)."""
 
 from __future__ import annotations
 
-from weft.activities.store import Store
-from weft.activities.store.history import ThreadLinks
 from weft.contract.forks import ForkLink
 from weft.contract.thread import ThreadRead
+from weft.store import Store
+from weft.store.history import ThreadLinks
 
 
 def with_lineage(store: Store, read: ThreadRead) -> ThreadRead:

@@ -14,7 +14,6 @@ from typing import Any
 
 from temporalio.client import Client
 
-from weft.activities.store import Store
 from weft.client.lineage import with_lineage
 from weft.client.liveness import QUERY_TIMEOUT, UNANSWERED, is_running
 from weft.client.stored_snapshots import stored_snapshot
@@ -22,6 +21,7 @@ from weft.client.threads import tail_events
 from weft.contract.events import Event
 from weft.contract.read_models import session_snapshot
 from weft.contract.thread import QUERY_SESSION_SNAPSHOT, QUERY_THREAD_READ, ThreadRead
+from weft.store import Store
 
 FINAL_STATUSES = ("completed", "cancelled", "failed")
 

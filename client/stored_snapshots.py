@@ -3,8 +3,8 @@ the clients that read a closed thread from the store."""
 
 from __future__ import annotations
 
-from weft.activities.store import Store
 from weft.contract.events import Event
+from weft.store import Store
 
 
 def stored_snapshot(store: Store, thread_id: str, kind: str) -> Event | None:

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from temporalio.client import Client, WorkflowHandle
 
 from weft.activities.spill import SPILL_THRESHOLD_BYTES, spill_queued_content
-from weft.activities.store import Store
 from weft.client import inventory
 from weft.client.ask import Policy, ask_thread
 from weft.client.bundles import BundleRef, export_thread, import_bundle
@@ -66,6 +65,7 @@ from weft.contract.thread import (
 )
 from weft.contract.turns import TurnResult
 from weft.contract.ui_text import secret_values, thread_summary
+from weft.store import Store
 
 if TYPE_CHECKING:  # forks.py imports this module
     from weft.client.forks import Forks

@@ -18,7 +18,7 @@ from weft.contract.wire import CamelModel
 
 # Env names: a letter or underscore, then letters, digits, `_`, `.` or `-` (128 at most).
 # This keeps names usable in prompts (`{type: env, property}`) and in shells, and keeps
-# them clear of the sealed-column envelope key (`$weftEncrypted`, activities/store/sealed.py).
+# them clear of the sealed-column envelope key (`$weftEncrypted`, store/sealed.py).
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$"
 
 

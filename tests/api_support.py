@@ -13,11 +13,11 @@ import httpx
 from opentelemetry.trace import Tracer
 from temporalio.client import Client
 
-from weft.activities.store import Store
 from weft.api import create_api
 from weft.api.context import ApiContext
 from weft.api.event_feed import open_event_feed
 from weft.client.threads import Threads
+from weft.store import Store
 from weft.workers.config import WeftConfig
 from weft.workers.gateway import GatewayServer
 

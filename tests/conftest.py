@@ -18,7 +18,7 @@ from sqlalchemy import make_url
 from support import ephemeral_dev_server, scratch_config
 from temporalio.client import Client
 
-from weft.activities.definitions import Definitions
+from weft.definitions import Definitions
 from weft.transport.connection import connect
 from weft.workers.agent_worker import AgentWorker
 from weft.workers.config import WeftConfig

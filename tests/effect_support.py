@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 from support import agent_definitions
 
-from weft.activities.definitions import Definitions, define_effect, define_tool
+from weft.definitions import Definitions, define_effect, define_tool
 
 # Attempts per (thread, effect name), so a test can fail an effect's first attempt.
 ATTEMPTS: Counter[tuple[str, str]] = Counter()

@@ -10,10 +10,10 @@ from typing import Any
 from pydantic import BaseModel
 from support import add_script, agent_definitions, idle_after, wait_until
 
-from weft.activities.definitions import Definitions, define_tool
-from weft.activities.store import Store
 from weft.client.threads import Threads
 from weft.contract.events import Event
+from weft.definitions import Definitions, define_tool
+from weft.store import Store
 from weft.workers.scripted_model import ScriptedModelServer
 
 

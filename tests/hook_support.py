@@ -9,7 +9,8 @@ from typing import Any
 from pydantic import BaseModel
 from support import CityArgs, NoteArgs, event_schema_validator, explode, note, weather
 
-from weft.activities.definitions import (
+from weft.activities.tool_state import UpdateRefused
+from weft.definitions import (
     Definitions,
     HookBlocked,
     define_agent,
@@ -18,8 +19,7 @@ from weft.activities.definitions import (
     define_prompt,
     define_tool,
 )
-from weft.activities.store import Store
-from weft.activities.tool_state import UpdateRefused
+from weft.store import Store
 
 
 async def remember(state: Any, key: str, value: Any) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from mcp_support import stdio_server
 from support import agent_definitions
 
-from weft.activities.definitions import Definitions, define_agent, define_model, define_prompt
+from weft.definitions import Definitions, define_agent, define_model, define_prompt
 
 SECRET = "sk-inventory-secret-5f1e9a"
 POLICY = {

@@ -7,7 +7,7 @@ from typing import Any
 
 from support import agent_definitions
 
-from weft.activities.definitions import Definitions, define_model, define_prompt
+from weft.definitions import Definitions, define_model, define_prompt
 
 
 def prompt_tool_definitions(

@@ -560,7 +560,7 @@ async def _wait(state: Any, args: _Wait) -> str:
 async def _truthful(client: Any, scripted: ScriptedModelServer, config: Any, probe: Probe) -> None:
     """The truthful-log patch (workflows/agent_thread.py): a refused signal while idle is
     written at once, and terminate waits for the in-flight tool call to stop."""
-    from weft.activities.definitions import define_tool
+    from weft.definitions import define_tool
 
     model = add_script(
         scripted,

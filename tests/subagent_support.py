@@ -9,14 +9,14 @@ from typing import Any
 from pydantic import BaseModel
 from support import CityArgs, add_script, weather
 
-from weft.activities.definitions import (
+from weft.definitions import (
     Definitions,
     define_agent,
     define_model,
     define_prompt,
     define_tool,
 )
-from weft.activities.store import Store
+from weft.store import Store
 from weft.workers.scripted_model import ScriptedModelServer
 
 

@@ -15,14 +15,14 @@ from typing import Any
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowHandle
 
-from weft.activities.definitions import (
+from weft.contract.thread import QUERY_THREAD_READ, WORKFLOW_TYPE, ThreadRead
+from weft.definitions import (
     Definitions,
     define_agent,
     define_model,
     define_prompt,
     define_tool,
 )
-from weft.contract.thread import QUERY_THREAD_READ, WORKFLOW_TYPE, ThreadRead
 from weft.workers.scripted_model import ScriptedModelServer
 
 

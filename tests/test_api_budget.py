@@ -8,8 +8,8 @@ import uuid
 from api_support import api_stack, idle, read_until
 from support import add_script
 
-from weft.activities.definitions import Definitions, define_agent, define_model, define_prompt
 from weft.api.idempotency import REPLAYED_HEADER
+from weft.definitions import Definitions, define_agent, define_model, define_prompt
 
 
 def _definitions(script: str) -> Definitions:

@@ -16,9 +16,9 @@ import httpx
 from api_support import ApiStack, api_stack, idle, read_until
 from support import add_script
 
-from weft.activities.definitions import Definitions, define_agent, define_model, define_prompt
-from weft.activities.store.idempotency import Claimed
 from weft.api.idempotency import REPLAYED_HEADER, request_fingerprint
+from weft.definitions import Definitions, define_agent, define_model, define_prompt
+from weft.store.idempotency import Claimed
 
 SCRIPT = {
     "turns": [

@@ -12,9 +12,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from weft.activities.store import Store
 from weft.api.event_feed import ListeningFeed, PollingFeed, open_event_feed
 from weft.contract.events import Event
+from weft.store import Store
 
 
 def _event(thread_id: str) -> Event:

@@ -17,9 +17,9 @@ from api_support import SSE, SseClient, api_stack, sse
 from support import add_script, agent_definitions, idle_after, start_thread, wait_until
 from worker_process import WorkerProcess, worker_config
 
-from weft.activities.store import Store
 from weft.api import event_routes
 from weft.contract.events import Event
+from weft.store import Store
 
 # About forty chunks 40 ms apart: the reply streams as a dozen or more delta events.
 LONG_REPLY = {

@@ -27,7 +27,7 @@ from schemathesis.specs.openapi.checks import (
 )
 from support import add_script
 
-from weft.activities.definitions import Definitions, define_agent, define_model, define_prompt
+from weft.definitions import Definitions, define_agent, define_model, define_prompt
 
 EXAMPLES_PER_OPERATION = 25
 

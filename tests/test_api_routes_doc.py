@@ -8,11 +8,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from weft.activities.store import Store
 from weft.api import create_api
 from weft.api.context import ApiContext
 from weft.api.event_feed import open_event_feed
 from weft.client.threads import Threads
+from weft.store import Store
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "http-api.md"
 # A table row whose first cell names a route: "| `POST /threads/{id}/turns` | …", or

@@ -13,10 +13,10 @@ import httpx
 from api_support import API_TOKEN, api_stack
 from bundle_support import SECRET, closed_thread
 
-from weft.activities.store import Store
 from weft.api import bundle_routes
 from weft.api.context import ApiContext
 from weft.client.threads import Threads
+from weft.store import Store
 from weft.workers.gateway import GatewayServer, create_app
 
 BIG = os.urandom(1_500_000)  # random: compression cannot bring the bundle under 1 MiB

@@ -15,13 +15,13 @@ from support import event_schema_validator, json_texts
 
 import weft
 from weft.activities.crypto import new_key, parse_keys
-from weft.activities.store import Store
-from weft.activities.store.bundle_rows import ThreadExists, thread_records
 from weft.client.bundle_history import REDACTED
 from weft.client.bundles import BundleError, export_thread, import_bundle
 from weft.client.context import context_snapshot
 from weft.client.inventory import execution_environment, tool_inventory
 from weft.client.resume import thread_read_from_store
+from weft.store import Store
+from weft.store.bundle_rows import ThreadExists, thread_records
 from weft.transport.connection import connect
 
 

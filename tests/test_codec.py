@@ -13,9 +13,9 @@ from sqlalchemy import text
 from temporalio.api.common.v1 import Payload, Payloads
 
 from weft.activities.crypto import CryptoKeyError, new_key, parse_keys
-from weft.activities.store import Store, ThreadRow
 from weft.contract.activities import ThreadInitInput
 from weft.contract.thread import ThreadStartInput
+from weft.store import Store, ThreadRow
 from weft.transport.codec import EncryptionCodec, data_converter, is_encrypted
 from weft.workers.codec_server import COOKIE, CodecServer
 from weft.workers.config import ConfigError, WeftConfig, load_config

@@ -20,12 +20,12 @@ import yaml
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from weft.activities.store import Store, ThreadRow
 from weft.cli.main import _parser, run
 from weft.client import context as context_client
 from weft.client.context import CLOSED, UNANSWERED_QUERY, context_from_store
 from weft.client.threads import Threads
 from weft.contract.context import ContextBoundary
+from weft.store import Store, ThreadRow
 from weft.workers.dev_server import DevServer
 
 

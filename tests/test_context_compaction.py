@@ -21,15 +21,15 @@ from support import (
 from temporalio.client import WorkflowHandle
 
 from weft.activities.compaction import REQUEST_MARKER
-from weft.activities.definitions import (
+from weft.contract.context import QUERY_CONTEXT_BOUNDARY
+from weft.contract.thread import ThreadRead
+from weft.definitions import (
     Definitions,
     define_agent,
     define_model,
     define_prompt,
     define_tool,
 )
-from weft.contract.context import QUERY_CONTEXT_BOUNDARY
-from weft.contract.thread import ThreadRead
 
 WINDOW = 8_192
 OUTPUT = 512

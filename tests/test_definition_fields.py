@@ -15,9 +15,6 @@ import pytest
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
-from weft.activities.definitions import DefinitionError, load_directory
-from weft.activities.definitions.api import FunctionHook, FunctionTool, define_hook, define_tool
-from weft.activities.definitions.field_support import FIELDS, Implemented, Refused
 from weft.contract.actions import AskHumanOptions
 from weft.contract.definitions import AgentDef, ModelDef, PromptDef
 from weft.contract.hooks import HookSpec
@@ -25,6 +22,9 @@ from weft.contract.mcp import McpServerDef
 from weft.contract.prompt_tools import PromptToolConfig
 from weft.contract.subagents import HandoffToolConfig, SubagentToolConfig
 from weft.contract.wire import CamelModel
+from weft.definitions import DefinitionError, load_directory
+from weft.definitions.api import FunctionHook, FunctionTool, define_hook, define_tool
+from weft.definitions.field_support import FIELDS, Implemented, Refused
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -83,7 +83,7 @@ def python_keys() -> set[str]:
 def test_every_definition_field_has_a_row():
     """No field of a definition model, define_tool or define_hook is missing from the table."""
     missing = (model_field_keys(ROOTS) | python_keys()) - FIELDS.keys()
-    assert not missing, f"add these to activities/definitions/field_support.py: {sorted(missing)}"
+    assert not missing, f"add these to definitions/field_support.py: {sorted(missing)}"
 
 
 def test_the_walk_sees_a_planted_field():
@@ -227,7 +227,7 @@ def test_spec_notes_fields_are_all_in_the_table(owner):
 TOOL = """
 from pydantic import BaseModel
 
-from weft.activities.definitions import define_tool
+from weft.definitions import define_tool
 
 
 class Args(BaseModel):

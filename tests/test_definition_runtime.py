@@ -11,8 +11,8 @@ import pytest
 from support import add_script, idle_after, read, wait_until
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
-from weft.activities.definitions import load_directory
 from weft.contract.thread import WORKFLOW_TYPE
+from weft.definitions import load_directory
 
 PNG = b"\x89PNG\r\n\x1a\nnot really a picture"
 URL = "data:image/png;base64," + base64.b64encode(PNG).decode()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from support import add_script, idle_after, start_thread, wait_until
 
-from weft.activities.definitions import load_directory
+from weft.definitions import load_directory
 
 
 def _write(root: Path, script: str, prompt: str) -> None:

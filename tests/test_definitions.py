@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from weft.activities.definitions import DefinitionError, load_directory
+from weft.definitions import DefinitionError, load_directory
 
 DEMO = Path(__file__).resolve().parents[1] / "workers" / "demo" / "definitions"
 
@@ -95,7 +95,7 @@ def test_bad_definitions_name_file_and_field(tmp_path, files, fragment):
 RESERVED_TOOL = """
 from pydantic import BaseModel
 
-from weft.activities.definitions import define_tool
+from weft.definitions import define_tool
 
 
 class Args(BaseModel):

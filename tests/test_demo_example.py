@@ -11,9 +11,9 @@ from pathlib import Path
 import yaml
 from support import idle_after, start_thread, wait_until
 
-from weft.activities.definitions import load_directory
 from weft.cli.demo import FOLLOW_UP, QUESTION, run_demo
 from weft.client.actions import respond_checked, response
+from weft.definitions import load_directory
 from weft.workers.config import ProviderConfig
 
 DEMO = Path(__file__).resolve().parents[1] / "workers" / "demo"

@@ -9,7 +9,7 @@ import yaml
 from support import idle_after, start_thread, wait_until
 from worker_process import WorkerProcess, until_event, worker_config
 
-from weft.activities.store import Store
+from weft.store import Store
 from weft.transport.connection import connect
 from weft.workers.config import DevServerConfig
 from weft.workers.dev_server import DevServer, free_port

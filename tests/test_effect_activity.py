@@ -17,12 +17,12 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from weft.activities.crypto import new_key, parse_keys
-from weft.activities.definitions import define_effect
 from weft.activities.effect_run import EffectActivities
 from weft.activities.snapshots import SnapshotCache
-from weft.activities.store import Store, ThreadRow
 from weft.contract.effects import EffectRunInput, ScheduledEffect
 from weft.contract.events import Event
+from weft.definitions import define_effect
+from weft.store import Store, ThreadRow
 
 RUNS: list[str] = []
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from weft.activities.definitions import DefinitionError, load_directory
+from weft.definitions import DefinitionError, load_directory
 
 EFFECT = """
 from pydantic import BaseModel
-from weft.activities.definitions import define_effect
+from weft.definitions import define_effect
 
 
 class Args(BaseModel):

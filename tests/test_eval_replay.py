@@ -12,16 +12,16 @@ from pydantic import BaseModel
 from support import add_script
 
 from weft import evals
-from weft.activities.definitions import (
+from weft.client.evals.report import render_table
+from weft.client.threads import Threads
+from weft.definitions import (
     Definitions,
     define_agent,
     define_model,
     define_prompt,
     define_tool,
 )
-from weft.activities.store import Store
-from weft.client.evals.report import render_table
-from weft.client.threads import Threads
+from weft.store import Store
 
 CALLS: list[dict[str, Any]] = []
 

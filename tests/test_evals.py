@@ -175,7 +175,7 @@ def test_json_subset():
 async def test_fixtures_reach_the_thread(temporal_client, scripted_server, weft_config, tmp_path):
     """KV fixtures are in the thread's store before its first turn (the live tool reads and
     extends them), and file fixtures are in its filesystem."""
-    from weft.activities.store import Store
+    from weft.store import Store
 
     script = add_script(
         scripted_server,

@@ -32,13 +32,13 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from weft.activities.crypto import Keyring, new_key, parse_keys
 from weft.activities.snapshots import SnapshotCache
-from weft.activities.store import Store
-from weft.activities.store.tables import threads, variable_requests
-from weft.activities.store.variable_requests import MAX_VALUE_BYTES, AlreadyProvided, NotProvided
 from weft.activities.thread_records import ThreadRecordActivities
 from weft.activities.variables_request import VariableRequestActivities
 from weft.contract.activities import ThreadInitInput
 from weft.contract.subagents import ACTIVITY_VARIABLES_REQUEST, VariableRequest
+from weft.store import Store
+from weft.store.tables import threads, variable_requests
+from weft.store.variable_requests import MAX_VALUE_BYTES, AlreadyProvided, NotProvided
 from weft.transport.connection import with_keyring
 from weft.workers.dev_server import DevServer, free_port
 from weft.workers.gateway import VARIABLES_PATH, GatewayServer, create_app

@@ -9,8 +9,8 @@ import pytest
 from support import add_script, agent_definitions, idle_after, read, start_thread, wait_until
 from temporalio.client import WorkflowUpdateFailedError
 
-from weft.activities.definitions import Definitions, define_agent, define_model, define_prompt
 from weft.client import actions
+from weft.definitions import Definitions, define_agent, define_model, define_prompt
 
 ASK_THEN_REPLY = {
     "replies": [

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from weft.activities.definitions import DefinitionError, define_hook, load_directory
+from weft.definitions import DefinitionError, define_hook, load_directory
 
 MODEL = "provider: scripted\nmodel: m\n"
 PROMPT = "toolDescription: t\nmodel: scripted\nprompt: Hi.\n"
 HOOK = """
-from weft.activities.definitions import define_hook
+from weft.definitions import define_hook
 
 
 def execute(state, data):

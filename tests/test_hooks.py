@@ -9,8 +9,8 @@ from hook_support import hook_definitions, hook_runs, tool_message, valid_events
 from subagent_support import family, start_boss
 from support import add_script, idle_after, start_thread, wait_until
 
-from weft.activities.definitions import define_agent, define_prompt
 from weft.activities.hooks.model_hooks import CHAT_ROLES
+from weft.definitions import define_agent, define_prompt
 
 
 def sent(scripted_server: Any, script: str) -> list[dict[str, Any]]:

@@ -66,7 +66,18 @@ def test_direction_check_finds_planted_violations(tmp_path):
     ]
 
 
-INTERNAL = {"contract", "workflows", "activities", "transport", "workers", "client", "cli"}
+INTERNAL = {
+    "contract",
+    "workflows",
+    "activities",
+    "store",
+    "definitions",
+    "transport",
+    "workers",
+    "client",
+    "cli",
+    "api",
+}
 
 
 def bare_imports(root: Path) -> list[str]:

@@ -28,8 +28,8 @@ from support import (
 )
 from temporalio.client import WorkflowUpdateFailedError
 
-from weft.activities.definitions import define_tool
 from weft.client.threads import Threads
+from weft.definitions import define_tool
 
 SLOW = {"chunk_size": 4, "chunk_delay_ms": 150}
 SLOW_THEN_QUICK = {

@@ -7,8 +7,8 @@ from pydantic import BaseModel
 from support import add_script, agent_definitions, idle_after, start_thread, wait_until
 from temporalio.api.history.v1 import History
 
-from weft.activities.definitions import define_tool
 from weft.activities.spill import SPILL_THRESHOLD_BYTES
+from weft.definitions import define_tool
 
 FIVE_MB = 5 * 1024 * 1024
 

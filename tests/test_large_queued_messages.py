@@ -17,9 +17,9 @@ from support import (
 from temporalio.client import Client
 
 from weft.activities.spill import SPILL_THRESHOLD_BYTES
-from weft.activities.store import Store
 from weft.client.threads import Threads
 from weft.contract.thread import SIGNAL_QUEUE_MESSAGE
+from weft.store import Store
 
 THREE_MB = 3 * 1024 * 1024
 HISTORY_PAYLOAD_LIMIT = 100_000

@@ -17,7 +17,7 @@ from mcp_support import SERVER_SCRIPT
 from support import idle_after, start_thread, wait_until
 from worker_process import WorkerProcess
 
-from weft.activities.store import Store
+from weft.store import Store
 
 SCRIPT = {
     "mcp_crash": {

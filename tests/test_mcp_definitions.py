@@ -8,7 +8,9 @@ import pytest
 from pydantic import BaseModel
 
 import weft
-from weft.activities.definitions import (
+from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.mcp import McpRef, McpServerDef
+from weft.definitions import (
     DefinitionError,
     Definitions,
     define_agent,
@@ -17,8 +19,6 @@ from weft.activities.definitions import (
     define_tool,
     load_directory,
 )
-from weft.contract.definitions import DefinitionSnapshot
-from weft.contract.mcp import McpRef, McpServerDef
 
 STDIO = (
     "description: files of the project\n"

@@ -23,9 +23,9 @@ from pydantic import ValidationError
 from support import add_script, agent_definitions, wait_until, weft_cli
 
 import weft
-from weft.activities.store import Store
 from weft.api.idempotency import REPLAYED_HEADER
 from weft.contract.mcp import QUERY_MCP_ELICITATION
+from weft.store import Store
 
 ASK_THEN_REPLY = {
     "turns": [

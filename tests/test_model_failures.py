@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from support import add_script, idle_after, start_thread, wait_until
 
-from weft.activities.definitions import Definitions, define_agent, define_model, define_prompt
+from weft.definitions import Definitions, define_agent, define_model, define_prompt
 
 
 def _with_fallback(primary: str, backup: str) -> Definitions:

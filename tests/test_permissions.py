@@ -197,7 +197,7 @@ async def test_plan_mode_denies_without_an_allow_rule(
 )
 def test_bad_policies_fail_naming_the_field(tmp_path, agent_extra, prompt_tools, fragment):
     """A malformed permission policy or ask_human option fails at load, naming the field."""
-    from weft.activities.definitions import DefinitionError, load_directory
+    from weft.definitions import DefinitionError, load_directory
 
     for folder in ("models", "prompts", "agents", "tools"):
         (tmp_path / folder).mkdir()
@@ -208,7 +208,7 @@ def test_bad_policies_fail_naming_the_field(tmp_path, agent_extra, prompt_tools,
     (tmp_path / "agents" / "a.yaml").write_text(f"sideA: {{prompt: p}}\n{agent_extra}\n")
     (tmp_path / "tools" / "weather.py").write_text(
         "from support import CityArgs, weather\n"
-        "from weft.activities.definitions import define_tool\n"
+        "from weft.definitions import define_tool\n"
         "tool = define_tool(description='w', args=CityArgs, execute=weather)\n"
     )
     with pytest.raises(DefinitionError) as failed:

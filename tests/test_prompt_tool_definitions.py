@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from weft.activities.definitions import DefinitionError, load_directory
+from weft.definitions import DefinitionError, load_directory
 
 BASE = {
     "models/m.yaml": "provider: scripted\nmodel: x\n",
@@ -132,7 +132,7 @@ def test_a_cycle_of_prompt_tools_is_refused(tmp_path, files, fragments):
                 "prompts/main.yaml": _prompt("[helper]"),
                 "prompts/helper.yaml": _prompt("[]"),
                 "tools/helper.py": "from pydantic import BaseModel\n"
-                "from weft.activities.definitions import define_tool\n"
+                "from weft.definitions import define_tool\n"
                 "class A(BaseModel):\n    x: int\n"
                 "tool = define_tool(description='d', args=A, execute=lambda s, a: 1)\n",
             },

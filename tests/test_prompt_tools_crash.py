@@ -11,7 +11,7 @@ import asyncio
 from support import idle_after, start_thread, wait_until
 from worker_process import crash_drill, worker_config
 
-from weft.activities.store import Store
+from weft.store import Store
 
 
 async def _nested_tool_started(store: Store, thread_id: str) -> None:

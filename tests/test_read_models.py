@@ -18,15 +18,15 @@ from support import (
     weather,
 )
 
-from weft.activities.definitions import (
+from weft.client import resume
+from weft.contract.thread import ThreadResult
+from weft.definitions import (
     Definitions,
     define_agent,
     define_model,
     define_prompt,
     define_tool,
 )
-from weft.client import resume
-from weft.contract.thread import ThreadResult
 
 SCRIPT = {
     "turns": [

@@ -18,7 +18,7 @@ from support import (
     wait_until,
 )
 
-from weft.activities.definitions import Definitions, define_model, define_prompt
+from weft.definitions import Definitions, define_model, define_prompt
 from weft.workers.config import ProviderConfig
 
 SCHEMA: dict[str, Any] = {

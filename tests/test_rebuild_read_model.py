@@ -27,10 +27,10 @@ from support import (
 )
 
 from weft.activities.compaction import REQUEST_MARKER
-from weft.activities.definitions import define_effect, define_tool
 from weft.contract.budget import UPDATE_SET_BUDGET
 from weft.contract.rebuild import thread_read_from_events
 from weft.contract.thread import ThreadRead
+from weft.definitions import define_effect, define_tool
 from weft.workers.agent_worker import AgentWorker
 
 # Fields that are not facts of the log, each with why; every other field must be equal.

@@ -26,10 +26,10 @@ from temporalio.exceptions import ActivityError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from worker_process import WorkerProcess, until_event, worker_config
 
-from weft.activities.store import Store
 from weft.cli.main import _parser, apply_recovery_flags, run
 from weft.contract.activities import ModelCallResult, Usage
 from weft.contract.messages import Message
+from weft.store import Store
 from weft.workers.agent_worker import AgentWorker
 from weft.workers.config import load_config
 from weft.workers.eager_gate import EagerWhenResponsive, StartDelays

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from weft.activities.definitions import DefinitionError, Definitions, load_directory
+from weft.definitions import DefinitionError, Definitions, load_directory
 
 STRICT = (
     "requiredSchema:\n"

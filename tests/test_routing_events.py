@@ -8,7 +8,7 @@ from typing import Any
 
 from support import add_script, event_schema_validator, idle_after, start_thread, wait_until
 
-from weft.activities.definitions import Definitions, define_agent, define_model, define_prompt
+from weft.definitions import Definitions, define_agent, define_model, define_prompt
 
 ROUTING = (
     "routing.candidates.resolved",

@@ -18,7 +18,7 @@ from support import (
     wait_until,
 )
 
-from weft.activities.definitions import (
+from weft.definitions import (
     Definitions,
     define_agent,
     define_model,

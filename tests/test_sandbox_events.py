@@ -17,7 +17,7 @@ from support import (
     wait_until,
 )
 
-from weft.activities.definitions import define_tool
+from weft.definitions import define_tool
 
 MIB = 1024 * 1024
 RUNS: list[tuple[str, dict[str, Any]]] = [

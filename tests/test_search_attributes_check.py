@@ -19,8 +19,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from worker_process import WorkerProcess, worker_config
 
-from weft.activities.store import Store
 from weft.contract.thread import WORKFLOW_TYPE
+from weft.store import Store
 from weft.transport.connection import connect
 from weft.workers.agent_worker import AgentWorker
 from weft.workers.config import DevServerConfig

@@ -12,7 +12,7 @@ from sqlalchemy import text
 from support import add_script, idle_after, json_texts, start_thread, temporal_cli, wait_until
 
 from weft.activities.crypto import new_key, parse_keys
-from weft.activities.definitions import (
+from weft.definitions import (
     Definitions,
     define_agent,
     define_model,

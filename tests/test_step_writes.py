@@ -9,7 +9,7 @@ from typing import Any
 
 from support import NoteArgs, add_script, agent_definitions, idle_after, start_thread, wait_until
 
-from weft.activities.definitions import define_tool
+from weft.definitions import define_tool
 
 
 async def slow(state: Any, args: NoteArgs) -> str:

@@ -6,7 +6,7 @@ import json
 
 from support import add_script, agent_definitions, idle_after, read, start_thread, wait_until
 
-from weft.activities.definitions import Definitions, define_agent, define_model, define_prompt
+from weft.definitions import Definitions, define_agent, define_model, define_prompt
 
 
 async def test_session_fail_wins_over_session_stop(start_worker, temporal_client, scripted_server):

@@ -11,8 +11,8 @@ from typing import Any
 
 from support import add_script, event_schema_validator, idle_after, start_thread, wait_until
 
-from weft.activities.definitions import Definitions, define_agent, define_model, define_prompt
 from weft.activities.structured_output import STRUCTURED_OUTPUT_ATTEMPTS
+from weft.definitions import Definitions, define_agent, define_model, define_prompt
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

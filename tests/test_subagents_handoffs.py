@@ -5,7 +5,7 @@ from __future__ import annotations
 from subagent_support import family, start_boss
 from support import add_script, idle_after, start_thread, wait_until
 
-from weft.activities.definitions import define_agent, define_model, define_prompt
+from weft.definitions import define_agent, define_model, define_prompt
 from weft.workflows.search_attributes import AGENT
 
 

@@ -12,7 +12,7 @@ from subagent_support import (
 )
 from support import add_script, event_schema_validator, idle_after, start_thread, wait_until
 
-from weft.activities.definitions import define_tool
+from weft.definitions import define_tool
 
 
 async def test_subagent_events_validate_against_the_schema(

@@ -239,7 +239,7 @@ async def test_a_missing_attachment_is_a_tool_error_not_a_stuck_thread(
 
 def test_definition_errors_name_the_file_and_field():
     """A subagent that is not exposed, or a misspelt config field, fails at start-up."""
-    from weft.activities.definitions import DefinitionError
+    from weft.definitions import DefinitionError
 
     hidden = family("p", "c", child={"exposeAsTool": False})
     with pytest.raises(DefinitionError, match=r"tools\[0\].*set exposeAsTool: true"):

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 from support import idle_after, start_thread, wait_until
 
-from weft.activities.definitions import load_directory
+from weft.definitions import load_directory
 from weft.workflows.search_attributes import PARENT_THREAD
 
 DEMO = Path(__file__).resolve().parents[1] / "workers" / "demo"

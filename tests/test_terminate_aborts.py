@@ -21,7 +21,7 @@ from support import (
     wait_for_cancel,
 )
 
-from weft.activities.definitions import define_tool
+from weft.definitions import define_tool
 
 
 async def _closed(handle: Any) -> None:

@@ -6,7 +6,7 @@ import json
 
 from support import add_script, agent_definitions, idle_after, start_thread, wait_until
 
-from weft.activities.definitions import define_model
+from weft.definitions import define_model
 from weft.workers.config import ProviderConfig
 
 

@@ -6,7 +6,7 @@ import json
 
 from support import add_script, agent_definitions, idle_after, read, start_thread, wait_until
 
-from weft.activities.store import Store
+from weft.store import Store
 
 
 async def test_tool_call_then_answer(start_worker, temporal_client, scripted_server):

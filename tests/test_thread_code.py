@@ -14,8 +14,8 @@ from support import (
     wait_until,
 )
 
-from weft.activities.definitions import define_tool
 from weft.contract.thread import ThreadResult
+from weft.definitions import define_tool
 
 
 def _definitions(script: str):

@@ -17,8 +17,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, RetryState
 from temporalio.worker import Worker
 
-from weft.activities.definitions import define_tool
 from weft.contract.activities import ACTIVITY_FILES_COPY, CopyFilesInput, CopyFilesResult
+from weft.definitions import define_tool
 
 
 class SaveArgs(BaseModel):

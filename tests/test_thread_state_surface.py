@@ -22,7 +22,13 @@ from support import (
 )
 
 from weft.activities.crypto import new_key, parse_keys
-from weft.activities.definitions import (
+from weft.activities.thread_intents import IntentUnavailable
+from weft.activities.tool_invoker import ToolInvocationUnavailable, ToolInvoker
+from weft.contract.activities import ToolResult
+from weft.contract.definitions import DefinitionSnapshot, ToolSpec
+from weft.contract.messages import MessagePage
+from weft.contract.thread import QUERY_MESSAGES, UPDATE_SUBMIT_TURN
+from weft.definitions import (
     Definitions,
     define_agent,
     define_hook,
@@ -30,12 +36,6 @@ from weft.activities.definitions import (
     define_prompt,
     define_tool,
 )
-from weft.activities.thread_intents import IntentUnavailable
-from weft.activities.tool_invoker import ToolInvocationUnavailable, ToolInvoker
-from weft.contract.activities import ToolResult
-from weft.contract.definitions import DefinitionSnapshot, ToolSpec
-from weft.contract.messages import MessagePage
-from weft.contract.thread import QUERY_MESSAGES, UPDATE_SUBMIT_TURN
 from weft.transport.codec import EncryptionCodec
 from weft.transport.connection import connect
 

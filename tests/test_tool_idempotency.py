@@ -16,14 +16,14 @@ from pydantic import BaseModel
 from support import add_script, agent_definitions, idle_after, start_thread, wait_until
 from worker_process import crash_drill, until_event, worker_config
 
-from weft.activities.definitions import (
+from weft.activities.tool_state import idempotency_key
+from weft.definitions import (
     define_effect,
     define_hook,
     define_model,
     define_prompt,
     define_tool,
 )
-from weft.activities.tool_state import idempotency_key
 
 # ---- a loopback ledger that deduplicates by Idempotency-Key -------------------------------
 

@@ -14,7 +14,9 @@ from effect_support import effect_definitions
 from pydantic import BaseModel
 from support import add_script, event_schema_validator, idle_after, start_thread, wait_until
 
-from weft.activities.definitions import (
+from weft.activities.tool_state import ThreadState
+from weft.contract.effects import UPDATE_SCHEDULE_EFFECT_CHECKED, ScheduleEffectResult
+from weft.definitions import (
     Definitions,
     define_agent,
     define_effect,
@@ -22,9 +24,7 @@ from weft.activities.definitions import (
     define_prompt,
     define_tool,
 )
-from weft.activities.store import Store
-from weft.activities.tool_state import ThreadState
-from weft.contract.effects import UPDATE_SCHEDULE_EFFECT_CHECKED, ScheduleEffectResult
+from weft.store import Store
 
 
 class StepsArgs(BaseModel):

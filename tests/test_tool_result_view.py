@@ -18,8 +18,8 @@ from support import (
     wait_until,
 )
 
-from weft.activities.definitions import Definitions, define_model, define_tool
 from weft.contract.activities import ToolResult
+from weft.definitions import Definitions, define_model, define_tool
 from weft.workers.config import ProviderConfig
 
 REPORT = "/reports/paris.txt"

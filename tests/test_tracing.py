@@ -16,8 +16,8 @@ from pydantic import BaseModel
 from subagent_support import family, start_boss
 from support import add_script, agent_definitions, idle_after, wait_until
 
-from weft.activities.definitions import define_tool
 from weft.client.threads import Threads
+from weft.definitions import define_tool
 from weft.transport.connection import connect
 from weft.workers.agent_worker import AgentWorker
 from weft.workers.telemetry import tracing_interceptor, weft_tracer

@@ -11,7 +11,7 @@ import yaml
 from support import idle_after, start_thread, wait_until
 from worker_process import WorkerProcess, until_event, worker_config
 
-from weft.activities.store import Store
+from weft.store import Store
 
 
 @asynccontextmanager

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from weft.activities.store import Store
+from weft.store import Store
 
 DEFINITIONS = Path(__file__).parent / "crash_definitions"
 

@@ -31,19 +31,19 @@ from typing import TYPE_CHECKING, Any
 # run, so this module must stay free of I/O libraries (httpx, SQLAlchemy, the client).
 _EXPORTS: dict[str, str] = {
     "Keyring": "weft.activities.crypto",
-    "DefinitionError": "weft.activities.definitions",
-    "Definitions": "weft.activities.definitions",
-    "FunctionEffect": "weft.activities.definitions",
-    "FunctionHook": "weft.activities.definitions",
-    "FunctionTool": "weft.activities.definitions",
-    "HookBlocked": "weft.activities.definitions",
-    "define_agent": "weft.activities.definitions",
-    "define_effect": "weft.activities.definitions",
-    "define_hook": "weft.activities.definitions",
-    "define_model": "weft.activities.definitions",
-    "define_prompt": "weft.activities.definitions",
-    "define_tool": "weft.activities.definitions",
-    "Store": "weft.activities.store",
+    "DefinitionError": "weft.definitions",
+    "Definitions": "weft.definitions",
+    "FunctionEffect": "weft.definitions",
+    "FunctionHook": "weft.definitions",
+    "FunctionTool": "weft.definitions",
+    "HookBlocked": "weft.definitions",
+    "define_agent": "weft.definitions",
+    "define_effect": "weft.definitions",
+    "define_hook": "weft.definitions",
+    "define_model": "weft.definitions",
+    "define_prompt": "weft.definitions",
+    "define_tool": "weft.definitions",
+    "Store": "weft.store",
     "ThreadFailed": "weft.client.ask",
     "TurnWaitTimeout": "weft.client.ask",
     "ThreadStartRefused": "weft.client.starts",
@@ -76,7 +76,18 @@ if TYPE_CHECKING:
     from weft._thread import Thread, import_thread
     from weft._worker import Worker
     from weft.activities.crypto import Keyring
-    from weft.activities.definitions import (
+    from weft.client.ask import ThreadFailed, TurnWaitTimeout
+    from weft.client.bundles import BundleRef
+    from weft.client.schedules import ScheduleError, Schedules
+    from weft.client.starts import ThreadStartRefused
+    from weft.contract.actions import RespondActionResult
+    from weft.contract.bundles import BundleError
+    from weft.contract.events import Event
+    from weft.contract.forks import ForkRefused, ForkResult
+    from weft.contract.mcp import McpServerDef
+    from weft.contract.thread import ThreadOptions, ThreadRead, ThreadResult
+    from weft.contract.turns import StopReason, TurnResult, UsageTotals
+    from weft.definitions import (
         DefinitionError,
         Definitions,
         FunctionEffect,
@@ -90,18 +101,7 @@ if TYPE_CHECKING:
         define_prompt,
         define_tool,
     )
-    from weft.activities.store import Store
-    from weft.client.ask import ThreadFailed, TurnWaitTimeout
-    from weft.client.bundles import BundleRef
-    from weft.client.schedules import ScheduleError, Schedules
-    from weft.client.starts import ThreadStartRefused
-    from weft.contract.actions import RespondActionResult
-    from weft.contract.bundles import BundleError
-    from weft.contract.events import Event
-    from weft.contract.forks import ForkRefused, ForkResult
-    from weft.contract.mcp import McpServerDef
-    from weft.contract.thread import ThreadOptions, ThreadRead, ThreadResult
-    from weft.contract.turns import StopReason, TurnResult, UsageTotals
+    from weft.store import Store
     from weft.workers.config import ProviderConfig, WeftConfig
     from weft.workers.search_attributes import SearchAttributesMissing
 

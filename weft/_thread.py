@@ -9,7 +9,6 @@ from typing import Any, Literal
 from temporalio.client import Client
 
 from weft._config import DEFAULT_TASK_QUEUE
-from weft.activities.store import Store
 from weft.client.actions import respond_checked, response
 from weft.client.bundles import BundleRef, import_bundle
 from weft.client.starts import CONFIRM_TIMEOUT, start_confirmed
@@ -21,6 +20,7 @@ from weft.contract.inventory import ExecutionEnvironment, ToolInventory
 from weft.contract.messages import InterruptTurnResult
 from weft.contract.thread import ThreadOptions, ThreadRead, ThreadResult
 from weft.contract.turns import TurnResult
+from weft.store import Store
 
 Policy = Literal["enqueue", "interrupt", "reject"]
 Decision = Literal["approve", "deny", "answer"]

@@ -11,8 +11,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from temporalio.client import Client
 
 from weft._config import ProviderSpec, worker_config
-from weft.activities.definitions import Definitions, load_directory
-from weft.activities.store import Store
+from weft.definitions import Definitions, load_directory
+from weft.store import Store
 from weft.workers.agent_worker import AgentWorker
 from weft.workers.config import MetricsConfig, WeftConfig
 

@@ -18,7 +18,6 @@ from pathlib import Path
 from temporalio.client import Client
 
 from weft._config import ProviderSpec, worker_config
-from weft.activities.definitions import Definitions, load_directory
 from weft.activities.tool_replay import ToolReplays
 from weft.client.evals.cases import load_suite, suite_digest
 from weft.client.evals.grading import ThreadGrader, with_graders
@@ -26,6 +25,7 @@ from weft.client.evals.report import junit_xml, render_table, report_json
 from weft.client.evals.runner import EvalRunner, RunOptions
 from weft.client.threads import Threads
 from weft.contract.evals import CaseResult, EvalCase, EvalReport, ToolMode
+from weft.definitions import Definitions, load_directory
 from weft.workers.agent_worker import AgentWorker
 from weft.workers.config import WeftConfig
 from weft.workers.scripted_model import ScriptedModelServer

@@ -17,7 +17,6 @@ from weft.activities.background import stop
 from weft.activities.code_run import CodeRunActivities
 from weft.activities.compaction import CompactionActivities
 from weft.activities.correlation import stamp_event
-from weft.activities.definitions import Definitions, load_directory
 from weft.activities.effect_run import EffectActivities
 from weft.activities.files_copy import FileCopyActivities
 from weft.activities.hooks import HookRegistry
@@ -27,11 +26,12 @@ from weft.activities.mcp.pool import McpSessionPool
 from weft.activities.model_call import ModelActivities
 from weft.activities.sandbox import SandboxPool
 from weft.activities.snapshots import SnapshotCache
-from weft.activities.store import Store
 from weft.activities.thread_records import ThreadRecordActivities
 from weft.activities.tool_call import ToolActivities
 from weft.activities.tool_replay import ToolReplays
 from weft.activities.variables_request import VariableRequestActivities
+from weft.definitions import Definitions, load_directory
+from weft.store import Store
 from weft.transport.connection import with_keyring
 from weft.workers.config import WeftConfig
 from weft.workers.eager_gate import eager_gate

@@ -19,11 +19,11 @@ from temporalio.client import Client
 from temporalio.contrib.opentelemetry import TracingInterceptor, TracingWorkflowInboundInterceptor
 from temporalio.worker import WorkflowInterceptorClassInput
 
-from weft.activities.definitions import Definitions
 from weft.activities.spans import Spans
-from weft.activities.store import Store
 from weft.contract.correlation import TRACING_EXTERN, thread_traceparent
 from weft.contract.thread_env import secret_values
+from weft.definitions import Definitions
+from weft.store import Store
 from weft.workers.config import TracingConfig
 
 TRACER_NAME = "weft"

@@ -24,12 +24,12 @@ from weft.activities.hooks.registry import HookRegistry, scope_of
 from weft.activities.hooks.runner import EventMaker, HookRunner
 from weft.activities.hooks.state import hook_state
 from weft.activities.spill import resolve_content_refs
-from weft.activities.store import Store
 from weft.activities.tool_state import ThreadState
 from weft.contract.activities import ModelCallInput
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.events import Event
 from weft.contract.messages import Message
+from weft.store import Store
 
 CHAT_ROLES = ("system", "user", "assistant", "tool")
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 
-from weft.activities.definitions.api import FunctionHook
 from weft.activities.hooks.runner import EventMaker, HookRunner, StateFactory
 from weft.activities.spans import Spans
-from weft.activities.store import Store
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.events import Event
 from weft.contract.hooks import hook_ids_in_scope
 from weft.contract.messages import Side
+from weft.definitions.api import FunctionHook
+from weft.store import Store
 
 
 class HookRegistry:

@@ -23,12 +23,12 @@ from opentelemetry.trace import Span
 from pydantic import ValidationError
 from temporalio import activity
 
-from weft.activities.definitions.api import FunctionHook, HookBlocked
 from weft.activities.spans import Spans, failed
 from weft.activities.streaming import Heartbeater
 from weft.contract.events import Event
 from weft.contract.hooks import BLOCKING_HOOKS, HookBlock, HookName, HookSpec
 from weft.contract.validation import describe_validation_error
+from weft.definitions.api import FunctionHook, HookBlocked
 
 if TYPE_CHECKING:
     from weft.activities.tool_state import ThreadState

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from weft.activities.store import Store
 from weft.activities.tool_state import ThreadState, thread_state_for
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.messages import Side
+from weft.store import Store
 
 
 def hook_state(

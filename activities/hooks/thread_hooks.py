@@ -15,13 +15,13 @@ from weft.activities.clock import now_iso
 from weft.activities.hooks.registry import HookRegistry, scope_of
 from weft.activities.hooks.state import hook_state
 from weft.activities.snapshots import SnapshotCache
-from weft.activities.store import Store
 from weft.activities.tool_state import ThreadState
 from weft.contract.activities import ThreadInitInput
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.events import Event
 from weft.contract.hooks import HookName
 from weft.contract.subagents import ParentLink
+from weft.store import Store
 
 
 async def thread_created(

@@ -20,7 +20,6 @@ from weft.activities.mcp.pool import McpSessionPool
 from weft.activities.mcp.types import McpUnavailable
 from weft.activities.snapshots import SnapshotCache
 from weft.activities.spans import without_secrets
-from weft.activities.store import Store
 from weft.activities.streaming import Heartbeater
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.events import Event
@@ -31,6 +30,7 @@ from weft.contract.mcp import (
     ToolCatalogResult,
 )
 from weft.contract.thread_env import EnvEntry, prompt_env
+from weft.store import Store
 
 RESOLVED_EVENT = "tool.catalog.resolved"
 # The pool bounds a listing by the server's startup timeout; this only backs it up.

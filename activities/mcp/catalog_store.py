@@ -13,8 +13,8 @@ from collections.abc import Mapping
 
 from temporalio.exceptions import ApplicationError
 
-from weft.activities.store import Store
 from weft.contract.mcp import McpServerCatalog
+from weft.store import Store
 
 
 class CatalogStore:

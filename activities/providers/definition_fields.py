@@ -1,6 +1,6 @@
 """The request fields a prompt and its model decide beyond messages and tools.
 
-Each was checked at worker start-up (`activities/definitions/schema_checks.py`), so this
+Each was checked at worker start-up (`definitions/schema_checks.py`), so this
 only translates.
 """
 

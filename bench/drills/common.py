@@ -22,8 +22,8 @@ from support import local_stack, read
 from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import Client, WorkflowHandle
 
-from weft.activities.store import Store
-from weft.activities.store.tables import events as events_table
+from weft.store import Store
+from weft.store.tables import events as events_table
 
 DEFINITIONS = Path(__file__).parent / "definitions"
 FINAL_TEXT = "All the notes are stored."

@@ -24,7 +24,7 @@ from drills.common import (
     report_history,
     wait_for_events,
 )
-from weft.activities.store import Store
+from weft.store import Store
 
 DEFAULT_THREADS = 20
 GRACE = 10.0  # AgentWorker's graceful_shutdown_seconds, which `weft worker` uses

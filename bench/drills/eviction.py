@@ -19,7 +19,7 @@ from support import agent_definitions, local_stack, read, scratch_config, start_
 from temporalio.client import Client, WorkflowHandle
 
 from drills.common import Report, first, note, summary, transcript_problems, wait_for_events
-from weft.activities.store import Store
+from weft.store import Store
 from weft.workers.agent_worker import AgentWorker
 
 DEFAULT_THREADS = 100

@@ -28,7 +28,7 @@ from drills.common import (
     sequence_problems,
     transcript_problems,
 )
-from weft.activities.store import Store
+from weft.store import Store
 from weft.workers.agent_worker import AgentWorker
 
 DEFAULT_THREADS = 50

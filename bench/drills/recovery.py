@@ -48,8 +48,8 @@ from drills.common import (
     wait_for_events,
     write_worker_config,
 )
-from weft.activities.store import Store
 from weft.client.threads import Threads
+from weft.store import Store
 from weft.transport.connection import connect
 from weft.workers.agent_worker import AgentWorker
 from weft.workers.config import load_config

@@ -24,7 +24,7 @@ from drills.common import (
     wait_for_events,
     write_worker_config,
 )
-from weft.activities.store import Store
+from weft.store import Store
 from weft.transport.connection import connect
 from weft.workers.config import load_config
 from weft.workers.dev_server import DevServer, free_port

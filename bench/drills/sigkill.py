@@ -30,7 +30,7 @@ from drills.common import (
     wait_for_events,
     write_worker_config,
 )
-from weft.activities.store import Store
+from weft.store import Store
 
 DEFAULT_THREADS = 50
 STEPS = 4

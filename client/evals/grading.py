@@ -7,9 +7,9 @@ import json
 import re
 import uuid
 
-from weft.activities.definitions import Definitions, define_agent, define_prompt
 from weft.client.threads import Threads
 from weft.contract.evals import Rubric
+from weft.definitions import Definitions, define_agent, define_prompt
 
 GRADER_PREFIX = "weft-eval-grader--"
 _INSTRUCTIONS = (

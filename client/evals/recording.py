@@ -7,10 +7,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from weft.activities.store import Store
 from weft.contract.activities import ToolResult
 from weft.contract.evals import CallRecord, TurnRecord
 from weft.contract.messages import Message
+from weft.store import Store
 
 
 @dataclass

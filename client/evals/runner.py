@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from weft.activities.store import Store
 from weft.activities.tool_replay import ReplayTable, ToolReplays
 from weft.client.evals.expect import answer_checks, limit_checks, tool_call_checks, turn_checks
 from weft.client.evals.recording import Recording, read_recording, turn_records
@@ -33,6 +32,7 @@ from weft.contract.evals import (
 )
 from weft.contract.messages import Message
 from weft.contract.turns import TurnResult
+from weft.store import Store
 
 
 class Grader(Protocol):

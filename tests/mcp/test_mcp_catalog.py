@@ -16,8 +16,8 @@ from weft.activities.mcp.catalog import (
     tools_digest,
 )
 from weft.activities.mcp.types import ListedTool
-from weft.activities.store import Store
 from weft.contract.mcp import McpRef, McpServerDef
+from weft.store import Store
 
 AT = "2026-11-24T00:00:00.000Z"
 OBJECT = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}

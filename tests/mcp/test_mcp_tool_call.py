@@ -24,7 +24,6 @@ from weft.activities.mcp.catalog_activity import CatalogActivities
 from weft.activities.mcp.catalog_store import CatalogStore
 from weft.activities.mcp.pool import McpSessionPool
 from weft.activities.snapshots import SnapshotCache
-from weft.activities.store import Store, ThreadRow
 from weft.activities.tool_call import ToolActivities
 from weft.contract.activities import ToolCallInput, ToolCallResult
 from weft.contract.definitions import DefinitionSnapshot
@@ -36,6 +35,7 @@ from weft.contract.mcp import (
     ToolCatalogResult,
 )
 from weft.contract.messages import ToolCall, ToolCallFunction
+from weft.store import Store, ThreadRow
 
 SECRET = "s3cret-value-42"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from weft.activities.store import Store
-from weft.activities.store.tables import metadata
+from weft.store import Store
+from weft.store.tables import metadata
 
 
 @pytest.fixture(scope="session")

@@ -6,9 +6,9 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from weft.activities.store import ThreadRow
 from weft.contract.events import Event
 from weft.contract.messages import Message, ToolCall, ToolCallFunction
+from weft.store import ThreadRow
 
 
 def new_thread_id() -> str:

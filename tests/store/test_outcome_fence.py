@@ -1,4 +1,4 @@
-"""The write fences of activities/store/outcome_fence.py: one outcome per tool call, and a
+"""The write fences of store/outcome_fence.py: one outcome per tool call, and a
 late completion writes nothing for a closed thread, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Any
 
 from store_factories import event, message, new_thread_id, running_thread
 
-from weft.activities.store import Store
-from weft.activities.store.budgets import Charge
 from weft.contract.budget import Budget
 from weft.contract.events import Event
+from weft.store import Store
+from weft.store.budgets import Charge
 
 
 def _result(thread: str, *, status: str, event_id: str, type_: str) -> tuple:

@@ -11,10 +11,10 @@ from store_factories import event, new_thread_id
 
 from weft.activities.pending_events import PendingEvents
 from weft.activities.providers import Delta
-from weft.activities.store import Store
-from weft.activities.store.events import changes_rows
 from weft.activities.streaming import DeltaBatcher, delta_event
 from weft.contract.events import Event
+from weft.store import Store
+from weft.store.events import changes_rows
 
 
 def _ids(store: Store, thread: str) -> list[str]:

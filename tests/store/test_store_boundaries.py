@@ -7,8 +7,8 @@ from typing import Any
 
 from store_factories import event, message, new_thread_id
 
-from weft.activities.store import Store
 from weft.contract.context import ContextBoundary
+from weft.store import Store
 
 
 def boundary(thread_id: str, boundary_id: str, first_kept: int, **fields: Any) -> ContextBoundary:

@@ -8,11 +8,11 @@ from typing import Any
 
 from store_factories import event, new_thread_id
 
-from weft.activities.store import Store
-from weft.activities.store.budget_rows import SET_BUDGET_REASON
-from weft.activities.store.budgets import Charge
 from weft.contract.budget import Budget
 from weft.contract.events import Event
+from weft.store import Store
+from weft.store.budget_rows import SET_BUDGET_REASON
+from weft.store.budgets import Charge
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

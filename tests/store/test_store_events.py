@@ -6,7 +6,7 @@ import threading
 
 from store_factories import event, new_thread_id
 
-from weft.activities.store import Store
+from weft.store import Store
 
 
 def test_sequences_start_at_one_and_increase(store: Store) -> None:

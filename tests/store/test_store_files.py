@@ -10,10 +10,10 @@ import pytest
 from sqlalchemy import func, select
 from store_factories import new_thread_id
 
-from weft.activities.store import Store, StoreLimitError
-from weft.activities.store.file_paths import MAX_PATH_CHARS, InvalidPathError, normalize_path
-from weft.activities.store.files import MAX_FILE_BYTES, DirectoryNotEmptyError
-from weft.activities.store.tables import blobs, files
+from weft.store import Store, StoreLimitError
+from weft.store.file_paths import MAX_PATH_CHARS, InvalidPathError, normalize_path
+from weft.store.files import MAX_FILE_BYTES, DirectoryNotEmptyError
+from weft.store.tables import blobs, files
 
 
 def blob_count(store: Store) -> int:

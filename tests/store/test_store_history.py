@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 from store_factories import new_thread_id
 
 from weft.activities.clock import now_iso
-from weft.activities.store import Store
-from weft.activities.store.history import files_as_of, seed_state, values_as_of
-from weft.activities.store.migrate import upgrade
-from weft.activities.store.tables import files, kv
 from weft.contract.events import Event
+from weft.store import Store
+from weft.store.history import files_as_of, seed_state, values_as_of
+from weft.store.migrate import upgrade
+from weft.store.tables import files, kv
 
 
 def _mark(store: Store, thread_id: str, name: str) -> int:

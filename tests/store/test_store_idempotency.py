@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select
 
-from weft.activities.store import Store
-from weft.activities.store.idempotency import Claimed, InProgress, Mismatch, Recorded
-from weft.activities.store.tables import idempotency_keys
+from weft.store import Store
+from weft.store.idempotency import Claimed, InProgress, Mismatch, Recorded
+from weft.store.tables import idempotency_keys
 
 SCOPE = "POST /threads/t1/messages"
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from store_factories import new_thread_id
 
-from weft.activities.store import (
+from weft.store import (
     MAX_KEY_CHARS,
     MAX_KEYS_PER_THREAD,
     MAX_VALUE_BYTES,
     Store,
     StoreLimitError,
 )
-from weft.activities.store.tables import kv
+from weft.store.tables import kv
 
 JSON_VALUES: list[Any] = [
     {"nested": {"list": [1, 2.5, "three", True, False, None]}, "empty": {}},

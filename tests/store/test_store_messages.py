@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 from store_factories import message, new_thread_id, tool_call
 
-from weft.activities.store import Store
+from weft.store import Store
 
 
 def test_append_lists_messages_in_position_order(store: Store) -> None:

@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 import pytest
 from store_factories import event, new_thread_id
 
-from weft.activities.store import Store
-from weft.activities.store.events import events_by_thread, insert_events
-from weft.activities.store.rows import ThreadRow
 from weft.contract.events import Event
+from weft.store import Store
+from weft.store.events import events_by_thread, insert_events
+from weft.store.rows import ThreadRow
 
 
 def _observed(store: Store) -> list[str]:

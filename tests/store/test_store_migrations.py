@@ -9,9 +9,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from weft.activities.store import Store
-from weft.activities.store.tables import metadata
-from weft.activities.store.urls import normalize_url
+from weft.store import Store
+from weft.store.tables import metadata
+from weft.store.urls import normalize_url
 
 TABLES = {
     "alembic_version",

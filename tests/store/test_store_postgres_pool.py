@@ -1,4 +1,4 @@
-"""PostgreSQL pooled connections: pinged only after an idle spell (activities/store/urls.py).
+"""PostgreSQL pooled connections: pinged only after an idle spell (store/urls.py).
 
 The server's own `pg_terminate_backend` kills the pooled connections, as a restart or an
 idle timeout would. An idle connection found dead is replaced before anyone uses it; one
@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import OperationalError
 
-from weft.activities.store import urls
-from weft.activities.store.urls import create_store_engine
+from weft.store import urls
+from weft.store.urls import create_store_engine
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from weft.activities.store.urls import create_store_engine
+from weft.store.urls import create_store_engine
 
 # PRAGMA synchronous reports 1 for NORMAL, 2 for FULL.
 NORMAL, FULL = 1, 2

@@ -8,8 +8,8 @@ from sqlalchemy import text
 from store_factories import event, message, new_thread_id, running_thread, tool_call
 
 from weft.activities.crypto import new_key, parse_keys
-from weft.activities.store import Store
 from weft.contract.thread_env import EnvEntry
+from weft.store import Store
 
 
 def test_delete_message_takes_the_results_and_records_their_ids(store: Store) -> None:

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 from store_factories import new_thread_id
 
-from weft.activities.store import Store, ThreadRow
+from weft.store import Store, ThreadRow
 
 T0 = datetime(2025, 11, 21, 10, 0, tzinfo=UTC)
 

@@ -8,10 +8,10 @@ from store_factories import event, message, new_thread_id, tool_call
 
 from weft.activities.context_window import Frame, build_window
 from weft.activities.message_views import MessageViews
-from weft.activities.store import Store
-from weft.activities.store.database import Database
-from weft.activities.store.transcripts import Transcripts
 from weft.contract.definitions import PromptDef
+from weft.store import Store
+from weft.store.database import Database
+from weft.store.transcripts import Transcripts
 
 
 def _ids(messages: list) -> list[str]:

@@ -1,13 +1,13 @@
 """What tool calls read of a thread's row (its user and env), kept per worker between them
-(activities/store/thread_env_rows.py), against the real row on each backend."""
+(store/thread_env_rows.py), against the real row on each backend."""
 
 from __future__ import annotations
 
 from store_factories import event, new_thread_id, running_thread
 
-from weft.activities.store import Store
-from weft.activities.store.thread_env_rows import ThreadEnvRow, ThreadEnvRows
 from weft.contract.thread_env import EnvEntry
+from weft.store import Store
+from weft.store.thread_env_rows import ThreadEnvRow, ThreadEnvRows
 
 RUN = "run-1"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from weft.activities.definitions import Definitions, define_agent, define_model, define_prompt
 from weft.client.fork_definitions import fork_snapshot
+from weft.definitions import Definitions, define_agent, define_model, define_prompt
 
 
 def _definitions() -> Definitions:

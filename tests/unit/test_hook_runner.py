@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from weft.activities.clock import now_iso
-from weft.activities.definitions import FunctionHook, HookBlocked, define_hook
 from weft.activities.hooks import HookRunner
-from weft.activities.store import Store
 from weft.activities.tool_state import IntentUnavailable, ThreadState
 from weft.contract.events import Event
 from weft.contract.hooks import HookSpec
+from weft.definitions import FunctionHook, HookBlocked, define_hook
+from weft.store import Store
 
 
 @pytest.fixture

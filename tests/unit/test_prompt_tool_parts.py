@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from weft.activities.scoped_window import load_scoped_window, paired_tools, without_tools
-from weft.activities.store import Store
 from weft.contract.context import ContextWindow
 from weft.contract.messages import Message, ToolCall, ToolCallFunction
 from weft.contract.prompt_tools import PromptScope, PromptToolConfig
+from weft.store import Store
 from weft.workflows.prompt_tools import Failure, error_text, shape_result
 from weft.workflows.stop_rules import ToolOutcome
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from weft.activities.read_output import READ_OUTPUT_SPEC, read_output
-from weft.activities.store import Store
 from weft.contract.context import READ_OUTPUT_TOOL
 from weft.contract.messages import Message
+from weft.store import Store
 
 CONTENT = "0123456789" * 50 + "é漢🙂"
 MAX_CHARS = 200

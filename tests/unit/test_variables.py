@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from weft.activities.definitions import Definitions, define_agent, define_model, define_prompt
-from weft.activities.definitions.api import define_tool
-from weft.activities.definitions.variables import MissingVariable, thread_env
+from weft.definitions import Definitions, define_agent, define_model, define_prompt
+from weft.definitions.api import define_tool
+from weft.definitions.variables import MissingVariable, thread_env
 
 
 class _Args(BaseModel):

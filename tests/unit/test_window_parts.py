@@ -15,10 +15,10 @@ from weft.activities.context_window import (
     request_tokens,
 )
 from weft.activities.message_views import MessageViews
-from weft.activities.store.transcripts import message_json
 from weft.contract.context import ContextBoundary
 from weft.contract.definitions import PromptDef
 from weft.contract.messages import Message, ToolCall, ToolCallFunction
+from weft.store.transcripts import message_json
 
 TOOLS = [{"name": "add", "description": "Adds ✓", "parameters": {"type": "object"}}]
 

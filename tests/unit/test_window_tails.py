@@ -11,11 +11,11 @@ import pytest
 from weft.activities.context_window import Frame, KeptAs, Window, build_window
 from weft.activities.images import ImageView
 from weft.activities.message_views import MessageViews
-from weft.activities.store.transcripts import MessageJson, message_json
 from weft.activities.window_tails import WindowTails
 from weft.contract.context import ContextBoundary
 from weft.contract.definitions import PromptDef
 from weft.contract.messages import Message, Side, ToolCall, ToolCallFunction
+from weft.store.transcripts import MessageJson, message_json
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 IMAGES = ImageView(model="m", sees_images=True, recent=3, load={"/in/cat.png": PNG}.get)

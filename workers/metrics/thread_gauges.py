@@ -19,8 +19,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from temporalio.client import Client
 
-from weft.activities.store import Store
 from weft.contract.thread import ThreadStatus
+from weft.store import Store
 from weft.workers.metrics.labels import BoundedLabel
 
 logger = logging.getLogger(__name__)

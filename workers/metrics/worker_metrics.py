@@ -10,8 +10,8 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 from temporalio.client import Client
 
-from weft.activities.store import Store
 from weft.contract.events import Event
+from weft.store import Store
 from weft.workers.config import MetricsConfig
 from weft.workers.metrics.event_counters import EventCounters
 from weft.workers.metrics.http_server import MetricsServer

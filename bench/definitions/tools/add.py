@@ -2,7 +2,7 @@
 
 from pydantic import BaseModel
 
-from weft.activities.definitions import define_tool
+from weft.definitions import define_tool
 
 
 class AddArgs(BaseModel):

@@ -2,7 +2,7 @@
 
 from pydantic import BaseModel
 
-from weft.activities.definitions import define_effect
+from weft.definitions import define_effect
 
 
 class WakeArgs(BaseModel):

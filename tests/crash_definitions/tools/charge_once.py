@@ -4,7 +4,7 @@ key, then waits there until released, so a worker can be killed between the two.
 import httpx
 from pydantic import BaseModel
 
-from weft.activities.definitions import define_tool
+from weft.definitions import define_tool
 
 
 class ChargeArgs(BaseModel):

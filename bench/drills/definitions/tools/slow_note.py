@@ -4,7 +4,7 @@ import asyncio
 
 from pydantic import BaseModel
 
-from weft.activities.definitions import define_tool
+from weft.definitions import define_tool
 
 
 class NoteArgs(BaseModel):

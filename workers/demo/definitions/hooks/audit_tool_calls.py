@@ -4,8 +4,8 @@ inside the packing advisor prompt tool (that prompt lists no hooks of its own)."
 
 from typing import Any
 
-from weft.activities.definitions import define_hook
 from weft.activities.tool_state import ThreadState
+from weft.definitions import define_hook
 
 
 async def audit(state: ThreadState, data: dict[str, Any]) -> None:

@@ -2,8 +2,8 @@
 
 from pydantic import BaseModel, Field
 
-from weft.activities.definitions import define_tool
 from weft.activities.tool_state import ThreadState
+from weft.definitions import define_tool
 
 FORECASTS = {"paris": ("light rain", 14), "tokyo": ("clear", 22), "oslo": ("snow", -3)}
 

@@ -2,8 +2,8 @@
 
 from pydantic import BaseModel
 
-from weft.activities.definitions import define_tool
 from weft.activities.tool_state import ThreadState
+from weft.definitions import define_tool
 
 
 class PackingArgs(BaseModel):

@@ -1,1 +1,0 @@
-"""Alembic migrations for the store; run them with `activities.store.migrate.upgrade`."""

@@ -1,0 +1,1 @@
+"""Alembic migrations for the store; run them with `store.migrate.upgrade`."""

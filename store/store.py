@@ -1,0 +1,100 @@
+"""The `Store`: one database holding weft's aggregates, each behind its own attribute.
+
+`store.messages`, `store.transcripts` (the cached main transcript), `store.events`, `store.values`, `store.snapshots`, `store.threads`,
+`store.subagents`, `store.variable_requests`, `store.files`, `store.boundaries`
+(context compaction boundaries), `store.effects` (scheduled effects) and
+`store.idempotency` (the HTTP API's idempotency keys) and `store.budgets` (budget
+ledgers) share one `Database`, so every write follows the same transaction, locking and
+retry rules. Every method is
+synchronous and opens its own short transaction; activities call them through
+`asyncio.to_thread`. Writes are idempotent so a retried activity stores nothing twice.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine
+
+from weft.activities.crypto import Keyring
+from weft.store.boundaries import Boundaries
+from weft.store.budgets import Budgets
+from weft.store.database import Database
+from weft.store.effects import Effects
+from weft.store.events import Events
+from weft.store.files import FileStore
+from weft.store.idempotency import IdempotencyKeys
+from weft.store.messages import Messages
+from weft.store.migrate import upgrade
+from weft.store.snapshots import Snapshots
+from weft.store.step_reads import StepReads
+from weft.store.subagents import Subagents
+from weft.store.threads import Threads
+from weft.store.transcripts import Transcripts
+from weft.store.urls import create_store_engine
+from weft.store.values import Values
+from weft.store.variable_requests import VariableRequests
+
+
+class Store:
+    """Durable storage for weft, over SQLite (embedded) or PostgreSQL (shared)."""
+
+    def __init__(self, engine: Engine, *, keyring: Keyring | None = None) -> None:
+        self._keyring = keyring
+        self._database = Database(engine)
+        # Built once: each aggregate is a thin view on the shared database.
+        self.messages = Messages(self._database)
+        # Holds the worker's cached transcripts: one per Store, shared by its activities.
+        self.transcripts = Transcripts(self._database)
+        self.events = Events(self._database)
+        self.values = Values(self._database)
+        self.snapshots = Snapshots(self._database, keyring)
+        self.threads = Threads(self._database, keyring)
+        self.subagents = Subagents(self._database)
+        self.variable_requests = VariableRequests(self._database, keyring)
+        self.files = FileStore(self._database)
+        self.boundaries = Boundaries(self._database)
+        self.effects = Effects(self._database, keyring)
+        # The HTTP API's idempotency keys (api/idempotency.py).
+        self.idempotency = IdempotencyKeys(self._database)
+        # Budget ledgers of thread trees (docs/budgets.md).
+        self.budgets = Budgets(self._database)
+        self.step_reads = StepReads(self._database, self.threads, self.transcripts)
+
+    @classmethod
+    def open(cls, url: str, *, migrate: bool = True, keyring: Keyring | None = None) -> Store:
+        """Connect to `url` and, unless `migrate` is false, upgrade the schema to head.
+
+        With a `keyring`, thread env is encrypted at rest (`store/sealed.py`).
+        """
+        engine = create_store_engine(url)
+        if migrate:
+            try:
+                upgrade(engine)
+            except BaseException:
+                engine.dispose()
+                raise
+        return cls(engine, keyring=keyring)
+
+    @property
+    def engine(self) -> Engine:
+        """The underlying engine, for health checks and tests."""
+        return self._database.engine
+
+    @property
+    def database(self) -> Database:
+        """The shared database, for views that replace an aggregate (effect_writes.py)."""
+        return self._database
+
+    @property
+    def keyring(self) -> Keyring | None:
+        """The keys that seal env at rest, or None (stored as given)."""
+        return self._keyring
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self._database.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
