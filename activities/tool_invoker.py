@@ -22,11 +22,11 @@ from weft.contract.activities import Intent, ToolResult
 from weft.contract.context import READ_OUTPUT_TOOL
 from weft.contract.definitions import DefinitionSnapshot, PromptDef, ToolSpec
 from weft.contract.events import Event
-from weft.contract.thread_env import EnvEntry
-from weft.definitions import Definitions, FunctionTool
 
 # Pure functions of the workflow's permission policy: the same verdicts in both places.
-from weft.workflows.permissions import Verdict, effective_policy, evaluate
+from weft.contract.permissions import Verdict, effective_policy, evaluate
+from weft.contract.thread_env import EnvEntry
+from weft.definitions import Definitions, FunctionTool
 
 if TYPE_CHECKING:
     from weft.activities.hooks.runner import HookRunner

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from weft.contract.definitions import AgentDef, PromptDef
-from weft.workflows.permissions import effective_policy, evaluate
+from weft.contract.permissions import effective_policy, evaluate
 
 
 def _policy(agent: dict[str, Any] | None, prompt: dict[str, Any] | None = None) -> Any:

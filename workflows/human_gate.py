@@ -26,9 +26,9 @@ from weft.contract.actions import (
 from weft.contract.activities import ToolResult
 from weft.contract.definitions import PromptDef
 from weft.contract.messages import Side, ToolCall
+from weft.contract.permissions import EffectivePolicy, Verdict, effective_policy, evaluate
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.outbox import flush
-from weft.workflows.permissions import EffectivePolicy, Verdict, effective_policy, evaluate
 from weft.workflows.read_facts import session_facts
 from weft.workflows.thread_state import ThreadMemory
 

@@ -28,9 +28,9 @@ from weft.contract.inventory import (
 )
 from weft.contract.mcp import McpToolSpec, offered_mcp_tools, servers_of
 from weft.contract.messages import Side
+from weft.contract.permissions import EffectivePolicy, effective_policy, evaluate
 from weft.contract.thread_env import merge_env, prompt_env
 from weft.contract.tool_catalog import enabled_subagents, offered_tools, subagent_configs
-from weft.workflows.permissions import EffectivePolicy, effective_policy, evaluate
 from weft.workflows.thread_state import ThreadMemory
 
 NOT_LOADED = "tools: the thread's definitions are not loaded yet (it is preparing)"
