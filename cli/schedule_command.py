@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from weft.cli.temporal_client import client_from_config
+from weft.client.schedule_inputs import checked_catchup_window, checked_interval
 from weft.client.schedules import (
     DEFAULT_CATCHUP_WINDOW,
     OVERLAP_NAMES,
@@ -80,6 +81,10 @@ async def _schedules(config: WeftConfig) -> Schedules:
 
 
 async def _create(args: argparse.Namespace, config: WeftConfig) -> int:
+    # Checked here first so that an error names the flag the user typed, not the API's name.
+    if args.every is not None:
+        checked_interval(args.every, what="--every")
+    checked_catchup_window(args.catchup_window, what="--catchup-window")
     schedules = await _schedules(config)
     await schedules.create(
         args.name,

@@ -92,23 +92,36 @@ def schedule_spec(
         spec = ScheduleSpec(cron_expressions=[cron], time_zone_name=time_zone)
         return spec, f'cron "{cron}" {time_zone or "UTC"}'
     if every is not None and cron is None:
-        interval = parse_duration(every, what="interval") if isinstance(every, str) else every
-        if interval < MIN_INTERVAL:
-            raise ScheduleError(f"interval {every!r} is below the minimum of 1s")
+        interval = checked_interval(every)
         text = every if isinstance(every, str) else f"{interval.total_seconds():g}s"
         spec = ScheduleSpec(intervals=[ScheduleIntervalSpec(every=interval)])
         return spec, f"every {text}"
     raise ScheduleError("give exactly one of a cron expression or an interval (every)")
 
 
-def checked_catchup_window(value: timedelta | str | None) -> timedelta:
+def checked_interval(value: timedelta | str, *, what: str = "interval") -> timedelta:
+    """An interval of at least `MIN_INTERVAL`; errors call it `what` (the CLI: `--every`)."""
+    interval = parse_duration(value, what=what) if isinstance(value, str) else value
+    if interval < MIN_INTERVAL:
+        raise ScheduleError(f"{what} {_shown(value)} is below the minimum of 1s")
+    return interval
+
+
+def checked_catchup_window(
+    value: timedelta | str | None, *, what: str = "catch-up window"
+) -> timedelta:
     """The catch-up window: `value`, or `DEFAULT_CATCHUP_WINDOW` when None."""
     if value is None:
         return DEFAULT_CATCHUP_WINDOW
-    window = parse_duration(value, what="catch-up window") if isinstance(value, str) else value
+    window = parse_duration(value, what=what) if isinstance(value, str) else value
     if window < MIN_CATCHUP_WINDOW:
-        raise ScheduleError(f"catch-up window {value!r} is below Temporal's minimum of 10s")
+        raise ScheduleError(f"{what} {_shown(value)} is below Temporal's minimum of 10s")
     return window
+
+
+def _shown(value: timedelta | str) -> str:
+    """A duration as the caller wrote it: the text, or seconds for a timedelta."""
+    return repr(value) if isinstance(value, str) else f"{value.total_seconds():g}s"
 
 
 def scheduled_message(name: str, content: str) -> QueuedMessage:

@@ -199,8 +199,10 @@ async def test_bad_schedule_input_is_refused_with_a_clear_error(
         (["--every", "1m", "-m", "hi"], 2, "one of the arguments --thread --agent is required"),
         (["--cron", "0 9 * *", *target], 1, "CronString does not have 5-7 fields"),
         (["--cron", "61 * * * *", *target], 1, "Minute is not in range"),
-        (["--every", "5x", *target], 1, "unknown interval '5x'"),
-        (["--every", "1m", "--catchup-window", "5s", *target], 1, "below Temporal's minimum"),
+        (["--every", "5x", *target], 1, "unknown --every '5x'"),
+        (["--every", "0s", *target], 1, "--every '0s' is below the minimum of 1s"),
+        (["--every", "1m", "--catchup-window", "5s", *target], 1, "--catchup-window '5s' is below"),
+        (["--every", "1m", "--catchup-window", "soon", *target], 1, "unknown --catchup-window"),
         (["--every", "1m", "--thread", "no-such-thread", "-m", "hi"], 1, "not found"),
         (["--every", "1m", "--overlap", "sometimes", *target], 2, "invalid choice"),
     ]
