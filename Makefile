@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The package, tests and benchmarks (pyproject's [tool.mypy]); then each conftest.py below tests/
+# on its own, since every one of them is the module `conftest`.
+MYPY := $(BIN)/mypy && for conftest in tests/*/conftest.py; do $(BIN)/mypy "$$conftest" || exit 1; done
 
 .PHONY: demo test lint typecheck bench setup clean
 
@@ -20,7 +23,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/mypy
+	$(MYPY)
 	$(BIN)/pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
@@ -28,7 +31,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy
+	$(MYPY)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_steps.py

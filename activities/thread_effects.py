@@ -8,7 +8,6 @@ the effects' `job.*` events) and see this activity's own changes at once.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,13 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from weft.contract.activities import Intent
+from weft.activities.thread_scope import ThreadScope
 from weft.contract.effects import MAX_DELAY_MS, ScheduleEffectRequest
 from weft.contract.validation import describe_validation_error
 
 if TYPE_CHECKING:
     from weft.definitions import FunctionEffect
-    from weft.store import Store
 
 
 @dataclass
@@ -33,23 +31,18 @@ class EffectChanges:
     catalog: Mapping[str, FunctionEffect] | None = None
     scheduled: dict[str, dict[str, Any]] = field(default_factory=dict)
     removed: set[str] = field(default_factory=set)
-    count: int = 0
 
 
 class ThreadEffects:
-    """The effect methods of ThreadState."""
+    """The effect methods of ThreadState, and what this call changed of the effects."""
 
-    _store: Store
-    thread_id: str
-    intents: list[Intent]
-    _event_prefix: str
-    _effect_changes: EffectChanges
-
-    def _intent(self, kind: str, data: dict[str, Any]) -> None: ...
+    def __init__(self, scope: ThreadScope) -> None:
+        self._scope = scope
+        self._changes = EffectChanges()
 
     def use_effects(self, catalog: Mapping[str, FunctionEffect]) -> None:
         """Check names and arguments against the worker's effects when scheduling."""
-        self._effect_changes.catalog = catalog
+        self._changes.catalog = catalog
 
     def schedule_effect(
         self, name: str, args: dict[str, Any] | None = None, delay_ms: int = 0
@@ -59,7 +52,7 @@ class ThreadEffects:
         The effect runs when its durable timer fires, at the thread's next step boundary
         (never beside a running step). Unknown names and invalid arguments raise here.
         """
-        changes = self._effect_changes
+        changes, scope = self._changes, self._scope
         args = dict(args or {})
         try:
             request = ScheduleEffectRequest(name=name, args=args, delay_ms=delay_ms)
@@ -69,11 +62,10 @@ class ThreadEffects:
                 f" (delay_ms must be 0..{MAX_DELAY_MS})"
             ) from None
         _check_against(changes.catalog, request)
-        changes.count += 1
-        digest = hashlib.sha256(f"{self._event_prefix}:effect{changes.count}".encode())
+        digest = hashlib.sha256(f"{scope.event_prefix}:effect{scope.number('effect')}".encode())
         effect_id = f"eff_{digest.hexdigest()[:20]}"
         now = datetime.now(UTC)
-        self._intent(
+        scope.intents.add(
             "schedule_effect",
             {"id": effect_id, "name": name, "args": args, "delayMs": delay_ms},
         )
@@ -88,8 +80,8 @@ class ThreadEffects:
 
     async def get_scheduled_effects(self, name: str | None = None) -> list[dict[str, Any]]:
         """Pending effects, soonest first: `{id, name, args, scheduledAt, createdAt}` each."""
-        changes = self._effect_changes
-        stored = await asyncio.to_thread(self._store.effects.pending, self.thread_id, name)
+        changes, scope = self._changes, self._scope
+        stored = await scope.read(scope.store.effects.pending, scope.thread_id, name)
         listed = [
             {key: entry.get(key) for key in ("id", "name", "args", "scheduledAt", "createdAt")}
             for entry in stored
@@ -100,22 +92,18 @@ class ThreadEffects:
 
     async def remove_scheduled_effect(self, effect_id: str) -> bool:
         """Cancel a pending effect (its timer too); False when no such effect is pending."""
-        changes = self._effect_changes
+        changes, scope = self._changes, self._scope
         if effect_id in changes.removed:
             return False
         if effect_id in changes.scheduled:
             # Scheduled by this same activity: drop the request, the workflow never sees it.
             del changes.scheduled[effect_id]
-            self.intents[:] = [
-                i
-                for i in self.intents
-                if not (i.kind == "schedule_effect" and i.data.get("id") == effect_id)
-            ]
+            scope.intents.withdraw("schedule_effect", effect_id)
             return True
-        row = await asyncio.to_thread(self._store.effects.get, self.thread_id, effect_id)
+        row = await scope.read(scope.store.effects.get, scope.thread_id, effect_id)
         if row is None or row.status != "pending":
             return False
-        self._intent("remove_effect", {"id": effect_id})
+        scope.intents.add("remove_effect", {"id": effect_id})
         changes.removed.add(effect_id)
         return True
 

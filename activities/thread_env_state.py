@@ -1,6 +1,7 @@
-"""ThreadState's `set_env`: a thread-level env value, the highest layer of the thread's env.
+"""ThreadState's env: what it resolved (`env`, `env_type`) and `set_env`, a thread-level
+value, the highest layer of the thread's env.
 
-The value is written to the thread's row in the store at once (sealed there when keys are
+A `set_env` value is written to the thread's row in the store at once (sealed there when keys are
 configured), where every later tool call, hook and model call of the thread reads env
 from; this ThreadState sees it at once too. A `set_env` intent tells the workflow, whose
 view of env (`ActiveAgent.env`) decides what subagents receive; the intent's payload
@@ -10,34 +11,34 @@ carries `env`, so the codec encrypts it in Temporal history.
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, get_args
+from typing import Any, get_args
 
-from weft.activities.thread_intents import require_intents
-from weft.activities.thread_writes import ThreadWrites
+from weft.activities.thread_scope import ThreadScope
 from weft.contract.thread_env import EnvEntry, EnvType
 from weft.contract.transcript_edits import check_env_name
-
-if TYPE_CHECKING:
-    from weft.contract.events import Event
-    from weft.store import Store
 
 ENV_TYPES: tuple[str, ...] = get_args(EnvType)
 
 
-class ThreadEnvState(ThreadWrites):
-    """Env changes of ThreadState (Standard Agents `setEnv`); `env`/`env_type` read them."""
+class ThreadEnv:
+    """The env a ThreadState resolved (`env`, `env_type`) and its changes (`set_env`)."""
 
-    _store: Store
-    _env: dict[str, EnvEntry]
-    _intents_from: str | None
-    _counts: Counter[str]
-    thread_id: str
+    def __init__(self, scope: ThreadScope, entries: dict[str, EnvEntry]) -> None:
+        """`entries` is shared with the tools this call invokes: a value one of them sets
+        is seen by the caller at once."""
+        self._scope = scope
+        # Secrets included: tools may see them, the tool span redacts them.
+        self.entries = entries
 
-    def _intent(self, kind: str, data: dict[str, Any]) -> None: ...
+    def env(self, name: str) -> Any | None:
+        """An env value, secrets included (tools may see secrets; models never do)."""
+        entry = self.entries.get(name)
+        return entry.value if entry else None
 
-    _event: Callable[[str, str, dict[str, Any]], Event]
+    def env_type(self, name: str) -> EnvType:
+        """`text` or `secret`; unknown names are secret, as the spec says."""
+        entry = self.entries.get(name)
+        return entry.type if entry else "secret"
 
     async def set_env(self, name: str, value: Any, *, type: str = "text") -> None:
         """Set the thread's env value `name` (`type` is `text` or `secret`).
@@ -55,15 +56,15 @@ class ThreadEnvState(ThreadWrites):
             json.dumps(value)
         except (TypeError, ValueError) as err:
             raise ValueError(f"set_env({name!r}): the value must be JSON: {err}") from None
-        require_intents("set_env", self._intents_from)
+        scope = self._scope
+        scope.intents.require("set_env")
         entry = EnvEntry(value=value, type=type)  # checked above
-        self._counts["set_env"] += 1
         # The event names the variable and its type, never its value.
-        event = self._event(
+        event = scope.event(
             "thread.updated",
-            f"setenv{self._counts['set_env']}",
+            f"setenv{scope.number('set_env')}",
             {"envSet": {"name": name, "type": type}},
         )
-        await self._write(self._store.threads.set_env, self.thread_id, name, entry, event)
-        self._env[name] = entry
-        self._intent("set_env", {"env": {name: entry.model_dump(mode="json")}})
+        await scope.write(scope.store.threads.set_env, scope.thread_id, name, entry, event)
+        self.entries[name] = entry
+        scope.intents.add("set_env", {"env": {name: entry.model_dump(mode="json")}})

@@ -7,57 +7,57 @@ signals once the tool's result is stored (an activity never signals a workflow).
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
+from weft.activities.thread_scope import ThreadScope
 from weft.store.subagents import SubagentEntry
 
 if TYPE_CHECKING:
-    from weft.store import Store, ThreadRow
+    from weft.store import ThreadRow
 
 
 class ThreadHierarchy:
     """Parent/child methods of ThreadState (Runtime §7.1, §8.2)."""
 
-    _store: Store
-    thread_id: str
-
-    def _intent(self, kind: str, data: dict[str, Any]) -> None: ...
+    def __init__(self, scope: ThreadScope) -> None:
+        self._scope = scope
 
     async def children(self) -> list[SubagentEntry]:
         """This thread's subagent registry: reference, name, status, … per child."""
-        return await asyncio.to_thread(self._store.subagents.list, self.thread_id)
+        scope = self._scope
+        return await scope.read(scope.store.subagents.list, scope.thread_id)
 
     async def get_child_thread(self, reference: str) -> SubagentEntry | None:
         """A child by reference or name: its registry entry and its thread row, or None."""
-        entry = await asyncio.to_thread(self._store.subagents.find, self.thread_id, reference)
+        scope = self._scope
+        entry = await scope.read(scope.store.subagents.find, scope.thread_id, reference)
         if entry is None:
             return None
-        row = await asyncio.to_thread(self._store.threads.get, str(entry["reference"]))
+        row = await scope.read(scope.store.threads.get, str(entry["reference"]))
         return {**entry, "thread": _summary(row)}
 
     async def arguments(self) -> dict[str, Any]:
         """The arguments this thread was created with as a subagent ({} for a root thread)."""
-        own = await asyncio.to_thread(self._store.threads.get, self.thread_id)
+        scope = self._scope
+        own = await scope.read(scope.store.threads.get, scope.thread_id)
         if own is None or not own.parent_thread_id:
             return {}
-        entry = await asyncio.to_thread(
-            self._store.subagents.find, own.parent_thread_id, self.thread_id
-        )
+        entry = await scope.read(scope.store.subagents.find, own.parent_thread_id, scope.thread_id)
         return dict(entry.get("arguments") or {}) if entry else {}
 
     async def get_parent_thread(self) -> dict[str, str | None] | None:
         """The parent thread's summary (id, agent, status), or None for a root thread."""
-        own = await asyncio.to_thread(self._store.threads.get, self.thread_id)
+        scope = self._scope
+        own = await scope.read(scope.store.threads.get, scope.thread_id)
         if own is None or not own.parent_thread_id:
             return None
-        parent = await asyncio.to_thread(self._store.threads.get, own.parent_thread_id)
+        parent = await scope.read(scope.store.threads.get, own.parent_thread_id)
         return _summary(parent) or {"threadId": own.parent_thread_id}
 
     def notify_parent(self, content: str) -> None:
         """Send `content` to the parent thread as a queued message (works with explicit
         parentCommunication too); in a root thread it is recorded as a status note."""
-        self._intent("notify_parent", {"content": str(content)})
+        self._scope.intents.add("notify_parent", {"content": str(content)})
 
 
 def _summary(row: ThreadRow | None) -> dict[str, str | None] | None:

@@ -1,48 +1,115 @@
-"""ThreadState's transcript edits: `inject_message` and `delete_message`.
+"""ThreadState's messages: reads, `update_message`, and the transcript edits `queue_message`,
+`inject_message` and `delete_message`.
 
-An injected message is placed by the workflow (it owns message positions) once the tool's
-result is stored; a deletion is made in the store at once, with its event, and the
-workflow drops the ids from its index afterwards. Neither starts a turn. Standard Agents
-has no hook point for deletion (`contract/hooks.py`), so none runs.
+A queued or injected message is placed by the workflow (it owns message positions) once
+the tool's result is stored; an update or deletion is made in the store at once, with its
+event, and the workflow drops deleted ids from its index afterwards. Only an injected
+message starts no turn. `update_message` runs the message hooks of the activity that built
+the state (`use_hooks`); Standard Agents has no hook point for deletion
+(`contract/hooks.py`), so none runs.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections import Counter
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
-from weft.activities.thread_intents import require_intents
-from weft.activities.thread_writes import ThreadWrites
+from weft.activities.hooks.messages import UPDATABLE_FIELDS, before_update
+from weft.activities.hooks.runner import HookRunner
+from weft.activities.thread_scope import ThreadScope
+from weft.contract.events import Event
 from weft.contract.messages import Message
 from weft.contract.transcript_edits import InjectedMessage
 from weft.contract.validation import describe_validation_error
 
-if TYPE_CHECKING:
-    from weft.activities.tool_invoker import ToolInvoker
-    from weft.contract.events import Event
-    from weft.store import Store
-
 INJECTABLE_ROLES = ("user", "assistant", "system")
 
 
-class ThreadMessages(ThreadWrites):
-    """Transcript edits of ThreadState (Standard Agents `injectMessage`, `deleteMessage`)."""
+class ThreadMessages:
+    """The message methods of ThreadState (Standard Agents `getMessages`, `updateMessage`,
+    `queueMessage`, `injectMessage`, `deleteMessage`)."""
 
-    _store: Store
-    _event_prefix: str
-    _intents_from: str | None
-    _invoker: ToolInvoker | None
-    _counts: Counter[str]
-    thread_id: str
-    tool_call_id: str | None
+    def __init__(self, scope: ThreadScope, *, running_call_id: str | None) -> None:
+        """`running_call_id`: the model's tool call running now, whose message stays."""
+        self._scope = scope
+        self._running_call_id = running_call_id
+        self.hooks: HookRunner | None = None
 
-    def _intent(self, kind: str, data: dict[str, Any]) -> None: ...
+    def use_hooks(self, runner: HookRunner) -> None:
+        """Run `runner`'s message hooks around `update_message`."""
+        self.hooks = runner
 
-    _event: Callable[[str, str, dict[str, Any]], Event]
+    async def get_messages(self, *, limit: int = 100, offset: int = 0) -> list[Message]:
+        """A page of the thread's messages, oldest first."""
+        scope = self._scope
+        messages = await scope.read(scope.store.messages.list, scope.thread_id)
+        return messages[offset : offset + limit]
+
+    async def get_message(self, message_id: str) -> Message | None:
+        """One message by id, or None."""
+        scope = self._scope
+        return await scope.read(scope.store.messages.get, scope.thread_id, message_id)
+
+    async def update_message(self, message_id: str, patch: dict[str, Any]) -> Message:
+        """Change a message's `content` and/or `metadata`, through the update hooks."""
+        scope = self._scope
+        unknown = sorted(set(patch) - set(UPDATABLE_FIELDS))
+        if unknown:
+            raise ValueError(
+                f"update_message may change {' and '.join(UPDATABLE_FIELDS)} only, "
+                f"not {', '.join(unknown)}"
+            )
+        current = await self.get_message(message_id)
+        if current is None:
+            raise KeyError(f"thread {scope.thread_id} has no message {message_id!r}")
+        patch = await before_update(self.hooks, current, patch)
+        # The Agent Runtime vocabulary has no message class: a stored message is an
+        # artifact of the thread, and `change` says what happened to it.
+        event = scope.event(
+            "artifact.changed",
+            f"update{scope.number('update')}",
+            {"change": "message.updated", "messageId": message_id, "fields": sorted(patch)},
+        )
+        pending = self.hooks.take_events() if self.hooks else []
+        updated = await scope.write(self._update, message_id, patch, [*pending, event])
+        if self.hooks is not None:
+            await self.hooks.run(
+                "after_update_message",
+                updated.model_dump(mode="json"),
+                about={"messageId": message_id},
+            )
+        return updated
+
+    def _update(self, message_id: str, patch: dict[str, Any], events: list[Event]) -> Message:
+        scope = self._scope
+        *before, event = events
+        scope.store.events.append(before)
+        updated = scope.store.events.update_message(scope.thread_id, message_id, patch, event)
+        if updated is None:
+            raise KeyError(f"thread {scope.thread_id} has no message {message_id!r}")
+        return updated
+
+    def queue_message(
+        self,
+        content: str,
+        *,
+        role: str = "user",
+        silent: bool = False,
+        attachments: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """Queue a message; the workflow injects it before the next model call."""
+        self._scope.intents.add(
+            "queue_message",
+            {
+                "role": role,
+                "content": content,
+                "silent": silent,
+                "attachments": attachments or [],
+                "metadata": metadata or {},
+            },
+        )
 
     def inject_message(
         self,
@@ -71,10 +138,10 @@ class ThreadMessages(ThreadWrites):
             raise ValueError(
                 f"inject_message role must be user, assistant or system, not {role!r}{hint}"
             )
-        self._counts["inject"] += 1
+        scope = self._scope
         try:
             message = InjectedMessage(
-                message_id=f"msg_{self._event_prefix}:inject{self._counts['inject']}",
+                message_id=f"msg_{scope.event_prefix}:inject{scope.number('inject')}",
                 role=role,  # checked above
                 content=content,
                 silent=silent,
@@ -83,7 +150,7 @@ class ThreadMessages(ThreadWrites):
             )
         except ValidationError as err:
             raise ValueError(f"inject_message: {describe_validation_error(err)}") from None
-        self._intent("inject_message", message.model_dump(mode="json", by_alias=True))
+        scope.intents.add("inject_message", message.model_dump(mode="json", by_alias=True))
         return message.message_id
 
     async def delete_message(self, message_id: str) -> bool:
@@ -95,27 +162,27 @@ class ThreadMessages(ThreadWrites):
         assistant message whose tool call is running now. No hook runs (Standard Agents
         has no delete hook point).
         """
-        require_intents("delete_message", self._intents_from)
-        current = await asyncio.to_thread(self._store.messages.get, self.thread_id, message_id)
+        scope = self._scope
+        scope.intents.require("delete_message")
+        current = await scope.read(scope.store.messages.get, scope.thread_id, message_id)
         if current is not None:
             await self._check_deletable(current)
-        self._counts["delete"] += 1
-        event = self._event(
+        event = scope.event(
             "artifact.changed",
-            f"delete{self._counts['delete']}",
+            f"delete{scope.number('delete')}",
             {"change": "message.deleted", "messageId": message_id},
         )
-        deleted = await self._write(
-            self._store.events.delete_message, self.thread_id, message_id, event
+        deleted = await scope.write(
+            scope.store.events.delete_message, scope.thread_id, message_id, event
         )
         if deleted:
-            self._intent("messages_deleted", {"ids": deleted})
+            scope.intents.add("messages_deleted", {"ids": deleted})
         return bool(deleted)
 
     async def _check_deletable(self, message: Message) -> None:
-        running = self._invoker.running_call_id if self._invoker else self.tool_call_id
+        running = self._running_call_id
         if message.role == "tool":
-            caller = await asyncio.to_thread(self._caller_of, message.tool_call_id)
+            caller = await self._scope.read(self._caller_of, message.tool_call_id)
             name = f" {caller.id!r}" if caller else ""
             raise ValueError(
                 f"message {message.id!r} is the result of tool call {message.tool_call_id!r}; "
@@ -131,7 +198,8 @@ class ThreadMessages(ThreadWrites):
 
     def _caller_of(self, tool_call_id: str | None) -> Message | None:
         """The assistant message that made the call `tool_call_id`, if it is stored."""
-        for message in self._store.messages.list(self.thread_id):
+        scope = self._scope
+        for message in scope.store.messages.list(scope.thread_id):
             if any(call.id == tool_call_id for call in message.tool_calls or []):
                 return message
         return None

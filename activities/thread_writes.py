@@ -14,14 +14,17 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+OwedWrite = Callable[[], Awaitable[object]]
+
 
 class ThreadWrites:
-    """The write path of ThreadState's parts (`_write`), and the call's hook into it."""
+    """The write path of one ThreadState (and of the tools it invokes): `write`."""
 
-    # Set by the activity that built the state: stores the events its call still owes.
-    before_write: Callable[[], Awaitable[object]] | None = None
+    def __init__(self, before_write: OwedWrite | None = None) -> None:
+        # Set by the activity that built the state: stores the events its call still owes.
+        self.before_write = before_write
 
-    async def _write(self, write: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def write(self, write: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run the blocking store write `write` off the event loop, after what is owed."""
         if self.before_write is not None:
             await self.before_write()

@@ -125,7 +125,7 @@ class ToolActivities:
             async with Heartbeater(wait_first=True):
                 # An eval's replayed tools: the recorded result, the tool body never runs
                 # (activities/tool_replay.py); hooks, events and storage stay as for a run.
-                replayed = self._replayed(call)
+                replayed = self._replayed(call, snapshot)
                 if replayed is not None:
                     result = replayed
                 elif call.mcp is None:
@@ -180,10 +180,13 @@ class ToolActivities:
             message=returned, intents=state.intents, blocked=blocked, mcp=relisted
         )
 
-    def _replayed(self, call: ToolCallInput) -> ToolResult | None:
+    def _replayed(self, call: ToolCallInput, snapshot: DefinitionSnapshot) -> ToolResult | None:
         if self._replays is None:
             return None
         function = call.tool_call.function
+        spec = snapshot.tools.get(function.name)
+        if spec is not None and spec.builtin:
+            return None  # a lifecycle tool only marks the step: no effect to replay
         return self._replays.serve(
             call.thread_id, function.name, function.arguments, call.result_message_id
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from opentelemetry.trace import Span, StatusCode
 from opentelemetry.util.types import AttributeValue
@@ -17,22 +17,34 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
 from weft.activities.spans import Spans, failed
+from weft.activities.thread_env_state import ThreadEnv
 from weft.contract.activities import ToolResult
 from weft.contract.thread_env import EnvEntry
 from weft.contract.validation import describe_validation_error
 from weft.definitions import FunctionTool
 
-if TYPE_CHECKING:
-    from weft.activities.tool_state import ThreadState
+
+class ToolState(Protocol):
+    """What running a tool reads of the ThreadState it hands the tool (tool_state.py)."""
+
+    @property
+    def thread_id(self) -> str: ...
+
+    @property
+    def tool_call_id(self) -> str | None: ...
+
+    # Private: the whole env, secrets included, is for the span's redaction, not for tools.
+    @property
+    def _env(self) -> ThreadEnv: ...
 
 
-def state_env(state: ThreadState) -> dict[str, EnvEntry]:
+def state_env(state: ToolState) -> dict[str, EnvEntry]:
     """The env a tool's state resolved (its secrets are redacted from span content)."""
-    return state._env  # private: the tool span redacts them, tools never see this
+    return state._env.entries
 
 
 async def execute_tool(
-    tool: FunctionTool, raw_args: dict[str, Any], state: ThreadState, *, spans: Spans | None = None
+    tool: FunctionTool, raw_args: dict[str, Any], state: ToolState, *, spans: Spans | None = None
 ) -> ToolResult:
     """Run `tool` with `raw_args` (validated against its args model) and `state`, in an
     `execute_tool {name}` span when tracing (GenAI conventions; status ok or error)."""
@@ -62,7 +74,7 @@ def end_tool_span(spans: Spans, span: Span, result: ToolResult, secrets: set[str
     spans.record_content(span, "gen_ai.tool.call.result", shown, secrets)
 
 
-async def _execute(tool: FunctionTool, raw_args: dict[str, Any], state: ThreadState) -> ToolResult:
+async def _execute(tool: FunctionTool, raw_args: dict[str, Any], state: ToolState) -> ToolResult:
     try:
         args: BaseModel = tool.args.model_validate(raw_args)
     except ValidationError as err:

@@ -9,29 +9,20 @@ agent and prompt tools are the workflow's, runtime tools only mark a step.
 
 from __future__ import annotations
 
-import asyncio
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from weft.activities.spans import Spans
-from weft.activities.thread_writes import ThreadWrites
-from weft.activities.tool_execute import error_result, execute_tool
-from weft.contract.activities import Intent, ToolResult
+from weft.activities.thread_scope import ThreadScope
+from weft.activities.tool_execute import ToolState, error_result, execute_tool
+from weft.contract.activities import ToolResult
 from weft.contract.context import READ_OUTPUT_TOOL
 from weft.contract.definitions import DefinitionSnapshot, PromptDef, ToolSpec
-from weft.contract.events import Event
 
 # Pure functions of the workflow's permission policy: the same verdicts in both places.
 from weft.contract.permissions import Verdict, effective_policy, evaluate
-from weft.contract.thread_env import EnvEntry
 from weft.definitions import Definitions, FunctionTool
-
-if TYPE_CHECKING:
-    from weft.activities.hooks.runner import HookRunner
-    from weft.activities.sandbox import SandboxPool
-    from weft.store import Store
 
 # A tool invoking a tool invoking a tool ... is refused past this many levels.
 MAX_INVOKE_DEPTH = 4
@@ -110,29 +101,22 @@ class ToolInvoker:
         return None if policy is None else evaluate(policy, name, args, set())
 
 
-class ToolInvoking(ThreadWrites):
+# Builds the ThreadState an invoked tool gets over its scope (tool_state.py); a parameter,
+# so this module need not know ThreadState.
+InvokedState = Callable[[ThreadScope, ToolInvoker], ToolState]
+
+
+class ToolInvocations:
     """`invoke_tool` of ThreadState (Standard Agents `invokeTool`)."""
 
-    _store: Store
-    _env: dict[str, EnvEntry]
-    _sandbox: SandboxPool | None
-    _event_prefix: str
-    _intents_from: str | None
-    _invoker: ToolInvoker | None
-    _counts: Counter[str]
-    _hooks: HookRunner | None
-    intents: list[Intent]
-    thread_id: str
-    agent_id: str
-    user_id: str | None
-    session_id: str | None
-    turn_id: str | None
-    tool_call_id: str | None
-    abort: asyncio.Event
-
-    _event: Callable[[str, str, dict[str, Any]], Event]
-
-    def use_hooks(self, runner: HookRunner) -> None: ...
+    def __init__(
+        self, scope: ThreadScope, invoker: ToolInvoker | None, *, state_for: InvokedState
+    ) -> None:
+        """`invoker` runs the tools (None where no worker tools are at hand: hooks);
+        `state_for` builds an invoked tool's ThreadState."""
+        self._scope = scope
+        self._invoker = invoker
+        self._state_for = state_for
 
     async def invoke_tool(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
         """Run the function tool `name` with `args` now and return its result.
@@ -143,22 +127,18 @@ class ToolInvoking(ThreadWrites):
         own; the changes it asks for (intents) join this tool's. Its result is not stored
         as a message: it is this tool's to use.
         """
-        invoker = self._invoker
+        invoker, scope = self._invoker, self._scope
         if invoker is None:
-            where = self._intents_from or "this activity"
+            where = scope.intents.unavailable_in or "this activity"
             raise ToolInvocationUnavailable(
                 f"invoke_tool is not available to hooks in {where}: no worker tools are at "
                 "hand there (call it from a tool, or from a tool.call hook)"
             )
-        self._counts["invoke"] += 1
-        nested = self._invoked_state(
-            f"{self._event_prefix}:invoke{self._counts['invoke']}", invoker.nested(name)
-        )
+        nested = scope.nested(f"{scope.event_prefix}:invoke{scope.number('invoke')}")
         arguments = {} if args is None else args
-        by = {"invokedBy": {"toolCallId": self.tool_call_id, "tool": invoker.tool}}
-        await nested._record(
-            "tool.started", "started", {"name": name, "arguments": arguments, **by}
-        )
+        by = {"invokedBy": {"toolCallId": scope.tool_call_id, "tool": invoker.tool}}
+        started = {"name": name, "arguments": arguments, **by}
+        await nested.append([nested.event("tool.started", "started", started)])
         if invoker.depth >= MAX_INVOKE_DEPTH:
             result = error_result(
                 "invoke_depth_exceeded",
@@ -166,15 +146,17 @@ class ToolInvoking(ThreadWrites):
                 "levels deep at most",
             )
         else:
-            result = await nested._run(name, arguments, invoker)
-        self.intents.extend(nested.intents)
+            result = await self._run(nested, name, arguments, invoker.nested(name))
+        scope.intents.join(nested.intents.intents)
         outcome = "tool.result" if result.status == "success" else "tool.failed"
         details = {"status": result.status, "error": result.error, "errorCode": result.error_code}
-        await nested._record(outcome, "done", {"name": name, **details, **by})
+        await nested.append([nested.event(outcome, "done", {"name": name, **details, **by})])
         return result
 
-    async def _run(self, name: str, args: Any, invoker: ToolInvoker) -> ToolResult:
-        """Resolve, check and run `name` as the invoked tool (this is its state)."""
+    async def _run(
+        self, nested: ThreadScope, name: str, args: Any, invoker: ToolInvoker
+    ) -> ToolResult:
+        """Resolve, check and run `name` as the invoked tool, in `nested`."""
         if not isinstance(args, dict):
             return error_result(
                 "invalid_arguments",
@@ -183,59 +165,33 @@ class ToolInvoking(ThreadWrites):
         tool = invoker.resolve(name)
         if isinstance(tool, ToolResult):
             return tool
-        refusal = await self._permission(name, args, invoker)
+        refusal = await _permission(nested, name, args, invoker)
         if refusal is not None:
             return refusal
-        return await execute_tool(tool, args, cast(Any, self), spans=invoker.spans)
+        state = self._state_for(nested, invoker)
+        return await execute_tool(tool, args, state, spans=invoker.spans)
 
-    async def _permission(
-        self, name: str, args: dict[str, Any], invoker: ToolInvoker
-    ) -> ToolResult | None:
-        verdict = invoker.permission(name, args)
-        if verdict is None:
-            return None
-        record = self._event(
-            "permission.evaluated", "permission", {"toolName": name, **verdict.describe()}
-        )
-        await asyncio.to_thread(self._store.events.append, [record])
-        if verdict.decision == "allow":
-            return None
-        by = _decided_by(verdict)
-        if verdict.decision == "deny":
-            return error_result("permission_denied", f"permission denied for {name} by {by}")
-        return error_result(
-            "permission_required",
-            f"{name} needs a human's approval ({by}), which invoke_tool cannot wait for; "
-            "use queue_tool to run it through the normal tool flow, which asks",
-        )
 
-    def _invoked_state(self, invocation: str, invoker: ToolInvoker) -> ToolInvoking:
-        """A ThreadState for the invoked tool: this thread's, with ids of its own."""
-        # type(self) is the ThreadState this mixin is part of.
-        make: Callable[..., ToolInvoking] = type(self)
-        nested = make(
-            store=self._store,
-            thread_id=self.thread_id,
-            agent_id=self.agent_id,
-            user_id=self.user_id,
-            session_id=self.session_id,
-            turn_id=self.turn_id,
-            tool_call_id=invocation,
-            env=self._env,  # shared: a value it sets is seen by the caller at once
-            abort=self.abort,
-            sandbox=self._sandbox,
-            event_prefix=invocation,
-            intents_from=self._intents_from,
-            invoker=invoker,
-        )
-        if self._hooks is not None:
-            nested.use_hooks(self._hooks)
-        nested.before_write = self.before_write  # the calling activity's, stored first
-        return nested
-
-    async def _record(self, event_type: str, suffix: str, payload: dict[str, Any]) -> None:
-        event = self._event(event_type, suffix, payload)
-        await self._write(self._store.events.append, [event])
+async def _permission(
+    nested: ThreadScope, name: str, args: dict[str, Any], invoker: ToolInvoker
+) -> ToolResult | None:
+    verdict = invoker.permission(name, args)
+    if verdict is None:
+        return None
+    record = nested.event(
+        "permission.evaluated", "permission", {"toolName": name, **verdict.describe()}
+    )
+    await nested.append([record])
+    if verdict.decision == "allow":
+        return None
+    by = _decided_by(verdict)
+    if verdict.decision == "deny":
+        return error_result("permission_denied", f"permission denied for {name} by {by}")
+    return error_result(
+        "permission_required",
+        f"{name} needs a human's approval ({by}), which invoke_tool cannot wait for; "
+        "use queue_tool to run it through the normal tool flow, which asks",
+    )
 
 
 def _decided_by(verdict: Verdict) -> str:

@@ -1,4 +1,5 @@
-"""The HTTP and SSE API of `weft serve`: threads, control, events and the inbox page (docs/http-api.md)."""
+"""All of weft's HTTP: the API of `weft serve` (threads, control, events, the inbox page;
+docs/http-api.md) over the gateway app and its uvicorn server in `gateway/`."""
 
 from weft.api.app import create_api
 

@@ -13,11 +13,12 @@ from weft.api import (
     event_routes,
     fork_routes,
     inbox_routes,
+    inventory_routes,
     thread_routes,
 )
 from weft.api.context import ApiContext
+from weft.api.gateway.app import create_app
 from weft.api.tracing import RequestSpans
-from weft.workers.gateway.app import create_app
 
 
 def create_api(
@@ -34,6 +35,7 @@ def create_api(
     )
     routers = (
         thread_routes,
+        inventory_routes,
         control_routes,
         event_routes,
         inbox_routes,

@@ -17,6 +17,7 @@ from pydantic import Field
 from starlette.background import BackgroundTask
 
 from weft.api.context import ApiContext
+from weft.api.gateway.app import GatewayError
 from weft.api.idempotency import IdempotentRequest, Reply, idempotency
 from weft.api.models import POST_ERRORS, error_responses
 from weft.api.thread_routes import ID_PATH_PATTERN, ThreadId
@@ -24,7 +25,6 @@ from weft.client.bundles import export_thread, import_bundle
 from weft.contract.bundles import BundleError
 from weft.contract.wire import CamelModel
 from weft.store.bundle_rows import ThreadExists
-from weft.workers.gateway.app import GatewayError
 
 # A bundle holds a thread's files and histories: far over the 1 MiB of other bodies. Kept
 # at 64 MiB because the idempotency fingerprint hashes the whole body in memory; larger

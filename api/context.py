@@ -11,11 +11,11 @@ from typing import Protocol
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
+from weft.api.gateway.app import GatewayError
 from weft.client.thread_status import closed_message
 from weft.client.threads import Threads
 from weft.contract.events import Event
 from weft.store import Store
-from weft.workers.gateway.app import GatewayError
 
 
 class EventFeed(Protocol):

@@ -21,6 +21,7 @@ from temporalio.service import RPCError
 from weft.activities.spill import spill_queued_content
 from weft.api import thread_calls
 from weft.api.context import ApiContext, require_running
+from weft.api.gateway.app import GatewayError
 from weft.api.idempotency import IdempotentRequest, Reply, idempotency
 from weft.api.models import (
     POST_ERRORS,
@@ -61,7 +62,6 @@ from weft.contract.thread import (
 )
 from weft.contract.turns import TurnResult
 from weft.contract.validation import describe_validation_error
-from weft.workers.gateway.app import GatewayError
 
 # `wait: completed` without a timeout.
 DEFAULT_TURN_WAIT_SECONDS = 60.0

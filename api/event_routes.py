@@ -19,10 +19,10 @@ from pydantic import BaseModel, Field
 from temporalio.client import WorkflowExecutionStatus
 
 from weft.api.context import ApiContext, thread_status
+from weft.api.gateway.app import GatewayError
+from weft.api.gateway.models import ErrorBody
 from weft.contract.events import Event
 from weft.store.history import ThreadLinks
-from weft.workers.gateway.app import GatewayError
-from weft.workers.gateway.models import ErrorBody
 
 EVENTS_PATH = "/threads/{thread_id}/events"
 # Silence longer than this gets a comment line, so proxies and clients keep the stream open;

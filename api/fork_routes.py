@@ -13,13 +13,14 @@ from pydantic import Field
 from temporalio.client import WorkflowExecutionStatus
 
 from weft.api.context import ApiContext, thread_status
+from weft.api.gateway.app import GatewayError
 from weft.api.idempotency import IdempotentRequest, Reply, idempotency
 from weft.api.models import POST_ERRORS, error_responses
 from weft.api.thread_routes import ThreadId
 from weft.client.forks import ForkRefused, Forks
 from weft.contract.forks import ForkResult
 from weft.contract.wire import CamelModel
-from weft.workers.gateway.app import GatewayError
+from weft.definitions import DefinitionError
 
 _NAME = Field(default=None, min_length=1, max_length=255)
 
@@ -31,6 +32,14 @@ class ForkInput(CamelModel):
     agent: str | None = _NAME
     model: str | None = _NAME
     prompt: str | None = _NAME
+    definitions: dict[str, str] | None = Field(
+        default=None,
+        max_length=1000,
+        description="a definitions set to run the fork on: YAML (or JSON) documents by their "
+        "path in a definitions folder, `models/`, `prompts/` or `agents/NAME.yaml`; checked "
+        "as the worker checks its folder (422 names the file and field); prompts may name "
+        "the source's function tools",
+    )
 
 
 class RewindInput(CamelModel):
@@ -63,8 +72,11 @@ def router(ctx: ApiContext) -> APIRouter:
                     agent=body.agent,
                     model=body.model,
                     prompt=body.prompt,
+                    definitions=body.definitions,
                     fork_id=request.derived_id("fork"),
                 )
+            except DefinitionError as err:
+                raise GatewayError(422, f"definitions: {err}") from None
             except (ForkRefused, ValueError) as err:
                 raise GatewayError(409, str(err)) from None
             return Reply(201, result)

@@ -31,6 +31,7 @@ from fastapi import Header, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
+from weft.api.gateway.app import GatewayError
 from weft.store import Store
 from weft.store.idempotency import (
     MAX_KEY_CHARS,
@@ -39,7 +40,6 @@ from weft.store.idempotency import (
     Mismatch,
     Recorded,
 )
-from weft.workers.gateway.app import GatewayError
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
 from weft.api.context import ApiContext
-from weft.workers.gateway.app import PAGE_PATH, TOKEN_COOKIE, GatewayError
+from weft.api.gateway.app import PAGE_PATH, TOKEN_COOKIE, GatewayError
 
 ASSETS = Path(__file__).resolve().parent / "inbox"
 MEDIA_TYPES = {"inbox.js": "text/javascript", "inbox.css": "text/css"}

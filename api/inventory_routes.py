@@ -15,10 +15,11 @@ from weft.client.inventory import execution_environment, tool_inventory
 from weft.contract.inventory import ExecutionEnvironment, ToolInventory
 
 
-def add_inventory_routes(routes: APIRouter, ctx: ApiContext) -> None:
-    """Add the two read-model routes to the thread router; a thread with nothing to show
-    is answered as `GET /threads/{id}` answers it (404 unknown or closed without one, 503
-    running with no worker answering)."""
+def router(ctx: ApiContext) -> APIRouter:
+    """The two read-model routes over `ctx`; a thread with nothing to show is answered as
+    `GET /threads/{id}` answers it (404 unknown or closed without one, 503 running with no
+    worker answering)."""
+    routes = APIRouter(tags=["threads"])
 
     @routes.get(
         "/threads/{thread_id}/tools",
@@ -45,3 +46,5 @@ def add_inventory_routes(routes: APIRouter, ctx: ApiContext) -> None:
         if found is None:
             raise await not_readable(ctx, thread_id)
         return found
+
+    return routes

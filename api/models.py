@@ -9,13 +9,13 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from weft.api.gateway.models import ErrorBody
 from weft.client.thread_status import ThreadState
 from weft.contract.actions import ActionKind, ApprovalScope, Decision
 from weft.contract.mcp import MCP_SERVER_NAME_PATTERN
 from weft.contract.messages import QueueableRole, QueuedMessage
 from weft.contract.thread import ThreadOptions
 from weft.contract.wire import CamelModel
-from weft.workers.gateway.models import ErrorBody
 
 # Ids a caller chooses (thread ids) become URL path segments and visibility query values:
 # letters, digits and `_ . : @ = + -`, starting with a letter or digit.

@@ -16,10 +16,10 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from weft.api.context import ApiContext, thread_status
+from weft.api.gateway.app import GatewayError
 from weft.client.liveness import QUERY_TIMEOUT, UNANSWERED
 from weft.client.thread_status import closed_message, is_closed
 from weft.contract.thread import QUERY_THREAD_READ, SIGNAL_TERMINATE, ThreadRead
-from weft.workers.gateway.app import GatewayError
 
 # How long an update may wait to be accepted: a thread no worker runs never accepts it.
 UPDATE_TIMEOUT = timedelta(seconds=30)

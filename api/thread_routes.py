@@ -25,6 +25,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from weft.api.context import ApiContext, thread_status
+from weft.api.gateway.app import GatewayError
 from weft.api.idempotency import IdempotentRequest, Reply, idempotency
 from weft.api.models import (
     POST_ERRORS,
@@ -38,6 +39,7 @@ from weft.api.models import (
 from weft.client.liveness import QUERY_TIMEOUT, UNANSWERED
 from weft.client.resume import snapshot, thread_read
 from weft.client.starts import ThreadStartRefused, start_confirmed
+from weft.client.thread_ids import thread_id_prefix
 from weft.client.thread_status import (
     STATUS_QUERIES,
     StatusFilter,
@@ -45,12 +47,10 @@ from weft.client.thread_status import (
     thread_state,
     threads_query,
 )
-from weft.client.threads import thread_id_prefix
 from weft.contract.messages import Message
 from weft.contract.thread import QUERY_THREAD_READ, ThreadRead
 from weft.contract.validation import describe_validation_error
 from weft.store.file_paths import InvalidPathError, normalize_path
-from weft.workers.gateway.app import GatewayError
 
 # How long `POST /threads` waits for a worker's verdict before answering unconfirmed.
 CONFIRM_SECONDS = 10.0
@@ -202,10 +202,6 @@ def router(ctx: ApiContext) -> APIRouter:
     async def read_file(thread_id: ThreadId, path: str) -> Response:
         return await asyncio.to_thread(_file, ctx, thread_id, path)
 
-    # Imported here, not at the top: that module imports `ThreadId` and `not_readable`.
-    from weft.api.inventory_routes import add_inventory_routes
-
-    add_inventory_routes(routes, ctx)
     return routes
 
 

@@ -22,23 +22,32 @@ import time
 import uuid
 from datetime import datetime
 from pathlib import Path
+from typing import Any
+
+from weft.contract.thread import ThreadRead
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from support import local_stack, scratch_config, start_thread, wait_until  # noqa: E402
+from support import (  # noqa: E402
+    local_stack,
+    scratch_config,
+    start_thread,
+    store_of,
+    wait_until,
+)
 from test_context_compaction import FILLER, WINDOW, chat_script, definitions  # noqa: E402
 
 from weft.activities.compaction import REQUEST_MARKER  # noqa: E402
 from weft.workers.agent_worker import AgentWorker  # noqa: E402
 
 
-def _is_chat(record: dict) -> bool:
+def _is_chat(record: dict[str, Any]) -> bool:
     users = [m for m in record["messages"] or [] if m.get("role") == "user"]
     return not users or REQUEST_MARKER not in str(users[-1].get("content"))
 
 
-def _bytes(record: dict) -> int:
+def _bytes(record: dict[str, Any]) -> int:
     return len(json.dumps([record["messages"], record["tools"]]).encode())
 
 
@@ -68,20 +77,19 @@ async def main(turns: int) -> None:
                     await handle.signal(
                         "queue_message", {"role": "user", "content": f"turn {turn}: {FILLER}"}
                     )
-                    await wait_until(
-                        handle,
-                        lambda s, n=turn: s.counters.turns > n and s.status == "waiting_input",
-                        timeout=120,
-                        interval=0.005,
-                    )
+
+                    def answered(s: ThreadRead, n: int = turn) -> bool:
+                        return s.counters.turns > n and s.status == "waiting_input"
+
+                    await wait_until(handle, answered, timeout=120, interval=0.005)
                     durations.append(time.perf_counter() - sent)
                 total = time.perf_counter() - began
-                events = worker.store.events.read(
+                events = store_of(worker).events.read(
                     started.id,
                     limit=100_000,
                     types=["context.compaction.started", "context.compaction.completed"],
                 )
-                boundaries = worker.store.boundaries.list(started.id)
+                boundaries = store_of(worker).boundaries.list(started.id)
                 await handle.signal("terminate", {})
     chats = [r for r in scripted.requests if r["model"] == script and _is_chat(r)]
     refused = [r for r in scripted.requests if r["model"] == script and r["status"] != 200]

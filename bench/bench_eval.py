@@ -19,6 +19,11 @@ import uuid
 from pathlib import Path
 
 import yaml
+from temporalio.client import Client
+
+from weft.definitions import Definitions
+from weft.workers.config import WeftConfig
+from weft.workers.scripted_model import ScriptedModelServer
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -43,7 +48,13 @@ SCRIPT = {
 
 
 async def _plain(
-    client, scripted, config, definitions, cases: int, turns: int, level: int
+    client: Client,
+    scripted: ScriptedModelServer,
+    config: WeftConfig,
+    definitions: Definitions,
+    cases: int,
+    turns: int,
+    level: int,
 ) -> float:
     """Seconds to run `cases` threads of `turns` turns, `level` at once, with no eval."""
     began = time.perf_counter()

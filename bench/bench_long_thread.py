@@ -29,6 +29,7 @@ from support import (  # noqa: E402
     run_histories,
     scratch_config,
     start_thread,
+    store_of,
     wait_until,
 )
 
@@ -70,7 +71,7 @@ async def main(steps: int) -> None:
                 )
                 elapsed = time.perf_counter() - began
                 runs = await run_histories(client, started.id, started.first_execution_run_id)
-                positions = [m.position for m in worker.store.messages.list(started.id)]
+                positions = [m.position for m in store_of(worker).messages.list(started.id)]
                 await handle.signal("terminate", {})
     events = [len(r.events) for r in runs]
     sizes = [len(MessageToJson(History(events=r.events)).encode()) for r in runs]

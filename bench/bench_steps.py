@@ -18,10 +18,12 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 from google.protobuf.json_format import MessageToJson
 from temporalio.api.history.v1 import History
+from temporalio.client import Client
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -69,7 +71,7 @@ async def plain_loop(scripted: ScriptedModelServer, model: str, steps: int, db: 
         async def set_value(self, key: str, value: object) -> None:
             await asyncio.to_thread(store.values.set, thread_id, key, value)
 
-    history = [{"role": "user", "content": "take notes"}]
+    history: list[dict[str, Any]] = [{"role": "user", "content": "take notes"}]
     position = 0
     async with httpx.AsyncClient() as http:
         provider = OpenAIChatProvider(http, base_url=scripted.openai_base_url, api_key=None)
@@ -118,7 +120,7 @@ async def plain_loop(scripted: ScriptedModelServer, model: str, steps: int, db: 
 
 
 async def temporal_thread(
-    client, scripted, model: str, steps: int, tmp: Path
+    client: Client, scripted: ScriptedModelServer, model: str, steps: int, tmp: Path
 ) -> tuple[float, int, int]:
     """Seconds for the thread's steps, its history bytes (JSON) and event count."""
     config = scratch_config(tmp)
@@ -141,7 +143,9 @@ async def temporal_thread(
         return elapsed, size, len(history.events)
 
 
-async def handwritten(client, scripted, model: str, steps: int, tmp: Path) -> float:
+async def handwritten(
+    client: Client, scripted: ScriptedModelServer, model: str, steps: int, tmp: Path
+) -> float:
     """Seconds for the same steps in the hand-written workflow of bench/handwritten.py."""
     from floor import stock_sandbox
     from handwritten import HandwrittenActivities, HandwrittenLoop

@@ -59,8 +59,8 @@ async def serve(store_url: str, temporal_address: str) -> None:
     from weft.api import create_api
     from weft.api.context import ApiContext
     from weft.api.event_feed import open_event_feed
+    from weft.api.gateway import GatewayServer
     from weft.client.threads import Threads
-    from weft.workers.gateway import GatewayServer
 
     store = Store.open(store_url, migrate=False)
     client = await connect(temporal_address)

@@ -100,16 +100,18 @@ class FloorWorkflow:
 
     @workflow.run
     async def run(self, args: dict[str, Any]) -> int:
-        options = {"start_to_close_timeout": timedelta(seconds=60)}
+        timeout = timedelta(seconds=60)
 
         async def model(request: dict[str, Any]) -> dict[str, Any]:
             reply: dict[str, Any] = await workflow.execute_activity(
-                MODEL_ACTIVITY, request, **options
+                MODEL_ACTIVITY, request, start_to_close_timeout=timeout
             )
             return reply
 
         async def tool(call: dict[str, Any]) -> str:
-            result: str = await workflow.execute_activity(TOOL_ACTIVITY, call, **options)
+            result: str = await workflow.execute_activity(
+                TOOL_ACTIVITY, call, start_to_close_timeout=timeout
+            )
             return result
 
         return await model_tool_loop(args, model, tool)

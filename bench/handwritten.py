@@ -86,17 +86,19 @@ class HandwrittenLoop:
     @workflow.run
     async def run(self, args: dict[str, Any]) -> int:
         position, steps = 0, 0
-        options = {"start_to_close_timeout": timedelta(seconds=60)}
+        timeout = timedelta(seconds=60)
         while True:
             steps += 1
             position += 1
             reply = await workflow.execute_activity(
-                "hand.model", {**args, "position": position}, **options
+                "hand.model", {**args, "position": position}, start_to_close_timeout=timeout
             )
             if not reply["tool_calls"]:
                 return steps
             for call in reply["tool_calls"]:
                 position += 1
                 await workflow.execute_activity(
-                    "hand.tool", {**args, "call": call, "position": position}, **options
+                    "hand.tool",
+                    {**args, "call": call, "position": position},
+                    start_to_close_timeout=timeout,
                 )

@@ -13,7 +13,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from temporalio.client import Client
 
@@ -74,21 +74,7 @@ async def run(args: argparse.Namespace, config: WeftConfig) -> int:
         return _usage(f"--min-pass-rate must be between 0 and 1, not {args.min_pass_rate}")
     if not Path(args.suite).is_dir():
         return _usage(f"eval suite {args.suite}: not a folder")
-    failed = 0
-    live = sys.stderr.isatty()
-
-    def progress(result: CaseResult, done: int, total: int) -> None:
-        nonlocal failed
-        failed += not result.passed
-        line = progress_line(done, total, failed)
-        # A bar redrawn in place on a terminal; one line per case in a log.
-        print(
-            f"\r{line}" if live else f"{line} ({result.name})",
-            end="" if live else "\n",
-            file=sys.stderr,
-            flush=True,
-        )
-
+    progress = Progress(sys.stderr)
     # As `weft dev`: without definitions of its own, a fresh folder evaluates the demo's.
     config = with_demo_defaults(config)
     async with _temporal(config) as client:
@@ -107,12 +93,40 @@ async def run(args: argparse.Namespace, config: WeftConfig) -> int:
             )
         except SuiteError as err:
             return _usage(str(err))
-    if live:
-        print(file=sys.stderr)
+        finally:
+            progress.close()
     print(evals.report_json(report) if args.json else evals.render_table(report))
     if args.junit:
         Path(args.junit).write_text(evals.junit_xml(report), encoding="utf-8")
     return 0 if report.ok else EXIT_FAILED
+
+
+class Progress:
+    """Cases as they end, on stderr: a bar redrawn in place on a terminal; in a log (CI,
+    a pipe) one plain line per case, since a bar's redraws would be one line each."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._terminal = stream.isatty()
+        self._failed = 0
+        self._drawn = False
+
+    def __call__(self, result: CaseResult, done: int, total: int) -> None:
+        """Show that `result` ended, `done` of `total` cases."""
+        self._failed += not result.passed
+        if self._terminal:
+            line = f"\r{progress_line(done, total, self._failed)}"
+        else:
+            line = f"{done}/{total} {result.name}: {'pass' if result.passed else 'FAIL'}\n"
+        self._stream.write(line)
+        self._stream.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        """End the bar's line, so the report starts on a line of its own."""
+        if self._terminal and self._drawn:
+            self._stream.write("\n")
+            self._stream.flush()
 
 
 @asynccontextmanager

@@ -42,9 +42,9 @@ async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
     from weft.api import create_api
     from weft.api.context import ApiContext
     from weft.api.event_feed import open_event_feed
+    from weft.api.gateway import GatewayServer
     from weft.client.threads import Threads
     from weft.store import Store
-    from weft.workers.gateway import GatewayServer
     from weft.workers.telemetry import tracer_provider, tracing_interceptor, weft_tracer
 
     token = args.token or os.environ.get(TOKEN_ENV)

@@ -310,6 +310,8 @@ def _renamed(
     column = THREAD_TABLES[part][1]
     for record in records:
         record[column] = thread_id
+        if part == "message_history" and isinstance(record.get("message"), dict):
+            record["message"]["thread_id"] = thread_id
         if part == "events" and isinstance(record.get("data"), dict):
             record["data"]["threadId"] = thread_id
             payload = record["data"].get("payload")

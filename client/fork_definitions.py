@@ -5,16 +5,28 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection
+import re
+import tempfile
+from collections.abc import Collection, Mapping
 from pathlib import Path
+from typing import Any
 
+from pydantic import BaseModel
 from temporalio.client import Client
 
 from weft.contract.activities import ACTIVITY_THREAD_INIT, ThreadInitResult
-from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.definitions import DefinitionSnapshot, ToolSpec
 from weft.contract.thread import ThreadStartInput
 from weft.definitions import DefinitionError, Definitions
+from weft.definitions.api import FunctionTool
 from weft.definitions.loader import load_directory
+
+# The kinds a definitions set sent over HTTP may hold: YAML only. Tools, hooks and effects
+# are Python that would run in the worker, and an MCP server may start a command there.
+UPLOADABLE_KINDS = ("models", "prompts", "agents")
+_UPLOADED_PATH = re.compile(
+    rf"^(?:{'|'.join(UPLOADABLE_KINDS)})/[A-Za-z0-9_][A-Za-z0-9_.\-]*\.ya?ml$"
+)
 
 
 async def source_start(
@@ -48,12 +60,13 @@ def fork_snapshot(
     agent: str | None = None,
     model: str | None = None,
     prompt: str | None = None,
-    definitions: Definitions | str | Path | None = None,
+    definitions: Definitions | str | Path | Mapping[str, str] | None = None,
 ) -> DefinitionSnapshot:
-    """The snapshot a fork runs on; a name it cannot find raises ValueError naming the flag."""
+    """The snapshot a fork runs on; a name it cannot find raises ValueError naming the flag.
+    `definitions` is a set, a folder, or documents by path (`uploaded_definitions`)."""
     snapshot = source
     if definitions is not None:
-        defs = definitions if isinstance(definitions, Definitions) else _load(definitions)
+        defs = _definitions(definitions, source)
         name = agent or source.agent.name
         try:
             snapshot = defs.snapshot(name)
@@ -85,6 +98,16 @@ def fork_snapshot(
     return changed.model_copy(update={"snapshot_id": _content_id(changed)})
 
 
+def _definitions(
+    given: Definitions | str | Path | Mapping[str, str], source: DefinitionSnapshot
+) -> Definitions:
+    if isinstance(given, Definitions):
+        return given
+    if isinstance(given, Mapping):
+        return uploaded_definitions(given, source)
+    return _load(given)
+
+
 def _load(folder: str | Path) -> Definitions:
     if not Path(folder).is_dir():
         raise ValueError(f"--definitions: {folder} is not a folder")
@@ -106,3 +129,54 @@ def _content_id(snapshot: DefinitionSnapshot) -> str:
     data = snapshot.model_dump(mode="json", by_alias=True, exclude={"snapshot_id"})
     digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
     return f"fork-{digest[:32]}"
+
+
+def uploaded_definitions(documents: Mapping[str, str], source: DefinitionSnapshot) -> Definitions:
+    """A definitions set from YAML (or JSON) documents by their path in a folder
+    (`agents/critic.yaml`), loaded and validated as the worker loads its folder; a problem
+    is a `DefinitionError` naming the path and the field. Prompts may name the function
+    tools of the source's snapshot, which an upload cannot carry (they are Python)."""
+    if not documents:
+        raise DefinitionError("definitions", None, "is empty; give at least an agent")
+    for path in documents:
+        if not _UPLOADED_PATH.match(path):
+            raise DefinitionError(path, None, _not_uploadable(path))
+    with tempfile.TemporaryDirectory(prefix="weft-fork-definitions-") as root:
+        for path, text in documents.items():
+            file = Path(root, path)
+            file.parent.mkdir(exist_ok=True)
+            file.write_text(text, encoding="utf-8")
+        definitions = load_directory(root)
+    definitions.root = None  # the folder is gone; an upload defines no MCP server to run
+    for spec in source.tools.values():
+        if spec.kind == "function" and not spec.builtin and spec.name not in definitions.tools:
+            definitions.add(_source_tool(spec), source=f"tool {spec.name!r} (the source's)")
+    definitions.validate()
+    return definitions
+
+
+def _not_uploadable(path: str) -> str:
+    kinds = ", ".join(f"{kind}/NAME.yaml" for kind in UPLOADABLE_KINDS)
+    if path.endswith(".py"):
+        return (
+            "Python definitions (tools, hooks, effects) run code in the worker and are not "
+            f"accepted over HTTP; give {kinds} (prompts may name the source's tools)"
+        )
+    return f"not a definition path that may be uploaded; give {kinds}"
+
+
+def _source_tool(spec: ToolSpec) -> FunctionTool:
+    """The source's function tool as the fork's definitions see it: its spec as the model
+    saw it. The worker runs the tool by name, so this stand-in never executes."""
+
+    class Arguments(BaseModel):
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return spec.parameters
+
+    def execute(state: object, args: BaseModel) -> None:
+        raise RuntimeError(f"tool {spec.name!r} runs in the worker, not in a fork's definitions")
+
+    return FunctionTool(
+        name=spec.name, description=spec.description, args=Arguments, execute=execute
+    )

@@ -11,36 +11,29 @@ is a fork that takes over: the source records its successor and is terminated.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from weft.activities.clock import now_iso
 from weft.client.fork_definitions import fork_snapshot, source_start
 from weft.client.fork_points import Point, resolve
-from weft.client.threads import new_thread_id
-from weft.contract.budget import Budget
+from weft.client.fork_seed import carry_over, fork_seed
+from weft.client.thread_ids import new_thread_id
 from weft.contract.correlation import default_session_id
-from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.events import Event
 from weft.contract.forks import ForkLink, ForkRefused, ForkResult
-from weft.contract.messages import Message, MessageMeta
-from weft.contract.thread import (
-    SIGNAL_TERMINATE,
-    WORKFLOW_TYPE,
-    Counters,
-    ThreadCarryOver,
-    ThreadStartInput,
-)
+from weft.contract.thread import SIGNAL_TERMINATE, WORKFLOW_TYPE, ThreadStartInput
 from weft.definitions import Definitions
 from weft.store import Store, ThreadRow
-from weft.store.history import ThreadLinks, files_as_of, seed_state, values_as_of
+from weft.store.fork_rows import ThreadTaken, discard_fork, is_unstarted_fork, seed_fork
+from weft.store.history import ThreadLinks
 from weft.workflows import search_attributes as attributes
-
-# As many index entries as a continued run carries; older ones stay in the store.
-_INDEX_CARRIED = 500
 
 __all__ = ["ForkLink", "ForkRefused", "ForkResult", "Forks"]
 
@@ -62,13 +55,17 @@ class Forks:
         agent: str | None = None,
         model: str | None = None,
         prompt: str | None = None,
-        definitions: Definitions | str | Path | None = None,
+        definitions: Definitions | str | Path | Mapping[str, str] | None = None,
         fork_id: str | None = None,
         rewind: bool = False,
     ) -> ForkResult:
         """Start a thread from `thread_id` as of `at` (a turn id: after it ended; or an
         event sequence); `ForkRefused` names the nearest valid points when `at` is inside
-        a turn. The fork runs on the source's definitions unless some are given."""
+        a turn. The fork runs on the source's definitions unless some are given.
+
+        All or nothing: the fork's rows are written in one transaction before its workflow
+        starts, and removed again when the start fails, so a retry with the same id finds
+        no leftovers (nor does one after a crash between the two: see `_clear_leftovers`)."""
         source = await asyncio.to_thread(self._store.threads.get, thread_id)
         if source is None:
             raise ForkRefused(f"no thread {thread_id!r} in the store")
@@ -83,18 +80,61 @@ class Forks:
             thread_id=thread_id, at_sequence=point.sequence, at_turn_id=point.turn_id, rewind=rewind
         )
         session_id = default_session_id(new_id)
-        messages = await asyncio.to_thread(
-            self._seed, source, new_id, session_id, point, snapshot, link
+        row = ThreadRow(
+            thread_id=new_id,
+            agent=snapshot.agent.name,
+            status="waiting_input",
+            session_id=session_id,
+            user_id=source.user_id,
+            created_at=datetime.now(UTC),
+            env=source.env,
         )
-        carry = _carry_over(new_id, session_id, snapshot, messages, point, link)
+        seed = await asyncio.to_thread(
+            fork_seed, self._store, source, events, point, snapshot, row, link
+        )
+        await self._clear_leftovers(new_id)
+        # Content-addressed and immutable: one left by a failed fork is harmless.
+        await asyncio.to_thread(
+            self._store.snapshots.put,
+            snapshot.snapshot_id,
+            snapshot.model_dump(mode="json", by_alias=True),
+        )
+        try:
+            await asyncio.to_thread(seed_fork, self._store, seed)
+        except ThreadTaken as err:
+            raise ForkRefused(f"--id: {err}; give another id") from None
         fork_start = ThreadStartInput(
             agent=snapshot.agent.name,
             session_id=session_id,
             user_id=source.user_id,
             env=start.env,
             options=start.options,
-            carry_over=carry,
+            carry_over=carry_over(seed, session_id, snapshot, point, link),
         )
+        try:
+            await self._start(new_id, fork_start, session_id, thread_id, point)
+        except WorkflowAlreadyStartedError:
+            await asyncio.to_thread(discard_fork, self._store, new_id)
+            raise ForkRefused(
+                f"--id: a workflow {new_id!r} already runs in Temporal; give another id"
+            ) from None
+        except Exception:
+            # An RPC that failed may still have started the workflow: its rows stay then.
+            if not await self._fork_started(new_id):
+                await asyncio.to_thread(discard_fork, self._store, new_id)
+            raise
+        return ForkResult(thread_id=new_id, forked_from=link, messages=len(seed.messages))
+
+    async def _start(
+        self,
+        new_id: str,
+        fork_start: ThreadStartInput,
+        session_id: str,
+        source_id: str,
+        point: Point,
+    ) -> None:
+        """Start the fork's workflow, searchable by its source (`WeftForkedFrom`)."""
+        agent = fork_start.agent
         await self._client.start_workflow(
             WORKFLOW_TYPE,
             fork_start,
@@ -102,15 +142,32 @@ class Forks:
             task_queue=self._task_queue,
             search_attributes=TypedSearchAttributes(
                 [
-                    SearchAttributePair(attributes.AGENT, snapshot.agent.name),
+                    SearchAttributePair(attributes.AGENT, agent),
                     SearchAttributePair(attributes.STATUS, "waiting_input"),
                     SearchAttributePair(attributes.SESSION, session_id),
-                    SearchAttributePair(attributes.FORKED_FROM, thread_id),
+                    SearchAttributePair(attributes.FORKED_FROM, source_id),
                 ]
             ),
-            static_summary=f"{snapshot.agent.name}: fork of {thread_id} at event {point.sequence}",
+            static_summary=f"{agent}: fork of {source_id} at event {point.sequence}",
         )
-        return ForkResult(thread_id=new_id, forked_from=link, messages=len(messages))
+
+    async def _clear_leftovers(self, new_id: str) -> None:
+        """Remove the rows of an earlier fork under `new_id` that never started (the process
+        stopped between its commit and its start), so a retry with the same id can go on.
+        Rows whose workflow did start (and has not written yet) are kept: the id is taken."""
+        if await asyncio.to_thread(is_unstarted_fork, self._store, new_id):
+            if not await self._fork_started(new_id):
+                await asyncio.to_thread(discard_fork, self._store, new_id)
+
+    async def _fork_started(self, workflow_id: str) -> bool:
+        """Whether Temporal holds a fork's workflow under `workflow_id` (an agent thread
+        with `WeftForkedFrom`); True when it cannot tell, so rows are kept then."""
+        try:
+            description = await self._client.get_workflow_handle(workflow_id).describe()
+        except RPCError as err:
+            return err.status != RPCStatusCode.NOT_FOUND
+        forked_from = description.typed_search_attributes.get(attributes.FORKED_FROM)
+        return description.workflow_type == WORKFLOW_TYPE and forked_from is not None
 
     async def rewind(
         self,
@@ -121,7 +178,7 @@ class Forks:
         agent: str | None = None,
         model: str | None = None,
         prompt: str | None = None,
-        definitions: Definitions | str | Path | None = None,
+        definitions: Definitions | str | Path | Mapping[str, str] | None = None,
         fork_id: str | None = None,
     ) -> ForkResult:
         """Fork `thread_id` at `at` and let the fork take over: the source records its
@@ -179,52 +236,6 @@ class Forks:
             after = batch[-1].sequence or after + len(batch)
         return events
 
-    def _seed(
-        self,
-        source: ThreadRow,
-        new_id: str,
-        session_id: str,
-        point: Point,
-        snapshot: DefinitionSnapshot,
-        link: ForkLink,
-    ) -> list[Message]:
-        """Write the fork's snapshot, transcript, values, files, row and link."""
-        store = self._store
-        kept = set(point.turns)
-        transcript = store.messages.list(source.thread_id)
-        last = max((m.position for m in transcript if m.turn_id in kept), default=-1)
-        messages = [
-            m.model_copy(update={"thread_id": new_id})
-            for m in transcript
-            if m.turn_id in kept or (m.turn_id is None and m.position <= last)
-        ]
-        store.snapshots.put(snapshot.snapshot_id, snapshot.model_dump(mode="json", by_alias=True))
-        store.messages.append(messages)
-        seed_state(
-            store.database,
-            new_id,
-            values_as_of(store.database, source.thread_id, point.sequence),
-            files_as_of(store.database, source.thread_id, point.sequence),
-        )
-        now = datetime.now(UTC)
-        store.threads.upsert(
-            ThreadRow(
-                thread_id=new_id,
-                agent=snapshot.agent.name,
-                status="waiting_input",
-                session_id=session_id,
-                user_id=source.user_id,
-                created_at=now,
-                env=source.env,
-            )
-        )
-        with store.database.write() as connection:
-            self._links.set_forked_from(connection, new_id, link.model_dump(by_alias=True))
-        # A fork is the root of its own tree, so it opens its own ledger, as thread.init does.
-        limits = Budget().stricter(snapshot.agent.budget)
-        store.budgets.open(new_id, limits, now=now)
-        return messages
-
     def _rollback_event(self, thread_id: str, kind: str, payload: dict[str, object]) -> None:
         event = Event(
             type=kind,
@@ -234,60 +245,3 @@ class Forks:
             payload=payload,
         )
         self._store.events.append([event])
-
-
-def _carry_over(
-    thread_id: str,
-    session_id: str,
-    snapshot: DefinitionSnapshot,
-    messages: list[Message],
-    point: Point,
-    link: ForkLink,
-) -> ThreadCarryOver:
-    """The memory the fork's first run starts with: the copied transcript indexed, and the
-    facts that announce the fork, written by the run as a continued run writes its own."""
-    index = [
-        MessageMeta(
-            id=m.id,
-            position=m.position,
-            role=m.role,
-            side=m.side,
-            turn_id=m.turn_id,
-            tool_call_id=m.tool_call_id,
-            created_at=m.created_at,
-            parent_id=m.parent_id,
-            depth=m.depth,
-        )
-        for m in messages
-    ]
-    kept = index[-_INDEX_CARRIED:]
-    now = now_iso()
-    announce = [
-        Event(
-            type="session.created",
-            event_id=f"{thread_id}:session.created",
-            timestamp=now,
-            thread_id=thread_id,
-            session_id=session_id,
-            payload={"agent": snapshot.agent.name, "rootThreadId": thread_id},
-        ),
-        Event(
-            type="thread.updated",
-            event_id=f"{thread_id}:forked",
-            timestamp=now,
-            thread_id=thread_id,
-            session_id=session_id,
-            payload={"forkedFrom": link.model_dump(mode="json", by_alias=True)},
-        ),
-    ]
-    return ThreadCarryOver(
-        snapshot=snapshot,
-        status="waiting_input",
-        index=kept,
-        index_base=len(index) - len(kept),
-        counters=Counters(
-            messages=max((m.position for m in messages), default=-1) + 1,
-            turns=len(point.turns),
-        ),
-        outbox=announce,
-    )

@@ -8,11 +8,9 @@ Events are tailed from the store by cursor, because workflows cannot stream.
 from __future__ import annotations
 
 import asyncio
-import re
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
@@ -21,7 +19,9 @@ from weft.client import inventory
 from weft.client.ask import Policy, ask_thread
 from weft.client.bundles import BundleRef, export_thread, import_bundle
 from weft.client.context import context_snapshot
+from weft.client.forks import Forks
 from weft.client.lineage import with_lineage
+from weft.client.thread_ids import new_thread_id
 from weft.contract.budget import (
     UPDATE_SET_BUDGET,
     Budget,
@@ -66,24 +66,6 @@ from weft.contract.thread import (
 from weft.contract.turns import TurnResult
 from weft.contract.ui_text import secret_values, thread_summary
 from weft.store import Store
-
-if TYPE_CHECKING:  # forks.py imports this module
-    from weft.client.forks import Forks
-
-_NOT_IN_ID = re.compile(r"[^A-Za-z0-9_.\-]+")
-
-
-def new_thread_id(agent: str) -> str:
-    """A readable thread id, `<agent>-<12 hex>` (`helper-7f3a9c2e41b0`), so that lists such
-    as the Temporal UI's tell threads apart by agent; 48 random bits keep ids of one agent
-    apart well past a million threads."""
-    return f"{thread_id_prefix(agent)}-{uuid.uuid4().hex[:12]}"
-
-
-def thread_id_prefix(agent: str) -> str:
-    """The agent part of a thread id: id-safe characters, starting with a letter or digit
-    (the HTTP API's id pattern)."""
-    return _NOT_IN_ID.sub("-", agent).lstrip("_.-")[:64] or "thread"
 
 
 class Threads:
@@ -279,8 +261,6 @@ class Threads:
         return await self._forks("rewind").rewind(thread_id, at=at, **options)
 
     def _forks(self, method: str) -> Forks:
-        from weft.client.forks import Forks  # forks.py builds on this module
-
         if self._store is None:
             raise ValueError(f"Threads.{method} needs a store: Threads(client, store=...)")
         return Forks(self._client, self._store, task_queue=self._task_queue)

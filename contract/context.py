@@ -128,20 +128,6 @@ class ContextReport(CamelModel):
     boundary_id: str | None = None
 
 
-class ContextCarry(CamelModel):
-    """The context state a thread carries across continue-as-new."""
-
-    boundary: ContextBoundary | None = None
-    compactions: int = 0
-    last_request_tokens: int = 0
-    pending_tokens: int = 0
-    token_scale: float = 1.0
-    learnt_limit: int | None = None
-    prompt_budget: int | None = None
-    requested: CompactionReason | None = None
-    warnings: list[str] = Field(default_factory=list)
-
-
 def boundary_snapshot(
     thread_id: str,
     boundaries: list[ContextBoundary],

@@ -6,9 +6,10 @@ accepted too). docs/evals.md is the user's view.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from weft.contract.wire import CamelModel
 
@@ -60,6 +61,16 @@ class Expectations(CamelModel):
     no_failed_turn: bool = Field(default=True, description="no turn ends failed")
     rubric: Rubric | None = None
 
+    @field_validator("matches")
+    @classmethod
+    def _a_regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as err:
+                raise ValueError(f"not a regular expression: {err}") from None
+        return value
+
     @model_validator(mode="before")
     @classmethod
     def _one_substring(cls, data: Any) -> Any:
@@ -106,6 +117,18 @@ class EvalCase(CamelModel):
         default=True,
         description="recorded: each turn's answer and tool calls must equal the recording's",
     )
+    # The file the case was read from, for errors that name it (not part of the case).
+    _source: str = PrivateAttr(default="")
+
+    @property
+    def source(self) -> str:
+        """The case's file, or its name when it was not read from one."""
+        return self._source or self.name
+
+    def from_file(self, path: str) -> EvalCase:
+        """This case, known to come from `path`."""
+        self._source = path
+        return self
 
     @model_validator(mode="after")
     def _one_source(self) -> EvalCase:

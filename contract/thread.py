@@ -4,18 +4,30 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import (
+    BaseModel,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
-from weft.contract.actions import ActionResolution, PendingAction
 from weft.contract.budget import Budget, BudgetState
-from weft.contract.context import ContextCarry, ContextOptions
+from weft.contract.carry_parts import (
+    ActionBook,
+    EffectBook,
+    SubagentBook,
+    flat_parts,
+    nest_flat_parts,
+)
+from weft.contract.context import ContextOptions
+from weft.contract.context_state import ContextState
 from weft.contract.definitions import DefinitionSnapshot
-from weft.contract.effects import ScheduledEffect
 from weft.contract.events import Event
 from weft.contract.forks import ForkLink
-from weft.contract.mcp import CatalogReason, McpServerCatalog
+from weft.contract.mcp_book import McpBook
 from weft.contract.messages import Message, MessageMeta, QueuedMessage, QueuedTool, Side
-from weft.contract.subagents import ParentLink, RegistryEntry, SpawnRequest
+from weft.contract.subagents import ParentLink
 from weft.contract.turns import StopReason as StopReason
 from weft.contract.turns import TurnsCarry
 from weft.contract.turns import UsageTotals as UsageTotals
@@ -244,14 +256,32 @@ class ThreadResult(CamelModel):
     usage: UsageTotals
 
 
-class CarriedQueueEntry(CamelModel):
-    """One queued message or tool, carried into the next run as it was."""
+class QueueEntry(CamelModel):
+    """One queued message or tool, FIFO; carried into the next run as it is."""
 
     queue_id: str
     turn_id: str
     enqueued_at: str
     message: QueuedMessage | None = None
     tool: QueuedTool | None = None
+
+    def to_item(self) -> QueuedItem:
+        """How `thread_read` shows this entry."""
+        if self.tool is not None:
+            return QueuedItem(
+                queue_id=self.queue_id,
+                kind="tool",
+                turn_id=self.turn_id,
+                tool=self.tool.name,
+                enqueued_at=self.enqueued_at,
+            )
+        return QueuedItem(
+            queue_id=self.queue_id,
+            kind="message",
+            turn_id=self.turn_id,
+            role=self.message.role if self.message else None,
+            enqueued_at=self.enqueued_at,
+        )
 
 
 class TurnCursor(CamelModel):
@@ -272,7 +302,7 @@ class ThreadCarryOver(CamelModel):
 
     snapshot: DefinitionSnapshot
     status: ThreadStatus
-    queue: list[CarriedQueueEntry] = Field(default_factory=list)
+    queue: list[QueueEntry] = Field(default_factory=list)
     index: list[MessageMeta] = Field(default_factory=list)
     index_base: int = Field(default=0, ge=0, description="index entries left to the store")
     counters: Counters = Field(default_factory=Counters)
@@ -280,29 +310,19 @@ class ThreadCarryOver(CamelModel):
     cost_unknown: bool = False
     warnings: int = 0
     incidents: list[dict[str, Any]] = Field(default_factory=list)
-    pending_actions: list[PendingAction] = Field(default_factory=list)
-    resolved_actions: list[ActionResolution] = Field(default_factory=list)
-    session_allowed_tools: list[str] = Field(default_factory=list)
-    children: list[RegistryEntry] = Field(default_factory=list)
+    actions: ActionBook = Field(default_factory=ActionBook, description="flat on the wire")
+    subagents: SubagentBook = Field(default_factory=SubagentBook, description="flat on the wire")
     active_agent: str | None = Field(default=None, description="set by a handoff")
-    immediate_done: list[str] = Field(
-        default_factory=list, description="prompts whose immediate subagents were started"
-    )
-    deferred_spawns: list[SpawnRequest] = Field(
-        default_factory=list, description="subagents waiting on scoped variables (§7.5)"
-    )
     stop_reason: StopReason | None = None
     last_outcome: str | None = None
     terminated_at: str | None = None
     terminate_reason: str | None = None
     turn: TurnCursor | None = None
-    context: ContextCarry | None = Field(default=None, description="the context window state")
+    context: ContextState | None = Field(default=None, description="the context window state")
     turns: TurnsCarry | None = Field(
         default=None, description="recent turn results (None in histories before them)"
     )
-    effects: list[ScheduledEffect] = Field(
-        default_factory=list, description="pending scheduled effects, with their due times"
-    )
+    effect_book: EffectBook = Field(default_factory=EffectBook, description="flat on the wire")
     outbox: list[Event] = Field(
         default_factory=list,
         description="events not yet stored (signals that came during the last write); the "
@@ -314,17 +334,31 @@ class ThreadCarryOver(CamelModel):
     budget: BudgetState | None = Field(
         default=None, description="the tree's budget as last reported to this thread"
     )
-    mcp_catalogs: list[McpServerCatalog] = Field(
-        default_factory=list, description="the MCP servers' tool catalogues, as last listed"
-    )
-    mcp_due: dict[str, CatalogReason] = Field(
-        default_factory=dict, description="MCP servers to list again before their next use"
-    )
+    mcp: McpBook = Field(default_factory=McpBook, description="flat on the wire")
     continued_from: ContinuedFrom | None = Field(
         default=None,
         description="the run this one continues, for the new run to record the transition "
         "(None when the previous run recorded it itself, as runs before this field did)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest_parts(cls, data: Any) -> Any:
+        return nest_flat_parts(data, FLAT_PARTS) if isinstance(data, dict) else data
+
+    @model_serializer(mode="wrap")
+    def _flatten_parts(self, write: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return flat_parts(write(self), FLAT_PARTS)
+
+
+# Parts carried as they are, whose fields are flat in `ThreadCarryOver`'s JSON
+# (contract/carry_parts.py): by the carry-over's field that holds each.
+FLAT_PARTS: dict[str, type[BaseModel]] = {
+    "actions": ActionBook,
+    "subagents": SubagentBook,
+    "effect_book": EffectBook,
+    "mcp": McpBook,
+}
 
 
 class ContinuedFrom(CamelModel):

@@ -8,17 +8,13 @@ and the model's.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from weft.contract.definitions import ModelDef, PromptDef
 from weft.definitions.errors import DefinitionError
 from weft.definitions.mcp_checks import entry_label
-
-if TYPE_CHECKING:
-    from weft.definitions.definition_set import Definitions
+from weft.definitions.tables import DefinitionTables
 
 
-def check_model_capabilities(definitions: Definitions) -> None:
+def check_model_capabilities(definitions: DefinitionTables) -> None:
     """Refuse tools offered to a model (or a fallback) that cannot call tools."""
     for prompt in definitions.prompts.values():
         if prompt.tools:
@@ -37,7 +33,7 @@ def check_model_capabilities(definitions: Definitions) -> None:
 
 
 def _refuse_toolless(
-    definitions: Definitions,
+    definitions: DefinitionTables,
     prompt: PromptDef,
     where: str,
     field: str,
@@ -58,7 +54,7 @@ def _refuse_toolless(
             )
 
 
-def _model_chain(definitions: Definitions, name: str) -> list[ModelDef]:
+def _model_chain(definitions: DefinitionTables, name: str) -> list[ModelDef]:
     """The model and its fallbacks, depth first, once each (unknown names skipped)."""
     chain: dict[str, ModelDef] = {}
     pending = [name]

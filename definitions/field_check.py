@@ -24,15 +24,15 @@ from weft.contract.validation import describe_validation_error
 from weft.definitions.errors import DefinitionError
 from weft.definitions.field_support import Refused, support_of
 from weft.definitions.mcp_checks import MCP_KIND
+from weft.definitions.tables import DefinitionTables
 
 if TYPE_CHECKING:
     from weft.definitions.api import FunctionTool
-    from weft.definitions.definition_set import Definitions
 
 _FUNCTION_ENTRY_FIELDS = ("name", "env", "options")
 
 
-def check_field_support(definitions: Definitions) -> None:
+def check_field_support(definitions: DefinitionTables) -> None:
     """Raise for the first refused field a definition sets (file, field path, why)."""
     for name, model in definitions.models.items():
         refuse_unsupported(definitions.where("model", name), model)
@@ -84,7 +84,7 @@ def _nested(path: str, value: Any) -> Iterator[tuple[str, BaseModel]]:
                 yield f"{path}.{key}.", item
 
 
-def _check_entry(definitions: Definitions, where: str, path: str, entry: ToolRef) -> None:
+def _check_entry(definitions: DefinitionTables, where: str, path: str, entry: ToolRef) -> None:
     name = entry.name
     data = entry.model_dump(by_alias=True, exclude_none=True)
     if name in definitions.tools or name == ASK_HUMAN_TOOL:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -25,9 +24,7 @@ from weft.contract.mcp import (
 )
 from weft.contract.validation import describe_validation_error
 from weft.definitions.errors import DefinitionError, known_names
-
-if TYPE_CHECKING:
-    from weft.definitions.definition_set import Definitions
+from weft.definitions.tables import DefinitionTables
 
 # The kind an MCP server is filed under in `Definitions.sources` (`where(MCP_KIND, name)`).
 MCP_KIND = "mcp server"
@@ -50,7 +47,7 @@ def mcp_server_error(
     return DefinitionError(where, field, message)
 
 
-def check_mcp_servers(definitions: Definitions) -> None:
+def check_mcp_servers(definitions: DefinitionTables) -> None:
     """Allow-lists name tools the model can be offered; nothing else is named `server.x`."""
     for server in definitions.mcp_servers.values():
         for i, tool in enumerate(server.allow or []):
@@ -75,7 +72,7 @@ def check_mcp_servers(definitions: Definitions) -> None:
                 )
 
 
-def check_mcp_ref(definitions: Definitions, where: str, index: int, entry: McpRef) -> None:
+def check_mcp_ref(definitions: DefinitionTables, where: str, index: int, entry: McpRef) -> None:
     """A prompt's `{mcp: server}` entry: a known server, and tools its filter offers."""
     field = f"tools[{index}]"
     server = definitions.mcp_servers.get(entry.mcp)
@@ -94,7 +91,9 @@ def check_mcp_ref(definitions: Definitions, where: str, index: int, entry: McpRe
         _check_offered(definitions, where, f"{field}.tools[{i}]", server, tool)
 
 
-def check_mcp_tool(definitions: Definitions, where: str, index: int, entry: str | ToolRef) -> None:
+def check_mcp_tool(
+    definitions: DefinitionTables, where: str, index: int, entry: str | ToolRef
+) -> None:
     """A prompt's `server.tool` entry (a string) for a defined server: a tool it offers."""
     field = f"tools[{index}]"
     name = entry if isinstance(entry, str) else entry.name
@@ -115,7 +114,7 @@ def check_mcp_tool(definitions: Definitions, where: str, index: int, entry: str 
     _check_offered(definitions, where, field, definitions.mcp_servers[server_name], tool)
 
 
-def unknown_tool_hint(definitions: Definitions, name: str) -> str:
+def unknown_tool_hint(definitions: DefinitionTables, name: str) -> str:
     """What an unknown dotted tool name would have needed to be an MCP server's tool."""
     head, dot, _ = name.partition(".")
     if not dot:
@@ -134,7 +133,7 @@ def entry_label(entry: str | ToolRef | McpRef) -> str:
 
 
 def _check_offered(
-    definitions: Definitions, where: str, field: str, server: McpServerDef, tool: str
+    definitions: DefinitionTables, where: str, field: str, server: McpServerDef, tool: str
 ) -> None:
     if not server.offers(tool):
         rule = (

@@ -9,8 +9,6 @@ schema per thread). Each problem is a `DefinitionError` naming the files.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import ValidationError
 
 from weft.contract.actions import ASK_HUMAN_TOOL
@@ -21,9 +19,7 @@ from weft.contract.subagents import SUBAGENT_CREATE_TOOL, SUBAGENT_MESSAGE_TOOL
 from weft.contract.tool_catalog import tool_entry
 from weft.contract.validation import describe_validation_error
 from weft.definitions.errors import DefinitionError
-
-if TYPE_CHECKING:
-    from weft.definitions.definition_set import Definitions
+from weft.definitions.tables import DefinitionTables
 
 _RUNTIME_TOOLS = (ASK_HUMAN_TOOL, SUBAGENT_CREATE_TOOL, SUBAGENT_MESSAGE_TOOL)
 
@@ -34,7 +30,7 @@ def prompt_tool_config(prompt: PromptDef, name: str) -> PromptToolConfig:
 
 
 def check_prompt_tool(
-    definitions: Definitions, where: str, index: int, prompt: PromptDef, name: str
+    definitions: DefinitionTables, where: str, index: int, prompt: PromptDef, name: str
 ) -> None:
     """One entry of `prompt`'s tools that names a prompt: unambiguous and a valid config."""
     field = f"tools[{index}]"
@@ -64,7 +60,7 @@ def check_prompt_tool(
         ) from None
 
 
-def check_prompt_tool_graph(definitions: Definitions) -> None:
+def check_prompt_tool_graph(definitions: DefinitionTables) -> None:
     """No cycle of prompt tools; no agent tool inside one; one argument mapping each."""
     _refuse_cycles(definitions)
     callers = _callers(definitions)
@@ -101,7 +97,7 @@ def check_prompt_tool_graph(definitions: Definitions) -> None:
             )
 
 
-def _callers(definitions: Definitions) -> dict[str, list[str]]:
+def _callers(definitions: DefinitionTables) -> dict[str, list[str]]:
     """For each prompt used as a prompt tool, the prompts that list it, in order."""
     callers: dict[str, list[str]] = {}
     for prompt in definitions.prompts.values():
@@ -110,18 +106,18 @@ def _callers(definitions: Definitions) -> dict[str, list[str]]:
     return callers
 
 
-def _prompt_tools(definitions: Definitions, prompt: PromptDef) -> list[str]:
+def _prompt_tools(definitions: DefinitionTables, prompt: PromptDef) -> list[str]:
     return [n for n in prompt.tool_names() if n in definitions.prompts]
 
 
-def _refuse_cycles(definitions: Definitions) -> None:
+def _refuse_cycles(definitions: DefinitionTables) -> None:
     """Depth-first over prompt-tool edges; meeting a prompt on the current path is a cycle."""
     done: set[str] = set()
     for name in definitions.prompts:
         _visit(definitions, name, [], done)
 
 
-def _visit(definitions: Definitions, name: str, path: list[str], done: set[str]) -> None:
+def _visit(definitions: DefinitionTables, name: str, path: list[str], done: set[str]) -> None:
     if name in path:
         cycle = [*path[path.index(name) :], name]
         raise DefinitionError(
@@ -140,5 +136,5 @@ def _visit(definitions: Definitions, name: str, path: list[str], done: set[str])
     done.add(name)
 
 
-def _files(definitions: Definitions, names: list[str]) -> str:
+def _files(definitions: DefinitionTables, names: list[str]) -> str:
     return ", ".join(definitions.where("prompt", n) for n in names)

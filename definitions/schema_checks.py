@@ -10,7 +10,7 @@ Each problem is a `DefinitionError` naming the file and the field.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jsonschema import exceptions, validators
 from pydantic import ValidationError
@@ -20,9 +20,7 @@ from weft.activities.providers.reasoning import ReasoningConfig
 from weft.contract.definitions import ModelDef, PromptDef
 from weft.contract.validation import describe_validation_error
 from weft.definitions.errors import DefinitionError
-
-if TYPE_CHECKING:
-    from weft.definitions.definition_set import Definitions
+from weft.definitions.tables import DefinitionTables
 
 # Keywords whose value is one subschema, a list of them, or a mapping of names to them.
 _ONE = ("items", "additionalItems", "contains", "not", "if", "then", "else", "propertyNames")
@@ -30,7 +28,7 @@ _LIST = ("prefixItems", "allOf", "anyOf", "oneOf")
 _MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 
 
-def check_model_requests(definitions: Definitions) -> None:
+def check_model_requests(definitions: DefinitionTables) -> None:
     """Check every prompt's requiredSchema and reasoning, and every model's providerTools."""
     for model in definitions.models.values():
         for i, tool in enumerate(model.provider_tools):
@@ -48,14 +46,14 @@ def check_model_requests(definitions: Definitions) -> None:
             _check_reasoning(definitions, prompt, models)
 
 
-def _chain(definitions: Definitions, name: str) -> list[ModelDef]:
+def _chain(definitions: DefinitionTables, name: str) -> list[ModelDef]:
     """The prompt's model and its fallbacks: any of them may answer."""
     model = definitions.models[name]
     return [model, *(definitions.models[f] for f in model.fallbacks)]
 
 
 def _check_required_schema(
-    definitions: Definitions, prompt: PromptDef, models: list[ModelDef]
+    definitions: DefinitionTables, prompt: PromptDef, models: list[ModelDef]
 ) -> None:
     where = definitions.where("prompt", prompt.name)
     schema = prompt.required_schema
@@ -121,7 +119,9 @@ def _subschemas(node: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
             yield from _subschemas(item, f"{path}.{key}.{name}")
 
 
-def _check_reasoning(definitions: Definitions, prompt: PromptDef, models: list[ModelDef]) -> None:
+def _check_reasoning(
+    definitions: DefinitionTables, prompt: PromptDef, models: list[ModelDef]
+) -> None:
     where = definitions.where("prompt", prompt.name)
     try:
         config = ReasoningConfig.model_validate(prompt.reasoning)

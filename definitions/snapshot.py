@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from weft.contract.actions import ASK_HUMAN_TOOL
 from weft.contract.definitions import (
@@ -26,6 +26,7 @@ from weft.contract.mcp import McpServerDef, servers_of
 from weft.contract.tool_catalog import tool_entry
 from weft.definitions.errors import DefinitionError, known_names
 from weft.definitions.prompt_tool_checks import prompt_tool_config
+from weft.definitions.tables import DefinitionTables
 from weft.definitions.tool_specs import (
     agent_tool_spec,
     ask_human_spec,
@@ -34,11 +35,8 @@ from weft.definitions.tool_specs import (
     resumable_subagent_specs,
 )
 
-if TYPE_CHECKING:
-    from weft.definitions.definition_set import Definitions
 
-
-def build_snapshot(definitions: Definitions, agent_name: str) -> DefinitionSnapshot:
+def build_snapshot(definitions: DefinitionTables, agent_name: str) -> DefinitionSnapshot:
     """Freeze what `agent_name` needs: its prompts, models (with fallbacks) and tools."""
     agent = definitions.agents.get(agent_name)
     if agent is None:
@@ -97,7 +95,7 @@ def build_snapshot(definitions: Definitions, agent_name: str) -> DefinitionSnaps
     )
 
 
-def _collect_prompt(definitions: Definitions, name: str, into: dict[str, PromptDef]) -> None:
+def _collect_prompt(definitions: DefinitionTables, name: str, into: dict[str, PromptDef]) -> None:
     if name in into:
         return
     prompt = definitions.prompts[name]
@@ -109,7 +107,7 @@ def _collect_prompt(definitions: Definitions, name: str, into: dict[str, PromptD
 
 
 def _collect_hooks(
-    definitions: Definitions, agents: list[AgentDef], prompts: dict[str, PromptDef]
+    definitions: DefinitionTables, agents: list[AgentDef], prompts: dict[str, PromptDef]
 ) -> dict[str, HookSpec]:
     """The id and point of every hook the snapshot's agents and prompts name (validated)."""
     named = [i for a in agents for i in a.hooks]
@@ -121,7 +119,7 @@ def _collect_hooks(
     }
 
 
-def _collect_model(definitions: Definitions, name: str, into: dict[str, ModelDef]) -> None:
+def _collect_model(definitions: DefinitionTables, name: str, into: dict[str, ModelDef]) -> None:
     if name in into:
         return
     into[name] = definitions.models[name]
@@ -129,7 +127,9 @@ def _collect_model(definitions: Definitions, name: str, into: dict[str, ModelDef
         _collect_model(definitions, fallback, into)
 
 
-def _collect_tools(definitions: Definitions, prompt: PromptDef, into: dict[str, ToolSpec]) -> None:
+def _collect_tools(
+    definitions: DefinitionTables, prompt: PromptDef, into: dict[str, ToolSpec]
+) -> None:
     """The specs of the prompt's tools: function tools, ask_human, agent and prompt tools."""
     for tool_name in prompt.tool_names():
         if tool_name in definitions.tools:
@@ -144,7 +144,7 @@ def _collect_tools(definitions: Definitions, prompt: PromptDef, into: dict[str, 
             into.setdefault(tool_name, prompt_tool_spec(sub, prompt_tool_config(prompt, sub.name)))
 
 
-def _collect_prompt_tools(definitions: Definitions, into: dict[str, PromptDef]) -> None:
+def _collect_prompt_tools(definitions: DefinitionTables, into: dict[str, PromptDef]) -> None:
     """The prompts that `into`'s prompts list as tools, and theirs, recursively: a prompt
     tool runs in this thread, so its prompt, model and tools are frozen here too."""
     pending = list(into.values())
@@ -157,7 +157,7 @@ def _collect_prompt_tools(definitions: Definitions, into: dict[str, PromptDef]) 
 
 
 def _collect_mcp_servers(
-    definitions: Definitions, prompts: dict[str, PromptDef]
+    definitions: DefinitionTables, prompts: dict[str, PromptDef]
 ) -> dict[str, McpServerDef]:
     """The MCP servers the prompts use (`{mcp: x}`, `x.tool`), by name; no tool specs: a
     server's tools are known only once the `tool.catalog` activity lists them."""
@@ -166,7 +166,7 @@ def _collect_mcp_servers(
     return {name: known[name] for name in sorted(set(used))}
 
 
-def _resumable_subagents(definitions: Definitions, prompts: dict[str, PromptDef]) -> list[str]:
+def _resumable_subagents(definitions: DefinitionTables, prompts: dict[str, PromptDef]) -> list[str]:
     """The dual_ai agents the prompts list as resumable, once each, in order."""
     names = [
         name

@@ -8,7 +8,6 @@ Names the runtime gives its own tools (`read_output`, `subagent_create`, …) ar
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -38,9 +37,7 @@ from weft.definitions.prompt_tool_checks import (
     check_prompt_tool_graph,
 )
 from weft.definitions.schema_checks import check_model_requests
-
-if TYPE_CHECKING:
-    from weft.definitions.definition_set import Definitions
+from weft.definitions.tables import DefinitionTables
 
 # `read_output` is weft's own: a definition of that name would shadow the reader the model
 # needs to page through an output it saw only as a preview.
@@ -50,7 +47,9 @@ _RESERVED_READ_OUTPUT = (
 )
 
 
-def check_definitions(definitions: Definitions, providers: Iterable[str] | None = None) -> None:
+def check_definitions(
+    definitions: DefinitionTables, providers: Iterable[str] | None = None
+) -> None:
     """Check every cross-reference; with `providers`, also that each model's is configured."""
     known_providers = set(providers) if providers is not None else None
     if READ_OUTPUT_TOOL in definitions.tools:
@@ -76,7 +75,7 @@ def check_definitions(definitions: Definitions, providers: Iterable[str] | None 
     check_field_support(definitions)
 
 
-def _check_hooks(definitions: Definitions, where: str, hook_ids: list[str]) -> None:
+def _check_hooks(definitions: DefinitionTables, where: str, hook_ids: list[str]) -> None:
     """Every hook id an agent or prompt lists names a hook these definitions hold."""
     for i, hook_id in enumerate(hook_ids):
         if hook_id not in definitions.hooks:
@@ -107,7 +106,9 @@ def _unknown_provider(name: str, providers: set[str]) -> str:
     return f"unknown provider {name!r}: {configured}; configure it: " + ", or ".join(ways)
 
 
-def _check_model(definitions: Definitions, model: ModelDef, providers: set[str] | None) -> None:
+def _check_model(
+    definitions: DefinitionTables, model: ModelDef, providers: set[str] | None
+) -> None:
     where = definitions.where("model", model.name)
     if providers is not None and model.provider not in providers:
         raise DefinitionError(where, "provider", _unknown_provider(model.provider, providers))
@@ -128,7 +129,7 @@ def _check_model(definitions: Definitions, model: ModelDef, providers: set[str] 
         seen.add(fallback)
 
 
-def _check_prompt(definitions: Definitions, prompt: PromptDef) -> None:
+def _check_prompt(definitions: DefinitionTables, prompt: PromptDef) -> None:
     where = definitions.where("prompt", prompt.name)
     if prompt.model not in definitions.models:
         raise DefinitionError(
@@ -155,7 +156,7 @@ def _check_prompt(definitions: Definitions, prompt: PromptDef) -> None:
 
 
 def _check_tool(
-    definitions: Definitions, where: str, index: int, prompt: PromptDef, tool_name: str
+    definitions: DefinitionTables, where: str, index: int, prompt: PromptDef, tool_name: str
 ) -> None:
     """One entry of a prompt's tools: a prompt tool, function tool, ask_human or agent tool."""
     if tool_name == READ_OUTPUT_TOOL:
@@ -225,7 +226,7 @@ def _check_ask_human(where: str, index: int, prompt: PromptDef) -> None:
 
 
 def _check_side(
-    definitions: Definitions, agent: AgentDef, side_name: str, side: SideConfig
+    definitions: DefinitionTables, agent: AgentDef, side_name: str, side: SideConfig
 ) -> None:
     where = definitions.where("agent", agent.name)
     if side.prompt not in definitions.prompts:

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from weft.contract.definitions import AgentDef, DefinitionSnapshot, VariableDef
 from weft.definitions.errors import DefinitionError
-
-if TYPE_CHECKING:
-    from weft.definitions.definition_set import Definitions
+from weft.definitions.tables import DefinitionTables
 
 
 class MissingVariable(DefinitionError):
@@ -36,7 +34,9 @@ class Declared:
     defaults: tuple[Mapping[str, Any], ...]
 
 
-def declared_variables(definitions: Definitions, snapshot: DefinitionSnapshot) -> list[Declared]:
+def declared_variables(
+    definitions: DefinitionTables, snapshot: DefinitionSnapshot
+) -> list[Declared]:
     """Every variable the snapshot's prompts and their function tools declare, in order."""
     found: list[Declared] = []
     owners = _prompt_owners(snapshot)
@@ -54,7 +54,7 @@ def declared_variables(definitions: Definitions, snapshot: DefinitionSnapshot) -
 
 
 def thread_env(
-    definitions: Definitions, snapshot: DefinitionSnapshot, env: Mapping[str, Any]
+    definitions: DefinitionTables, snapshot: DefinitionSnapshot, env: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The thread's env with declared types applied; `MissingVariable` for the first
     required variable that resolves nowhere."""

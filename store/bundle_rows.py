@@ -20,6 +20,7 @@ from weft.store.store import Store
 from weft.store.tables import (
     UTCDateTime,
     blobs,
+    budgets,
     context_boundaries,
     effects,
     events,
@@ -27,9 +28,11 @@ from weft.store.tables import (
     files,
     kv,
     kv_history,
+    message_history,
     messages,
     snapshots,
     subagents,
+    thread_links,
     threads,
 )
 
@@ -46,11 +49,18 @@ THREAD_TABLES: dict[str, tuple[Table, str, str]] = {
     # Every change of a key or path, so a fork of the imported thread reads old values too.
     "kv_history": (kv_history, "thread_id", "id"),
     "file_history": (file_history, "thread_id", "id"),
+    "message_history": (message_history, "thread_id", "id"),
+    # The ledger of the tree the thread is the root of (a child's is its root's: none).
+    "budgets": (budgets, "root_thread_id", "root_thread_id"),
+    # Where the thread was forked from, and its successor after a rewind.
+    "thread_links": (thread_links, "thread_id", "thread_id"),
 }
-# Parts a bundle may lack (written before the table existed); and the columns the
+# Parts a bundle may lack (written before weft exported them); and the columns the
 # importing store assigns itself (row ids), left out of the records.
-OPTIONAL_PARTS = frozenset({"kv_history", "file_history"})
-_ASSIGNED = frozenset({"kv_history.id", "file_history.id"})
+OPTIONAL_PARTS = frozenset(
+    {"kv_history", "file_history", "message_history", "budgets", "thread_links"}
+)
+_ASSIGNED = frozenset({"kv_history.id", "file_history.id", "message_history.id"})
 _BATCH = 500
 
 

@@ -91,32 +91,40 @@ def files_as_of(database: Database, thread_id: str, sequence: int) -> list[dict[
 def seed_state(
     database: Database, thread_id: str, values: dict[str, str], rows: list[dict[str, Any]]
 ) -> None:
-    """Give a new thread (a fork) these values and files, with their history, in one commit."""
-    now = datetime.now(UTC)
+    """Give a new thread these values and files, with their history, in one commit."""
     with database.write() as connection:
         database.lock_thread(connection, thread_id)
-        if values:
-            at = last_sequence(connection, thread_id)
-            connection.execute(
-                kv.insert(),
-                [
-                    {"thread_id": thread_id, "key": k, "value": v, "updated_at": now}
-                    for k, v in values.items()
-                ],
-            )
-            connection.execute(
-                kv_history.insert(),
-                [
-                    {"thread_id": thread_id, "key": k, "value": v, "at_sequence": at}
-                    for k, v in values.items()
-                ],
-            )
-        if rows:
-            connection.execute(
-                files.insert(),
-                [{**r, "thread_id": thread_id, "created_at": now, "updated_at": now} for r in rows],
-            )
-            record_paths(connection, thread_id, rows)
+        seed_state_in(connection, thread_id, values, rows)
+
+
+def seed_state_in(
+    connection: Connection, thread_id: str, values: dict[str, str], rows: list[dict[str, Any]]
+) -> None:
+    """Give a new thread (a fork) these values and files, with their history, in the
+    caller's transaction."""
+    now = datetime.now(UTC)
+    if values:
+        at = last_sequence(connection, thread_id)
+        connection.execute(
+            kv.insert(),
+            [
+                {"thread_id": thread_id, "key": k, "value": v, "updated_at": now}
+                for k, v in values.items()
+            ],
+        )
+        connection.execute(
+            kv_history.insert(),
+            [
+                {"thread_id": thread_id, "key": k, "value": v, "at_sequence": at}
+                for k, v in values.items()
+            ],
+        )
+    if rows:
+        connection.execute(
+            files.insert(),
+            [{**r, "thread_id": thread_id, "created_at": now, "updated_at": now} for r in rows],
+        )
+        record_paths(connection, thread_id, rows)
 
 
 class ThreadLinks:

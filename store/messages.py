@@ -10,6 +10,7 @@ from sqlalchemy import Connection, Select, delete, select, update
 
 from weft.contract.messages import Message
 from weft.store.database import Database
+from weft.store.message_history import keep_versions
 from weft.store.rows import message_to_row, row_to_message
 from weft.store.tables import messages, transcript_revisions
 
@@ -120,6 +121,7 @@ def update_message(
     if current is None:
         return None
     updated = Message.model_validate({**current.model_dump(), **changes})
+    keep_versions(connection, thread_id, "updated", [current])
     connection.execute(
         update(messages)
         .where(messages.c.thread_id == thread_id, messages.c.id == message_id)
@@ -141,7 +143,16 @@ def delete_message(connection: Connection, thread_id: str, message_id: str) -> l
         messages.c.role == "tool",
         messages.c.tool_call_id.in_(call_ids),
     )
-    answers = list(connection.scalars(select(messages.c.id).where(*results))) if call_ids else []
+    answered = (
+        [
+            row_to_message(row)
+            for row in connection.execute(select(messages).where(*results)).mappings()
+        ]
+        if call_ids
+        else []
+    )
+    answers = [answer.id for answer in answered]
+    keep_versions(connection, thread_id, "deleted", [current, *answered])
     if answers:
         connection.execute(delete(messages).where(*results))
     connection.execute(

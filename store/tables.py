@@ -327,6 +327,21 @@ file_history = Table(
     Index("ix_file_history_thread_sequence", "thread_id", "at_sequence"),
 )
 
+# A message as it was before each change of it (an update, or a delete), as `kv_history`
+# for keys: `at_sequence` is the thread's last event sequence when the change committed, so
+# a fork as of event P reads a message changed at or after P as its first such row holds it.
+message_history = Table(
+    "message_history",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    Column("thread_id", String(ID_LENGTH), nullable=False),
+    Column("message_id", String(ID_LENGTH), nullable=False),
+    Column("change", String(8), nullable=False),  # updated | deleted
+    Column("message", JSON, nullable=False),  # the message before the change, as stored
+    Column("at_sequence", BigInteger, nullable=False),
+    Index("ix_message_history_thread_sequence", "thread_id", "at_sequence"),
+)
+
 # Where a thread came from and where it went (docs/time-travel.md): a fork names its source
 # and the point it was taken at; a rewound source names its successor.
 thread_links = Table(

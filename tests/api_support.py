@@ -16,10 +16,10 @@ from temporalio.client import Client
 from weft.api import create_api
 from weft.api.context import ApiContext
 from weft.api.event_feed import open_event_feed
+from weft.api.gateway import GatewayServer
 from weft.client.threads import Threads
 from weft.store import Store
 from weft.workers.config import WeftConfig
-from weft.workers.gateway import GatewayServer
 
 API_TOKEN = "test-api-token"
 SSE = {"Accept": "text/event-stream"}

@@ -9,13 +9,14 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 from sqlalchemy import make_url
-from support import ephemeral_dev_server, scratch_config
+from support import StartWorker, ephemeral_dev_server, scratch_config
 from temporalio.client import Client
 
 from weft.definitions import Definitions
@@ -28,7 +29,6 @@ from weft.workers.search_attributes import ensure_search_attributes
 
 ROOT = Path(__file__).resolve().parents[1]
 
-StartWorker = Callable[..., Awaitable[AgentWorker]]
 
 ADMIN_URL = os.environ.get("WEFT_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -115,7 +115,7 @@ async def start_worker(
     """Start AgentWorkers for this test; they are shut down when it ends."""
     started: list[AgentWorker] = []
 
-    async def start(definitions: Definitions, **options: object) -> AgentWorker:
+    async def start(definitions: Definitions, **options: Any) -> AgentWorker:
         # One task queue per worker: the SDK refuses two workers of one queue in a process.
         options.setdefault("task_queue", f"tq-{uuid.uuid4().hex[:12]}")
         worker = AgentWorker(
@@ -124,7 +124,7 @@ async def start_worker(
             definitions=definitions,
             scripted=scripted_server,
             **options,
-        )  # type: ignore[arg-type]
+        )
         await worker.__aenter__()
         started.append(worker)
         return worker

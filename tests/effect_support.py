@@ -56,7 +56,8 @@ class ChainArgs(BaseModel):
 
 def chain(state: Any, args: ChainArgs) -> str:
     """An effect that schedules another effect (sync, run in a worker thread)."""
-    return state.schedule_effect("remind", {"text": args.then}, args.delay_ms)
+    effect_id: str = state.schedule_effect("remind", {"text": args.then}, args.delay_ms)
+    return effect_id
 
 
 class NapArgs(BaseModel):

@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
-from support import add_script, agent_definitions, idle_after, start_thread, wait_until
+from support import (
+    add_script,
+    agent_definitions,
+    idle_after,
+    start_thread,
+    store_of,
+    wait_until,
+)
 
 from weft.contract.definitions import ToolRef
 from weft.workers.agent_worker import AgentWorker
@@ -236,7 +243,9 @@ async def _subagents(client: Any, scripted: ScriptedModelServer, config: Any, pr
     definitions = family(parent, child, parent_tools=["researcher", "keeper"])
     keeper = definitions.agents["researcher"].model_copy(update={"name": "keeper"})
     definitions.add(keeper)
-    definitions.prompts["boss_prompt"].tools[1] = ToolRef(name="keeper", resumable=True)
+    definitions.prompts["boss_prompt"].tools[1] = ToolRef.model_validate(
+        {"name": "keeper", "resumable": True}
+    )
     async with AgentWorker(
         client,
         config,
@@ -592,7 +601,7 @@ async def _truthful(client: Any, scripted: ScriptedModelServer, config: Any, pro
         await wait_until(handle, lambda s: s.warnings == 1)
         await handle.signal("queue_message", {"role": "user", "content": "wait please"})
         for _ in range(600):  # the tool call has started: its event is stored
-            if worker.store.events.read(handle.id, types=["tool.started"]):
+            if store_of(worker).events.read(handle.id, types=["tool.started"]):
                 break
             await asyncio.sleep(0.05)
         await terminate(probe, worker, handle)

@@ -7,13 +7,13 @@ import base64
 import json
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 
 from weft.contract.thread import QUERY_THREAD_READ, WORKFLOW_TYPE, ThreadRead
 from weft.definitions import (
@@ -24,6 +24,19 @@ from weft.definitions import (
     define_tool,
 )
 from weft.workers.scripted_model import ScriptedModelServer
+
+if TYPE_CHECKING:
+    import jsonschema
+
+    from weft.contract.events import Event
+    from weft.contract.messages import Message, ToolCall
+    from weft.store import Store
+    from weft.workers.agent_worker import AgentWorker
+    from weft.workers.config import WeftConfig
+
+# The `start_worker` fixture (conftest.py): start(definitions, **AgentWorker options) enters
+# an AgentWorker that the fixture closes when the test ends.
+StartWorker = Callable[..., Awaitable["AgentWorker"]]
 
 
 class CityArgs(BaseModel):
@@ -89,14 +102,18 @@ async def local_stack(
     try:
         client = await connect(dev.address)
         await ensure_search_attributes(client, "default")
-        options = {} if max_records is None else {"max_records": max_records}
-        async with ScriptedModelServer(**options) as scripted:
+        scripted_server = (
+            ScriptedModelServer()
+            if max_records is None
+            else ScriptedModelServer(max_records=max_records)
+        )
+        async with scripted_server as scripted:
             yield client, scripted, dev.address
     finally:
         await dev.stop()
 
 
-def scratch_config(tmp: Any, *, store_url: str | None = None) -> Any:
+def scratch_config(tmp: str | Path, *, store_url: str | None = None) -> WeftConfig:
     """A WeftConfig for a throwaway worker: a SQLite store under `tmp` (or `store_url`) and
     the scripted provider; definitions come from Python."""
     from pathlib import Path
@@ -116,12 +133,13 @@ def agent_definitions(
     script: str,
     *,
     agent: str = "helper",
-    tools: list[str] | None = None,
+    tools: Sequence[str | dict[str, Any]] | None = None,
     side: dict[str, Any] | None = None,
     **agent_fields: Any,
 ) -> Definitions:
-    """An ai_human agent on the scripted model `script` with the test tools."""
-    tools = ["weather", "note", "explode"] if tools is None else tools
+    """An ai_human agent on the scripted model `script` with the test tools (names, or
+    entries in object form such as `{"mcp": "tools"}`)."""
+    tools = ["weather", "note", "explode"] if tools is None else list(tools)
     return Definitions().add(
         define_model(
             name="scripted", provider="scripted", model=script, inputPrice=1.0, outputPrice=2.0
@@ -168,7 +186,8 @@ async def start_thread(
 
 async def read(handle: WorkflowHandle[Any, Any]) -> ThreadRead:
     """The thread read model."""
-    return await handle.query(QUERY_THREAD_READ, result_type=ThreadRead)
+    thread_read: ThreadRead = await handle.query(QUERY_THREAD_READ, result_type=ThreadRead)
+    return thread_read
 
 
 async def wait_until(
@@ -223,10 +242,14 @@ async def run_js(state: Any, args: CodeArgs) -> Any:
     return result.model_dump(by_alias=True, exclude_none=True)
 
 
-async def run_histories(client: Client, workflow_id: str, first_run_id: str) -> list[Any]:
-    """The history of every run of a workflow, following its continue-as-new chain."""
+async def run_histories(
+    client: Client, workflow_id: str, first_run_id: str | None
+) -> list[WorkflowHistory]:
+    """The history of every run of a workflow, following its continue-as-new chain from
+    `first_run_id` (a started handle's `first_execution_run_id`)."""
     from temporalio.api.enums.v1 import EventType
 
+    assert first_run_id is not None, f"{workflow_id}: no first run id to follow the runs from"
     histories = []
     run_id: str | None = first_run_id
     while run_id:
@@ -284,7 +307,7 @@ SPECS = Path(__file__).resolve().parent / "specs" / "agentruntime"
 EVENT_SCHEMA = SPECS / "agentruntime-event.schema.json"
 
 
-def event_schema_validator() -> Any:
+def event_schema_validator() -> jsonschema.Draft202012Validator:
     """A validator for agentruntime-event.schema.json (vendored), checking formats too."""
     import json
 
@@ -360,9 +383,33 @@ async def wait_for_cancel(state: Any, args: WaitArgs) -> str:
     return "waited a minute"
 
 
-def stored_events(worker: Any, thread_id: str, *types: str) -> list[Any]:
+def store_of(worker: AgentWorker) -> Store:
+    """The store of a started worker (it opens its store on entry)."""
+    assert worker.store is not None, "the worker is not started: it has no store yet"
+    return worker.store
+
+
+def sequence_of(event: Event) -> int:
+    """The sequence of a stored event (the store numbers events as it writes them)."""
+    assert event.sequence is not None, f"{event.type} {event.event_id} was never stored"
+    return event.sequence
+
+
+def tool_calls_of(message: Message) -> list[ToolCall]:
+    """The tool calls of an assistant message that made some."""
+    assert message.tool_calls, f"message {message.id} made no tool calls"
+    return message.tool_calls
+
+
+def content_of(message: Message) -> str:
+    """The text of a message that has some."""
+    assert message.content is not None, f"message {message.id} has no content"
+    return message.content
+
+
+def stored_events(worker: AgentWorker, thread_id: str, *types: str) -> list[Event]:
     """The thread's stored events (of `types`, when given), in order."""
-    return worker.store.events.read(thread_id, limit=10_000, types=list(types) or None)
+    return store_of(worker).events.read(thread_id, limit=10_000, types=list(types) or None)
 
 
 async def until(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:

@@ -277,14 +277,14 @@ async def test_long_poll(start_worker, temporal_client, scripted_server, weft_co
             unknown = await stack.http.get("/threads/thread-nope/events", params=params)
             assert unknown.status_code == 404 and "thread-nope" in unknown.json()["error"]
         assert (await stack.http.get("/threads/thread-nope/events", headers=SSE)).status_code == 404
-        for params, field in (
+        for query, field in (
             ({"wait": 999}, "query.wait"),
             ({"after": -1}, "query.after"),
             ({"limit": 0}, "query.limit"),
             ({"wait": "nan"}, "query.wait"),
         ):
-            invalid = await stack.http.get(path, params=params)
-            assert invalid.status_code == 422 and invalid.json()["fields"] == [field], params
+            invalid = await stack.http.get(path, params=query)
+            assert invalid.status_code == 422 and invalid.json()["fields"] == [field], query
         invalid = await stack.http.get(path, headers={**SSE, "Last-Event-ID": "x"})
         assert invalid.status_code == 422 and invalid.json()["fields"] == ["header.Last-Event-ID"]
 

@@ -255,7 +255,7 @@ async def test_a_start_with_an_idempotency_key_starts_one_thread(
         )
         assert elsewhere.status_code == 422 and "POST /threads" in elsewhere.json()["error"]
         for bad in (b"x" * 256, "caf\u00e9".encode(), b"tab\tbed"):
-            reply = await stack.http.post("/threads", json=body, headers={"Idempotency-Key": bad})
+            reply = await stack.http.post("/threads", json=body, headers={b"Idempotency-Key": bad})
             assert reply.status_code == 400 and reply.json()["fields"] == ["Idempotency-Key"]
 
         # A crash after the start and before the reply was recorded: the key's record is
@@ -299,9 +299,9 @@ async def test_messages_are_read_whole_and_files_safely(
         await _idle(stack, thread_id)
         user = next(m for m in stack.store.messages.list(thread_id) if m.role == "user")
         assert user.metadata["contentRef"].startswith("blob:")
-        message = await stack.http.get(f"/threads/{thread_id}/messages/{user.id}")
-        assert message.status_code == 200
-        assert message.json()["content"] == big and message.json()["role"] == "user"
+        fetched = await stack.http.get(f"/threads/{thread_id}/messages/{user.id}")
+        assert fetched.status_code == 200
+        assert fetched.json()["content"] == big and fetched.json()["role"] == "user"
         missing = await stack.http.get(f"/threads/{thread_id}/messages/nope")
         assert missing.status_code == 404
 

@@ -16,7 +16,7 @@ from datetime import timedelta
 
 import pytest
 from api_support import api_stack, read_until
-from support import add_script, agent_definitions, start_thread
+from support import StartWorker, add_script, agent_definitions, start_thread
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import UpdateWorkflowExecutionLifecycleStage
 from temporalio.api.update.v1 import UpdateRef, WaitPolicy
@@ -25,6 +25,8 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from weft.api import control_routes
+from weft.workers.config import WeftConfig
+from weft.workers.scripted_model import ScriptedModelServer
 
 # Longer than the dev server's update long-poll interval (20 s), far below 60 s.
 SHORT_DEFAULT = 24.0
@@ -38,8 +40,12 @@ ASK_WEATHER = {
 
 
 async def test_wait_completed_keeps_its_default_timeout_behind_a_pending_permission(
-    start_worker, temporal_client, weft_config, scripted_server, monkeypatch: pytest.MonkeyPatch
-):
+    start_worker: StartWorker,
+    temporal_client: Client,
+    weft_config: WeftConfig,
+    scripted_server: ScriptedModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A turn queued behind a permission ask answers 202 waiting once the default passes."""
     monkeypatch.setattr(control_routes, "DEFAULT_TURN_WAIT_SECONDS", SHORT_DEFAULT)
     policy = {"mode": "auto", "rules": [{"tool": "weather", "decision": "ask"}]}

@@ -11,16 +11,36 @@ from typing import Any
 
 import pytest
 import yaml
-from support import add_script, agent_definitions, idle_after, read, start_thread, wait_until
+from support import (
+    StartWorker,
+    add_script,
+    agent_definitions,
+    idle_after,
+    read,
+    sequence_of,
+    start_thread,
+    store_of,
+    wait_until,
+)
+from temporalio.client import Client, WorkflowHandle
 from worker_process import crash_drill, until_event, worker_config
 
 from weft.client.ask import TurnWaitTimeout
 from weft.client.threads import Threads, tail_events
 from weft.contract.thread import SIGNAL_TERMINATE, UPDATE_SUBMIT_TURN
 from weft.contract.turns import TurnResult
+from weft.store import Store
+from weft.workers.agent_worker import AgentWorker
+from weft.workers.scripted_model import ScriptedModelServer
 
 
-async def _thread(start_worker, temporal_client, scripted_server, script: dict[str, Any], **kw):
+async def _thread(
+    start_worker: StartWorker,
+    temporal_client: Client,
+    scripted_server: ScriptedModelServer,
+    script: dict[str, Any],
+    **kw: Any,
+) -> tuple[AgentWorker, WorkflowHandle[Any, Any], Threads]:
     worker = await start_worker(agent_definitions(add_script(scripted_server, script)))
     handle = await start_thread(temporal_client, worker.task_queue, **kw)
     return (
@@ -30,7 +50,7 @@ async def _thread(start_worker, temporal_client, scripted_server, script: dict[s
     )
 
 
-async def _until_stored(store, thread_id: str, event_type: str, count: int = 1) -> None:
+async def _until_stored(store: Store, thread_id: str, event_type: str, count: int = 1) -> None:
     for _ in range(600):
         if len(store.events.read(thread_id, types=[event_type])) >= count:
             return
@@ -41,15 +61,15 @@ async def _until_stored(store, thread_id: str, event_type: str, count: int = 1) 
 SLOW = {"chunk_size": 4, "chunk_delay_ms": 150}
 
 
-async def _continued_after_turn(store, thread_id: str) -> tuple[int, int, list[int]]:
+async def _continued_after_turn(store: Store, thread_id: str) -> tuple[int, int, list[int]]:
     """Sequences of the first turn's start and end, and of every continue-as-new, once one
     came after that turn ended."""
     for _ in range(600):
         events = store.events.read(thread_id, limit=10_000)
-        started = [e.sequence for e in events if e.type == "turn.started"]
-        ended = [e.sequence for e in events if e.type == "turn.completed"]
+        started = [sequence_of(e) for e in events if e.type == "turn.started"]
+        ended = [sequence_of(e) for e in events if e.type == "turn.completed"]
         continued = [
-            e.sequence
+            sequence_of(e)
             for e in events
             if e.type == "thread.updated" and "continuedAsNew" in (e.payload or {})
         ]
@@ -71,15 +91,16 @@ async def test_ask_returns_the_answer(start_worker, temporal_client, scripted_se
     result = await threads.ask(handle.id, "What is the answer?")
     assert result.status == "completed" and result.stop_reason == "stop_on_response"
     assert result.response == "Forty-two." and result.error is None
-    stored = worker.store.messages.get(handle.id, result.message_id)
+    assert result.message_id is not None and result.events_cursor is not None
+    stored = store_of(worker).messages.get(handle.id, result.message_id)
     assert stored is not None and stored.role == "assistant" and stored.content == "Forty-two."
     assert stored.turn_id == result.turn_id
     assert result.usage is not None
     assert (result.usage.input_tokens, result.usage.output_tokens) == (30, 5)
     assert result.usage.cost_usd == pytest.approx((30 * 1.0 + 5 * 2.0) / 1_000_000)
-    ended = worker.store.events.read(handle.id, types=["turn.completed"])
+    ended = store_of(worker).events.read(handle.id, types=["turn.completed"])
     after: list[str] = []
-    async for event in tail_events(worker.store, handle.id, after=result.events_cursor):
+    async for event in tail_events(store_of(worker), handle.id, after=result.events_cursor):
         after.append(event.type)
         if event.type == "snapshot.updated":
             break
@@ -103,7 +124,7 @@ async def test_ask_through_a_tool_call(start_worker, temporal_client, scripted_s
     )
     result = await threads.ask(handle.id, "Weather in Oslo?")
     assert result.status == "completed" and result.response == "Sunny in Oslo, 21 degrees."
-    roles = [(m.role, m.turn_id) for m in worker.store.messages.list(handle.id)]
+    roles = [(m.role, m.turn_id) for m in store_of(worker).messages.list(handle.id)]
     assert roles == [(r, result.turn_id) for r in ("user", "assistant", "tool", "assistant")]
     await handle.signal(SIGNAL_TERMINATE, {})
 
@@ -123,7 +144,7 @@ async def test_ask_queued_behind_a_running_turn(start_worker, temporal_client, s
         },
         messages=[{"role": "user", "content": "first"}],
     )
-    await _until_stored(worker.store, handle.id, "model.delta")
+    await _until_stored(store_of(worker), handle.id, "model.delta")
     running = (await read(handle)).active_turn_id
     result = await threads.ask(handle.id, "second")
     assert result.status == "completed" and result.response == "the second answer"
@@ -156,7 +177,7 @@ async def test_ask_joins_a_turn_between_its_steps(start_worker, temporal_client,
         },
         messages=[{"role": "user", "content": "first"}],
     )
-    await _until_stored(worker.store, handle.id, "model.delta")
+    await _until_stored(store_of(worker), handle.id, "model.delta")
     running = (await read(handle)).active_turn_id
     result = await threads.ask(handle.id, "and also this")
     assert result.turn_id == running and result.response == "both answered"
@@ -189,7 +210,7 @@ async def test_terminate_while_asking(start_worker, temporal_client, scripted_se
         {"replies": [{"text": "a long answer that will never finish streaming", **SLOW}]},
     )
     running = asyncio.create_task(threads.ask(handle.id, "go"))
-    await _until_stored(worker.store, handle.id, "model.delta")
+    await _until_stored(store_of(worker), handle.id, "model.delta")
     queued = asyncio.create_task(threads.ask(handle.id, "and then"))
     await wait_until(handle, lambda s: len(s.queue) == 1)
     await threads.terminate(handle.id, "enough")
@@ -209,7 +230,7 @@ async def test_reject_policy_on_a_busy_thread(start_worker, temporal_client, scr
         {"replies": [{"text": "busy busy busy busy busy busy busy", **SLOW}]},
         messages=[{"role": "user", "content": "work"}],
     )
-    await _until_stored(worker.store, handle.id, "model.delta")
+    await _until_stored(store_of(worker), handle.id, "model.delta")
     result = await threads.ask(handle.id, "now!", policy="reject")
     assert result.status == "refused" and result.error is not None and "busy" in result.error
     await handle.signal(SIGNAL_TERMINATE, {})
@@ -231,7 +252,7 @@ async def test_reattach_by_update_id(start_worker, temporal_client, scripted_ser
     again = await threads.ask(handle.id, "take your time", update_id=cut.value.update_id)
     assert first.response == "an answer worth waiting for, streamed slowly"
     assert again == first
-    users = [m for m in worker.store.messages.list(handle.id) if m.role == "user"]
+    users = [m for m in store_of(worker).messages.list(handle.id) if m.role == "user"]
     assert [m.content for m in users] == ["take your time"]
     await handle.signal(SIGNAL_TERMINATE, {})
 
@@ -260,10 +281,10 @@ async def test_continue_as_new_waits_for_the_asker(start_worker, temporal_client
     )
     result = await threads.ask(handle.id, "take notes", update_id="ask-notes")
     assert result.response == "eight notes taken"
-    assert len(worker.store.values.get(handle.id, "notes")) == 8
+    assert len(store_of(worker).values.get(handle.id, "notes") or []) == 8
     # The turn ran in one run (its 8 steps would have continued as new several times);
     # the run continued as new once the answer was given.
-    started, ended, continued = await _continued_after_turn(worker.store, handle.id)
+    started, ended, continued = await _continued_after_turn(store_of(worker), handle.id)
     assert not [c for c in continued if started < c < ended], (started, ended, continued)
     again = await threads.ask(handle.id, "take notes", update_id="ask-notes")
     assert again == result
@@ -275,7 +296,7 @@ async def test_continue_as_new_waits_for_the_asker(start_worker, temporal_client
         if e.HasField("workflow_execution_update_accepted_event_attributes")
     ]
     assert accepted == ["ask-notes"]
-    users = [m for m in worker.store.messages.list(handle.id) if m.role == "user"]
+    users = [m for m in store_of(worker).messages.list(handle.id) if m.role == "user"]
     assert [m.content for m in users] == ["take notes"]
     hi = await threads.ask(handle.id, "hello")
     assert hi.response == "hi"

@@ -15,9 +15,9 @@ from bundle_support import SECRET, closed_thread
 
 from weft.api import bundle_routes
 from weft.api.context import ApiContext
+from weft.api.gateway import GatewayServer, create_app
 from weft.client.threads import Threads
 from weft.store import Store
-from weft.workers.gateway import GatewayServer, create_app
 
 BIG = os.urandom(1_500_000)  # random: compression cannot bring the bundle under 1 MiB
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import yaml
 from support import add_script, agent_definitions, idle_after, read, start_thread, wait_until
 
+from weft.workers.config import WeftConfig
+
 # The weather question asks for a tool that waits for permission; any other message (the
 # pasted files) gets a short reply.
 PERMISSION_THEN_REPLIES = {
@@ -51,7 +53,7 @@ def _one_line_error(result: tuple[int, str, str], *expected: str) -> None:
     assert line.startswith("weft: ") and all(part in line for part in expected), line
 
 
-def _cli_config(tmp_path: Path, weft_config, task_queue: str) -> Path:
+def _cli_config(tmp_path: Path, weft_config: WeftConfig, task_queue: str) -> Path:
     path = tmp_path / "cli.yml"
     temporal = {"address": weft_config.temporal.address, "taskQueue": task_queue}
     path.write_text(

@@ -121,7 +121,8 @@ async def test_a_dev_server_that_cannot_start_says_why_at_once(tmp_path):
     http_port = taken.getsockname()[1]
     config = DevServerConfig(ui_port=free_port(), db_file=None)
     server = DevServer(config, address=f"127.0.0.1:{free_port()}", persistent=False, ui=False)
-    server.command = lambda: [*DevServer.command(server), "--http-port", str(http_port)]
+    # This one server's command line gains a flag; the class's stays as it is.
+    server.command = lambda: [*DevServer.command(server), "--http-port", str(http_port)]  # type: ignore[method-assign]
     started = asyncio.get_running_loop().time()
     try:
         with pytest.raises(DevServerError) as refused:

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -74,7 +75,7 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-async def until(fact, what: str, timeout: float = 60) -> None:
+async def until(fact: Callable[[], object], what: str, timeout: float = 60) -> None:
     """Wait, bounded, until `fact()` holds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

@@ -6,12 +6,15 @@ import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 from support import add_script, agent_definitions, assert_preview_of, idle_after, wait_until
 
+from weft.workers.config import WeftConfig
 
-def _cli_config(tmp_path: Path, weft_config, task_queue: str) -> Path:
+
+def _cli_config(tmp_path: Path, weft_config: WeftConfig, task_queue: str) -> Path:
     path = tmp_path / "cli.yml"
     path.write_text(
         yaml.safe_dump(
@@ -68,7 +71,7 @@ async def test_tail_streams_deltas_live(
         stdout=asyncio.subprocess.PIPE,
     )
     assert tail.stdout is not None
-    arrivals: list[dict] = []
+    arrivals: list[dict[str, Any]] = []
     completed_when_first_delta_shown: list[object] | None = None
     try:
         while True:

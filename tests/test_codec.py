@@ -12,7 +12,7 @@ from google.protobuf import json_format
 from sqlalchemy import text
 from temporalio.api.common.v1 import Payload, Payloads
 
-from weft.activities.crypto import CryptoKeyError, new_key, parse_keys
+from weft.activities.crypto import CryptoKeyError, Keyring, new_key, parse_keys
 from weft.contract.activities import ThreadInitInput
 from weft.contract.thread import ThreadStartInput
 from weft.store import Store, ThreadRow
@@ -24,7 +24,7 @@ from weft.workers.secrets import ensure_dev_keys, load_keyring
 UI = "http://127.0.0.1:8233"
 
 
-def _keyring(*entries: str):
+def _keyring(*entries: str) -> Keyring:
     return parse_keys(entries, source="test")
 
 
@@ -37,7 +37,9 @@ async def test_only_payloads_carrying_env_are_encrypted():
     encoded = await converter.encode([start, init, no_env, {"role": "user", "content": "hi"}])
     assert [is_encrypted(p) for p in encoded] == [True, True, False, False]
     assert all(b"hunter2" not in p.SerializeToString() for p in encoded)
-    decoded = await converter.decode(encoded, [ThreadStartInput, ThreadInitInput, None, None])
+    decoded = await converter.decode(
+        encoded, [ThreadStartInput, ThreadInitInput, ThreadStartInput, dict]
+    )
     assert decoded[0].env == {"TOKEN": "hunter2"} and decoded[1].env == {"TOKEN": "hunter2"}
 
 
@@ -79,7 +81,7 @@ async def test_missing_or_wrong_key_is_a_clear_error():
         await EncryptionCodec(_keyring(f"k1:{new_key()}")).decode(sealed)
 
 
-def test_malformed_keys_are_rejected_naming_the_source(tmp_path: Path):
+def test_malformed_keys_are_rejected_naming_the_source(tmp_path: Path) -> None:
     """Bad base64, a short key, a missing id and duplicate ids are config errors."""
     cases = {
         "k1:not base64!!": "not valid base64",
@@ -95,7 +97,7 @@ def test_malformed_keys_are_rejected_naming_the_source(tmp_path: Path):
         load_config(environ={**no_file, "WEFT_CODEC_ENCRYPT": "some"})
 
 
-def test_keys_come_from_env_or_file_and_dev_makes_one(tmp_path: Path):
+def test_keys_come_from_env_or_file_and_dev_makes_one(tmp_path: Path) -> None:
     """No keys means no encryption; `weft dev` writes a private keys file that is reused."""
     config = WeftConfig(root=tmp_path)
     assert load_keyring(config) is None
@@ -108,7 +110,7 @@ def test_keys_come_from_env_or_file_and_dev_makes_one(tmp_path: Path):
     assert load_keyring(config).key_ids == ["prod-2", "dev-1"]  # type: ignore[union-attr]
 
 
-def test_store_seals_thread_env(tmp_path: Path):
+def test_store_seals_thread_env(tmp_path: Path) -> None:
     """The env column holds an envelope bound to the thread; reading needs the key."""
     keyring = _keyring(f"k1:{new_key()}")
     url = f"sqlite:///{tmp_path / 'weft.db'}"
@@ -222,7 +224,9 @@ def test_cli_codec_key_prints_a_usable_key(capsys):
     assert _keyring(entry).key_ids == ["k9"]
 
 
-def test_cli_codec_server_without_keys_fails_clearly(capsys, monkeypatch, tmp_path: Path):
+def test_cli_codec_server_without_keys_fails_clearly(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """`weft codec-server` with no keys exits 1 and says how to configure them."""
     from weft.cli.main import run
 

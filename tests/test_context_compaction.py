@@ -96,7 +96,9 @@ def definitions(
     )
 
 
-def chat_script(*, limit: int = WINDOW, extra_turns: list[dict[str, Any]] | None = None) -> dict:
+def chat_script(
+    *, limit: int = WINDOW, extra_turns: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """Short answers to every turn; summaries to compaction requests."""
     return {
         "context_limit": limit,

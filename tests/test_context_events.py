@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 from support import (
@@ -14,12 +15,15 @@ from support import (
     event_schema_validator,
     idle_after,
     start_thread,
+    store_of,
     wait_until,
 )
 from test_context_compaction import ask, chat_script, chat_thread
 
 from weft.client.threads import Threads
+from weft.contract.events import Event
 from weft.contract.thread import SIGNAL_TERMINATE
+from weft.workers.agent_worker import AgentWorker
 
 
 def _assert_valid(events: list[Any]) -> None:
@@ -29,11 +33,13 @@ def _assert_valid(events: list[Any]) -> None:
         assert not errors, f"{event.type} is invalid: {errors[0].message}"
 
 
-async def _stored(worker: Any, thread_id: str, done: Any) -> list[Any]:
+async def _stored(
+    worker: AgentWorker, thread_id: str, done: Callable[[list[Event]], object]
+) -> list[Event]:
     """The thread's events once `done(events)` holds (the workflow's ride on later writes)."""
     deadline = asyncio.get_running_loop().time() + 30
     while True:
-        events = worker.store.events.read(thread_id, limit=10_000)
+        events = store_of(worker).events.read(thread_id, limit=10_000)
         if done(events):
             return events
         assert asyncio.get_running_loop().time() < deadline, [e.type for e in events]

@@ -7,6 +7,7 @@ from pathlib import Path
 from support import add_script, idle_after, start_thread, wait_until
 
 from weft.definitions import load_directory
+from weft.workers.scripted_model import ScriptedModelServer
 
 
 def _write(root: Path, script: str, prompt: str) -> None:
@@ -17,7 +18,7 @@ def _write(root: Path, script: str, prompt: str) -> None:
     (root / "agents" / "helper.yaml").write_text("sideA:\n  prompt: p\n")
 
 
-def _system_prompts(server, script: str) -> list[str]:
+def _system_prompts(server: ScriptedModelServer, script: str) -> list[str]:
     return [r["messages"][0]["content"] for r in server.requests if r["model"] == script]
 
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from support import add_script, agent_definitions, idle_after, start_thread, wait_until
 
 
 async def test_threads_recover_from_provider_faults(start_worker, temporal_client, scripted_server):
     """A dropped connection, a truncated stream and a 500 are each retried to success."""
-    faults = {
+    faults: dict[str, dict[str, Any]] = {
         "dropped": {"drop_after_chunks": 2, "times": 1},
         "truncated": {"truncate": True, "times": 1},
         "server_error": {"error": {"status": 500, "body": "boom"}, "times": 1},

@@ -50,6 +50,8 @@ def test_an_effect_file_is_loaded_under_its_stem(tmp_path: Path) -> None:
         ("remind", EFFECT.format(extra=", name='a b'"), r"effects/remind.py: name: 'a b' must"),
     ],
 )
-def test_a_bad_effect_file_names_the_file(tmp_path, stem, body, expected) -> None:
+def test_a_bad_effect_file_names_the_file(
+    tmp_path: Path, stem: str, body: str, expected: str
+) -> None:
     with pytest.raises(DefinitionError, match=expected):
         load_directory(effects_dir(tmp_path, {stem: body}))

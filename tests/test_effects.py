@@ -29,7 +29,7 @@ from weft.contract.effects import (
 
 
 async def schedule(handle: Any, name: str, args: dict[str, Any], delay_ms: int = 0) -> str:
-    result = await handle.execute_update(
+    result: ScheduleEffectResult = await handle.execute_update(
         UPDATE_SCHEDULE_EFFECT_CHECKED,
         {"name": name, "args": args, "delayMs": delay_ms},
         result_type=ScheduleEffectResult,

@@ -141,6 +141,8 @@ async def test_unrecorded_call_fails_naming_it(
     assert not replay.passed
     assert replay.detail == 'no recorded result for count({"n":7})'
     assert case.divergence is not None and case.divergence.turn == 2
+    same = next(c for c in case.checks if c.name == "sameAsRecording")
+    assert (same.turn, same.detail) == (2, "its answer and tool calls differ from the recording's")
     assert case.divergence.recorded.answer == "two" and case.divergence.actual.answer == "seven"
     table = render_table(report)
     assert "diverges at turn 2" in table and "recorded" in table and "new run" in table

@@ -12,6 +12,8 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import yaml
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.service import RPCError
 
 WEFT = Path(sys.executable).parent / "weft"
 
@@ -76,6 +78,8 @@ async def test_failing_suite_exits_non_zero_with_junit(dev_server, tmp_path):
     assert code == 1, (out, err)
     assert "turn 1: contains 'Goodbye': answer was 'Hello there, friend.'" in out
     assert "1/2 passed (50%)" in out
+    # Not a terminal: one plain line per case, no progress bar.
+    assert "2/2 " in err and ": FAIL" in err and "[#" not in err and "\r" not in err, err
     root = ElementTree.parse(junit).getroot()
     assert root.get("tests") == "2" and root.get("failures") == "1"
     code, out, err = await _weft(config, "eval", str(suite), "--json", "--min-pass-rate", "0.5")
@@ -86,9 +90,23 @@ async def test_failing_suite_exits_non_zero_with_junit(dev_server, tmp_path):
     assert code == 2 and "--min-pass-rate must be between 0 and 1" in err
 
 
-async def test_killed_eval_resumes(dev_server, tmp_path):
-    """SIGKILL after some case results exist; the re-run keeps them, runs the rest, and
-    exits 0 with every case reported."""
+async def _running_in_flight(client, results: Path) -> list[str]:
+    """The threads the results folder marks in flight that are running."""
+    running = []
+    for marker in results.glob("*.inflight"):
+        thread_id = json.loads(marker.read_text())["threadId"]
+        try:
+            described = await client.get_workflow_handle(thread_id).describe()
+        except RPCError:  # not started yet
+            continue
+        if described.status == WorkflowExecutionStatus.RUNNING:
+            running.append(thread_id)
+    return running
+
+
+async def test_killed_eval_resumes(dev_server, temporal_client, tmp_path):
+    """SIGKILL after some case results exist; the re-run keeps them, runs the rest, ends
+    the thread the killed run left open, and exits 0 with every case reported."""
     config = _project(tmp_path, dev_server.address)
     case = {"agent": "greeter", "turns": [{"user": "hi", "expect": {"contains": "Hello"}}]}
     suite = _suite(tmp_path / "suite", {f"case{i}": case for i in range(8)})
@@ -107,18 +125,25 @@ async def test_killed_eval_resumes(dev_server, tmp_path):
         stderr=asyncio.subprocess.DEVNULL,
     )
     try:
-        for _ in range(1200):
-            if len(list(results.glob("*.json"))) >= 2 or process.returncode is not None:
-                break
-            await asyncio.sleep(0.05)
+        # Killed once two results exist and a third case's thread is running.
+        async with asyncio.timeout(60):
+            while process.returncode is None and not (
+                len(list(results.glob("*.json"))) >= 2
+                and await _running_in_flight(temporal_client, results)
+            ):
+                await asyncio.sleep(0.05)
         os.kill(process.pid, signal.SIGKILL)
     finally:
         await process.wait()
     kept = {p.name: p.read_text() for p in results.glob("*.json")}
     assert 2 <= len(kept) < 8, f"the kill came too late to prove a resume: {sorted(kept)}"
+    (orphan,) = await _running_in_flight(temporal_client, results)
+    handle = temporal_client.get_workflow_handle(orphan)
     code, out, err = await _weft(config, "eval", str(suite), "--json", "--results", str(results))
     assert code == 0, (out, err)
     data = json.loads(out)
     assert data["skipped"] == len(kept) and len(data["cases"]) == 8 and data["ok"]
     for name, text in kept.items():  # finished cases were not run again
         assert (results / name).read_text() == text
+    assert (await handle.describe()).status == WorkflowExecutionStatus.TERMINATED
+    assert not list(results.glob("*.inflight"))

@@ -13,18 +13,26 @@ from pathlib import Path
 
 import pytest
 from support import add_script, agent_definitions
-from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from worker_process import worker_config
 
 import weft
 from weft.client.starts import start_confirmed
-from weft.client.threads import Threads, new_thread_id
+from weft.client.thread_ids import new_thread_id
+from weft.client.threads import Threads
+from weft.definitions import Definitions
 from weft.workers.config import load_config
+from weft.workers.scripted_model import ScriptedModelServer
 
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@=+\-]{0,199}$")  # the HTTP API's pattern
 
 
-def _worker(client, definitions, tmp_path, scripted_server) -> weft.Worker:
+def _worker(
+    client: Client,
+    definitions: Definitions,
+    tmp_path: Path,
+    scripted_server: ScriptedModelServer,
+) -> weft.Worker:
     """A weft.Worker on its own task queue and store, the scripted server as `scripted`."""
     return weft.Worker(
         client,

@@ -34,6 +34,8 @@ from weft.activities.crypto import Keyring, new_key, parse_keys
 from weft.activities.snapshots import SnapshotCache
 from weft.activities.thread_records import ThreadRecordActivities
 from weft.activities.variables_request import VariableRequestActivities
+from weft.api.gateway import VARIABLES_PATH, GatewayServer, create_app
+from weft.api.gateway.server import NoDelayH11Protocol
 from weft.contract.activities import ThreadInitInput
 from weft.contract.subagents import ACTIVITY_VARIABLES_REQUEST, VariableRequest
 from weft.store import Store
@@ -41,8 +43,6 @@ from weft.store.tables import threads, variable_requests
 from weft.store.variable_requests import MAX_VALUE_BYTES, AlreadyProvided, NotProvided
 from weft.transport.connection import with_keyring
 from weft.workers.dev_server import DevServer, free_port
-from weft.workers.gateway import VARIABLES_PATH, GatewayServer, create_app
-from weft.workers.gateway.server import NoDelayH11Protocol
 
 TOKEN = "test-gateway-token"
 SECRET = "sk-live-7c1e5d0a-not-for-models"

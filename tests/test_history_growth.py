@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from google.protobuf.json_format import MessageToJson
-from support import add_script, agent_definitions, idle_after, start_thread, wait_until
+from support import StartWorker, add_script, agent_definitions, idle_after, start_thread, wait_until
+from temporalio.client import Client
+
+from weft.workers.scripted_model import ScriptedModelServer
 
 
 async def _history_bytes_per_step(
-    start_worker, temporal_client, scripted_server, steps: int
+    start_worker: StartWorker,
+    temporal_client: Client,
+    scripted_server: ScriptedModelServer,
+    steps: int,
 ) -> tuple[float, int]:
     script = add_script(
         scripted_server,

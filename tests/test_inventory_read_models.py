@@ -49,7 +49,7 @@ async def test_live_and_closed_through_the_python_api_and_http(
                 assert env.thread_status == "waiting_input"
                 await thread.terminate("done")
                 await thread.result()
-        assert env.thread_status == "cancelled"
+        assert env is not None and env.thread_status == "cancelled"
         stored = worker.store.events.read(thread.id, limit=10_000, types=["snapshot.updated"])
         assert [e.payload["kind"] for e in stored[-3:]] == [
             "tool_inventory",

@@ -23,11 +23,14 @@ from support import (
     idle_after,
     read,
     start_thread,
+    stored_events,
     wait_until,
 )
 from temporalio.client import WorkflowUpdateFailedError
 
+from weft.contract.events import Event
 from weft.contract.mcp import McpServerDef
+from weft.workers.agent_worker import AgentWorker
 
 
 def _definitions(script: str, *servers: McpServerDef, tools: list[Any], **agent: Any) -> Any:
@@ -35,8 +38,8 @@ def _definitions(script: str, *servers: McpServerDef, tools: list[Any], **agent:
     return definitions.add(*servers)
 
 
-def _events(worker: Any, thread_id: str, *types: str) -> list[Any]:
-    return worker.store.events.read(thread_id, limit=10_000, types=list(types) or None)
+def _events(worker: AgentWorker, thread_id: str, *types: str) -> list[Event]:
+    return stored_events(worker, thread_id, *types)
 
 
 def _tool_results(worker: Any, thread_id: str) -> list[str]:

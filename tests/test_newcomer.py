@@ -11,6 +11,7 @@ import re
 import shlex
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -61,7 +62,9 @@ class Newcomer:
         assert process.returncode == 0, f"{line}: exit {process.returncode}: {err.decode()}"
         return out.decode()
 
-    async def until(self, line: str, fact, what: str, timeout: float = 30) -> str:
+    async def until(
+        self, line: str, fact: Callable[[str], object], what: str, timeout: float = 30
+    ) -> str:
         """Run `line` again until its output shows `fact`, as a user would (bounded)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout

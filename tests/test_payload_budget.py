@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from support import add_script, agent_definitions, idle_after, read, start_thread, wait_until
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowHistory, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from weft.contract.messages import MAX_QUEUED_CONTENT_CHARS
@@ -14,7 +14,7 @@ from weft.contract.messages import MAX_QUEUED_CONTENT_CHARS
 BUDGET = 1536 * 1024
 
 
-def _largest_scheduled_input(history) -> int:
+def _largest_scheduled_input(history: WorkflowHistory) -> int:
     scheduled = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     return max(
         sum(len(p.data) for p in e.activity_task_scheduled_event_attributes.input.payloads)

@@ -12,12 +12,29 @@ from typing import Any
 
 import pytest
 from prompt_tool_support import prompt_tool_definitions
-from support import add_script, event_schema_validator, idle_after, start_thread, wait_until
+from support import (
+    StartWorker,
+    add_script,
+    content_of,
+    event_schema_validator,
+    idle_after,
+    start_thread,
+    store_of,
+    tool_calls_of,
+    wait_until,
+)
+from temporalio.client import Client, WorkflowHandle
+
+from weft.contract.messages import Message
+from weft.contract.thread import ThreadRead
+from weft.definitions import Definitions
+from weft.workers.agent_worker import AgentWorker
+from weft.workers.scripted_model import ScriptedModelServer
 
 ASK = {"tool_calls": [{"name": "advisor", "arguments": {"message": "Check Paris"}}]}
 
 
-def _requests(scripted_server, script: str) -> list[dict[str, Any]]:
+def _requests(scripted_server: ScriptedModelServer, script: str) -> list[dict[str, Any]]:
     return [r for r in scripted_server.requests if r["model"] == script]
 
 
@@ -31,18 +48,26 @@ def _said(request: dict[str, Any]) -> list[tuple[str, str]]:
     return said
 
 
-def _tool_result(messages, name: str) -> dict[str, Any]:
+def _tool_result(messages: list[Message], name: str) -> dict[str, Any]:
     [message] = [m for m in messages if m.role == "tool" and m.name == name]
-    return json.loads(message.content)
+    assert message.content is not None, f"the {name} result has no content"
+    result: dict[str, Any] = json.loads(message.content)
+    return result
 
 
-async def _run(start_worker, temporal_client, definitions, text: str = "hello", **fields: Any):
+async def _run(
+    start_worker: StartWorker,
+    temporal_client: Client,
+    definitions: Definitions,
+    text: str = "hello",
+    **fields: Any,
+) -> tuple[AgentWorker, WorkflowHandle[Any, Any], ThreadRead, list[Message]]:
     worker = await start_worker(definitions)
     handle = await start_thread(
         temporal_client, worker.task_queue, messages=[{"role": "user", "content": text}], **fields
     )
     state = await wait_until(handle, idle_after(1), timeout=60)
-    return worker, handle, state, worker.store.messages.list(handle.id)
+    return worker, handle, state, store_of(worker).messages.list(handle.id)
 
 
 async def test_prompt_tool_runs_its_own_loop(start_worker, temporal_client, scripted_server):
@@ -63,7 +88,7 @@ async def test_prompt_tool_runs_its_own_loop(start_worker, temporal_client, scri
     )
     assert state.stop_reason == "stop_on_response"
     assert state.counters.steps == 4  # two steps of the caller, two of the prompt tool
-    call_id = messages[1].tool_calls[0].id
+    call_id = tool_calls_of(messages[1])[0].id
     assert [(m.role, m.depth, m.parent_id) for m in messages] == [
         ("user", 0, None),
         ("assistant", 0, None),
@@ -122,11 +147,11 @@ async def test_nested_events_carry_the_parent_call(start_worker, temporal_client
     worker, handle, _, messages = await _run(
         start_worker, temporal_client, prompt_tool_definitions(main, advisor)
     )
-    call_id = messages[1].tool_calls[0].id
+    call_id = tool_calls_of(messages[1])[0].id
     nested_steps = {
         m.metadata["stepId"] for m in messages if m.depth == 1 and m.role == "assistant"
     }
-    events = worker.store.events.read(handle.id, limit=10_000)
+    events = store_of(worker).events.read(handle.id, limit=10_000)
     validator = event_schema_validator()
     for event in events:
         wire = event.to_wire()
@@ -364,8 +389,8 @@ async def test_nested_prompt_tool(start_worker, temporal_client, scripted_server
     )
     worker, handle, state, messages = await _run(start_worker, temporal_client, definitions)
     assert state.counters.steps == 6
-    outer = messages[1].tool_calls[0].id
-    inner = next(m for m in messages if m.depth == 1 and m.tool_calls).tool_calls[0].id
+    outer = tool_calls_of(messages[1])[0].id
+    inner = tool_calls_of(next(m for m in messages if m.depth == 1 and m.tool_calls))[0].id
     assert [(m.role, m.depth, m.parent_id) for m in messages] == [
         ("user", 0, None),
         ("assistant", 0, None),
@@ -385,7 +410,7 @@ async def test_nested_prompt_tool(start_worker, temporal_client, scripted_server
         "response": "Advisor done.",
         "toolCalls": [{"name": "deep", "arguments": {"message": "Go deeper"}, "status": "success"}],
     }
-    assert worker.store.values.get(handle.id, "notes") == ["deep note"]
+    assert store_of(worker).values.get(handle.id, "notes") == ["deep note"]
     # includeChat: the advisor's conversation before the call, not the main transcript.
     first = _requests(scripted_server, deep)[0]
     assert _said(first) == [
@@ -393,7 +418,7 @@ async def test_nested_prompt_tool(start_worker, temporal_client, scripted_server
         ("user", "Check Paris"),
         ("user", "Go deeper"),
     ]
-    events = worker.store.events.read(handle.id, limit=10_000)
+    events = store_of(worker).events.read(handle.id, limit=10_000)
     deep_steps = {m.metadata["stepId"] for m in messages if m.depth == 2 and m.role == "assistant"}
     inside = [e for e in events if e.step_id in deep_steps]
     assert inside and all(
@@ -420,7 +445,7 @@ async def test_unlisted_tool_is_refused_inside(start_worker, temporal_client, sc
     )
     [call] = _tool_result(messages, "advisor")["result"]["toolCalls"]
     assert call["status"] == "error" and call["error"].startswith("unknown tool 'note'")
-    assert worker.store.values.get(handle.id, "notes") is None
+    assert store_of(worker).values.get(handle.id, "notes") is None
     await handle.signal("terminate", {})
 
 
@@ -446,7 +471,7 @@ async def test_ask_human_inside_uses_the_prompts_options(
     _, handle, _, messages = await _run(start_worker, temporal_client, definitions)
     [answer] = [m for m in messages if m.role == "tool" and m.name == "ask_human"]
     assert answer.depth == 1
-    assert json.loads(answer.content) == {"status": "success", "result": "Lisbon"}
+    assert json.loads(content_of(answer)) == {"status": "success", "result": "Lisbon"}
     assert _tool_result(messages, "advisor")["result"]["response"] == "Lisbon it is."
     await handle.signal("terminate", {})
 
@@ -467,7 +492,7 @@ async def test_terminate_aborts_a_prompt_tool(start_worker, temporal_client, scr
     await handle.signal("terminate", {"reason": "enough"})
     result = await handle.result()
     assert result["status"] == "cancelled"
-    messages = worker.store.messages.list(handle.id)
+    messages = store_of(worker).messages.list(handle.id)
     failed = _tool_result(messages, "advisor")
     assert failed["status"] == "error" and failed["error_code"] == "aborted"
     assert not [m for m in messages if m.role == "assistant" and m.depth == 1]

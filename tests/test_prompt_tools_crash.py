@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from support import idle_after, start_thread, wait_until
+from support import idle_after, start_thread, tool_calls_of, wait_until
 from worker_process import crash_drill, worker_config
 
 from weft.store import Store
@@ -43,7 +43,7 @@ async def test_sigkill_inside_a_prompt_tool(tmp_path, dev_server, temporal_clien
         messages = store.messages.list(handle.id)
         assert len({m.id for m in messages}) == len(messages)
         assert len({m.position for m in messages}) == len(messages)
-        call_id = messages[1].tool_calls[0].id
+        call_id = tool_calls_of(messages[1])[0].id
         assert [(m.role, m.depth, m.parent_id) for m in messages] == [
             ("user", 0, None),
             ("assistant", 0, None),

@@ -23,6 +23,7 @@ from support import (
     note,
     read,
     start_thread,
+    store_of,
     wait_until,
 )
 
@@ -50,7 +51,7 @@ def comparable(read: ThreadRead | dict[str, Any]) -> dict[str, Any]:
 
 def rebuilt(worker: AgentWorker, thread_id: str) -> dict[str, Any]:
     """The read model the thread's stored events state."""
-    events = worker.store.events.read(thread_id, limit=1_000_000)
+    events = store_of(worker).events.read(thread_id, limit=1_000_000)
     return comparable(thread_read_from_events(events))
 
 
@@ -80,7 +81,7 @@ async def assert_live_equals_rebuilt(worker: AgentWorker, handle: Any) -> None:
 
 def assert_close_equals_rebuilt(worker: AgentWorker, thread_id: str) -> None:
     """A closed thread: the read model its close stored equals the rebuild of its log."""
-    events = worker.store.events.read(thread_id, limit=1_000_000)
+    events = store_of(worker).events.read(thread_id, limit=1_000_000)
     snapshots = [e for e in events if e.type == "snapshot.updated"]
     assert snapshots, f"{thread_id} stored no snapshot"
     stored = comparable(snapshots[-1].payload["threadRead"])

@@ -71,7 +71,9 @@ async def test_config_file_and_flags_reach_the_worker(tmp_path, dev_server, temp
     assert any(isinstance(i, RecoveryInterceptor) for i in options["interceptors"])
     assert options["disable_eager_activity_execution"] is False  # the default: on,
     # taken only while the worker keeps up (workers/eager_gate.py).
-    slots = options["tuner"]._get_activity_task_slot_supplier()
+    tuner = options["tuner"]
+    assert tuner is not None
+    slots = tuner._get_activity_task_slot_supplier()
     assert isinstance(slots, EagerWhenResponsive)
 
     off = apply_recovery_flags(
@@ -295,10 +297,15 @@ def test_a_late_arrival_is_reported_and_beats_at_once(temporal_client):
     recovery = RecoveryInterceptor(temporal_client, heartbeat_every_seconds=1, start_delays=delays)
     timeout = timedelta(seconds=3)
     now = datetime.now(UTC)
-    on_time = SimpleNamespace(started_time=now - timedelta(seconds=0.1), heartbeat_timeout=timeout)
+    # The fields of an activity's info that `arrived` reads.
+    on_time: Any = SimpleNamespace(
+        started_time=now - timedelta(seconds=0.1), heartbeat_timeout=timeout
+    )
     assert not recovery.arrived(on_time)
     assert delays.share < 0.1
-    late = SimpleNamespace(started_time=now - timedelta(seconds=1.2), heartbeat_timeout=timeout)
+    late: Any = SimpleNamespace(
+        started_time=now - timedelta(seconds=1.2), heartbeat_timeout=timeout
+    )
     assert recovery.arrived(late)
     assert delays.share >= 0.39
 
@@ -343,7 +350,8 @@ def test_a_kept_result_is_bytes_and_comes_back_equal(temporal_client):
     [(_, kept)] = recovery._results.values()
     assert isinstance(kept._pickled, bytes) and kept._value is None
     assert recovery.earlier_result(info("model", 2)) == Finished(result)
-    assert recovery.earlier_result(info("model", 2)).result is not result
+    again = recovery.earlier_result(info("model", 2))
+    assert again is not None and again.result is not result
 
     def local() -> None: ...
 

@@ -41,7 +41,7 @@ def test_histories_are_committed():
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
-async def test_replay(path: Path):
+async def test_replay(path: Path) -> None:
     """Replaying the recorded history raises no non-determinism error."""
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     replayer = Replayer(

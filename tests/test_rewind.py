@@ -10,12 +10,19 @@ import pytest
 import yaml
 from api_support import api_stack, sse
 from fork_support import jot_definitions, source_script, turn_ends, two_turns
-from support import event_schema_validator, weft_cli
+from support import event_schema_validator, sequence_of, weft_cli
 
 from weft.api.idempotency import REPLAYED_HEADER
 from weft.client.forks import ForkRefused, Forks
 from weft.client.resume import thread_read
 from weft.client.threads import Threads
+from weft.contract.events import Event
+
+
+def _turn_id(event: Event) -> str:
+    """The turn of a turn.completed event."""
+    assert event.turn_id is not None, f"{event.type} {event.event_id} names no turn"
+    return event.turn_id
 
 
 async def test_rewind_closes_the_source_pointing_at_its_successor(
@@ -40,7 +47,7 @@ async def test_rewind_closes_the_source_pointing_at_its_successor(
 
         result = await asyncio.wait_for(temporal_client.get_workflow_handle(source).result(), 30)
         with pytest.raises(ForkRefused, match="has closed: fork it instead"):
-            await Forks(temporal_client, stack.store).rewind(source, at=first.turn_id)
+            await Forks(temporal_client, stack.store).rewind(source, at=_turn_id(first))
         assert result["status"] == "cancelled"
         assert f"rewound: continued by thread {successor} (try again)" == result["reason"]
 
@@ -82,12 +89,14 @@ async def test_http_fork_refuses_a_point_inside_a_turn(
         source = await two_turns(threads, stack.store)
         first, second = turn_ends(stack.store, source)
 
-        inside = await stack.http.post(f"/threads/{source}/fork", json={"at": second.sequence - 1})
+        inside = await stack.http.post(
+            f"/threads/{source}/fork", json={"at": sequence_of(second) - 1}
+        )
         assert inside.status_code == 409, inside.text
         assert "the nearest valid points are" in inside.text
         assert f"after: event {second.sequence}" in inside.text
         rewind = await stack.http.post(
-            f"/threads/{source}/rewind", json={"at": str(second.sequence - 1)}
+            f"/threads/{source}/rewind", json={"at": str(sequence_of(second) - 1)}
         )
         assert rewind.status_code == 409, rewind.text
         # A refused rewind wrote nothing on the source, and left it running.
@@ -122,7 +131,7 @@ async def test_cli_fork_and_rewind(
     )
 
     code, out, err = await weft_cli(
-        config, "thread", "fork", source, "--at", first.turn_id, "--json"
+        config, "thread", "fork", source, "--at", _turn_id(first), "--json"
     )
     assert code == 0, err
     fork = json.loads(out)
@@ -130,13 +139,13 @@ async def test_cli_fork_and_rewind(
     assert store.values.get(fork["threadId"], "stage") == "one"
 
     code, out, err = await weft_cli(
-        config, "thread", "fork", source, "--at", str(second.sequence - 1)
+        config, "thread", "fork", source, "--at", str(sequence_of(second) - 1)
     )
     assert code == 1 and "Traceback" not in err, err
     [line] = err.strip().splitlines()
     assert line.startswith("weft: --at: event ") and "nearest valid points" in line, line
 
-    code, out, err = await weft_cli(config, "thread", "rewind", source, "--at", second.turn_id)
+    code, out, err = await weft_cli(config, "thread", "rewind", source, "--at", _turn_id(second))
     assert code == 0, err
     successor = out.split("continued by ")[1].split()[0]
     assert out.startswith(f"rewound {source} at event {second.sequence}")

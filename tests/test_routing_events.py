@@ -6,9 +6,18 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from support import add_script, event_schema_validator, idle_after, start_thread, wait_until
+from support import (
+    add_script,
+    event_schema_validator,
+    idle_after,
+    start_thread,
+    store_of,
+    wait_until,
+)
 
+from weft.contract.events import Event
 from weft.definitions import Definitions, define_agent, define_model, define_prompt
+from weft.workers.agent_worker import AgentWorker
 
 ROUTING = (
     "routing.candidates.resolved",
@@ -51,12 +60,12 @@ async def _run(worker: Any, temporal_client: Any, *, fails: bool = False) -> tup
     return state, events
 
 
-async def _stored_idle(worker: Any, thread_id: str) -> list[Any]:
+async def _stored_idle(worker: AgentWorker, thread_id: str) -> list[Event]:
     """The thread's events once its idle `thread.updated` is stored: the status turns
     `waiting_input` just before that write, and the workflow's events ride on it."""
     deadline = asyncio.get_running_loop().time() + 30
     while True:
-        events = worker.store.events.read(thread_id, limit=10_000)
+        events = store_of(worker).events.read(thread_id, limit=10_000)
         if any(e.type == "thread.updated" and e.payload.get("status") == "idle" for e in events):
             return events
         assert asyncio.get_running_loop().time() < deadline, "the idle write was never stored"

@@ -13,7 +13,12 @@ from sandbox_probe import ProbeWorkflow, echo
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import PayloadCodec, SerializationContext, WithSerializationContext
+from temporalio.converter import (
+    DataConverter,
+    PayloadCodec,
+    SerializationContext,
+    WithSerializationContext,
+)
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from temporalio.worker.workflow_sandbox import _runner as sandbox_internals
@@ -81,9 +86,16 @@ def scheduled_summary(event: Any) -> bytes:
     return summary.SerializeToString() if summary.data else b""
 
 
+def _sandboxed_runner(converter: DataConverter) -> SandboxedWorkflowRunner:
+    """weft's workflow runner, which is a sandbox (with or without serialization context)."""
+    runner = workflow_runner(converter)
+    assert isinstance(runner, SandboxedWorkflowRunner)
+    return runner
+
+
 async def test_it_writes_what_the_stock_sandbox_writes_without_entering_it(
     temporal_client: Client, monkeypatch: pytest.MonkeyPatch
-):
+) -> None:
     """Every payload the workflow writes (activity inputs and summaries, its result) is
     byte for byte the stock sandbox's, and the sandbox is never asked for a context."""
     asked: list[object] = []
@@ -98,11 +110,11 @@ async def test_it_writes_what_the_stock_sandbox_writes_without_entering_it(
 
     stock_result, stock_payloads = await _run_probe(
         temporal_client,
-        SandboxedWorkflowRunner(restrictions=workflow_runner(converter).restrictions),
+        SandboxedWorkflowRunner(restrictions=_sandboxed_runner(converter).restrictions),
     )
     stock_questions = len(asked)
     asked.clear()
-    ours_result, ours_payloads = await _run_probe(temporal_client, workflow_runner(converter))
+    ours_result, ours_payloads = await _run_probe(temporal_client, _sandboxed_runner(converter))
 
     assert stock_questions > 0, "the stock sandbox was never asked: the probe measures nothing"
     assert asked == []

@@ -176,7 +176,7 @@ async def test_delivery_to_a_closed_thread_fails_its_run_and_pauses(
     schedules = weft.Schedules(temporal_client, task_queue=worker.task_queue)
 
     def failed_and_paused(schedule: WeftSchedule) -> bool:
-        return schedule.paused and schedule.last_run is not None and schedule.last_run.error
+        return schedule.paused and schedule.last_run is not None and bool(schedule.last_run.error)
 
     shown = await _eventually(lambda: schedules.describe(name), failed_and_paused)
     assert shown.last_run is not None and shown.last_run.status == "failed"

@@ -9,7 +9,16 @@ from typing import Any
 
 from pydantic import BaseModel
 from sqlalchemy import text
-from support import add_script, idle_after, json_texts, start_thread, temporal_cli, wait_until
+from support import (
+    StartWorker,
+    add_script,
+    idle_after,
+    json_texts,
+    start_thread,
+    store_of,
+    temporal_cli,
+    wait_until,
+)
 
 from weft.activities.crypto import new_key, parse_keys
 from weft.definitions import (
@@ -22,6 +31,9 @@ from weft.definitions import (
 from weft.transport.codec import EncryptionCodec
 from weft.transport.connection import connect
 from weft.workers.codec_server import CodecServer
+from weft.workers.config import WeftConfig
+from weft.workers.dev_server import DevServer
+from weft.workers.scripted_model import ScriptedModelServer
 
 SECRET = "sk-live-7f3a9c1e5b2d4a6f"
 TEXT_VALUE = "Reykjavik-text-env"
@@ -155,8 +167,12 @@ async def test_history_holds_no_plaintext_secret(
 
 
 async def test_store_holds_no_plaintext_env(
-    start_worker, weft_config, dev_server, scripted_server, tmp_path: Path
-):
+    start_worker: StartWorker,
+    weft_config: WeftConfig,
+    dev_server: DevServer,
+    scripted_server: ScriptedModelServer,
+    tmp_path: Path,
+) -> None:
     """Thread env and env-carrying snapshots are sealed; the database files hold no secret."""
     worker, handle, _script, _keys = await _run_secret_thread(
         start_worker, weft_config, dev_server, scripted_server
@@ -247,7 +263,8 @@ async def test_cli_start_through_the_codec_server_is_encrypted(
     assert code == 0, err
     texts = json_texts(json.loads(raw))
     assert not any(SECRET in t for t in texts)
-    assert worker.store.threads.get(thread_id).env == {"API_TOKEN": SECRET}  # type: ignore[union-attr]
+    stored = store_of(worker).threads.get(thread_id)
+    assert stored is not None and stored.env == {"API_TOKEN": SECRET}
 
 
 async def test_worker_without_the_key_fails_the_task_naming_the_key(

@@ -53,7 +53,7 @@ async def _process(*args: str, ready: str) -> AsyncIterator[str]:
         stderr=asyncio.subprocess.STDOUT,
     )
     assert process.stdout is not None
-    seen = []
+    seen: list[str] = []
     try:
         while True:
             line = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()

@@ -12,10 +12,26 @@ from __future__ import annotations
 from collections import Counter
 
 from sqlalchemy import event
-from support import add_script, agent_definitions, idle_after, start_thread, wait_until
+from support import (
+    StartWorker,
+    add_script,
+    agent_definitions,
+    idle_after,
+    start_thread,
+    store_of,
+    wait_until,
+)
+from temporalio.client import Client
+
+from weft.workers.scripted_model import ScriptedModelServer
 
 
-async def _turn_of(start_worker, temporal_client, scripted_server, steps: int) -> dict[str, int]:
+async def _turn_of(
+    start_worker: StartWorker,
+    temporal_client: Client,
+    scripted_server: ScriptedModelServer,
+    steps: int,
+) -> dict[str, int]:
     """Run one turn of `steps` tool steps and an answer on a fresh worker; what it read."""
     script = add_script(
         scripted_server,
@@ -29,7 +45,7 @@ async def _turn_of(start_worker, temporal_client, scripted_server, steps: int) -
     worker = await start_worker(agent_definitions(script))
     statements: Counter[str] = Counter()
 
-    def count(_conn, _cursor, statement: str, *_args: object) -> None:
+    def count(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
         statements[statement.split(None, 1)[0].upper()] += 1
         if statement.upper().startswith("BEGIN IMMEDIATE"):  # a SQLite write transaction
             statements["writes"] += 1
@@ -45,14 +61,14 @@ async def _turn_of(start_worker, temporal_client, scripted_server, steps: int) -
         temporal_client, worker.task_queue, options={"maxTotalSteps": steps + 5}
     )
     await wait_until(handle, lambda s: s.status == "waiting_input")
-    event.listen(worker.store.engine, "before_cursor_execute", count)
+    event.listen(store_of(worker).engine, "before_cursor_execute", count)
     try:
         await handle.signal("queue_message", {"role": "user", "content": "take notes"})
         state = await wait_until(handle, idle_after(1), timeout=240)
     finally:
-        event.remove(worker.store.engine, "before_cursor_execute", count)
+        event.remove(store_of(worker).engine, "before_cursor_execute", count)
     assert state.counters.steps == steps + 1
-    transcripts = worker.store.transcripts.stats
+    transcripts = store_of(worker).transcripts.stats
     return {
         "selects": statements["SELECT"],
         "statements": sum(n for kind, n in statements.items() if kind != "writes"),

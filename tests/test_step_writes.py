@@ -10,6 +10,7 @@ from typing import Any
 from support import NoteArgs, add_script, agent_definitions, idle_after, start_thread, wait_until
 
 from weft.definitions import define_tool
+from weft.workers.scripted_model import ScriptedModelServer
 
 
 async def slow(state: Any, args: NoteArgs) -> str:
@@ -31,7 +32,7 @@ def _definitions(script: str) -> Any:
     )
 
 
-def _script(scripted_server, tool: str) -> str:
+def _script(scripted_server: ScriptedModelServer, tool: str) -> str:
     return add_script(
         scripted_server,
         {

@@ -10,8 +10,8 @@ from subagent_support import SCOPED_SECRET, NoArgs, check_token, family, start_b
 from support import add_script, idle_after, json_texts, wait_until
 
 from weft.activities.crypto import new_key
+from weft.api.gateway import GatewayServer, create_app
 from weft.definitions import define_tool
-from weft.workers.gateway import GatewayServer, create_app
 
 TOKEN = "gateway-test-token"
 

@@ -63,7 +63,7 @@ async def test_terminate_cancels_an_in_flight_mcp_call(
         },
     )
     server = stdio_server("tools", prefix="t_", allow=["slow"])
-    definitions = agent_definitions(script, tools=[{"mcp": "tools"}]).add(server)  # type: ignore[list-item]
+    definitions = agent_definitions(script, tools=[{"mcp": "tools"}]).add(server)
     worker = await start_worker(definitions)
     handle = await start_thread(
         temporal_client, worker.task_queue, messages=[{"role": "user", "content": "wait"}]

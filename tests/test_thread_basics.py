@@ -151,7 +151,9 @@ async def test_max_steps_and_hard_cap(start_worker, temporal_client, scripted_se
         options={"maxTotalSteps": 2},
         messages=[{"role": "user", "content": "loop"}],
     )
-    state = await wait_until(capped, lambda s: s.status == "waiting_input" and s.stop_reason)
+    state = await wait_until(
+        capped, lambda s: s.status == "waiting_input" and s.stop_reason is not None
+    )
     assert state.stop_reason == "max_total_steps" and state.counters.steps == 2
 
 

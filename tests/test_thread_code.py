@@ -15,10 +15,10 @@ from support import (
 )
 
 from weft.contract.thread import ThreadResult
-from weft.definitions import define_tool
+from weft.definitions import Definitions, define_tool
 
 
-def _definitions(script: str):
+def _definitions(script: str) -> Definitions:
     definitions = agent_definitions(script, tools=["run_js"])
     return definitions.add(
         define_tool(name="run_js", description="Run JavaScript", args=CodeArgs, execute=run_js)

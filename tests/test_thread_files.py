@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel
 from support import add_script, agent_definitions, idle_after, start_thread, wait_until
 from temporalio import workflow
-from temporalio.client import WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, RetryState
 from temporalio.worker import Worker
@@ -118,7 +118,7 @@ class CopyFilesWorkflow:
 
     @workflow.run
     async def run(self, task_queue: str, copy: CopyFilesInput) -> CopyFilesResult:
-        return await workflow.execute_activity(
+        result: CopyFilesResult = await workflow.execute_activity(
             ACTIVITY_FILES_COPY,
             copy,
             task_queue=task_queue,
@@ -126,9 +126,12 @@ class CopyFilesWorkflow:
             start_to_close_timeout=timedelta(seconds=30),
             retry_policy=RetryPolicy(maximum_attempts=5, initial_interval=timedelta(seconds=5)),
         )
+        return result
 
 
-async def run_copy(temporal_client, agent_queue: str, copy: CopyFilesInput) -> CopyFilesResult:
+async def run_copy(
+    temporal_client: Client, agent_queue: str, copy: CopyFilesInput
+) -> CopyFilesResult:
     """Run one copy through the agent worker's `files.copy` activity."""
     queue = f"copy-{uuid.uuid4().hex[:12]}"
     async with Worker(temporal_client, task_queue=queue, workflows=[CopyFilesWorkflow]):

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from support import add_script, agent_definitions, idle_after, start_thread, wait_until
+from support import add_script, agent_definitions, content_of, idle_after, start_thread, wait_until
 from worker_process import crash_drill, until_event, worker_config
 
 from weft.activities.tool_state import idempotency_key
@@ -154,7 +154,7 @@ async def test_a_charge_survives_a_worker_kill_exactly_once(
     assert list(ledger.charges) == [key]
     assert [e.payload["attempt"] for e in events] == [1, 2]
     assert tool.tool_status == "success"
-    assert json.loads(tool.content)["result"] == ledger.charges[key]
+    assert json.loads(content_of(tool))["result"] == ledger.charges[key]
     assert ledger.charges[key]["chargeId"] == "ch_1"
     assert answer.content == "Charged once."
     # The key names the call by its result message, which the workflow fixed once.

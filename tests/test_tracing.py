@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import format_span_id, format_trace_id
 from pydantic import BaseModel
 from subagent_support import family, start_boss
-from support import add_script, agent_definitions, idle_after, wait_until
+from support import add_script, agent_definitions, idle_after, store_of, wait_until
 
 from weft.client.threads import Threads
 from weft.definitions import define_tool
@@ -112,8 +112,8 @@ async def test_one_trace_covers_a_thread_tree_and_survives_replay(
         [entry] = state.children
         child_id = entry["reference"]
         events = [
-            *second.store.events.read(handle.id, limit=10_000),
-            *second.store.events.read(child_id, limit=10_000),
+            *store_of(second).events.read(handle.id, limit=10_000),
+            *store_of(second).events.read(child_id, limit=10_000),
         ]
     provider.force_flush()
     spans = exporter.get_finished_spans()
@@ -127,7 +127,7 @@ async def test_one_trace_covers_a_thread_tree_and_survives_replay(
 
     thread_spans = [s for s in spans if in_tree(s) and not s.name.startswith(CALLER_SPANS)]
     assert {s.context.trace_id for s in thread_spans if s.context} == {
-        thread_spans[0].context.trace_id  # type: ignore[union-attr]
+        thread_spans[0].context.trace_id
     }
     names = Counter(s.name for s in thread_spans)
     assert names["StartChildWorkflow:AgentThread"] == 1
@@ -157,7 +157,7 @@ async def test_one_trace_covers_a_thread_tree_and_survives_replay(
     assert not [s.name for s in spans if SECRET in _text(s)]
 
     exported = {format_span_id(s.context.span_id) for s in spans if s.context}
-    trace = format_trace_id(thread_spans[0].context.trace_id)  # type: ignore[union-attr]
+    trace = format_trace_id(thread_spans[0].context.trace_id)
     for event in events:
         assert (event.trace_id, event.span_id in exported) == (trace, True), event
     by_span = {format_span_id(s.context.span_id): s.name for s in spans if s.context}
@@ -196,7 +196,7 @@ async def test_a_post_with_traceparent_and_its_thread_are_one_trace(
         assert started.status_code == 201, started.text
         thread_id = started.json()["threadId"]
         await wait_until(client.get_workflow_handle(thread_id), idle_after(1))
-        events = worker.store.events.read(thread_id)
+        events = store_of(worker).events.read(thread_id)
     provider.force_flush()
     spans = exporter.get_finished_spans()
     [server] = [s for s in spans if s.name == "POST /threads"]

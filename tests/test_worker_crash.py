@@ -5,17 +5,26 @@ Workers run as real `weft worker` subprocesses; the test kills one and starts a 
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
 
 import yaml
-from support import idle_after, start_thread, wait_until
+from support import content_of, idle_after, start_thread, wait_until
+from temporalio.client import Client, WorkflowHandle
 from worker_process import WorkerProcess, until_event, worker_config
 
+from weft.contract.events import Event
+from weft.contract.messages import Message
 from weft.store import Store
+from weft.workers.dev_server import DevServer
 
 
 @asynccontextmanager
-async def _two_workers(tmp_path, dev_server):
+async def _two_workers(
+    tmp_path: Path, dev_server: DevServer
+) -> AsyncIterator[tuple[str, WorkerProcess, WorkerProcess, Store]]:
     """A running `weft worker` subprocess, a second one ready to start, the task queue and
     the store they share; both are stopped on the way out (the caller closes the store)."""
     config_file = worker_config(tmp_path, dev_server.address)
@@ -30,7 +39,9 @@ async def _two_workers(tmp_path, dev_server):
         await second.stop()
 
 
-async def _kill_and_recover(tmp_path, dev_server, temporal_client, message: str, kill_on: str):
+async def _kill_and_recover(
+    tmp_path: Path, dev_server: DevServer, temporal_client: Client, message: str, kill_on: str
+) -> tuple[WorkflowHandle[Any, Any], list[Message], list[Event], Store]:
     async with _two_workers(tmp_path, dev_server) as (task_queue, first, second, store):
         handle = await start_thread(
             temporal_client,
@@ -61,7 +72,7 @@ async def test_sigkill_during_model_call(tmp_path, dev_server, temporal_client):
     try:
         _assert_no_duplicates(messages)
         assert [m.role for m in messages] == ["user", "assistant"]
-        assert messages[1].content.startswith("This reply streams slowly")
+        assert content_of(messages[1]).startswith("This reply streams slowly")
         resets = [e for e in events if e.type == "model.requested" and e.payload["reset"]]
         assert resets, "the retry did not announce an attempt reset"
     finally:

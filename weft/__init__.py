@@ -24,7 +24,43 @@ Defaults a user must know (docs/python-api.md has them all):
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
+
+# The top-level folders of a checkout, which weft/ holds as symlinks (and a wheel as
+# folders). A checkout made without symlinks (git's `core.symlinks=false`, the default on
+# Windows) has text files here instead, and would fail later on a puzzling
+# `No module named 'weft.definitions'`: say so here, once, with the fix.
+_PARTS = (
+    "activities",
+    "api",
+    "cli",
+    "client",
+    "contract",
+    "definitions",
+    "store",
+    "transport",
+    "workers",
+    "workflows",
+)
+
+
+def _missing_parts(folder: str) -> list[str]:
+    """The parts that are not folders under `folder` (none when weft is not on disk, e.g.
+    inside a zip file, where there is nothing to check)."""
+    if not os.path.isdir(folder):
+        return []
+    return [part for part in _PARTS if not os.path.isdir(os.path.join(folder, part))]
+
+
+_broken = _missing_parts(__path__[0])
+if _broken:
+    _more = f" and {len(_broken) - 1} more" if len(_broken) > 1 else ""
+    raise ImportError(
+        f"weft: weft/{_broken[0]}{_more} should be symlinks to the top-level folders, and are "
+        "not (a checkout without symlinks?): run `git config core.symlinks true` and check "
+        "the files out again (on Windows, with Developer Mode on)"
+    )
 
 # The public names, each imported on first use: the thread workflow lives in
 # `weft.workflows`, and Temporal's sandbox imports this package before it on every workflow

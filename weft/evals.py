@@ -19,20 +19,24 @@ from temporalio.client import Client
 
 from weft._config import ProviderSpec, worker_config
 from weft.activities.tool_replay import ToolReplays
-from weft.client.evals.cases import load_suite, suite_digest
+from weft.client.evals.cases import SuiteError, check_against, load_suite, suite_digest
 from weft.client.evals.grading import ThreadGrader, with_graders
+from weft.client.evals.queue import EvalQueueError, require_own_queue
 from weft.client.evals.report import junit_xml, render_table, report_json
 from weft.client.evals.runner import EvalRunner, RunOptions
 from weft.client.threads import Threads
 from weft.contract.evals import CaseResult, EvalCase, EvalReport, ToolMode
 from weft.definitions import Definitions, load_directory
+from weft.store import Store
 from weft.workers.agent_worker import AgentWorker
 from weft.workers.config import WeftConfig
 from weft.workers.scripted_model import ScriptedModelServer
 
 __all__ = [
     "CaseResult",
+    "EvalQueueError",
     "EvalReport",
+    "SuiteError",
     "junit_xml",
     "render_table",
     "report_json",
@@ -56,6 +60,16 @@ def _digest_of(cases: list[EvalCase], definitions: Definitions, tools: ToolMode 
     return suite_digest(cases, ids, tools)
 
 
+def _parents_in(store: Store) -> Callable[[str], str | None]:
+    """A thread's parent thread id, as its store row (written before its first step) says."""
+
+    def parent_of(thread_id: str) -> str | None:
+        row = store.threads.get(thread_id)
+        return row.parent_thread_id if row is not None else None
+
+    return parent_of
+
+
 async def run_suite(
     client: Client,
     suite: str | os.PathLike[str],
@@ -68,6 +82,7 @@ async def run_suite(
     concurrency: int = 4,
     tools: ToolMode | None = None,
     results: str | os.PathLike[str] | None = None,
+    task_queue: str | None = None,
     min_pass_rate: float | None = None,
     turn_timeout: float = 300.0,
     scripted: ScriptedModelServer | None = None,
@@ -79,7 +94,10 @@ async def run_suite(
     of `config` / `store` / `providers` as `weft.Worker` takes them; recorded cases are
     read from that store. Cases whose result under the same suite+definitions digest is in
     `results` (default `.weft/evals/<digest>/` under the root) are not run again.
-    `tools` overrides recorded cases' tool mode (`replayed` by default).
+    `tools` overrides recorded cases' tool mode (`replayed` by default). `task_queue` names
+    the worker's queue (default: a fresh one); no other worker may poll it, since replayed
+    tools are served from this worker's memory: the suite is refused (`EvalQueueError`)
+    when one does.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, not {concurrency}")
@@ -91,10 +109,11 @@ async def run_suite(
     cases = await asyncio.to_thread(load_suite, Path(suite))
     if not isinstance(definitions, Definitions):
         definitions = await asyncio.to_thread(load_directory, built.path(str(definitions)))
+    check_against(cases, definitions)
     digest = _digest_of(cases, definitions, tools)
     with_graders(definitions, _rubric_models(cases))
     replays = ToolReplays()
-    queue = f"weft-eval-{digest[:8]}-{uuid.uuid4().hex[:6]}"
+    queue = task_queue or f"weft-eval-{digest[:8]}-{uuid.uuid4().hex[:6]}"
     async with AgentWorker(
         client,
         built,
@@ -103,9 +122,13 @@ async def run_suite(
         scripted=scripted,
         tool_replays=replays,
     ) as worker:
-        opened = worker.store
-        if opened is None:
-            raise RuntimeError("the eval worker started without a store")
+        opened, running = worker.store, worker.worker
+        if opened is None or running is None:
+            raise RuntimeError("the eval worker did not start")
+        # Before any case: a thread or call another worker took would run outside the eval.
+        await require_own_queue(client, queue, running.client.identity)
+        # Subagents of an eval thread are served from its recording's subagents.
+        replays.parents = _parents_in(opened)
         threads = Threads(client, task_queue=queue, store=opened)
         runner = EvalRunner(
             threads,

@@ -7,9 +7,11 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from weft.contract.actions import ActionResolution, ActionResponse, UnanswerableReason
+from weft.contract.carry_parts import ActionBook
 from weft.contract.mcp import elicitation_problems
-from weft.workflows.thread_state import ThreadMemory
 
 
 class UnanswerableAction(Exception):
@@ -21,18 +23,27 @@ class UnanswerableAction(Exception):
         self.reason = reason
 
 
-def check_response(mem: ThreadMemory, response: ActionResponse) -> None:
+class AnswersView(Protocol):
+    """What checking and recording an answer reads and changes of the thread."""
+
+    @property
+    def actions(self) -> ActionBook: ...
+
+    def timestamp(self) -> str: ...
+
+
+def check_response(mem: AnswersView, response: ActionResponse) -> None:
     """Raise `UnanswerableAction` when `response` cannot resolve anything now."""
-    resolved = mem.resolved_actions.get(response.action_id)
+    resolved = mem.actions.resolved.get(response.action_id)
     if resolved is not None:
         raise UnanswerableAction(
             f"action {response.action_id!r} was already resolved at {resolved.resolved_at} "
             f"({resolved.decision} by {resolved.decided_by})",
             "already_resolved",
         )
-    action = mem.pending_actions.get(response.action_id)
+    action = mem.actions.pending.get(response.action_id)
     if action is None:
-        pending = ", ".join(mem.pending_actions) or "none"
+        pending = ", ".join(mem.actions.pending) or "none"
         raise UnanswerableAction(
             f"no pending action {response.action_id!r}; pending actions: {pending}",
             "not_pending",
@@ -54,10 +65,10 @@ def check_response(mem: ThreadMemory, response: ActionResponse) -> None:
             )
 
 
-def apply_response(mem: ThreadMemory, response: ActionResponse) -> None:
+def apply_response(mem: AnswersView, response: ActionResponse) -> None:
     """Record a human's checked answer; the waiting gate wakes up and emits the events."""
-    action = mem.pending_actions[response.action_id]
-    mem.resolved_actions[response.action_id] = ActionResolution(
+    action = mem.actions.pending[response.action_id]
+    mem.actions.resolved[response.action_id] = ActionResolution(
         action_id=action.action_id,
         kind=action.kind,
         decision=response.decision,

@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from temporalio.exceptions import ApplicationError
 
 from weft.contract.definitions import AgentDef, DefinitionSnapshot, PromptDef, SideConfig
 from weft.contract.hooks import HookName, hook_ids_in_scope
 from weft.contract.messages import Side
+from weft.contract.thread import ThreadStartInput
 from weft.contract.thread_env import EnvEntry, prompt_env
-from weft.workflows.thread_state import ThreadMemory
+
+
+class AgentView(Protocol):
+    """What the definitions in force are read from: the snapshot, a handoff's agent and
+    the thread's own env."""
+
+    @property
+    def snapshot(self) -> DefinitionSnapshot | None: ...
+
+    @property
+    def active_agent(self) -> str | None: ...
+
+    @property
+    def start(self) -> ThreadStartInput: ...
 
 
 class ActiveAgent:
-    """Reads the snapshot in `ThreadMemory` for the agent that runs the thread now."""
+    """Reads the snapshot for the agent that runs the thread now."""
 
-    def __init__(self, mem: ThreadMemory) -> None:
+    def __init__(self, mem: AgentView) -> None:
         self._mem = mem
 
     def snapshot(self) -> DefinitionSnapshot:

@@ -20,9 +20,9 @@ from temporalio.workflow import ActivityCancellationType
 from weft.contract.events import Event
 from weft.contract.messages import Message
 from weft.contract.thread import ThreadOptions
-from weft.workflows.outbox import persist_first, show_details
+from weft.workflows.outbox import Outbox
 from weft.workflows.payload_budget import encoded_size
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.views import Pending, Starts
 
 Input = TypeVar("Input", bound=BaseModel)
 Result = TypeVar("Result")
@@ -35,7 +35,7 @@ class Carried:
     events: list[Event] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
 
-    def give_back(self, mem: ThreadMemory) -> None:
+    def give_back(self, mem: Pending) -> None:
         """The activity failed: keep what it carried for the next one, in order."""
         mem.return_outbox(self.events)
         mem.return_messages(self.messages)
@@ -67,7 +67,8 @@ class Limits:
 
 
 async def start_within_budget(
-    mem: ThreadMemory,
+    mem: Starts,
+    outbox: Outbox,
     activity: str,
     payload: Input,
     carried: Carried,
@@ -88,10 +89,10 @@ async def start_within_budget(
     started input still carries (nothing, after persisting).
     """
     if encoded_size(payload) > mem.start.options.payload_budget_bytes:
-        await persist_first(mem, carried.events, carried.messages)
+        await outbox.persist_first(carried.events, carried.messages)
         carried = Carried()
         payload = payload.model_copy(update=without_carried)
-    show_details(mem)
+    outbox.show_details()
     handle = workflow.start_activity(
         activity,
         payload,

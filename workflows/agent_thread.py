@@ -63,7 +63,7 @@ from weft.workflows.in_flight import InFlight
 from weft.workflows.intake import Intake
 from weft.workflows.mcp_tools import McpTools
 from weft.workflows.model_step import ModelCaller
-from weft.workflows.outbox import flush
+from weft.workflows.outbox import Outbox
 from weft.workflows.prompt_tools import PromptToolRunner
 from weft.workflows.queue import ThreadQueue
 from weft.workflows.read_facts import session_facts
@@ -117,12 +117,13 @@ class AgentThreadWorkflow:
         self._agents = ActiveAgent(mem)
         self._in_flight = InFlight()
         self._background = BackgroundTasks()
+        self._outbox = outbox = Outbox(mem)
         self._queue = ThreadQueue(mem)
-        self._registry = SubagentRegistry(mem, self._queue)
+        self._registry = SubagentRegistry(mem, self._queue, outbox)
         spawner = SubagentSpawner(mem, self._agents, self._registry, self._queue, self._background)
         self._agent_tools = AgentTools(mem, self._agents, self._registry, spawner)
         self._reporter = ParentReporter(mem, self._background, self)
-        self._context = ContextKeeper(mem, self._agents, self._in_flight)
+        self._context = ContextKeeper(mem, self._agents, self._in_flight, outbox)
         self._control = ControlPlane(
             mem,
             self._queue,
@@ -133,18 +134,18 @@ class AgentThreadWorkflow:
             self._context,
             self,
         )
-        gate = HumanGate(mem, self._agents, self)
-        self._mcp = mcp = McpTools(mem, self._agents, gate, self._background)
+        gate = HumanGate(mem, self._agents, self, outbox)
+        self._mcp = mcp = McpTools(mem, self._agents, gate, self._background, outbox)
         mcp.register(self._control)
-        self._model = ModelCaller(mem, self._agents, self._in_flight, self._context, mcp)
+        self._model = ModelCaller(mem, self._agents, self._in_flight, self._context, mcp, outbox)
         prompts = PromptToolRunner(mem, self._agents, self._model)
-        self._tools = ToolRunner(mem, self._agents, gate, self._in_flight, self, prompts)
+        self._tools = ToolRunner(mem, self._agents, gate, self._in_flight, self, prompts, outbox)
         intake = Intake(mem, self._queue, self._tools)
         self._steps = StepCycle(
             mem, self._agents, intake, self._agent_tools, self._model, self._tools, self._control
         )
-        self._continuation = Continuation(mem, self._agents, self._background)
-        self._effects = EffectTimers(mem, self._in_flight, self)
+        self._continuation = Continuation(mem, self._agents, self._background, outbox)
+        self._effects = EffectTimers(mem, self._in_flight, self, outbox)
         self._session = SessionLoop(
             mem,
             self._agents,
@@ -155,9 +156,10 @@ class AgentThreadWorkflow:
             self._continuation,
             self._reporter,
             self,
+            outbox,
         )
         self._effects.register(self._control, refuse_if_not_started=self._refuse_if_not_started)
-        self._budget = budget = BudgetControl(mem, self._background)
+        self._budget = budget = BudgetControl(mem, self._background, outbox)
         budget.register(self._control, refuse_if_not_started=self._refuse_if_not_started)
         self._control.handle_intents(TranscriptEdits(mem).intent_handlers())
         if carried is None and self._start_error is None:
@@ -261,7 +263,7 @@ class AgentThreadWorkflow:
             await init_thread(self._mem, self.set_status)
         else:
             effects.restart_timers()
-            await store_carried(mem)
+            await store_carried(mem, self._outbox)
             if carried.turn is not None and not mem.is_terminated():
                 await self._session.run(resume=carried.turn)
         while not mem.is_terminated():
@@ -291,7 +293,7 @@ class AgentThreadWorkflow:
                     await self._context.compact_idle()
                 # What an effect, or a schedule from outside, produced reaches the store now.
                 effects.changed = False
-                await flush(mem)
+                await self._outbox.flush()
         return await self._close()
 
     async def _close(self) -> ThreadResult:
@@ -303,13 +305,13 @@ class AgentThreadWorkflow:
             await self._reporter.report("closed", status="terminated", content=mem.terminate_reason)
         inventory.emit_snapshots(mem)  # before the thread read: that one announces the close
         self.emit_snapshot()
-        await flush(mem, with_thread_row=True)
+        await self._outbox.flush(with_thread_row=True)
         await workflow.wait_condition(workflow.all_handlers_finished)
         if mem.truthful_log and (mem.outbox or mem.outbox_messages):
             # What handlers produced after that write (a late signal's warning) is a fact
             # too. A signal that arrives even later makes Temporal refuse this completion,
             # so the replayed run writes it here.
-            await flush(mem)
+            await self._outbox.flush()
         return ThreadResult(
             thread_id=mem.thread_id,
             status=mem.status,

@@ -10,7 +10,7 @@ ledger), only when it is asked for.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 from temporalio import workflow
@@ -25,29 +25,66 @@ from weft.contract.budget import (
     BudgetState,
     SetBudget,
 )
-from weft.contract.thread import TurnCursor
+from weft.contract.events import Event
+from weft.contract.thread import StopReason, ThreadStartInput, TurnCursor
 from weft.workflows.background import BackgroundTasks
 from weft.workflows.control import parse_single
 from weft.workflows.control_plane import ControlPlane, parse_update
-from weft.workflows.outbox import persist_first
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.outbox import Outbox
+from weft.workflows.thread_stop import ThreadStop
+from weft.workflows.turn_events import TurnLog, turn_started
+from weft.workflows.views import Facts
 
 # Guards the local activity `set_budget` runs: before it, the signal was unknown.
 SET_BUDGET_PATCH = "set-budget-v1"
 
 
-def budget_root(mem: ThreadMemory) -> str:
+class BudgetSeen(Protocol):
+    """Where the tree's budget, as the store last reported it, is kept."""
+
+    budget: BudgetState | None
+
+
+class BudgetRoot(Protocol):
+    """Which thread's ledger this thread spends from."""
+
+    @property
+    def thread_id(self) -> str: ...
+
+    @property
+    def start(self) -> ThreadStartInput: ...
+
+
+class BudgetView(BudgetSeen, BudgetRoot, Facts, TurnLog, Protocol):
+    """What `set_budget` reads and changes of the thread."""
+
+    @property
+    def outbox(self) -> list[Event]: ...
+
+    @property
+    def stop(self) -> ThreadStop: ...
+
+    @property
+    def stop_reason(self) -> StopReason | None: ...
+
+    @property
+    def truthful_log(self) -> bool: ...
+
+    def is_idle(self) -> bool: ...
+
+
+def budget_root(mem: BudgetRoot) -> str:
     """The thread whose ledger this thread's model calls are checked against and charged to."""
     return mem.start.budget_root or mem.thread_id
 
 
-def observe(mem: ThreadMemory, state: BudgetState | None) -> None:
+def observe(mem: BudgetSeen, state: BudgetState | None) -> None:
     """Keep what the store last said about the tree's budget (shown by `thread_read`)."""
     if state is not None:
         mem.budget = state
 
 
-def refusal(mem: ThreadMemory, err: ActivityError) -> str | None:
+def refusal(mem: BudgetSeen, err: ActivityError) -> str | None:
     """The reason text when `model.call` was refused because the budget is spent, else None.
 
     The refusal carries the ledger as the store saw it, so `thread_read` shows it at once.
@@ -87,8 +124,9 @@ def how_to_raise(root: str, limit: BudgetLimitName) -> str:
 class BudgetControl:
     """`set_budget` (a checked update and a signal): new limits for the tree of a root."""
 
-    def __init__(self, mem: ThreadMemory, background: BackgroundTasks) -> None:
+    def __init__(self, mem: BudgetView, background: BackgroundTasks, outbox: Outbox) -> None:
         self._mem = mem
+        self._outbox = outbox
         self._background = background
         # Set by a raise that asked to resume a turn the spent budget stopped; the idle
         # loop takes it (`take_resume`).
@@ -106,9 +144,9 @@ class BudgetControl:
         self.resume_requested = False
         if mem.stop_reason != "budget_exhausted" or not mem.is_idle():
             return None
-        mem.stop_reason = None
+        mem.stop.budget_raised()
         turn_id = mem.new_id("turn")
-        mem.emit("turn.started", {"side": "a", "reason": "budget_raised"}, turn_id=turn_id)
+        turn_started(mem, turn_id, {"side": "a", "reason": "budget_raised"})
         return TurnCursor(side="a", turn_id=turn_id, side_steps=0)
 
     def register(self, control: ControlPlane, *, refuse_if_not_started: Callable[[], None]) -> None:
@@ -177,7 +215,7 @@ class BudgetControl:
         # Written now, on its own, so the ledger changes even while a turn (or a child's
         # turn) runs; the rest of the outbox goes with the step as usual.
         mem.outbox.remove(event)
-        await persist_first(mem, [event], [])
+        await self._outbox.persist_first([event], [])
         mem.budget = current.model_copy(update={"limits": limits, "blocked": None})
         if request.resume and mem.stop_reason == "budget_exhausted":
             self.resume_requested = True

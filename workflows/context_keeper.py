@@ -11,30 +11,68 @@ once. When summarising fails, the older turns are cut instead, with a marker say
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
 from weft.contract.activities import ACTIVITY_CONTEXT_COMPACT, CompactInput, CompactResult, Usage
 from weft.contract.context import CONTEXT_TOO_LONG, CompactionReason
+from weft.contract.context_state import ContextState
+from weft.contract.mcp_book import McpBook
 from weft.contract.messages import Message, Side
+from weft.contract.thread import UsageTotals
 from weft.workflows import ui_summaries
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.activity_calls import Carried, Limits, start_within_budget
 from weft.workflows.failures import failure_text
 from weft.workflows.in_flight import InFlight
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.outbox import Outbox
+from weft.workflows.views import Facts, Pending, Starts
 
 # Histories recorded before compaction existed never compact on replay.
 PATCH_ID = "context-compaction-v1"
 
 
+class Spend(Protocol):
+    """The thread's model usage, which each model call adds to."""
+
+    cost_unknown: bool
+
+    @property
+    def usage(self) -> UsageTotals: ...
+
+
+class KeeperView(Facts, Pending, Starts, Spend, Protocol):
+    """What keeping the context window reads of the thread, and the window it changes."""
+
+    @property
+    def thread_id(self) -> str: ...
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def active_agent(self) -> str | None: ...
+
+    @property
+    def truthful_log(self) -> bool: ...
+
+    @property
+    def window(self) -> ContextState: ...
+
+    @property
+    def mcp(self) -> McpBook: ...
+
+
 class ContextKeeper:
     """Compacts the thread's context when it would not fit; one per thread."""
 
-    def __init__(self, mem: ThreadMemory, agents: ActiveAgent, in_flight: InFlight) -> None:
+    def __init__(
+        self, mem: KeeperView, agents: ActiveAgent, in_flight: InFlight, outbox: Outbox
+    ) -> None:
         self._mem = mem
+        self._outbox = outbox
         self._agents = agents
         self._in_flight = in_flight
         self._limits = Limits.of_models(mem.start.options)
@@ -142,6 +180,7 @@ class ContextKeeper:
         )
         handle, carried = await start_within_budget(
             mem,
+            self._outbox,
             ACTIVITY_CONTEXT_COMPACT,
             payload,
             carried,
@@ -211,7 +250,7 @@ def overflow_details(err: ActivityError) -> dict[str, Any] | None:
     return dict(first) if isinstance(first, dict) else {}
 
 
-def add_usage(mem: ThreadMemory, usage: Usage, cost_usd: float | None) -> None:
+def add_usage(mem: Spend, usage: Usage, cost_usd: float | None) -> None:
     """Add one model call's tokens and cost to the thread's totals."""
     mem.usage.input_tokens += usage.input_tokens
     mem.usage.output_tokens += usage.output_tokens

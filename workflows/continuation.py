@@ -7,8 +7,8 @@ first (`store_carried`).
 A `submit_turn` that waits for its turn (`wait: "completed"`) finishes only when the turn
 ends, which needs this run to go on: while one is pending the run does not continue as new
 (it would otherwise wait for that handler for ever), and tries again at the next safe point.
-`ThreadMemory` moves whole (less the older message index) into `ThreadCarryOver`; content
-stays in the store.
+`ThreadMemory` moves whole (less the older message index) into `ThreadCarryOver`, each
+part's state as it is (contract/carry_parts.py); content stays in the store.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any
 
 from temporalio import workflow
 
+from weft.contract.context_state import ContextState
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.thread import (
-    CarriedQueueEntry,
     ContinuedFrom,
     ThreadCarryOver,
     ThreadStartInput,
@@ -28,19 +28,15 @@ from weft.contract.thread import (
 )
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.background import BackgroundTasks
-from weft.workflows.context_state import ContextState
-from weft.workflows.effect_book import EffectBook
 from weft.workflows.history_gauge import live_reading
-from weft.workflows.mcp_book import McpBook
-from weft.workflows.outbox import flush, settle
+from weft.workflows.outbox import Outbox
 from weft.workflows.payload_budget import encoded_size
 from weft.workflows.thread_state import (
     Context,
-    QueueEntry,
-    SubagentBook,
     ThreadMemory,
     WorkflowContext,
 )
+from weft.workflows.thread_stop import ThreadStop
 from weft.workflows.turn_book import TurnBook
 
 # The patch that introduced continue-as-new: histories recorded before it never continue.
@@ -50,15 +46,16 @@ SETTLE_PATCH = "continue-as-new-settle-v1"
 # The message index carried into the next run: the `messages` query pages through this
 # recent window; older metadata (and all content) is read from the store.
 CARRIED_INDEX = 500
-# Resolved actions remembered across runs, so a late answer is told it came too late.
-CARRIED_RESOLVED = 100
 
 
 class Continuation:
     """Decides when a run continues as new, and hands the thread over to the next run."""
 
-    def __init__(self, mem: ThreadMemory, agents: ActiveAgent, background: BackgroundTasks) -> None:
+    def __init__(
+        self, mem: ThreadMemory, agents: ActiveAgent, background: BackgroundTasks, outbox: Outbox
+    ) -> None:
         self._mem = mem
+        self._outbox = outbox
         self._agents = agents
         self._background = background
 
@@ -66,7 +63,7 @@ class Continuation:
         """Continue as new when this run's history is long; called at safe points only."""
         mem = self._mem
         start = mem.start
-        if mem.is_terminated() or mem.pending_actions or self._background.busy():
+        if mem.is_terminated() or mem.actions.pending or self._background.busy():
             return
         if mem.turns.waiting:
             return  # see the module docstring: the waiter needs this run to end its turn
@@ -118,9 +115,9 @@ class Continuation:
             flushed = True
             # Every event and message so far reaches the store before this run ends (what
             # signals add during the settle is carried).
-            await flush(mem, with_thread_row=True)
+            await self._outbox.flush(with_thread_row=True)
             if settling:
-                await settle(mem)
+                await self._outbox.settle()
         workflow.continue_as_new(next_input)
 
     def _history_is_long(self) -> bool:
@@ -138,7 +135,7 @@ class Continuation:
         return workflow.patched(PATCH_ID)  # False: a history from before continue-as-new
 
 
-async def store_carried(mem: ThreadMemory) -> None:
+async def store_carried(mem: ThreadMemory, outbox: Outbox) -> None:
     """In a continued run, first record the transition (when the previous run left it to
     this one) and store what the previous run's outbox carried."""
     came = mem.start.carry_over.continued_from if mem.start.carry_over else None
@@ -160,7 +157,7 @@ async def store_carried(mem: ThreadMemory) -> None:
         # (no new command): runs before the truthful log announce nothing here.
         mem.emit("history.window.loaded", window_loaded(mem, came.run_id))
     if mem.outbox or mem.outbox_messages:
-        await flush(mem)
+        await outbox.flush()
 
 
 def window_loaded(mem: ThreadMemory, previous_run_id: str) -> dict[str, Any]:
@@ -187,49 +184,35 @@ def window_loaded(mem: ThreadMemory, previous_run_id: str) -> dict[str, Any]:
 def carry_over(
     mem: ThreadMemory, snapshot: DefinitionSnapshot, turn: TurnCursor | None
 ) -> ThreadCarryOver:
-    """The thread's whole memory, as the next run's start input carries it."""
+    """The thread's memory, as the next run's start input carries it: each part's state as
+    it is (a copy: this run goes on until Temporal takes the continue-as-new)."""
     index = mem.index[-CARRIED_INDEX:]
-    book = mem.subagents
     return ThreadCarryOver(
         snapshot=snapshot,
         status=mem.status,
-        queue=[
-            CarriedQueueEntry(
-                queue_id=e.queue_id,
-                turn_id=e.turn_id,
-                enqueued_at=e.enqueued_at,
-                message=e.message,
-                tool=e.tool,
-            )
-            for e in mem.queue
-        ],
-        index=index,
-        index_base=mem.index_base + len(mem.index) - len(index),
-        counters=mem.counters.model_copy(update={"runs": mem.counters.runs + 1}),
-        usage=mem.usage,
-        cost_unknown=mem.cost_unknown,
-        warnings=mem.warnings,
-        incidents=list(mem.incidents),
-        pending_actions=list(mem.pending_actions.values()),
-        resolved_actions=list(mem.resolved_actions.values())[-CARRIED_RESOLVED:],
-        session_allowed_tools=sorted(mem.session_allowed_tools),
-        children=list(book.children.values()),
+        turn=turn,
         active_agent=mem.active_agent,
-        immediate_done=sorted(book.immediate_done),
-        deferred_spawns=list(book.deferred.values()),
-        stop_reason=mem.stop_reason,
+        stop_reason=mem.stop.reason,
         last_outcome=mem.last_outcome,
         terminated_at=mem.terminated_at,
         terminate_reason=mem.terminate_reason,
-        turn=turn,
-        context=mem.window.carry(),
-        turns=mem.turns.carry(),
-        effects=mem.effects.carry(),
+        queue=[entry.model_copy() for entry in mem.queue],
+        index=index,
+        index_base=mem.index_base + len(mem.index) - len(index),
+        counters=mem.counters.model_copy(update={"runs": mem.counters.runs + 1}),
+        usage=mem.usage.model_copy(),
+        cost_unknown=mem.cost_unknown,
+        warnings=mem.warnings,
+        incidents=list(mem.incidents),
+        budget=mem.budget,
         outbox=list(mem.outbox),
         outbox_messages=list(mem.outbox_messages),
-        budget=mem.budget,
-        mcp_catalogs=list(mem.mcp.catalogs.values()),
-        mcp_due=dict(mem.mcp.due),
+        context=mem.window.model_copy(deep=True),
+        turns=mem.turns.carry(),
+        actions=mem.actions.model_copy(deep=True),
+        subagents=mem.subagents.model_copy(deep=True),
+        effect_book=mem.effects.model_copy(deep=True),
+        mcp=mem.mcp.model_copy(deep=True),
     )
 
 
@@ -240,47 +223,35 @@ def restore(
     context: Context | None = None,
 ) -> ThreadMemory:
     """The memory a continued run starts with (built before any handler runs)."""
+    turn = carried.turn
     return ThreadMemory(
         thread_id=thread_id,
         start=start,
         context=context or WorkflowContext(),
         snapshot=carried.snapshot,
         status=carried.status,
-        active_turn=carried.turn.turn_id if carried.turn else None,
-        active_side=carried.turn.side if carried.turn else None,
+        active_turn=turn.turn_id if turn else None,
+        active_side=turn.side if turn else None,
         active_agent=carried.active_agent,
-        stop_reason=carried.stop_reason,
+        stop=ThreadStop(carried.stop_reason),
         last_outcome=carried.last_outcome,
         terminated_at=carried.terminated_at,
         terminate_reason=carried.terminate_reason,
-        queue=deque(
-            QueueEntry(e.queue_id, e.turn_id, e.enqueued_at, message=e.message, tool=e.tool)
-            for e in carried.queue
-        ),
+        queue=deque(entry.model_copy() for entry in carried.queue),
         index=list(carried.index),
         index_base=carried.index_base,
         counters=carried.counters.model_copy(),
         usage=carried.usage.model_copy(),
-        warnings=carried.warnings,
-        pending_actions={a.action_id: a for a in carried.pending_actions},
-        resolved_actions={r.action_id: r for r in carried.resolved_actions},
-        session_allowed_tools=set(carried.session_allowed_tools),
-        incidents=list(carried.incidents),
         cost_unknown=carried.cost_unknown,
-        subagents=SubagentBook(
-            children={e.reference: e for e in carried.children},
-            deferred={
-                str(d.scoped_env_request): d
-                for d in carried.deferred_spawns
-                if d.scoped_env_request
-            },
-            immediate_done=set(carried.immediate_done),
-        ),
-        window=ContextState.restore(carried.context),
-        turns=TurnBook.restore(carried.turns),
-        effects=EffectBook.restore(carried.effects),
+        warnings=carried.warnings,
+        incidents=list(carried.incidents),
+        budget=carried.budget,
         outbox=list(carried.outbox),
         outbox_messages=list(carried.outbox_messages),
-        budget=carried.budget,
-        mcp=McpBook.restore(carried.mcp_catalogs, carried.mcp_due),
+        window=carried.context.model_copy(deep=True) if carried.context else ContextState(),
+        turns=TurnBook.restore(carried.turns),
+        actions=carried.actions.model_copy(deep=True),
+        subagents=carried.subagents.model_copy(deep=True),
+        effects=carried.effect_book.model_copy(deep=True),
+        mcp=carried.mcp.model_copy(deep=True),
     )

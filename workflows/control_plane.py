@@ -50,7 +50,12 @@ from weft.contract.thread import (
     UPDATE_INTERRUPT_TURN,
     UPDATE_SUBMIT_TURN,
 )
-from weft.workflows.action_answers import UnanswerableAction, apply_response, check_response
+from weft.workflows.action_answers import (
+    AnswersView,
+    UnanswerableAction,
+    apply_response,
+    check_response,
+)
 from weft.workflows.context_keeper import ContextKeeper
 from weft.workflows.control import InvalidPayload, Model, parse_single
 from weft.workflows.in_flight import InFlight
@@ -60,9 +65,9 @@ from weft.workflows.stop_rules import Stop
 from weft.workflows.subagents.parent_reporter import ParentReporter
 from weft.workflows.subagents.registry import SubagentRegistry, UnknownChild
 from weft.workflows.subagents.spawner import SubagentSpawner, UnknownVariableRequest
-from weft.workflows.thread_state import ThreadMemory
-from weft.workflows.turn_interrupt import TurnInterrupts
-from weft.workflows.turn_waiters import TurnWaiters, current_update_id
+from weft.workflows.turn_interrupt import InterruptView, TurnInterrupts
+from weft.workflows.turn_waiters import TurnWaiters, WaitersView, current_update_id
+from weft.workflows.views import Identity, Terminated
 
 
 class PayloadTooLarge(Exception):
@@ -76,12 +81,19 @@ class ControlHost(Protocol):
         """Soft shutdown (Runtime §10)."""
 
 
+class ControlView(InterruptView, Terminated, Identity, WaitersView, AnswersView, Protocol):
+    """What the control plane reads of the thread, with the views of the parts it holds
+    (turn waiters and interrupts) and of the answers it records."""
+
+    def is_idle(self) -> bool: ...
+
+
 class ControlPlane:
     """Turns signals, updates and intents into changes of the thread, or into warnings."""
 
     def __init__(
         self,
-        mem: ThreadMemory,
+        mem: ControlView,
         queue: ThreadQueue,
         in_flight: InFlight,
         registry: SubagentRegistry,
@@ -361,7 +373,7 @@ class ControlPlane:
             )
 
 
-def refused_after_terminate(mem: ThreadMemory, name: str) -> bool:
+def refused_after_terminate(mem: Terminated, name: str) -> bool:
     """Warn and return True when the thread is terminated and `name` must be ignored."""
     if not mem.is_terminated():
         return False

@@ -24,6 +24,8 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from weft.contract.activities import Intent
+from weft.contract.carry_parts import EffectBook
+from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.effects import (
     ACTIVITY_EFFECT_RUN,
     JOB_KIND,
@@ -43,9 +45,9 @@ from weft.workflows import ui_summaries
 from weft.workflows.activity_calls import Carried, Limits, start_within_budget
 from weft.workflows.control import parse_single
 from weft.workflows.control_plane import ControlPlane, parse_update, refused_after_terminate
-from weft.workflows.effect_book import EffectBook
 from weft.workflows.in_flight import InFlight
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.outbox import Outbox
+from weft.workflows.views import Identity, Pending, Starts, Terminated
 
 # An effect that raises is run this many times before its failure is recorded.
 EFFECT_ATTEMPTS = 3
@@ -61,11 +63,27 @@ class UnknownEffect(Exception):
     """A schedule request names an effect the thread's definitions do not have."""
 
 
+class EffectsView(Terminated, Identity, Pending, Starts, Protocol):
+    """What the effect timers read of the thread, and the effect book they change."""
+
+    @property
+    def effects(self) -> EffectBook: ...
+
+    @property
+    def snapshot(self) -> DefinitionSnapshot | None: ...
+
+    @property
+    def active_agent(self) -> str | None: ...
+
+
 class EffectTimers:
     """Schedules, removes and runs the thread's effects."""
 
-    def __init__(self, mem: ThreadMemory, in_flight: InFlight, host: EffectHost) -> None:
+    def __init__(
+        self, mem: EffectsView, in_flight: InFlight, host: EffectHost, outbox: Outbox
+    ) -> None:
         self._mem = mem
+        self._outbox = outbox
         self._in_flight = in_flight
         self._host = host
         self._timers: dict[str, asyncio.Task[None]] = {}
@@ -185,6 +203,7 @@ class EffectTimers:
         )
         handle, carried = await start_within_budget(
             mem,
+            self._outbox,
             ACTIVITY_EFFECT_RUN,
             job,
             Carried(events=job.outbox),

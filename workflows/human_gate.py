@@ -24,13 +24,14 @@ from weft.contract.actions import (
     PendingAction,
 )
 from weft.contract.activities import ToolResult
+from weft.contract.carry_parts import ActionBook
 from weft.contract.definitions import PromptDef
 from weft.contract.messages import Side, ToolCall
 from weft.contract.permissions import EffectivePolicy, Verdict, effective_policy, evaluate
 from weft.workflows.active_agent import ActiveAgent
-from weft.workflows.outbox import flush
-from weft.workflows.read_facts import session_facts
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.outbox import Outbox
+from weft.workflows.read_facts import SessionFacts, session_facts
+from weft.workflows.views import Facts
 
 
 class GateHost(Protocol):
@@ -43,7 +44,14 @@ class GateHost(Protocol):
         """Whether `interrupt_turn` stopped the running turn (its waits end at once)."""
 
 
-def expiry(mem: ThreadMemory, timeout: float | None) -> str | None:
+class GateView(Facts, SessionFacts, Protocol):
+    """What the gates read of the thread, and the action book they change."""
+
+    @property
+    def actions(self) -> ActionBook: ...
+
+
+def expiry(mem: Facts, timeout: float | None) -> str | None:
     """When an action asked now with `timeout` seconds expires (ISO-8601 UTC), if it does."""
     if not timeout:
         return None
@@ -53,8 +61,9 @@ def expiry(mem: ThreadMemory, timeout: float | None) -> str | None:
 class HumanGate:
     """Asks humans on behalf of a step's tool calls."""
 
-    def __init__(self, mem: ThreadMemory, agents: ActiveAgent, host: GateHost) -> None:
+    def __init__(self, mem: GateView, agents: ActiveAgent, host: GateHost, outbox: Outbox) -> None:
         self._mem = mem
+        self._outbox = outbox
         self._agents = agents
         self._host = host
 
@@ -142,7 +151,7 @@ class HumanGate:
             return None
         mem, name = self._mem, call.function.name
         args, _ = _args(call)
-        verdict = evaluate(policy, name, args, mem.session_allowed_tools)
+        verdict = evaluate(policy, name, args, mem.actions.session_allowed_tools)
         ids = {"turn_id": turn_id, "step_id": step_id, "tool_call_id": call.id}
         mem.emit("permission.evaluated", {"toolName": name, **verdict.describe()}, **ids)
         if verdict.decision == "allow":
@@ -180,7 +189,7 @@ class HumanGate:
         resolution = await self.wait(action, step_id=step_id)
         allowed = resolution.decision == "approve"
         if allowed and resolution.scope == "session":
-            mem.session_allowed_tools.add(name)
+            mem.actions.session_allowed_tools.add(name)
         mem.emit(
             "permission.resolved",
             {
@@ -250,16 +259,16 @@ class HumanGate:
             "tool_call_id": action.tool_call_id,
             "action_id": action_id,
         }
-        mem.pending_actions[action_id] = action
+        mem.actions.pending[action_id] = action
         # The thread stops here until a person answers: its counters and context as they are.
         mem.emit("action.required", {**_required_payload(action), **session_facts(mem)}, **ids)
         host.set_waiting(action.kind)
         # Written now, so clients tailing events see the request while the thread waits.
-        await flush(mem, with_thread_row=True)
+        await self._outbox.flush(with_thread_row=True)
         try:
             await workflow.wait_condition(
                 lambda: (
-                    action_id in mem.resolved_actions
+                    action_id in mem.actions.resolved
                     or mem.is_terminated()
                     or host.turn_interrupted()
                 ),
@@ -271,21 +280,21 @@ class HumanGate:
             pass
         # An answer that arrived in the same activation as the timer or terminate wins.
         incident = None
-        if action_id not in mem.resolved_actions:
+        if action_id not in mem.actions.resolved:
             if mem.is_terminated():
-                mem.resolved_actions[action_id] = self._resolution(action, "deny", "terminate")
+                mem.actions.resolved[action_id] = self._resolution(action, "deny", "terminate")
             elif host.turn_interrupted():
                 # Nothing waits on it any more: denied, as the turn that asked has stopped.
-                mem.resolved_actions[action_id] = self._resolution(action, "deny", "interrupt")
+                mem.actions.resolved[action_id] = self._resolution(action, "deny", "interrupt")
             else:
-                mem.resolved_actions[action_id] = self._timed_out(action, default)
+                mem.actions.resolved[action_id] = self._timed_out(action, default)
                 text = f"{action.kind} {action_id} timed out"
                 incident = mem.incident("action_timeout", text, **ids)
-        resolution = mem.resolved_actions[action_id]
-        del mem.pending_actions[action_id]
+        resolution = mem.actions.resolved[action_id]
+        del mem.actions.pending[action_id]
         # Another action may still wait (an MCP elicitation comes mid-call, beside any other).
         host.set_waiting(
-            next(iter(mem.pending_actions.values())).kind if mem.pending_actions else None
+            next(iter(mem.actions.pending.values())).kind if mem.actions.pending else None
         )
         resolved = _resolved_payload(action, resolution)
         if incident is not None:  # the log states it, for a read model rebuilt from it

@@ -8,13 +8,17 @@ checked on arrival).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from weft.contract.messages import Message, QueuedMessage, Side
+from weft.contract.thread import ThreadStartInput
 from weft.workflows.payload_budget import encoded_size, megabytes
 from weft.workflows.queue import ThreadQueue
 from weft.workflows.stop_rules import Stop
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.thread_stop import ThreadStop
 from weft.workflows.tool_runner import ToolRunner
+from weft.workflows.turn_book import TurnBook
+from weft.workflows.views import Facts, Transcript
 
 
 @dataclass
@@ -25,10 +29,25 @@ class Drained:
     oversized: list[str] = field(default_factory=list)
 
 
+class IntakeView(Facts, Transcript, Protocol):
+    """What draining the queue reads and changes of the thread (`last_outcome` it assigns)."""
+
+    last_outcome: str | None
+
+    @property
+    def start(self) -> ThreadStartInput: ...
+
+    @property
+    def turns(self) -> TurnBook: ...
+
+    @property
+    def stop(self) -> ThreadStop: ...
+
+
 class Intake:
     """Takes every queued entry, FIFO, at the start of a step (or a restarted step)."""
 
-    def __init__(self, mem: ThreadMemory, queue: ThreadQueue, tools: ToolRunner) -> None:
+    def __init__(self, mem: IntakeView, queue: ThreadQueue, tools: ToolRunner) -> None:
         self._mem = mem
         self._queue = queue
         self._tools = tools
@@ -72,7 +91,8 @@ class Intake:
         mem = self._mem
         mem.outbox_messages.extend(drained.messages)  # the others are kept, in order
         text = "; ".join(drained.oversized)
-        mem.stop_reason, mem.last_outcome = "step_error", text
+        mem.stop.step_failed()
+        mem.last_outcome = text
         incident = mem.incident("payload_too_large", text, turn_id=turn_id, step_id=step_id)
         mem.emit(
             "runtime.warning",

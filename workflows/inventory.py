@@ -214,7 +214,7 @@ def _permission(
         return ToolPermission(decision="allow", decided_by="runtime")
     if policy is None:
         return ToolPermission(decision="allow", decided_by="no_policy")
-    verdict = evaluate(policy, name, {}, mem.session_allowed_tools)
+    verdict = evaluate(policy, name, {}, mem.actions.session_allowed_tools)
     return ToolPermission(
         decision=verdict.decision,
         decided_by=verdict.decided_by,

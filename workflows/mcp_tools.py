@@ -14,14 +14,15 @@ until the person, a timeout or terminate has decided.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 from weft.contract.actions import ActionResolution, PendingAction
-from weft.contract.definitions import PromptDef
+from weft.contract.carry_parts import ActionBook
+from weft.contract.definitions import DefinitionSnapshot, PromptDef
 from weft.contract.mcp import (
     ACTIVITY_TOOL_CATALOG,
     SIGNAL_MCP_ELICITATION,
@@ -34,6 +35,7 @@ from weft.contract.mcp import (
     ToolCatalogInput,
     ToolCatalogResult,
 )
+from weft.contract.mcp_book import McpBook
 from weft.contract.messages import Side
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.background import BackgroundTasks
@@ -41,8 +43,8 @@ from weft.workflows.control import parse_single
 from weft.workflows.control_plane import ControlPlane, refused_after_terminate
 from weft.workflows.failures import failure_text
 from weft.workflows.human_gate import HumanGate, expiry
-from weft.workflows.outbox import flush
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.outbox import Outbox
+from weft.workflows.views import Identity, Terminated
 
 # Histories from before MCP never list a catalogue (their snapshots define no server).
 PATCH_ID = "mcp-tools-v1"
@@ -50,17 +52,41 @@ PATCH_ID = "mcp-tools-v1"
 CATALOG_SLACK_SECONDS = 30.0
 
 
+class McpView(Terminated, Identity, Protocol):
+    """What the MCP tools read of the thread, and the catalogues they change."""
+
+    @property
+    def mcp(self) -> McpBook: ...
+
+    @property
+    def actions(self) -> ActionBook: ...
+
+    @property
+    def snapshot(self) -> DefinitionSnapshot | None: ...
+
+    @property
+    def active_agent(self) -> str | None: ...
+
+    @property
+    def active_turn(self) -> str | None: ...
+
+    @property
+    def truthful_log(self) -> bool: ...
+
+
 class McpTools:
     """Keeps the thread's MCP catalogues current and answers its servers' elicitations."""
 
     def __init__(
         self,
-        mem: ThreadMemory,
+        mem: McpView,
         agents: ActiveAgent,
         gate: HumanGate,
         background: BackgroundTasks,
+        outbox: Outbox,
     ) -> None:
         self._mem = mem
+        self._outbox = outbox
         self._agents = agents
         self._gate = gate
         self._background = background
@@ -90,7 +116,7 @@ class McpTools:
         if not wanted or not (mem.truthful_log or workflow.patched(PATCH_ID)):
             return
         # The catalogue's events follow what the thread produced before them.
-        await flush(mem)
+        await self._outbox.flush()
         by_reason: dict[CatalogReason, list[str]] = {}
         for server, reason in wanted.items():
             by_reason.setdefault(reason, []).append(server)
@@ -183,7 +209,7 @@ class McpTools:
     def _elicitation_signal(self, name: str, values: list[Any]) -> None:
         request = parse_single(name, values, McpElicitation)
         mem, action_id = self._mem, request.action_id
-        if action_id in mem.pending_actions or action_id in self._answers:
+        if action_id in mem.actions.pending or action_id in self._answers:
             return  # the activity's signal, sent again: one action is enough
         if mem.is_terminated() or mem.active_turn is None:
             self._answers[action_id] = ElicitationAnswer(action_id=action_id, action="cancel")

@@ -6,19 +6,26 @@ streams from the provider and writes the assistant message; its result is the me
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from temporalio.exceptions import ActivityError, CancelledError
 
 from weft.contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult
+from weft.contract.context_state import ContextState
 from weft.contract.messages import Message, Side
 from weft.contract.prompt_tools import PromptScope
+from weft.contract.thread import Counters
 from weft.workflows import budget, ui_summaries
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.activity_calls import Carried, Limits, start_within_budget
-from weft.workflows.context_keeper import ContextKeeper, add_usage, overflow_details
+from weft.workflows.budget import BudgetRoot, BudgetSeen
+from weft.workflows.context_keeper import ContextKeeper, Spend, add_usage, overflow_details
 from weft.workflows.failures import failure_text, hook_blocks
 from weft.workflows.in_flight import InFlight
 from weft.workflows.mcp_tools import McpTools
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.outbox import Outbox
+from weft.workflows.thread_stop import ThreadStop
+from weft.workflows.views import Facts, Identity, Pending, Starts, Transcript
 
 
 class ModelInterrupted(Exception):
@@ -34,18 +41,46 @@ class PromptModelFailed(Exception):
         self.text = text
 
 
+class ModelView(
+    Facts, Identity, Pending, Starts, Transcript, Spend, BudgetSeen, BudgetRoot, Protocol
+):
+    """What calling the model reads of the thread (`last_outcome` it assigns)."""
+
+    last_outcome: str | None
+
+    @property
+    def active_agent(self) -> str | None: ...
+
+    @property
+    def counters(self) -> Counters: ...
+
+    @property
+    def window(self) -> ContextState: ...
+
+    @property
+    def stop(self) -> ThreadStop: ...
+
+    def reserve_position(self) -> int: ...
+
+    def index_message(self, message: Message) -> None: ...
+
+    def forget_message(self, message_id: str) -> None: ...
+
+
 class ModelCaller:
     """Calls the model of one step, with fallbacks; failures end the turn, not the thread."""
 
     def __init__(
         self,
-        mem: ThreadMemory,
+        mem: ModelView,
         agents: ActiveAgent,
         in_flight: InFlight,
         context: ContextKeeper,
         mcp: McpTools,
+        outbox: Outbox,
     ) -> None:
         self._mem = mem
+        self._outbox = outbox
         self._agents = agents
         self._in_flight = in_flight
         self._context = context
@@ -83,10 +118,10 @@ class ModelCaller:
         index = 0
         while index < len(candidates):
             if mem.is_terminated():  # terminate arrived during a compaction
-                mem.stop_reason = "aborted_by_user"
+                mem.stop.aborted_by_user()
                 break
             if self._in_flight.turn_stop is not None:  # interrupt_turn: call nothing more
-                mem.stop_reason = "interrupted"
+                mem.stop.interrupted()
                 break
             model_name = candidates[index]
             carried = Carried(mem.take_outbox(), messages)
@@ -112,6 +147,7 @@ class ModelCaller:
             )
             handle, carried = await start_within_budget(
                 mem,
+                self._outbox,
                 ACTIVITY_MODEL_CALL,
                 call,
                 carried,
@@ -133,7 +169,7 @@ class ModelCaller:
                 if stopped is not None and not mem.is_terminated():
                     # interrupt_turn: the turn ends; what the step drained is kept below.
                     self._in_flight.clear_interrupt()
-                    mem.stop_reason = "interrupted"
+                    mem.stop.interrupted()
                     mem.emit(
                         "model.failed",
                         {
@@ -156,11 +192,12 @@ class ModelCaller:
                     )
                     raise ModelInterrupted() from None
                 if mem.is_terminated() or isinstance(err.cause, CancelledError):
-                    mem.stop_reason = "aborted_by_user"
+                    mem.stop.aborted_by_user()
                     break
                 spent = budget.refusal(mem, err)
                 if spent is not None:  # no fallback either: the whole tree is out of budget
-                    mem.stop_reason, mem.last_outcome = "budget_exhausted", spent
+                    mem.stop.budget_exhausted()
+                    mem.last_outcome = spent
                     break
                 blocks = hook_blocks(err)
                 if blocks:
@@ -170,7 +207,7 @@ class ModelCaller:
                         mem.forget_message(message_id)
                     messages = [m for m in messages if m.id not in refused]
                     first = blocks[0]
-                    mem.stop_reason = "hook_blocked"
+                    mem.stop.hook_blocked()
                     mem.last_outcome = f"hook {first.hook_id!r} refused: {first.reason}"
                     break
                 overflow = overflow_details(err) is not None and scope is None
@@ -227,13 +264,8 @@ class ModelCaller:
             )
         if scope is not None and index >= len(candidates):
             raise PromptModelFailed(last_error)
-        if mem.stop_reason not in (
-            "aborted_by_user",
-            "hook_blocked",
-            "budget_exhausted",
-            "interrupted",
-        ):
-            mem.stop_reason = "step_error"
+        if not mem.stop.stopped_in_step():
+            mem.stop.step_failed()
             mem.last_outcome = last_error
             mem.incident("step_error", last_error, turn_id=turn_id, step_id=step_id)
         return None

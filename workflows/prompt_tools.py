@@ -22,13 +22,15 @@ from typing import Any, Protocol
 from weft.contract.activities import ToolResult
 from weft.contract.context import READ_OUTPUT_TOOL
 from weft.contract.definitions import ToolSpec
+from weft.contract.mcp_book import McpBook
 from weft.contract.messages import Message, Side, ToolCall
 from weft.contract.prompt_tools import PromptScope, PromptToolConfig
+from weft.contract.thread import Counters
 from weft.contract.tool_catalog import tool_entry
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.model_step import ModelCaller, PromptModelFailed
 from weft.workflows.stop_rules import ToolOutcome
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.views import Identity, Stopped, Transcript
 
 
 class NestedTools(Protocol):
@@ -61,10 +63,26 @@ class Failure:
     text: str
 
 
+class PromptView(Identity, Stopped, Transcript, Protocol):
+    """What a prompt tool's own loop reads and counts of the thread."""
+
+    @property
+    def counters(self) -> Counters: ...
+
+    @property
+    def mcp(self) -> McpBook: ...
+
+    def count_step(self, side: Side) -> None: ...
+
+    def new_id(self, prefix: str) -> str: ...
+
+    def is_terminated(self) -> bool: ...
+
+
 class PromptToolRunner:
     """Runs prompt tools for one thread: the nested loop and the shaping of its result."""
 
-    def __init__(self, mem: ThreadMemory, agents: ActiveAgent, model: ModelCaller) -> None:
+    def __init__(self, mem: PromptView, agents: ActiveAgent, model: ModelCaller) -> None:
         self._mem = mem
         self._agents = agents
         self._model = model

@@ -7,20 +7,40 @@ rebuild the queue from events alone.
 
 from __future__ import annotations
 
-from typing import Any
+from collections import deque
+from typing import Any, Protocol
 
 from weft.contract.messages import QueuedMessage, QueuedTool, SubmitTurnResult
-from weft.workflows.thread_state import QueueEntry, ThreadMemory
+from weft.contract.thread import QueueEntry, ThreadStatus
+from weft.workflows.views import Facts
 
 
 class UnknownQueuedTurn(Exception):
     """A remove or promote named a queue id that is not queued."""
 
 
-class ThreadQueue:
-    """Queued work of one thread; the entries live in `ThreadMemory.queue` (carried)."""
+class QueueView(Facts, Protocol):
+    """What the queue reads of the thread, and its entries (carried as they are)."""
 
-    def __init__(self, mem: ThreadMemory) -> None:
+    @property
+    def queue(self) -> deque[QueueEntry]: ...
+
+    @property
+    def status(self) -> ThreadStatus: ...
+
+    @property
+    def active_turn(self) -> str | None: ...
+
+    @property
+    def truthful_log(self) -> bool: ...
+
+    def is_idle(self) -> bool: ...
+
+
+class ThreadQueue:
+    """Queued work of one thread; the entries live in `QueueView.queue` (carried)."""
+
+    def __init__(self, mem: QueueView) -> None:
         self._mem = mem
 
     def __bool__(self) -> bool:
@@ -39,7 +59,7 @@ class ThreadQueue:
         """
         mem = self._mem
         starts_now = mem.is_idle() and not mem.queue
-        entry = QueueEntry(mem.new_id("q"), mem.new_id("turn"), mem.timestamp(), message=message)
+        entry = self._entry(message=message)
         self._append(entry)
         if mem.truthful_log:  # new in runs that asked the patch: old histories replay as was
             mem.emit(
@@ -59,8 +79,7 @@ class ThreadQueue:
 
     def add_tool(self, tool: QueuedTool) -> QueueEntry:
         """Queue a tool call to run through the normal tool flow."""
-        mem = self._mem
-        entry = QueueEntry(mem.new_id("q"), mem.new_id("turn"), mem.timestamp(), tool=tool)
+        entry = self._entry(tool=tool)
         self._append(entry)
         return entry
 
@@ -117,6 +136,19 @@ class ThreadQueue:
     def snapshot(self) -> list[dict[str, Any]]:
         """The queue as `queue.changed` events describe it."""
         return [entry.to_item().model_dump(by_alias=True) for entry in self._mem.queue]
+
+    def _entry(
+        self, *, message: QueuedMessage | None = None, tool: QueuedTool | None = None
+    ) -> QueueEntry:
+        mem = self._mem
+        queue_id, turn_id = mem.new_id("q"), mem.new_id("turn")  # in this order: replay
+        return QueueEntry(
+            queue_id=queue_id,
+            turn_id=turn_id,
+            enqueued_at=mem.timestamp(),
+            message=message,
+            tool=tool,
+        )
 
     def _append(self, entry: QueueEntry) -> None:
         self._mem.queue.append(entry)

@@ -4,13 +4,56 @@ mark when it holds, so the read model can be rebuilt from the log (contract/rebu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
-from weft.workflows.read_models import agent_info, permission_state
-from weft.workflows.thread_state import ThreadMemory
+from weft.contract.budget import BudgetState
+from weft.contract.context_state import ContextState
+from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.messages import Side
+from weft.contract.thread import Counters, StopReason
+from weft.workflows.read_models import PermissionFacts, agent_info, permission_state
 
 
-def session_facts(mem: ThreadMemory) -> dict[str, Any]:
+class SessionFacts(Protocol):
+    """What the facts of a stopping thread read."""
+
+    @property
+    def counters(self) -> Counters: ...
+
+    @property
+    def window(self) -> ContextState: ...
+
+    @property
+    def budget(self) -> BudgetState | None: ...
+
+
+class DefinitionFacts(PermissionFacts, Protocol):
+    """What the facts of a starting turn read: the definitions in force."""
+
+    @property
+    def snapshot(self) -> DefinitionSnapshot | None: ...
+
+    @property
+    def active_side(self) -> Side | None: ...
+
+    @property
+    def active_agent(self) -> str | None: ...
+
+
+class FailureFacts(Protocol):
+    """What the facts of a failed turn read."""
+
+    @property
+    def last_outcome(self) -> str | None: ...
+
+    @property
+    def incidents(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def stop_reason(self) -> StopReason | None: ...
+
+
+def session_facts(mem: SessionFacts) -> dict[str, Any]:
     """The counters, the model context and the budget as the thread stops (idle, waiting
     on a person, terminated): steps and reserved message positions change with no event of
     their own, the context's token estimates are the workflow's, and the budget's spend is
@@ -23,7 +66,7 @@ def session_facts(mem: ThreadMemory) -> dict[str, Any]:
     }
 
 
-def definition_facts(mem: ThreadMemory) -> dict[str, Any]:
+def definition_facts(mem: DefinitionFacts) -> dict[str, Any]:
     """The running agent's display fields and its active side's permission policy (the
     rules' origin and mode, not the session's approvals, which their own events state)."""
     snapshot = mem.snapshot
@@ -38,7 +81,7 @@ def definition_facts(mem: ThreadMemory) -> dict[str, Any]:
     return {"agentInfo": info.model_dump(by_alias=True), "permissions": policy}
 
 
-def failure_facts(mem: ThreadMemory) -> dict[str, Any]:
+def failure_facts(mem: FailureFacts) -> dict[str, Any]:
     """A failed turn's outcome and the incident that says why, when it has them."""
     facts: dict[str, Any] = {}
     if mem.last_outcome is not None:

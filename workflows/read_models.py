@@ -6,9 +6,10 @@ Facts the thread cannot know are listed in `unknown` rather than guessed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from weft.contract.actions import PermissionPolicy
+from weft.contract.carry_parts import ActionBook
 from weft.contract.context import boundary_snapshot
 from weft.contract.definitions import AgentDef
 from weft.contract.messages import MessagePage
@@ -43,7 +44,7 @@ def thread_read(mem: ThreadMemory) -> ThreadRead:
         active_side=mem.active_side,
         queue=[e.to_item() for e in mem.queue],
         pending_actions=[
-            a.model_dump(mode="json", by_alias=True) for a in mem.pending_actions.values()
+            a.model_dump(mode="json", by_alias=True) for a in mem.actions.pending.values()
         ],
         children=[
             e.model_dump(mode="json", by_alias=True) for e in mem.subagents.children.values()
@@ -82,13 +83,20 @@ def agent_info(agent: AgentDef) -> AgentInfo:
     )
 
 
+class PermissionFacts(Protocol):
+    """What the permission state reads: the session's approvals and pending asks."""
+
+    @property
+    def actions(self) -> ActionBook: ...
+
+
 def permission_state(
-    mem: ThreadMemory, agent: PermissionPolicy | None, prompt: PermissionPolicy | None
+    mem: PermissionFacts, agent: PermissionPolicy | None, prompt: PermissionPolicy | None
 ) -> dict[str, Any]:
     """The active side's permission mode, rules' origin and session approvals."""
     mode = (prompt.mode if prompt else None) or (agent.mode if agent else None)
     if agent is None and prompt is None:
-        return {"policy": "none", "sessionAllowedTools": sorted(mem.session_allowed_tools)}
+        return {"policy": "none", "sessionAllowedTools": sorted(mem.actions.session_allowed_tools)}
     return {
         "policy": "configured",
         "mode": mode or "default",
@@ -96,9 +104,9 @@ def permission_state(
             "agent": len(agent.rules) if agent else 0,
             "prompt": len(prompt.rules) if prompt else 0,
         },
-        "sessionAllowedTools": sorted(mem.session_allowed_tools),
+        "sessionAllowedTools": sorted(mem.actions.session_allowed_tools),
         "pendingApprovals": sum(
-            1 for a in mem.pending_actions.values() if a.kind == "tool_permission"
+            1 for a in mem.actions.pending.values() if a.kind == "tool_permission"
         ),
     }
 

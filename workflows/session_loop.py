@@ -11,14 +11,21 @@ from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.continuation import Continuation
 from weft.workflows.control_plane import ControlPlane
 from weft.workflows.effects import EffectTimers
-from weft.workflows.outbox import flush
+from weft.workflows.outbox import Outbox
 from weft.workflows.queue import ThreadQueue
-from weft.workflows.read_facts import definition_facts, failure_facts, session_facts
+from weft.workflows.read_facts import (
+    DefinitionFacts,
+    FailureFacts,
+    SessionFacts,
+    definition_facts,
+    failure_facts,
+    session_facts,
+)
 from weft.workflows.step_cycle import StepCycle
 from weft.workflows.stop_rules import Stop, session_turns_exhausted
 from weft.workflows.subagents.parent_reporter import ParentReporter
-from weft.workflows.thread_state import ThreadMemory
-from weft.workflows.turn_end import finish_turn
+from weft.workflows.turn_end import TurnEndView, finish_turn
+from weft.workflows.turn_events import turn_failed, turn_started
 
 
 class SessionHost(Protocol):
@@ -29,12 +36,23 @@ class SessionHost(Protocol):
     def emit_snapshot(self) -> None: ...
 
 
+class SessionView(TurnEndView, DefinitionFacts, FailureFacts, SessionFacts, Protocol):
+    """What the session loop reads of the thread, and the turn in progress it sets."""
+
+    active_turn: str | None
+    active_side: Side | None
+
+    def count_step(self, side: Side) -> None: ...
+
+    def new_id(self, prefix: str) -> str: ...
+
+
 class SessionLoop:
     """Runs a session's turns, side by side for `dual_ai`, and a turn's steps."""
 
     def __init__(
         self,
-        mem: ThreadMemory,
+        mem: SessionView,
         agents: ActiveAgent,
         queue: ThreadQueue,
         steps: StepCycle,
@@ -43,8 +61,10 @@ class SessionLoop:
         continuation: Continuation,
         reporter: ParentReporter,
         host: SessionHost,
+        outbox: Outbox,
     ) -> None:
         self._mem = mem
+        self._outbox = outbox
         self._agents = agents
         self._queue = queue
         self._steps = steps
@@ -72,7 +92,7 @@ class SessionLoop:
             turn_id, resumed_steps = head.turn_id, None
             mem.counters.session_steps = mem.counters.side_a_turns = 0
             mem.counters.side_b_turns = 0
-            mem.stop_reason = None
+            mem.stop.session_started()
         self._host.set_status("running")
         while not mem.is_terminated():
             stop = await self._run_turn(side, turn_id, resumed_steps)
@@ -81,7 +101,7 @@ class SessionLoop:
             if stop is None or stop.scope == "session" or agent.type == "ai_human":
                 break
             if session_turns_exhausted(agent, mem.counters.side_a_turns, mem.counters.side_b_turns):
-                mem.stop_reason = "max_session_turns"
+                mem.stop.session_turns_spent()
                 break
             side = "b" if side == "a" else "a"
             turn_id = mem.new_id("turn")
@@ -94,7 +114,7 @@ class SessionLoop:
         if not mem.is_terminated():
             self._host.set_status("waiting_input")
             self._host.emit_snapshot()
-            await flush(mem, with_thread_row=True)
+            await self._outbox.flush(with_thread_row=True)
 
     async def _run_turn(
         self, side: Side, turn_id: str, resumed_steps: int | None = None
@@ -106,7 +126,7 @@ class SessionLoop:
         mem = self._mem
         mem.active_turn, mem.active_side = turn_id, side
         if resumed_steps is None:
-            mem.emit("turn.started", {"side": side, **definition_facts(mem)}, turn_id=turn_id)
+            turn_started(mem, turn_id, {"side": side, **definition_facts(mem)})
         side_steps = resumed_steps or 0
         while not mem.is_terminated():
             side_steps += 1
@@ -127,10 +147,9 @@ class SessionLoop:
                 )
                 continue
             if stop.reason == "step_error" or mem.is_terminated():
-                failed = {"reason": mem.stop_reason, **failure_facts(mem)}
-                mem.emit("turn.failed", failed, turn_id=turn_id)
+                turn_failed(mem, turn_id, mem.stop_reason, failure_facts(mem))
                 return None
             finish_turn(self._mem, side, turn_id, stop)
             return stop
-        mem.emit("turn.failed", {"reason": "aborted_by_user"}, turn_id=turn_id)
+        turn_failed(mem, turn_id, "aborted_by_user")
         return None

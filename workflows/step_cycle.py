@@ -6,15 +6,32 @@ order. The session and turn loops around it live in `agent_thread.py`.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from weft.contract.messages import Side
+from weft.contract.thread import Counters, StopReason
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.control_plane import ControlPlane
 from weft.workflows.intake import Intake
 from weft.workflows.model_step import ModelCaller, ModelInterrupted
 from weft.workflows.stop_rules import StepFacts, Stop, evaluate_step, session_status
 from weft.workflows.subagents.agent_tools import AgentTools
-from weft.workflows.thread_state import ThreadMemory
 from weft.workflows.tool_runner import ToolRunner
+from weft.workflows.views import Identity
+
+
+class StepView(Identity, Protocol):
+    """What one step reads of the thread."""
+
+    @property
+    def counters(self) -> Counters: ...
+
+    @property
+    def stop_reason(self) -> StopReason | None: ...
+
+    def new_id(self, prefix: str) -> str: ...
+
+    def is_terminated(self) -> bool: ...
 
 
 class StepCycle:
@@ -22,7 +39,7 @@ class StepCycle:
 
     def __init__(
         self,
-        mem: ThreadMemory,
+        mem: StepView,
         agents: ActiveAgent,
         intake: Intake,
         agent_tools: AgentTools,

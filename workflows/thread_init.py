@@ -4,20 +4,40 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Protocol
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from weft.contract.activities import ACTIVITY_THREAD_INIT, ThreadInitInput, ThreadInitResult
+from weft.contract.budget import BudgetState
 from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.events import Event
 from weft.contract.thread import ThreadStatus
 from weft.workflows import search_attributes, ui_summaries
 from weft.workflows.failures import failure_text
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.views import Facts, Identity
 
 
-async def init_thread(mem: ThreadMemory, set_status: Callable[[ThreadStatus], None]) -> None:
+class InitView(Facts, Identity, Protocol):
+    """What a new thread's first run reads, and what it sets: the snapshot, the budget,
+    or why it could not start."""
+
+    snapshot: DefinitionSnapshot | None
+    budget: BudgetState | None
+    start_failure: str | None
+
+    @property
+    def parent_id(self) -> str | None: ...
+
+    @property
+    def truthful_log(self) -> bool: ...
+
+    def take_outbox(self) -> list[Event]: ...
+
+
+async def init_thread(mem: InitView, set_status: Callable[[ThreadStatus], None]) -> None:
     """A new thread's first run: its session, search attributes and definitions snapshot;
     `waiting_input` once it can take turns, `failed` (and the run fails) when it cannot."""
     if mem.truthful_log and mem.parent_id is None:  # a tree is one session: its root's
@@ -37,7 +57,7 @@ async def init_thread(mem: ThreadMemory, set_status: Callable[[ThreadStatus], No
     set_status("waiting_input")
 
 
-async def take_snapshot(mem: ThreadMemory) -> DefinitionSnapshot:
+async def take_snapshot(mem: InitView) -> DefinitionSnapshot:
     """Record the thread and snapshot its definitions; `ApplicationError` when it cannot run.
 
     The error carries the cause on top (unknown agent, store down past retries), rather

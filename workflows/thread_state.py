@@ -1,10 +1,12 @@
 """The AgentThread's one state object: lifecycle, queue, message index, counters, outbox.
 
 `ThreadMemory` is created once the start input is valid and is never optional after
-that. All of it is carried across continue-as-new (`workflows/continuation.py`); the
-outbox is flushed before a run ends, and only what arrives during that write is carried
-with it. Only ids, roles
-and counters live here; message content lives in the store.
+that. It holds each part's state (the queue, the books, the context window) and the
+thread's own fields; the parts are handed narrow views of it (`workflows/views.py` and a
+`Protocol` in each part's module). All of it is carried across continue-as-new, each
+part's state as it is (`workflows/continuation.py`); the outbox is flushed before a run
+ends, and only what arrives during that write is carried with it. Only ids, roles and
+counters live here; message content lives in the store.
 """
 
 from __future__ import annotations
@@ -16,27 +18,26 @@ from typing import Any, Protocol
 
 from temporalio import workflow
 
-from weft.contract.actions import ActionResolution, PendingAction
 from weft.contract.budget import BudgetState
+from weft.contract.carry_parts import ActionBook, EffectBook, SubagentBook
+from weft.contract.context_state import ContextState
 from weft.contract.correlation import default_session_id
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.events import Event
-from weft.contract.messages import Message, MessageMeta, QueuedMessage, QueuedTool, Role, Side
-from weft.contract.subagents import RegistryEntry, SpawnRequest
+from weft.contract.mcp_book import McpBook
+from weft.contract.messages import Message, MessageMeta, Role, Side
 from weft.contract.thread import (
     Counters,
-    QueuedItem,
+    QueueEntry,
     StopReason,
     ThreadStartInput,
     ThreadStatus,
     UsageTotals,
 )
-from weft.workflows.context_state import ContextState
 from weft.workflows.correlation import run_correlation
-from weft.workflows.effect_book import EffectBook
 from weft.workflows.history_gauge import HistoryGauge
-from weft.workflows.mcp_book import McpBook
 from weft.workflows.open_calls import OpenCalls
+from weft.workflows.thread_stop import ThreadStop
 from weft.workflows.turn_book import TurnBook
 
 MAX_INCIDENTS = 20
@@ -78,47 +79,6 @@ class WorkflowContext:
 
 
 @dataclass
-class QueueEntry:
-    """One queued message or tool, FIFO."""
-
-    queue_id: str
-    turn_id: str
-    enqueued_at: str
-    message: QueuedMessage | None = None
-    tool: QueuedTool | None = None
-
-    def to_item(self) -> QueuedItem:
-        """How `thread_read` shows this entry."""
-        if self.tool is not None:
-            return QueuedItem(
-                queue_id=self.queue_id,
-                kind="tool",
-                turn_id=self.turn_id,
-                tool=self.tool.name,
-                enqueued_at=self.enqueued_at,
-            )
-        return QueuedItem(
-            queue_id=self.queue_id,
-            kind="message",
-            turn_id=self.turn_id,
-            role=self.message.role if self.message else None,
-            enqueued_at=self.enqueued_at,
-        )
-
-
-@dataclass
-class SubagentBook:
-    """The parent's record of its subagents (Runtime §7): carried across runs."""
-
-    # The registry, by child thread id.
-    children: dict[str, RegistryEntry] = field(default_factory=dict)
-    # Subagents waiting on scoped variables (Runtime §7.5), by variable request id.
-    deferred: dict[str, SpawnRequest] = field(default_factory=dict)
-    # Prompts whose immediate subagents have been started (Runtime §7.3).
-    immediate_done: set[str] = field(default_factory=set)
-
-
-@dataclass
 class ThreadMemory:
     """Everything the thread remembers between steps (small, content-free)."""
 
@@ -132,7 +92,8 @@ class ThreadMemory:
     active_side: Side | None = None
     # Set by a handoff; None is the thread's own agent.
     active_agent: str | None = None
-    stop_reason: StopReason | None = None
+    # Why the latest turn or session stopped: set only through its methods.
+    stop: ThreadStop = field(default_factory=ThreadStop)
     last_outcome: str | None = None
     terminated_at: str | None = None
     terminate_reason: str | None = None
@@ -146,13 +107,11 @@ class ThreadMemory:
     usage: UsageTotals = field(default_factory=UsageTotals)
     warnings: int = 0
     # Human-in-the-loop: pending and resolved actions by id, and session approvals.
-    pending_actions: dict[str, PendingAction] = field(default_factory=dict)
-    resolved_actions: dict[str, ActionResolution] = field(default_factory=dict)
-    session_allowed_tools: set[str] = field(default_factory=set)
+    actions: ActionBook = field(default_factory=ActionBook)
     incidents: list[dict[str, Any]] = field(default_factory=list)
     cost_unknown: bool = False
     subagents: SubagentBook = field(default_factory=SubagentBook)
-    # The model context: boundary in force and token counts (workflows/context_state.py).
+    # The model context: boundary in force and token counts (contract/context_state.py).
     window: ContextState = field(default_factory=ContextState)
     # Recent turn results for callers that wait for a turn (workflows/turn_book.py).
     turns: TurnBook = field(default_factory=TurnBook)
@@ -163,7 +122,7 @@ class ThreadMemory:
     # The tree's budget against its spend as last reported (workflows/budget.py); None
     # when no limit applies. Limits live in `start.options.budget`, which is carried.
     budget: BudgetState | None = None
-    # The MCP servers' tool catalogues, as last listed (workflows/mcp_book.py).
+    # The MCP servers' tool catalogues, as last listed (contract/mcp_book.py).
     mcp: McpBook = field(default_factory=McpBook)
     # This run's history length and size, as last read where replays agree (not carried).
     history: HistoryGauge = field(default_factory=HistoryGauge)
@@ -183,6 +142,11 @@ class ThreadMemory:
     def subagent_id(self) -> str | None:
         """A child thread is the subagent its parent registered under this thread's id."""
         return self.thread_id if self.start.parent is not None else None
+
+    @property
+    def stop_reason(self) -> StopReason | None:
+        """Why the latest turn or session stopped (read-only: `stop` owns it)."""
+        return self.stop.reason
 
     @property
     def parent_id(self) -> str | None:
@@ -240,7 +204,6 @@ class ThreadMemory:
             **{"subagent_id": self.subagent_id, **self.context.correlation(), **ids},
         )
         self.outbox.append(event)
-        self.turns.observe(event, self)  # the turn events feed what waiting callers get
         return event
 
     def take_outbox(self) -> list[Event]:

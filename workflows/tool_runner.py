@@ -20,18 +20,21 @@ from weft.contract.activities import (
 )
 from weft.contract.definitions import ToolSpec
 from weft.contract.mcp import McpToolTarget
+from weft.contract.mcp_book import McpBook
 from weft.contract.messages import Message, QueuedTool, Side, ToolCall, ToolCallFunction
 from weft.contract.prompt_tools import PromptScope
+from weft.contract.thread import Counters
 from weft.contract.ui_text import secret_values
 from weft.workflows import ui_summaries
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.activity_calls import Carried, Limits, start_within_budget
 from weft.workflows.human_gate import HumanGate
 from weft.workflows.in_flight import InFlight
+from weft.workflows.outbox import Outbox
 from weft.workflows.payload_budget import encoded_size, megabytes
 from weft.workflows.prompt_tools import PromptToolRunner, error_text, with_scope
 from weft.workflows.stop_rules import ToolOutcome
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.views import Facts, Identity, Pending, Starts, Transcript
 
 OUTCOME_UNKNOWN = (
     "outcome unknown: the tool call was interrupted and its retries were exhausted, so it "
@@ -53,19 +56,43 @@ class ToolHost(Protocol):
     def apply_intents(self, intents: list[Intent]) -> None: ...
 
 
+class ToolsView(Facts, Identity, Pending, Starts, Transcript, Protocol):
+    """What running tools reads of the thread (`last_outcome` it assigns)."""
+
+    last_outcome: str | None
+
+    @property
+    def active_agent(self) -> str | None: ...
+
+    @property
+    def counters(self) -> Counters: ...
+
+    @property
+    def mcp(self) -> McpBook: ...
+
+    @property
+    def truthful_log(self) -> bool: ...
+
+    def reserve_position(self) -> int: ...
+
+    def index_message(self, message: Message) -> None: ...
+
+
 class ToolRunner:
     """Runs tool calls for one thread, in order, one activity each."""
 
     def __init__(
         self,
-        mem: ThreadMemory,
+        mem: ToolsView,
         agents: ActiveAgent,
         gate: HumanGate,
         in_flight: InFlight,
         host: ToolHost,
         prompts: PromptToolRunner,
+        outbox: Outbox,
     ) -> None:
         self._mem = mem
+        self._outbox = outbox
         self._agents = agents
         self._gate = gate
         self._in_flight = in_flight
@@ -257,6 +284,7 @@ class ToolRunner:
         )
         handle, carried = await start_within_budget(
             mem,
+            self._outbox,
             ACTIVITY_TOOL_CALL,
             tool_input,
             carried,

@@ -9,20 +9,41 @@ these starts a turn.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from weft.contract.activities import Intent
 from weft.contract.messages import Side
+from weft.contract.thread import Counters, ThreadStartInput
 from weft.contract.transcript_edits import DeletedMessages, EnvSet, InjectedMessage
 from weft.workflows.control import parse_single
 from weft.workflows.control_plane import refused_after_terminate
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.open_calls import OpenCalls
+from weft.workflows.views import Terminated, Transcript
+
+
+class EditsView(Terminated, Transcript, Protocol):
+    """What the transcript and env edits read and change of the thread."""
+
+    @property
+    def active_turn(self) -> str | None: ...
+
+    @property
+    def start(self) -> ThreadStartInput: ...  # its env: the thread's own layer
+
+    @property
+    def counters(self) -> Counters: ...
+
+    @property
+    def open_calls(self) -> OpenCalls: ...
+
+    def forget_message(self, message_id: str) -> None: ...
 
 
 class TranscriptEdits:
     """The workflow's side of the transcript and env intents (registered with the control
     plane through `handle_intents`)."""
 
-    def __init__(self, mem: ThreadMemory) -> None:
+    def __init__(self, mem: EditsView) -> None:
         self._mem = mem
 
     def intent_handlers(self) -> dict[str, Callable[[Intent], None]]:

@@ -1,8 +1,8 @@
 """What the thread remembers of its turns for callers that wait for them (`ThreadMemory.turns`).
 
 Every turn starts with `turn.started` and ends with `turn.completed` or `turn.failed`,
-whatever path ends it, so the book learns from those events as `ThreadMemory.emit` makes
-them. It keeps the results of recent turns (bounded, carried across continue-as-new
+whatever path ends it; `workflows/turn_events.py` writes each and tells the book the typed
+fact. It keeps the results of recent turns (bounded, carried across continue-as-new
 without their text), the update ids that asked for them, and which queued messages joined
 a running turn. Pure: no Temporal calls, unit-tested in tests/unit/test_turn_waiters.py.
 """
@@ -10,16 +10,14 @@ a running turn. Pure: no Temporal calls, unit-tested in tests/unit/test_turn_wai
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar, cast, get_args
+from typing import Protocol, TypeVar
 
-from weft.contract.events import Event
 from weft.contract.messages import Message
 from weft.contract.turns import StopReason, TurnResult, TurnsCarry, TurnStatus, UsageTotals
 
 # Results (and asking update ids) remembered, newest last.
 RECENT_TURNS = 50
 T = TypeVar("T")
-TURN_EVENTS = frozenset({"turn.started", "turn.completed", "turn.failed"})
 
 
 class TurnFacts(Protocol):
@@ -36,40 +34,36 @@ class TurnFacts(Protocol):
 class TurnBook:
     """Recent turn results, by turn id, and what the turn in progress produced so far."""
 
-    results: dict[str, TurnResult] = field(default_factory=dict)
-    # update id of a turn-waiting submit_turn → the turn id its message was queued with.
-    asked: dict[str, str] = field(default_factory=dict)
+    # Recent results, the update ids that asked for them and the usage when the turn in
+    # progress started: carried across continue-as-new as it is (less the responses).
+    recent: TurnsCarry = field(default_factory=TurnsCarry)
     # Turn-waiting updates not answered yet (never carried: a run does not continue as new
     # while one is pending).
     waiting: dict[str, str] = field(default_factory=dict)
     # running turn id → turn ids of queued messages its steps read (they end with it).
     joined: dict[str, list[str]] = field(default_factory=dict)
-    usage_at_start: UsageTotals | None = None
     # The turn's latest assistant message in the main transcript: (id, content).
     last_reply: tuple[str, str | None] | None = None
 
-    def observe(self, event: Event, facts: TurnFacts) -> None:
-        """Learn from an event the thread emitted (only turn events matter)."""
-        if event.type not in TURN_EVENTS or event.turn_id is None:
-            return
-        if event.type == "turn.started":
-            self.usage_at_start = facts.usage.model_copy()
-            self.last_reply = None
-            return
-        payload = event.payload if isinstance(event.payload, dict) else {}
-        if event.type == "turn.completed":
-            outcome = payload.get("outcome")
-            result = self._completed(
-                event.turn_id,
-                payload.get("stopReason"),
-                facts,
-                outcome if isinstance(outcome, str) else None,
-            )
-        else:
-            result = self._failed(event.turn_id, payload.get("reason"), facts)
-        result.events_cursor = event.event_id
-        self.record(result, also=self.joined.pop(event.turn_id, []))
-        self.usage_at_start = self.last_reply = None
+    def started(self, facts: TurnFacts) -> None:
+        """A turn started (`turn.started`): its usage counts from here."""
+        self.recent.usage_at_start = facts.usage.model_copy()
+        self.last_reply = None
+
+    def completed(self, turn_id: str, event_id: str, stop: StopReason, facts: TurnFacts) -> None:
+        """A turn ended by a stop (`turn.completed` with id `event_id`)."""
+        self._ended(turn_id, event_id, self._completed(turn_id, stop, facts))
+
+    def failed(
+        self, turn_id: str, event_id: str, reason: StopReason | None, facts: TurnFacts
+    ) -> None:
+        """A turn failed or was aborted (`turn.failed` with id `event_id`)."""
+        self._ended(turn_id, event_id, self._failed(turn_id, reason, facts))
+
+    def _ended(self, turn_id: str, event_id: str, result: TurnResult) -> None:
+        result.events_cursor = event_id
+        self.record(result, also=self.joined.pop(turn_id, []))
+        self.recent.usage_at_start = self.last_reply = None
 
     def join(self, queued_turn: str, turn_id: str) -> None:
         """A queued message (queued as `queued_turn`) was read by the running `turn_id`."""
@@ -101,16 +95,18 @@ class TurnBook:
 
     def carry(self) -> TurnsCarry:
         """The book for the next run: results without their text (it is in the store)."""
-        return TurnsCarry(
-            results={k: r.model_copy(update={"response": None}) for k, r in self.results.items()},
-            asked=dict(self.asked),
-            usage_at_start=self.usage_at_start,
-        )
+        results = {k: r.model_copy(update={"response": None}) for k, r in self.results.items()}
+        return self.recent.model_copy(update={"results": results}, deep=True)
 
-    def _completed(
-        self, turn_id: str, reason: object, facts: TurnFacts, outcome: str | None
-    ) -> TurnResult:
-        stop = _stop_reason(reason)
+    @property
+    def results(self) -> dict[str, TurnResult]:
+        return self.recent.results
+
+    @property
+    def asked(self) -> dict[str, str]:
+        return self.recent.asked
+
+    def _completed(self, turn_id: str, stop: StopReason, facts: TurnFacts) -> TurnResult:
         status: TurnStatus = "completed"
         if stop == "hook_blocked":
             status = "refused"
@@ -128,11 +124,10 @@ class TurnBook:
             response=response if status != "refused" else None,
             message_id=message_id if status != "refused" else None,
             usage=self._usage(facts),
-            error=(outcome or facts.last_outcome or stop) if status != "completed" else None,
+            error=(facts.last_outcome or stop) if status != "completed" else None,
         )
 
-    def _failed(self, turn_id: str, reason: object, facts: TurnFacts) -> TurnResult:
-        stop = _stop_reason(reason)
+    def _failed(self, turn_id: str, stop: StopReason | None, facts: TurnFacts) -> TurnResult:
         if facts.is_terminated() or stop == "aborted_by_user":
             why = facts.terminate_reason
             return TurnResult(
@@ -151,7 +146,7 @@ class TurnBook:
         )
 
     def _usage(self, facts: TurnFacts) -> UsageTotals | None:
-        start, now = self.usage_at_start, facts.usage
+        start, now = self.recent.usage_at_start, facts.usage
         if start is None:
             return None  # a turn resumed from a run that did not keep its start
         cost = None if now.cost_usd is None else now.cost_usd - (start.cost_usd or 0.0)
@@ -165,17 +160,7 @@ class TurnBook:
     @classmethod
     def restore(cls, carried: TurnsCarry | None) -> TurnBook:
         """The book a continued run starts with (empty for histories before it)."""
-        if carried is None:
-            return cls()
-        return cls(
-            results=dict(carried.results),
-            asked=dict(carried.asked),
-            usage_at_start=carried.usage_at_start,
-        )
-
-
-def _stop_reason(value: object) -> StopReason | None:
-    return cast(StopReason, value) if value in get_args(StopReason) else None
+        return cls(recent=carried.model_copy(deep=True) if carried else TurnsCarry())
 
 
 def _bound(entries: dict[str, T]) -> None:

@@ -8,16 +8,31 @@ subagent call is not cancelled: the turn stops when it returns.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from weft.contract.messages import InterruptTurnRequest, InterruptTurnResult, Side
 from weft.workflows.in_flight import InFlight, TurnStop
 from weft.workflows.stop_rules import Stop
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.thread_stop import ThreadStop
+from weft.workflows.turn_events import TurnLog, turn_completed
+
+
+class InterruptView(TurnLog, Protocol):
+    """What interrupting a turn reads and changes of the thread (`last_outcome` it assigns)."""
+
+    @property
+    def active_turn(self) -> str | None: ...
+
+    @property
+    def stop(self) -> ThreadStop: ...
+
+    def count_turn(self, side: Side) -> None: ...
 
 
 class TurnInterrupts:
     """Accepts interrupts of the running turn and ends the turn they stop."""
 
-    def __init__(self, mem: ThreadMemory, in_flight: InFlight) -> None:
+    def __init__(self, mem: InterruptView, in_flight: InFlight) -> None:
         self._mem = mem
         self._in_flight = in_flight
 
@@ -53,10 +68,12 @@ class TurnInterrupts:
         if stopped is None or mem.is_terminated():
             return None
         mem.count_turn(side)
-        mem.stop_reason = "interrupted"
+        mem.stop.interrupted()
         mem.last_outcome = "interrupted" + (f": {stopped.reason}" if stopped.reason else "")
-        mem.emit(
-            "turn.completed",
+        turn_completed(
+            mem,
+            turn_id,
+            "interrupted",
             {
                 "side": side,
                 "stopReason": "interrupted",
@@ -64,6 +81,5 @@ class TurnInterrupts:
                 "reason": stopped.reason,
                 "outcome": mem.last_outcome,
             },
-            turn_id=turn_id,
         )
         return Stop("session", "interrupted")

@@ -9,18 +9,43 @@ does not continue as new while an update waits (workflows/continuation.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 from weft.contract.messages import SubmitTurnResult
+from weft.contract.thread import QueueEntry
 from weft.contract.turns import TurnResult
-from weft.workflows.thread_state import QueueEntry, ThreadMemory
+from weft.workflows.turn_book import TurnBook
+
+
+class WaitersView(Protocol):
+    """What waiting for a turn reads of the thread, and the turn book it changes."""
+
+    @property
+    def turns(self) -> TurnBook: ...
+
+    @property
+    def queue(self) -> Sequence[QueueEntry]: ...
+
+    @property
+    def active_turn(self) -> str | None: ...
+
+    @property
+    def start_failure(self) -> str | None: ...
+
+    @property
+    def terminate_reason(self) -> str | None: ...
+
+    def is_terminated(self) -> bool: ...
 
 
 class TurnWaiters:
     """Holds `submit_turn` updates that wait for their turn, and answers them."""
 
-    def __init__(self, mem: ThreadMemory) -> None:
+    def __init__(self, mem: WaitersView) -> None:
         self._mem = mem
 
     def known(self, update_id: str) -> SubmitTurnResult | None:
@@ -72,7 +97,7 @@ def current_update_id() -> str:
     return info.id if info is not None else ""
 
 
-def outcome_of(mem: ThreadMemory, entry: QueueEntry) -> TurnResult | None:
+def outcome_of(mem: WaitersView, entry: QueueEntry) -> TurnResult | None:
     """How the turn of a queued entry ended; None while it is queued or running.
 
     Pure (it runs inside a wait condition): an `aborted` result it makes is recorded by

@@ -72,8 +72,8 @@ def current_details(mem: ThreadMemory) -> str:
         side = f" · side {mem.active_side}" if mem.active_side else ""
         lines.append(f"- turn `{mem.active_turn}`{side} · step {mem.counters.steps}")
     lines.append(f"- queue: {len(mem.queue)}")
-    if mem.pending_actions:
-        asks = Counter(f"{a.kind} {a.tool_name}" for a in mem.pending_actions.values())
+    if mem.actions.pending:
+        asks = Counter(f"{a.kind} {a.tool_name}" for a in mem.actions.pending.values())
         lines.append(f"- pending actions: {_counted(asks)}")
     children = [c for c in mem.subagents.children.values() if not c.closed]
     if children:

@@ -17,7 +17,7 @@ import traceback
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry.trace import Span
 from pydantic import ValidationError
@@ -30,13 +30,13 @@ from weft.contract.hooks import BLOCKING_HOOKS, HookBlock, HookName, HookSpec
 from weft.contract.validation import describe_validation_error
 from weft.definitions.api import FunctionHook, HookBlocked
 
-if TYPE_CHECKING:
-    from weft.activities.tool_state import ThreadState
-
 # (suffix, type, payload) -> the activity's event: its envelope, its id scheme.
 EventMaker = Callable[[str, str, dict[str, Any]], Event]
 EventSink = Callable[[list[Event]], Awaitable[None]]
-StateFactory = Callable[[], Awaitable["ThreadState"]]
+# Builds the ThreadState the hooks get, at the first hook that runs. The runner only hands
+# it to them, so it is `object` here: ThreadState's messages run the message hooks
+# through this runner, and the runner must not import ThreadState back.
+StateFactory = Callable[[], Awaitable[object]]
 # A returned value -> (the value to use, repairs to warn about); raises when unusable.
 Check = Callable[[Any], tuple[Any, list[str]]]
 
@@ -82,7 +82,7 @@ class HookRunner:
         self._specs = specs
         self._in_scope = [i for i in dict.fromkeys(in_scope) if i in specs]
         self._state_factory = state
-        self._state: ThreadState | None = None
+        self._state: object | None = None
         self._sink = sink
         self._make_event = make_event
         self._pending: list[Event] = []

@@ -15,21 +15,26 @@ import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-import weft
 from weft.activities.sandbox._options import DEFAULT_MEMORY_LIMIT_BYTES, MEMORY_CEILING_BYTES
 
-# The folder that holds the `weft` package (the checkout, or site-packages when installed).
-_ROOT = str(Path(weft.__file__).resolve().parent.parent)
 # A worker whose RSS grew this much over its start is replaced, bounding its footprint.
 _RETIRE_GROWTH_KB = 16 * 1024
+# The worker runs isolated (`-I`: no PYTHON* variables, user site or current folder), and
+# imports weft from the search path this process has: the child then runs the same weft,
+# whether it comes from a checkout, an editable install or site-packages.
 _BOOT = (
-    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
     "from weft.activities.sandbox._worker import main; main()"
 )
+
+
+def _worker_command() -> list[str]:
+    """The worker's command line: this interpreter, isolated, given this process's sys.path."""
+    search_path = [os.path.abspath(entry or os.curdir) for entry in sys.path]
+    return [sys.executable, "-I", "-c", _BOOT, json.dumps(search_path)]
 
 
 class WorkerProcess:
@@ -37,7 +42,7 @@ class WorkerProcess:
 
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", _BOOT, _ROOT],
+            _worker_command(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             bufsize=0,
@@ -270,14 +275,6 @@ class SandboxPool:
             self._alive -= len(idle)
         for worker in idle:
             worker.kill()
-
-    def run(
-        self, source: str, options: Mapping[str, Any] | None = None, *, abort: Any = None
-    ) -> Any:
-        """Start `source` on this pool; see `run_code`."""
-        from weft.activities.sandbox._handle import CodeExecution
-
-        return CodeExecution(self, source, options, abort=abort)
 
     def __enter__(self) -> SandboxPool:
         return self.start()

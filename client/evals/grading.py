@@ -7,6 +7,7 @@ import json
 import re
 import uuid
 
+from weft.client.evals.closing import end_thread
 from weft.client.threads import Threads
 from weft.contract.evals import Rubric
 from weft.definitions import Definitions, define_agent, define_prompt
@@ -81,5 +82,5 @@ class ThreadGrader:
                 thread_id, grading_text(rubric, question, answer), timeout=self._timeout
             )
         finally:
-            await self._threads.terminate(thread_id, "graded")
+            await end_thread(self._threads, thread_id, "graded")
         return parse_grade(result.response)

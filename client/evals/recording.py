@@ -21,6 +21,8 @@ class Recording:
     agent: str
     turns: list[TurnRecord]
     tool_results: list[tuple[str, Any, ToolResult]] = field(default_factory=list)
+    # Its subagents' tool calls with their results (the whole tree, oldest child first).
+    subagent_results: list[tuple[str, Any, ToolResult]] = field(default_factory=list)
 
 
 def arguments_of(text: str | None) -> Any:
@@ -33,7 +35,8 @@ def arguments_of(text: str | None) -> Any:
 
 def turn_records(messages: list[Message]) -> list[TurnRecord]:
     """The transcript cut at each user message: the answer is the turn's last assistant
-    text, the calls are its assistant tool calls in order, steps its model replies."""
+    message as the user saw it, the calls are its assistant tool calls in order, steps its
+    model replies."""
     turns: list[TurnRecord] = []
     for message in messages:
         if message.role == "user":
@@ -41,8 +44,10 @@ def turn_records(messages: list[Message]) -> list[TurnRecord]:
         elif message.role == "assistant" and turns:
             turn = turns[-1]
             turn.steps += 1
-            if message.content and message.content.strip():
-                turn.answer = message.content
+            # The turn's response is its latest assistant message, whatever it holds (as
+            # the workflow's turn result says): a stop tool's empty response is the answer
+            # the user saw, not the text the model wrote beside the call.
+            turn.answer = message.content
             for call in message.tool_calls or []:
                 turn.tool_calls.append(
                     CallRecord(name=call.function.name, arguments=_as_dict(call.function.arguments))
@@ -61,6 +66,20 @@ def read_recording(store: Store, thread_id: str) -> Recording:
     if row is None:
         raise ValueError(f"recorded thread {thread_id!r} is not in the store")
     messages = store.messages.list(thread_id, depth=0)
+    turns = turn_records(messages)
+    if not turns:
+        raise ValueError(f"recorded thread {thread_id!r} has no user turn to replay")
+    return Recording(
+        thread_id=thread_id,
+        agent=row.agent,
+        turns=turns,
+        tool_results=tool_results(messages),
+        subagent_results=subagent_results(store, thread_id),
+    )
+
+
+def tool_results(messages: list[Message]) -> list[tuple[str, Any, ToolResult]]:
+    """Each tool call of the transcript with the result stored for it, in order."""
     calls: dict[str, tuple[str, Any]] = {}
     results: list[tuple[str, Any, ToolResult]] = []
     for message in messages:
@@ -69,10 +88,24 @@ def read_recording(store: Store, thread_id: str) -> Recording:
         if message.role == "tool" and message.tool_call_id in calls:
             name, arguments = calls.pop(message.tool_call_id)
             results.append((name, arguments, _tool_result(message)))
-    turns = turn_records(messages)
-    if not turns:
-        raise ValueError(f"recorded thread {thread_id!r} has no user turn to replay")
-    return Recording(thread_id=thread_id, agent=row.agent, turns=turns, tool_results=results)
+    return results
+
+
+def subagent_results(store: Store, thread_id: str) -> list[tuple[str, Any, ToolResult]]:
+    """The tool results of every subagent under `thread_id`, each child's before its own
+    children's, in the order the children were created."""
+    results: list[tuple[str, Any, ToolResult]] = []
+    seen = {thread_id}
+    pending = [thread_id]
+    while pending:
+        parent = pending.pop(0)
+        for entry in store.subagents.list(parent):
+            child = str(entry.get("reference") or "")
+            if child and child not in seen:
+                seen.add(child)
+                pending.append(child)
+                results += tool_results(store.messages.list(child, depth=0))
+    return results
 
 
 def _tool_result(message: Message) -> ToolResult:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import textwrap
 from xml.etree import ElementTree
@@ -51,7 +52,8 @@ def failure_lines(case: CaseResult) -> list[str]:
     for check in case.checks:
         if not check.passed:
             where = f"turn {check.turn}: " if check.turn is not None else ""
-            lines.append(f"{where}{check.name}: {check.detail}".rstrip(": "))
+            detail = f": {check.detail}" if check.detail else ""
+            lines.append(f"{where}{check.name}{detail}")
     return lines
 
 
@@ -107,7 +109,7 @@ def junit_xml(report: EvalReport) -> str:
             suite,
             "testcase",
             classname=report.suite,
-            name=case.name,
+            name=_xml_text(case.name),
             time=f"{case.wall_seconds:.3f}",
         )
         if case.passed:
@@ -116,6 +118,16 @@ def junit_xml(report: EvalReport) -> str:
         if case.divergence is not None:
             lines += side_by_side(case.divergence, 100)
         kind = "error" if case.error is not None else "failure"
-        problem = ElementTree.SubElement(element, kind, message=lines[0] if lines else "failed")
-        problem.text = "\n".join(lines)
+        message = _xml_text(lines[0]) if lines else "failed"
+        problem = ElementTree.SubElement(element, kind, message=message)
+        problem.text = _xml_text("\n".join(lines))
     return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True)
+
+
+# Characters XML 1.0 cannot hold at all, escaped or not (an answer's terminal colours, a
+# tool's NUL): written as `\xNN` so the file still parses in CI.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml_text(text: str) -> str:
+    return _NOT_XML.sub(lambda found: f"\\x{ord(found.group()):02x}", text)

@@ -4,7 +4,6 @@ atomically when its case ends so that a killed run resumes where it stopped."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import os
 import re
@@ -16,7 +15,9 @@ from pathlib import Path
 from typing import Protocol
 
 from weft.activities.tool_replay import ReplayTable, ToolReplays
+from weft.client.evals.closing import end_thread
 from weft.client.evals.expect import answer_checks, limit_checks, tool_call_checks, turn_checks
+from weft.client.evals.inflight import end_abandoned, mark
 from weft.client.evals.recording import Recording, read_recording, turn_records
 from weft.client.threads import Threads
 from weft.contract.evals import (
@@ -108,11 +109,16 @@ class EvalRunner:
         gate = asyncio.Semaphore(max(1, self._options.concurrency))
         done = len(kept)
 
+        await end_abandoned(self._threads, self._store, results)
+
         async def one(case: EvalCase) -> CaseResult:
             nonlocal done
             async with gate:
-                result = await self.run_case(case, digest)
-            write_result(results, result)
+                thread_id = f"eval-{uuid.uuid4().hex[:12]}"
+                marker = mark(results, case.name, thread_id)
+                result = await self.run_case(case, digest, thread_id)
+                write_result(results, result)
+                marker.unlink(missing_ok=True)
             done += 1
             if self._on_case is not None:
                 self._on_case(result, done, len(cases))
@@ -123,10 +129,18 @@ class EvalRunner:
         report.cases = [by_name[c.name] for c in cases]
         return report
 
-    async def run_case(self, case: EvalCase, digest: str) -> CaseResult:
-        """One case as a thread; a case that cannot run is a failed result saying why."""
+    async def run_case(
+        self, case: EvalCase, digest: str, thread_id: str | None = None
+    ) -> CaseResult:
+        """One case as a thread (`thread_id`, else a new id); a case that cannot run is a
+        failed result saying why."""
         began = time.monotonic()
-        result = CaseResult(name=case.name, passed=False, digest=digest)
+        result = CaseResult(
+            name=case.name,
+            passed=False,
+            digest=digest,
+            thread_id=thread_id or f"eval-{uuid.uuid4().hex[:12]}",
+        )
         try:
             await self._run(case, result, began)
         except Exception as err:  # the case fails with the reason; the suite goes on
@@ -146,7 +160,7 @@ class EvalRunner:
             CaseTurn(user=t.user) for t in (recording.turns if recording else [])
         ]
         agent = case.agent or (recording.agent if recording else "")
-        thread_id = result.thread_id = f"eval-{uuid.uuid4().hex[:12]}"
+        thread_id = result.thread_id or ""
         table = self._table(case, recording)
         replays = self._replays
         if table is not None and replays is not None:  # _table needs replays to give one
@@ -165,8 +179,7 @@ class EvalRunner:
                     await asyncio.to_thread(self._record, thread_id, turn.user, answered)
                 )
         finally:
-            with contextlib.suppress(Exception):  # an already closed thread is fine
-                await self._threads.terminate(thread_id, "eval case done")
+            await end_thread(self._threads, thread_id, "eval case done")
             if replays is not None:
                 replays.forget(thread_id)
         await self._check(case, turns, result, walls, time.monotonic() - began)
@@ -187,7 +200,7 @@ class EvalRunner:
                         name="sameAsRecording",
                         passed=where is None,
                         turn=where.turn if where else None,
-                        detail=f"diverges at turn {where.turn}" if where else "",
+                        detail=what_differs(where) if where else "",
                     )
                 )
 
@@ -209,7 +222,7 @@ class EvalRunner:
             return None
         if self._replays is None:
             raise RuntimeError("replayed tools need a worker built with ToolReplays (weft.evals)")
-        return ReplayTable(recording.tool_results)
+        return ReplayTable(recording.tool_results, subagents=recording.subagent_results)
 
     def _fixtures(self, case: EvalCase, thread_id: str) -> None:
         for key, value in case.fixtures.kv.items():
@@ -279,6 +292,17 @@ class EvalRunner:
             score=score,
             detail=f"score {score:g} (pass at {rubric.pass_score:g}): {reason}",
         )
+
+
+def what_differs(where: Divergence) -> str:
+    """`its answer differs from the recording's` (or its tool calls, or both)."""
+    answer = where.recorded.answer != where.actual.answer
+    calls = where.recorded.tool_calls != where.actual.tool_calls
+    if answer and calls:
+        return "its answer and tool calls differ from the recording's"
+    if answer:
+        return "its answer differs from the recording's"
+    return "its tool calls differ from the recording's"
 
 
 def divergence(recorded: list[TurnRecord], actual: list[TurnRecord]) -> Divergence | None:

@@ -10,6 +10,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -92,7 +93,7 @@ class Rig:
 
 
 @pytest.fixture
-async def rig(tmp_path) -> AsyncIterator[Rig]:
+async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
     tools = stdio_server(
         "tools",
         env={"TOKEN": "${TOKEN}"},
@@ -132,7 +133,7 @@ def _content(result: ToolCallResult) -> dict[str, Any]:
     return content
 
 
-async def test_the_catalogue_is_recorded_once_even_when_run_twice(rig: Rig):
+async def test_the_catalogue_is_recorded_once_even_when_run_twice(rig: Rig) -> None:
     """A second run with the same event id writes nothing more and returns what the first
     recorded; the catalogue is in the store by its id, with the prefix and filter applied."""
     first = await rig.list("t1", "tools", "clash", event_id="evt_cat1")
@@ -161,7 +162,7 @@ async def test_the_catalogue_is_recorded_once_even_when_run_twice(rig: Rig):
     assert resolved.payload["servers"]["clash"]["warnings"] == [skipped.payload["message"]]
 
 
-async def test_a_server_that_will_not_start_is_a_failed_catalogue_and_a_warning(rig: Rig):
+async def test_a_server_that_will_not_start_is_a_failed_catalogue_and_a_warning(rig: Rig) -> None:
     """A server that exits at start-up, and one the snapshot does not define, come back as
     failed catalogues naming the server, each with a `runtime.warning`; the others list."""
     result = await rig.list("t2", "down", "nowhere", "tools", event_id="evt_cat2")
@@ -179,7 +180,7 @@ async def test_a_server_that_will_not_start_is_a_failed_catalogue_and_a_warning(
     assert resolved.payload["servers"]["down"]["error"] == down.error
 
 
-async def test_tool_call_runs_an_mcp_tool_and_stores_the_tool_message(rig: Rig):
+async def test_tool_call_runs_an_mcp_tool_and_stores_the_tool_message(rig: Rig) -> None:
     """`tool.call` with `mcp` calls the server's tool under its own name, stores the result
     as the tool message with its events, and reports no list change."""
     result = await rig.call("t3", "add", json.dumps({"a": 2, "b": 3}))
@@ -196,7 +197,7 @@ async def test_tool_call_runs_an_mcp_tool_and_stores_the_tool_message(rig: Rig):
     assert kinds == ["tool.started", "tool.result"]
 
 
-async def test_an_mcp_is_error_result_is_an_error_tool_result(rig: Rig):
+async def test_an_mcp_is_error_result_is_an_error_tool_result(rig: Rig) -> None:
     """A tool that answers isError becomes an error tool result with its text, stored with
     `tool.failed`; the activity itself succeeds."""
     result = await rig.call("t3", "fail", json.dumps({"message": "no luck"}))
@@ -207,7 +208,7 @@ async def test_an_mcp_is_error_result_is_an_error_tool_result(rig: Rig):
     assert failed.payload["errorCode"] == "mcp_tool_error"
 
 
-async def test_bad_calls_are_error_results_before_any_server_is_reached(rig: Rig):
+async def test_bad_calls_are_error_results_before_any_server_is_reached(rig: Rig) -> None:
     """Arguments that are not JSON, and a server the snapshot lacks, are error results
     (invalid_arguments, unknown_tool) naming the tool."""
     bad_json = await rig.call("t3", "add", "{not json", n=1)
@@ -217,13 +218,13 @@ async def test_bad_calls_are_error_results_before_any_server_is_reached(rig: Rig
     assert "'elsewhere'" in _content(unknown)["error"]
 
 
-async def test_a_masked_secret_is_recorded_as_output_redacted(rig: Rig):
+async def test_a_masked_secret_is_recorded_as_output_redacted(rig: Rig) -> None:
     """A server that will not start and quotes the thread's secret in its error: the tool
     result shows the mask, never the value, and `output.redacted` counts the masks."""
     result = await rig.call("t3", "add", json.dumps({"a": 1, "b": 2}), server="leaky")
     content = _content(result)
     assert content["error_code"] == "mcp_server_unavailable", content
-    assert SECRET not in result.message.content and "[redacted secret]" in content["error"]
+    assert SECRET not in (result.message.content or "") and "[redacted secret]" in content["error"]
     [redacted] = rig.store.events.read("t3", types=["output.redacted"])
     assert redacted.tool_call_id == "call1" and redacted.payload["field"] == "error"
     assert redacted.payload["occurrences"] == content["error"].count("[redacted secret]")
@@ -231,14 +232,14 @@ async def test_a_masked_secret_is_recorded_as_output_redacted(rig: Rig):
     event_schema_validator().validate(redacted.to_wire())
 
 
-async def test_the_threads_secret_env_reaches_the_server(rig: Rig):
+async def test_the_threads_secret_env_reaches_the_server(rig: Rig) -> None:
     """`${TOKEN}` in the server's env is the thread row's secret value (sessions are opened
     with the env the tool's ThreadState has)."""
     result = await rig.call("t3", "env", json.dumps({"name": "TOKEN"}))
     assert _content(result) == {"status": "success", "result": SECRET}
 
 
-async def test_a_list_changed_call_returns_the_new_digest(rig: Rig):
+async def test_a_list_changed_call_returns_the_new_digest(rig: Rig) -> None:
     """A call after which the server reports `list_changed` returns the digest of its new
     (filtered) tool list, which differs from the catalogue's."""
     listed = await rig.list("t3", "tools", event_id="evt_cat3")
@@ -284,7 +285,7 @@ class AnsweringWorkflow:
 
 async def test_an_elicitation_is_signalled_to_the_workflow_and_its_answer_returned(
     rig: Rig, temporal_client: Client
-):
+) -> None:
     """The server's elicitation reaches the activity's workflow as `mcp_elicitation` (action
     id from the call and attempt, the server's timeout); the activity polls the answer query
     until the person's `accept` is there, and the server gets its content."""

@@ -23,6 +23,7 @@ from pathlib import Path
 import uvicorn
 from mcp import types
 from mcp.server.fastmcp import Context, FastMCP, Image
+from mcp.server.session import ServerSession
 from mcp.shared.exceptions import McpError
 from pydantic import BaseModel
 
@@ -37,6 +38,10 @@ class Person(BaseModel):
     """What `ask_name` elicits."""
 
     name: str
+
+
+# What FastMCP hands a tool that takes a context (it finds the parameter by this type).
+ToolContext = Context[ServerSession, object, object]
 
 
 def build(*, bad_schema: bool) -> FastMCP:
@@ -86,7 +91,7 @@ def build(*, bad_schema: bool) -> FastMCP:
         return os.getcwd()
 
     @server.tool(structured_output=False)
-    def header(name: str, ctx: Context) -> str:
+    def header(name: str, ctx: ToolContext) -> str:
         """The HTTP request's header `name` ("<none>" without one, or over stdio)."""
         request = ctx.request_context.request
         headers = getattr(request, "headers", None)
@@ -107,7 +112,7 @@ def build(*, bad_schema: bool) -> FastMCP:
         return ["a picture:", Image(data=PNG, format="png"), resource]
 
     @server.tool(structured_output=False)
-    async def ask_name(ctx: Context) -> str:
+    async def ask_name(ctx: ToolContext) -> str:
         """Ask a person for their name (elicitation) and greet them."""
         answer = await ctx.elicit("What is your name?", Person)
         if answer.action == "accept":
@@ -115,7 +120,7 @@ def build(*, bad_schema: bool) -> FastMCP:
         return "declined" if answer.action == "decline" else "cancelled"
 
     @server.tool(structured_output=False)
-    async def add_tool(name: str, ctx: Context) -> str:
+    async def add_tool(name: str, ctx: ToolContext) -> str:
         """Register a tool called `name` and tell the client its tool list changed."""
 
         def added() -> str:

@@ -11,12 +11,12 @@ import httpx
 import pytest
 
 from weft.activities.providers.errors import (
-    CONTEXT_TOO_LONG,
     classify_http_error,
     classify_transport_error,
     parse_retry_after,
 )
 from weft.activities.providers.sse import SseEvent, iter_sse
+from weft.contract.context import CONTEXT_TOO_LONG
 
 
 def test_retry_after_seconds() -> None:

@@ -366,7 +366,7 @@ async def test_connection_refused_is_retryable(add_script: AddScript) -> None:
 def _window_request(model: str, **extra: object) -> ChatRequest:
     """A request whose messages come with their encoded JSON, as a window builds them."""
     frame = Frame(
-        prompt=PromptDef(name="p", toolDescription="p", model=model, prompt="Be brief."),
+        prompt=PromptDef(name="p", tool_description="p", model=model, prompt="Be brief."),
         system="Be brief, façade ✓.",
         tools=[],
         dual=False,
@@ -393,6 +393,7 @@ def test_a_body_joined_from_encoded_messages_is_the_body_httpx_would_encode() ->
     assert isinstance(joined, bytes)
     assert json.loads(joined) == body
     thinking = {"role": "assistant", "content": "x", "thinking": {"text": "t", "signature": "s"}}
+    assert request.encoded_messages is not None
     for changed in (
         request.model_copy(update={"messages": [*request.messages[:-1], thinking]}),
         request.model_copy(update={"provider_options": {"messages": []}}),

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -58,7 +59,7 @@ async def test_yaml_scripts(tmp_path: Path, client: httpx.AsyncClient) -> None:
     path.write_text(YAML_SCRIPT)
     async with ScriptedModelServer(load_script_file(path)) as server:
         provider = OpenAIChatProvider(client, base_url=server.openai_base_url, api_key=None)
-        said = [{"role": "user", "content": "hello there"}]
+        said: list[dict[str, Any]] = [{"role": "user", "content": "hello there"}]
         first = await provider.complete(ChatRequest(model="greeter", messages=said))
         said.append({"role": "assistant", "content": first.content})
         second = await provider.complete(ChatRequest(model="greeter", messages=said))

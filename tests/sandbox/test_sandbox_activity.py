@@ -9,6 +9,7 @@ from temporalio.testing import ActivityEnvironment
 
 from weft.activities.code_run import CodeRunActivities
 from weft.activities.sandbox import SandboxPool
+from weft.activities.sandbox._pool import WorkerProcess
 from weft.contract.code import CodeRunInput
 
 
@@ -31,7 +32,12 @@ async def test_activity_cancellation_terminates_the_sandbox(
     """Temporal cancellation of the activity terminates the run in the sandbox."""
     killed: list[int] = []
     discard = pool.discard
-    monkeypatch.setattr(pool, "discard", lambda w: (killed.append(w.pid), discard(w)))
+
+    def discard_and_record(worker: WorkerProcess) -> None:
+        killed.append(worker.pid)
+        discard(worker)
+
+    monkeypatch.setattr(pool, "discard", discard_and_record)
     env = ActivityEnvironment()
     acts = CodeRunActivities(pool, heartbeat_interval_s=0.01)
     task = asyncio.ensure_future(env.run(acts.run, CodeRunInput(source="while (true) {}")))

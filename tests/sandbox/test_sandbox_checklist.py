@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+
+from sandbox_support import error_of
 
 from weft.activities.sandbox import CodeExecution, CodeExecutionResult, JSMap, SandboxPool, run_code
 
@@ -42,7 +45,7 @@ async def test_bare_imports_resolve_only_from_imports(pool: SandboxPool) -> None
     assert (ok.status, ok.result) == ("success", 14)
     missing = await run_code("import fs from 'fs'; export default 1", pool=pool)
     assert missing.status == "link_error"
-    assert "'fs'" in missing.error.message and "options.imports" in missing.error.message
+    assert "'fs'" in error_of(missing).message and "options.imports" in error_of(missing).message
 
 
 async def test_relative_imports_resolve_only_from_modules(pool: SandboxPool) -> None:
@@ -59,7 +62,7 @@ async def test_relative_imports_resolve_only_from_modules(pool: SandboxPool) -> 
     assert (ok.status, ok.result) == ("success", 5)
     missing = await run_code("import x from './nope'; export default x", pool=pool)
     assert missing.status == "link_error"
-    assert "options.modules" in missing.error.message
+    assert "options.modules" in error_of(missing).message
 
 
 async def test_url_and_unknown_specifiers_fail_linkage(pool: SandboxPool) -> None:
@@ -76,7 +79,7 @@ async def test_url_and_unknown_specifiers_fail_linkage(pool: SandboxPool) -> Non
         pool=pool,
     )
     assert computed.status == "link_error"
-    assert "URL imports are not allowed" in computed.error.message
+    assert "URL imports are not allowed" in error_of(computed).message
 
 
 async def test_relative_dynamic_import_resolves_from_modules(pool: SandboxPool) -> None:
@@ -125,7 +128,7 @@ async def test_eval_function_sab_and_atomics_are_rejected(pool: SandboxPool) -> 
     }
     for expr, name in cases.items():
         result = await run_code(f"export default {expr};", pool=pool)
-        assert (result.status, result.error.name) == ("error", name), expr
+        assert (result.status, error_of(result).name) == ("error", name), expr
 
 
 async def test_memory_limit_overrun_settles_memory(pool: SandboxPool) -> None:
@@ -136,7 +139,7 @@ async def test_memory_limit_overrun_settles_memory(pool: SandboxPool) -> None:
         pool=pool,
     )
     assert result.status == "memory"
-    assert str(8 * 1024 * 1024) in result.error.message
+    assert str(8 * 1024 * 1024) in error_of(result).message
 
 
 async def test_memory_limit_above_ceiling_is_rejected(pool: SandboxPool) -> None:
@@ -144,7 +147,8 @@ async def test_memory_limit_above_ceiling_is_rejected(pool: SandboxPool) -> None
     result = await run_code("export default 1", {"memoryLimitBytes": 1 << 40}, pool=pool)
     assert result.status == "link_error"
     assert (
-        "ceiling" in result.error.message and str(pool.memory_ceiling_bytes) in result.error.message
+        "ceiling" in error_of(result).message
+        and str(pool.memory_ceiling_bytes) in error_of(result).message
     )
 
 
@@ -154,7 +158,7 @@ async def test_terminate_settles_a_tight_loop(pool: SandboxPool) -> None:
     await asyncio.sleep(0.05)
     handle.terminate("enough")
     result = await handle
-    assert (result.status, result.error.name, result.error.message) == (
+    assert (result.status, error_of(result).name, error_of(result).message) == (
         "terminated",
         "Terminated",
         "enough",
@@ -169,7 +173,7 @@ async def test_terminate_is_idempotent(pool: SandboxPool) -> None:
     handle.terminate("second")
     result = await handle
     handle.terminate("third")
-    assert result.error.message == "first"
+    assert error_of(result).message == "first"
     done = run_code("export default 1", pool=pool)
     first = await done
     done.terminate("late")
@@ -206,7 +210,7 @@ async def test_a_write_to_an_imported_object_throws(pool: SandboxPool) -> None:
         {"imports": {"cfg": {"default": {"a": 1}}}},
         pool=pool,
     )
-    assert (result.status, result.error.name) == ("error", "TypeError")
+    assert (result.status, error_of(result).name) == ("error", "TypeError")
 
 
 async def test_imported_values_are_frozen_all_the_way_down(pool: SandboxPool) -> None:
@@ -324,17 +328,21 @@ async def test_a_console_global_replaces_the_capture(pool: SandboxPool) -> None:
 async def test_errors_point_at_the_callers_source(pool: SandboxPool) -> None:
     """SHOULD: syntax, link and runtime errors carry line/column in the caller's source."""
     syntax = await run_code("const a: number = 1;\nconst b = (;\n", pool=pool)
-    assert (syntax.status, syntax.error.line, syntax.error.column) == ("link_error", 2, 9)
+    assert (syntax.status, error_of(syntax).line, error_of(syntax).column) == ("link_error", 2, 9)
     link = await run_code(
         "\n\n  import { nope } from 'lib';\n", {"imports": {"lib": {}}}, pool=pool
     )
-    assert (link.status, link.error.line, link.error.column) == ("link_error", 3, 12)
+    assert (link.status, error_of(link).line, error_of(link).column) == ("link_error", 3, 12)
     runtime = await run_code(
         "type T = { a: number };\nexport default function f(x: T) {\n  return (null as any).a;\n}",
         pool=pool,
     )
-    assert (runtime.status, runtime.error.name, runtime.error.line) == ("error", "TypeError", 3)
-    assert "sandbox:main.ts:3" in runtime.error.stack
+    assert (runtime.status, error_of(runtime).name, error_of(runtime).line) == (
+        "error",
+        "TypeError",
+        3,
+    )
+    assert "sandbox:main.ts:3" in (error_of(runtime).stack or "")
 
 
 async def test_abort_event_terminates_the_run(pool: SandboxPool) -> None:
@@ -343,12 +351,12 @@ async def test_abort_event_terminates_the_run(pool: SandboxPool) -> None:
     handle = run_code("while (true) {}", pool=pool, abort=abort)
     abort.set()
     result = await handle
-    assert (result.status, result.error.name) == ("terminated", "Terminated")
+    assert (result.status, error_of(result).name) == ("terminated", "Terminated")
 
 
 async def test_abort_registration_callback_terminates_the_run(pool: SandboxPool) -> None:
     """SHOULD: a callback-registration abort hook terminates the handle when called."""
-    callbacks = []
+    callbacks: list[Callable[[], object]] = []
     handle = run_code("while (true) {}", pool=pool, abort=callbacks.append)
     callbacks[0]()
     assert (await handle).status == "terminated"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sandbox_support import error_of
+
 from weft.activities.sandbox import SandboxPool, run_code
 
 
@@ -35,13 +37,13 @@ async def test_missing_export_is_a_link_error(pool: SandboxPool) -> None:
     """A missing selected export settles link_error."""
     result = await run_code("export const a = 1;", {"execute": {"fn": "main"}}, pool=pool)
     assert result.status == "link_error"
-    assert "main" in result.error.message
+    assert "main" in error_of(result).message
 
 
 async def test_non_function_export_with_args_is_an_error(pool: SandboxPool) -> None:
     """A non-function export with non-empty args settles error."""
     result = await run_code("export const a = 1;", {"execute": {"fn": "a", "args": [1]}}, pool=pool)
-    assert (result.status, result.error.name) == ("error", "TypeError")
+    assert (result.status, error_of(result).name) == ("error", "TypeError")
 
 
 async def test_non_function_export_without_args_is_the_value(pool: SandboxPool) -> None:
@@ -55,7 +57,7 @@ async def test_throw_from_the_export_is_an_error(pool: SandboxPool) -> None:
     result = await run_code(
         "export default function () { throw new RangeError('bad range'); }", pool=pool
     )
-    assert (result.status, result.error.name, result.error.message) == (
+    assert (result.status, error_of(result).name, error_of(result).message) == (
         "error",
         "RangeError",
         "bad range",
@@ -67,13 +69,13 @@ async def test_rejection_from_the_export_is_an_error(pool: SandboxPool) -> None:
     result = await run_code(
         "export default async () => { await null; throw new TypeError('later'); }", pool=pool
     )
-    assert (result.status, result.error.message) == ("error", "later")
+    assert (result.status, error_of(result).message) == ("error", "later")
 
 
 async def test_thrown_non_error_values_are_reported(pool: SandboxPool) -> None:
     """A thrown string still settles error with a readable message."""
     result = await run_code("throw 'plain string';", pool=pool)
-    assert (result.status, result.error.message) == ("error", "plain string")
+    assert (result.status, error_of(result).message) == ("error", "plain string")
 
 
 async def test_top_level_await_completes_before_resolution(pool: SandboxPool) -> None:
@@ -102,7 +104,7 @@ async def test_microtasks_run_in_order(pool: SandboxPool) -> None:
 async def test_never_settling_module_reports_a_deadlock(pool: SandboxPool) -> None:
     """A promise that nothing can resolve settles error instead of hanging silently."""
     result = await run_code("await new Promise(() => {}); export default 1", pool=pool)
-    assert (result.status, result.error.name) == ("error", "DeadlockError")
+    assert (result.status, error_of(result).name) == ("error", "DeadlockError")
 
 
 async def test_import_meta_url_is_synthetic(pool: SandboxPool) -> None:
@@ -125,7 +127,7 @@ async def test_unknown_option_keys_are_rejected(pool: SandboxPool) -> None:
     """Unknown option keys settle link_error naming the key."""
     result = await run_code("export default 1", {"timeout": 5}, pool=pool)
     assert result.status == "link_error"
-    assert "'timeout'" in result.error.message
+    assert "'timeout'" in error_of(result).message
 
 
 async def test_circular_imports_are_a_link_error(pool: SandboxPool) -> None:
@@ -135,4 +137,4 @@ async def test_circular_imports_are_a_link_error(pool: SandboxPool) -> None:
         "import { a } from './a'; export default a;", {"modules": modules}, pool=pool
     )
     assert result.status == "link_error"
-    assert "circular" in result.error.message
+    assert "circular" in error_of(result).message

@@ -6,6 +6,8 @@ import asyncio
 import gc
 import resource
 
+from sandbox_support import error_of
+
 from weft.activities.sandbox import SandboxPool, run_code
 
 
@@ -38,7 +40,7 @@ async def test_eval_and_function_constructor_settle_error(pool: SandboxPool) -> 
         "export default Reflect.construct((() => {}).constructor, ['return 1'])",
     ]:
         result = await run_code(source, pool=pool)
-        assert (result.status, result.error.name) == ("error", "EvalError"), source
+        assert (result.status, error_of(result).name) == ("error", "EvalError"), source
 
 
 async def test_url_dynamic_import_settles_link_error(pool: SandboxPool) -> None:
@@ -66,7 +68,7 @@ async def test_deep_recursion_settles_error(pool: SandboxPool) -> None:
         "function f(n: number): number { return f(n + 1) + 1; } f(0);", pool=pool
     )
     assert result.status == "error"
-    assert "stack overflow" in result.error.message
+    assert "stack overflow" in error_of(result).message
 
 
 async def test_deeply_nested_source_settles(pool: SandboxPool) -> None:
@@ -82,14 +84,14 @@ async def test_infinite_loop_terminates(pool: SandboxPool) -> None:
     await asyncio.sleep(0.02)
     handle.terminate("deadline")
     result = await handle
-    assert (result.status, result.error.message) == ("terminated", "deadline")
+    assert (result.status, error_of(result).message) == ("terminated", "deadline")
 
 
 async def test_cpu_cap_settles_terminated_with_a_clear_message(pool: SandboxPool) -> None:
     """The optional CPU safety cap settles terminated and names the cap."""
     result = await run_code("while (true) {}", {"cpuTimeLimitMs": 50}, pool=pool)
     assert result.status == "terminated"
-    assert "cpuTimeLimitMs" in result.error.message
+    assert "cpuTimeLimitMs" in error_of(result).message
 
 
 async def test_host_call_in_flight_is_cancelled_by_terminate(pool: SandboxPool) -> None:

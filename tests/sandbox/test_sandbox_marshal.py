@@ -7,7 +7,9 @@ import asyncio
 import math
 from datetime import UTC, datetime
 
-from weft.activities.sandbox import JSMap, SandboxFunction, SandboxPool, run_code
+from sandbox_support import error_of
+
+from weft.activities.sandbox import CodeExecution, JSMap, SandboxFunction, SandboxPool, run_code
 
 
 async def test_js_values_become_documented_python_types(pool: SandboxPool) -> None:
@@ -102,7 +104,9 @@ async def test_sandbox_callbacks_are_callable_from_the_host(pool: SandboxPool) -
 
     async def apply(fn: SandboxFunction, value: int) -> int:
         assert isinstance(fn, SandboxFunction)
-        return await fn(value) + await fn(value)
+        first: int = await fn(value)
+        second: int = await fn(value)
+        return first + second
 
     source = "export default await apply((x: number) => x * 10, 2);"
     result = await run_code(source, {"globals": {"apply": apply}}, pool=pool)
@@ -128,7 +132,7 @@ async def test_non_transferable_values_raise_serialization_error(pool: SandboxPo
     for expr in ["new (class A {})()", "Symbol('s')", "(() => { const a: any = {}; a.a = a; return a; })()",
                  "() => () => 1", "new WeakMap()"]:  # fmt: skip
         result = await run_code(f"export default {expr};", pool=pool)
-        assert (result.status, result.error.name) == ("error", "SerializationError"), expr
+        assert (result.status, error_of(result).name) == ("error", "SerializationError"), expr
 
 
 async def test_non_transferable_host_values_are_rejected(pool: SandboxPool) -> None:
@@ -139,16 +143,17 @@ async def test_non_transferable_host_values_are_rejected(pool: SandboxPool) -> N
 
     result = await run_code("export default 1", {"globals": {"o": Opaque()}}, pool=pool)
     assert result.status == "link_error"
-    assert "Opaque" in result.error.message and "options.globals" in result.error.message
+    assert "Opaque" in error_of(result).message and "options.globals" in error_of(result).message
 
 
 async def test_reports_are_live_and_reach_the_listener(pool: SandboxPool) -> None:
     """report() appends to the live reports list while the code runs, and calls options.report."""
     heard: list[object] = []
     snapshots: list[int] = []
-    handle = None
+    handle: CodeExecution | None = None
 
     def peek() -> None:
+        assert handle is not None
         snapshots.append(len(handle.reports))
 
     handle = run_code(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sandbox_support import error_of
+
 from weft.activities.sandbox import SandboxPool, run_code
 from weft.activities.sandbox._erase import erase_types, parse
 
@@ -45,15 +47,15 @@ async def test_common_typescript_syntax_runs(pool: SandboxPool) -> None:
 async def test_enums_are_a_link_error_with_position(pool: SandboxPool) -> None:
     """An enum cannot be erased: link_error with line and column in the caller's source."""
     result = await run_code("const x = 1;\n  enum Color { Red }\n", pool=pool)
-    assert (result.status, result.error.name) == ("link_error", "TypeScriptError")
-    assert (result.error.line, result.error.column) == (2, 3)
+    assert (result.status, error_of(result).name) == ("link_error", "TypeScriptError")
+    assert (error_of(result).line, error_of(result).column) == (2, 3)
 
 
 async def test_parameter_properties_are_a_link_error(pool: SandboxPool) -> None:
     """Constructor parameter properties have runtime semantics, so they are rejected."""
     result = await run_code("class A { constructor(private x: number) {} }", pool=pool)
     assert result.status == "link_error"
-    assert "parameter properties" in result.error.message
+    assert "parameter properties" in error_of(result).message
 
 
 async def test_no_type_checking_happens(pool: SandboxPool) -> None:
@@ -70,7 +72,7 @@ async def test_syntax_error_in_a_module_names_that_module(pool: SandboxPool) -> 
         "import { a } from './bad';", {"modules": {"./bad.ts": "export const a = ;"}}, pool=pool
     )
     assert result.status == "link_error"
-    assert "./bad.ts:1:" in result.error.message
+    assert "./bad.ts:1:" in error_of(result).message
 
 
 async def test_import_require_is_a_clear_link_error_in_both_languages(pool: SandboxPool) -> None:
@@ -78,6 +80,9 @@ async def test_import_require_is_a_clear_link_error_in_both_languages(pool: Sand
     for language, name in [("javascript", "LinkError"), ("typescript", "TypeScriptError")]:
         for source in ['const a = 1;\nimport x = require("y");', 'import type x = require("y");']:
             result = await run_code(source, {"language": language}, pool=pool)
-            assert (result.status, result.error.name) == ("link_error", name), (language, source)
-            assert "`import x = require(...)` is not supported" in result.error.message
-            assert result.error.line == source.count("\n") + 1
+            assert (result.status, error_of(result).name) == ("link_error", name), (
+                language,
+                source,
+            )
+            assert "`import x = require(...)` is not supported" in error_of(result).message
+            assert error_of(result).line == source.count("\n") + 1

@@ -10,11 +10,12 @@ from store_factories import event, message, new_thread_id, running_thread
 
 from weft.contract.budget import Budget
 from weft.contract.events import Event
+from weft.contract.messages import Message
 from weft.store import Store
 from weft.store.budgets import Charge
 
 
-def _result(thread: str, *, status: str, event_id: str, type_: str) -> tuple:
+def _result(thread: str, *, status: str, event_id: str, type_: str) -> tuple[Message, Event]:
     """A tool result message for call `c1` (always the id `m5`) and its outcome event."""
     stored = message(thread, 5, id="m5", role="tool", tool_call_id="c1", tool_status=status)
     outcome = event(thread, event_id, type_, tool_call_id="c1", payload={"status": status})
@@ -38,7 +39,8 @@ def test_a_late_result_after_the_recorded_abort_writes_nothing(store: Store) -> 
     other = event(thread, "hook-1", "hook.completed")
     store.events.record([late], [result, other])
     assert _outcomes(store, thread) == [("tool.failed", "wf-failed")]
-    assert store.messages.get(thread, "m5").tool_status == "error"
+    stored = store.messages.get(thread, "m5")
+    assert stored is not None and stored.tool_status == "error"
     assert [e.event_id for e in store.events.read(thread)] == ["wf-failed", "hook-1"]
 
 

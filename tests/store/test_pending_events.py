@@ -52,7 +52,9 @@ async def test_flush_writes_what_is_owed_before_the_callers_own_write(sqlite_sto
     assert _ids(sqlite_store, thread) == ["started", "emitted"]
 
 
-async def test_take_waits_for_a_write_under_way(sqlite_store: Store, monkeypatch) -> None:
+async def test_take_waits_for_a_write_under_way(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The timer's write finishes before `take` returns, so the final write comes after."""
     thread = new_thread_id()
     append = sqlite_store.events.append
@@ -88,7 +90,9 @@ async def test_a_quick_stream_is_stored_with_its_start_events(sqlite_store: Stor
     """Batches within the interval join the start events in `take`, in order."""
     thread = new_thread_id()
 
-    def make(n: int, text: str, kind: str) -> Event:
+    def make(
+        n: int, text: str, kind: str, index: int | None = None, call_id: str | None = None
+    ) -> Event:
         kind_, payload = delta_event(kind, text, 1)
         return event(thread, f"delta{n}", kind_, payload=payload)
 

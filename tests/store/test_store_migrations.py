@@ -41,7 +41,7 @@ def test_open_creates_schema_at_head(store_url: str) -> None:
     """Opening an empty database creates every table and records the head revision."""
     with Store.open(store_url) as store:
         assert TABLES <= _tables(store)
-        assert _revision(store) == "0009"
+        assert _revision(store) == "0010"
 
 
 def test_open_twice_is_idempotent(store_url: str) -> None:
@@ -49,7 +49,7 @@ def test_open_twice_is_idempotent(store_url: str) -> None:
     with Store.open(store_url) as store:
         store.values.set("t", "k", 1)
     with Store.open(store_url) as store:
-        assert _revision(store) == "0009"
+        assert _revision(store) == "0010"
         assert store.values.get("t", "k") == 1
 
 
@@ -70,7 +70,7 @@ def test_concurrent_opens_migrate_once(store_url: str) -> None:
         worker.join()
     assert errors == []
     with Store.open(store_url, migrate=False) as store:
-        assert _revision(store) == "0009"
+        assert _revision(store) == "0010"
 
 
 def test_open_without_migrate_leaves_database_empty(store_url: str) -> None:
@@ -91,7 +91,7 @@ def test_sqlite_uses_wal_and_foreign_keys(sqlite_store: Store) -> None:
     with sqlite_store.engine.connect() as connection:
         assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
-        assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 1000
+        assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar_one() >= 1000
 
 
 def test_postgres_urls_use_psycopg() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from weft.store.urls import create_store_engine
@@ -19,19 +21,19 @@ def _pragma(url: str, name: str) -> object:
         engine.dispose()
 
 
-def test_wal_with_synchronous_normal_by_default(tmp_path) -> None:
+def test_wal_with_synchronous_normal_by_default(tmp_path: Path) -> None:
     """No fsync per commit: a killed process loses nothing committed (docs/performance.md)."""
     url = f"sqlite:///{tmp_path / 'store.db'}"
     assert _pragma(url, "journal_mode") == "wal"
     assert _pragma(url, "synchronous") == NORMAL
 
 
-def test_synchronous_full_on_request(tmp_path) -> None:
+def test_synchronous_full_on_request(tmp_path: Path) -> None:
     """`?synchronous=full` syncs every commit, for stores that must survive power loss."""
     assert _pragma(f"sqlite:///{tmp_path / 'store.db'}?synchronous=full", "synchronous") == FULL
 
 
-def test_an_unknown_synchronous_level_is_refused(tmp_path) -> None:
+def test_an_unknown_synchronous_level_is_refused(tmp_path: Path) -> None:
     """OFF (or a typo) is refused by name rather than silently weakening durability."""
     with pytest.raises(ValueError, match=r"synchronous='off' is not one of normal, full, extra"):
         create_store_engine(f"sqlite:///{tmp_path / 'store.db'}?synchronous=off")

@@ -9,12 +9,13 @@ from store_factories import event, message, new_thread_id, tool_call
 from weft.activities.context_window import Frame, build_window
 from weft.activities.message_views import MessageViews
 from weft.contract.definitions import PromptDef
+from weft.contract.messages import Message
 from weft.store import Store
 from weft.store.database import Database
 from weft.store.transcripts import Transcripts
 
 
-def _ids(messages: list) -> list[str]:
+def _ids(messages: list[Message]) -> list[str]:
     return [m.id for m in messages]
 
 
@@ -107,7 +108,7 @@ def test_the_cache_is_bounded(sqlite_store: Store) -> None:
     assert small.stats.misses == 6  # over the character budget, so never kept
 
 
-def _tool_loop(thread: str, steps: int, start: int = 0) -> list:
+def _tool_loop(thread: str, steps: int, start: int = 0) -> list[Message]:
     """`steps` assistant tool calls, each with its result: the shape of a long agent run."""
     rows = []
     for step in range(start, start + steps):
@@ -128,7 +129,7 @@ def test_kept_transcripts_and_parts_hold_few_objects_the_collector_walks(
     dicts; a tool result's part none); kept as `Message`s with their views, 11.5."""
     views = MessageViews()
     frame = Frame(
-        prompt=PromptDef(name="p", toolDescription="p", model="m", prompt="."),
+        prompt=PromptDef(name="p", tool_description="p", model="m", prompt="."),
         system=".",
         tools=[],
         dual=False,

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from store_factories import event, new_thread_id, running_thread
 
 from weft.contract.thread_env import EnvEntry
@@ -69,7 +71,7 @@ def test_a_thread_without_a_row_has_nothing_kept(store: Store) -> None:
 def test_each_caller_gets_its_own_env_and_the_oldest_thread_goes_first() -> None:
     """A tool changing a value it was handed changes no one else's; the copies are bounded."""
     rows = ThreadEnvRows(max_threads=2)
-    handed = {"LIST": {"value": [1], "type": "text"}}
+    handed: dict[str, dict[str, Any]] = {"LIST": {"value": [1], "type": "text"}}
     rows.keep("t1", (RUN, 0), ThreadEnvRow(user_id=None, env=handed))
     handed["LIST"]["value"].append(2)
     first = rows.get("t1", (RUN, 0))

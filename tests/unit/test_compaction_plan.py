@@ -16,7 +16,7 @@ def msg(position: int, role: str, text: str = "x" * 400, **fields: Any) -> Messa
         id=f"m{position}",
         thread_id="t1",
         position=position,
-        role=role,  # type: ignore[arg-type]
+        role=role,
         content=text,
         created_at=position,
         **fields,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from weft.contract.context import ContextBoundary, ContextOptions, ContextReport
+from weft.contract.context_state import ContextState
 from weft.contract.definitions import ModelDef
 from weft.contract.messages import Message
-from weft.workflows.context_state import ContextState
 
 MODEL = ModelDef.model_validate(
     {
@@ -78,7 +78,7 @@ def test_a_boundary_resets_the_counts_and_survives_carry_over():
     assert (state.requested, state.pending_tokens, state.last_request_tokens) == (None, 0, 2_000)
     window = state.window(ContextOptions())
     assert (window.boundary_id, window.first_kept_position) == ("ctx_1", 40)
-    restored = ContextState.restore(state.carry())
+    restored = ContextState.model_validate_json(state.model_dump_json())
     assert restored == state
     assert state.read()["lastCompaction"]["boundaryId"] == "ctx_1"
     assert "summary" not in state.read()["lastCompaction"]

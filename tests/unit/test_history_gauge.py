@@ -40,7 +40,9 @@ def activity_error(cause: BaseException) -> ActivityError:
     return err
 
 
-async def test_a_resolved_activity_reads_and_a_cancelled_one_does_not(live) -> None:
+async def test_a_resolved_activity_reads_and_a_cancelled_one_does_not(
+    live: list[HistoryReading],
+) -> None:
     gauge = HistoryGauge()
     gauge.read()
     assert gauge.last == reading(10)

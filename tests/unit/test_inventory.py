@@ -172,7 +172,7 @@ def test_permissions_are_what_the_gate_decides() -> None:
         "reason": "never",
     }
     assert [r["args"] for r in tools["weather"].permission.argument_rules] == [{"city": "Paris"}]
-    mem.session_allowed_tools.add("note")
+    mem.actions.session_allowed_tools.add("note")
     assert _by_name(mem)["note"].permission.decided_by == "session"
     assert inventory.tool_inventory(mem).mode == "auto"
 

@@ -1,4 +1,4 @@
-"""The thread's MCP catalogues (workflows/mcp_book.py) and elicitation answer checks."""
+"""The thread's MCP catalogues (contract/mcp_book.py) and elicitation answer checks."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from weft.contract.mcp import (
     McpToolSpec,
     elicitation_problems,
 )
+from weft.contract.mcp_book import McpBook
 from weft.workflows.continuation import carry_over, restore
-from weft.workflows.mcp_book import McpBook
 
 SERVERS = ["files", "web"]
 

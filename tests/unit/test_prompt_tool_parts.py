@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,7 @@ def _call(call_id: str, name: str = "weather", args: str = '{"city": "Rome"}') -
     return ToolCall(id=call_id, function=ToolCallFunction(name=name, arguments=args))
 
 
-def _message(position: int, role: str, content: str | None = None, **fields) -> Message:
+def _message(position: int, role: str, content: str | None = None, **fields: Any) -> Message:
     return Message(
         id=f"m{position}",
         thread_id="t",
@@ -145,7 +146,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
     store.close()
 
 
-def _scope(**fields) -> PromptScope:
+def _scope(**fields: Any) -> PromptScope:
     return PromptScope(prompt="advisor", tool_call_id="now", depth=1, caller_position=6, **fields)
 
 

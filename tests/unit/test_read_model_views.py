@@ -40,7 +40,7 @@ def test_permission_state_counts_rules_and_approvals() -> None:
     mem.snapshot = snapshot(
         permissions={"mode": "auto", "rules": [{"tool": "rm", "decision": "deny"}]}
     )
-    mem.session_allowed_tools.add("weather")
+    mem.actions.session_allowed_tools.add("weather")
     state = read_models.thread_read(mem).permission_state
     assert state["mode"] == "auto"
     assert state["rules"] == {"agent": 1, "prompt": 0}

@@ -143,7 +143,7 @@ def test_the_model_view_changes_only_a_tool_messages_content():
 
 
 FRAME = Frame(
-    prompt=PromptDef(name="p", toolDescription="p", model="m", prompt="Be brief."),
+    prompt=PromptDef(name="p", tool_description="p", model="m", prompt="Be brief."),
     system="Be brief.",
     tools=[],
     dual=False,

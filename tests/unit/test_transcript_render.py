@@ -38,8 +38,8 @@ def test_prompt_tool_steps_are_indented_under_its_call() -> None:
     """Events carrying parentToolCallId print one step in per depth; the caller's do not."""
     out = io.StringIO()
     printer = TranscriptPrinter(out)
-    inside = {"parentToolCallId": "c1", "depth": 1}
-    for kind, payload in [
+    inside: dict[str, object] = {"parentToolCallId": "c1", "depth": 1}
+    steps: list[tuple[str, dict[str, object]]] = [
         ("tool.started", {"name": "advisor", "arguments": "{}"}),
         ("model.delta", {"text": "Thinking", "kind": "text", **inside}),
         ("model.completed", inside),
@@ -47,7 +47,8 @@ def test_prompt_tool_steps_are_indented_under_its_call() -> None:
         ("tool.result", {"name": "weather", "status": "success", **inside}),
         ("tool.result", {"name": "advisor", "status": "success"}),
         ("model.delta", {"text": "Done.", "kind": "text"}),
-    ]:
+    ]
+    for kind, payload in steps:
         printer.show(_event(kind, payload))
     assert out.getvalue().splitlines() == [
         "  → advisor({})",

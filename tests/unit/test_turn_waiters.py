@@ -1,5 +1,5 @@
 """TurnBook and outcome_of: how a turn ended, as a caller waiting for it is told, learnt
-from the thread's own turn events without a worker."""
+from the facts the thread's turn events state, without a worker."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from weft.workflows.stop_rules import Stop
 from weft.workflows.thread_state import ThreadMemory
 from weft.workflows.turn_book import RECENT_TURNS, TurnBook
 from weft.workflows.turn_end import finish_turn
+from weft.workflows.turn_events import turn_failed, turn_started
 from weft.workflows.turn_waiters import outcome_of
 
 
@@ -34,7 +35,7 @@ def test_a_completed_turn_has_its_answer_usage_and_cursor() -> None:
     """The last reply of the main transcript is the answer; usage is the turn's own."""
     mem = memory()
     _use(mem, 100, 10, 0.5)  # an earlier turn's usage is not this turn's
-    mem.emit("turn.started", {"side": "a"}, turn_id="turn_1")
+    turn_started(mem, "turn_1", {"side": "a"})
     _reply(mem, "turn_1", "let me check")
     _use(mem, 7, 3, 0.25)
     answer = _reply(mem, "turn_1", "It is sunny.")
@@ -54,7 +55,7 @@ def test_a_completed_turn_has_its_answer_usage_and_cursor() -> None:
 def test_a_lifecycle_tool_response_is_the_answer() -> None:
     """A stop tool's response becomes the visible message, and the answer."""
     mem = memory()
-    mem.emit("turn.started", {"side": "a"}, turn_id="turn_1")
+    turn_started(mem, "turn_1", {"side": "a"})
     _reply(mem, "turn_1", None)
     finish_turn(mem, "a", "turn_1", Stop("turn", "stop_tool", "All done."))
     result = mem.turns.results["turn_1"]
@@ -66,7 +67,7 @@ def test_session_fail_and_hook_blocked() -> None:
     """session_fail is a failed turn with its message; hook_blocked is refused, with the
     refusal the step recorded and no answer."""
     mem = memory()
-    mem.emit("turn.started", {"side": "a"}, turn_id="turn_1")
+    turn_started(mem, "turn_1", {"side": "a"})
     finish_turn(mem, "a", "turn_1", Stop("session", "session_fail", "cannot book"))
     failed = mem.turns.results["turn_1"]
     assert (failed.status, failed.response, failed.error) == (
@@ -75,7 +76,7 @@ def test_session_fail_and_hook_blocked() -> None:
         "cannot book",
     )
 
-    mem.emit("turn.started", {"side": "a"}, turn_id="turn_2")
+    turn_started(mem, "turn_2", {"side": "a"})
     _reply(mem, "turn_2", "hidden")
     mem.last_outcome = "hook 'audit' refused: no"
     finish_turn(mem, "a", "turn_2", Stop("session", "hook_blocked"))
@@ -87,9 +88,10 @@ def test_session_fail_and_hook_blocked() -> None:
 def test_failed_and_aborted_turns() -> None:
     """turn.failed is failed with the step's outcome, or aborted once terminated."""
     mem = memory()
-    mem.emit("turn.started", {"side": "a"}, turn_id="turn_1")
-    mem.stop_reason, mem.last_outcome = "step_error", "HTTP 401: no key"
-    mem.emit("turn.failed", {"reason": mem.stop_reason}, turn_id="turn_1")
+    turn_started(mem, "turn_1", {"side": "a"})
+    mem.stop.step_failed()
+    mem.last_outcome = "HTTP 401: no key"
+    turn_failed(mem, "turn_1", mem.stop_reason)
     failed = mem.turns.results["turn_1"]
     assert (failed.status, failed.stop_reason, failed.error) == (
         "failed",
@@ -97,9 +99,9 @@ def test_failed_and_aborted_turns() -> None:
         "HTTP 401: no key",
     )
 
-    mem.emit("turn.started", {"side": "a"}, turn_id="turn_2")
+    turn_started(mem, "turn_2", {"side": "a"})
     mem.terminated_at, mem.terminate_reason = mem.timestamp(), "enough"
-    mem.emit("turn.failed", {"reason": None}, turn_id="turn_2")
+    turn_failed(mem, "turn_2", None)
     aborted = mem.turns.results["turn_2"]
     assert (aborted.status, aborted.stop_reason) == ("aborted", "aborted_by_user")
     assert aborted.error == "the thread was terminated: enough"
@@ -116,7 +118,7 @@ def test_messages_that_join_a_turn_end_with_it() -> None:
     mem.turns.join(entry.turn_id, "turn_1")
     mem.active_turn = None
     assert outcome_of(mem, entry) is None  # read by turn_1, which runs
-    mem.emit("turn.started", {"side": "a"}, turn_id="turn_1")
+    turn_started(mem, "turn_1", {"side": "a"})
     _reply(mem, "turn_1", "both")
     finish_turn(mem, "a", "turn_1", Stop("turn", "stop_on_response", "both"))
     joined = outcome_of(mem, entry)
@@ -158,19 +160,19 @@ def test_results_cross_continue_as_new_without_their_text() -> None:
     """A run carries results (less their text) and who asked; the turn in progress keeps
     its usage baseline. Histories from before carry nothing and restore an empty book."""
     mem = memory()
-    mem.emit("turn.started", {"side": "a"}, turn_id="turn_1")
+    turn_started(mem, "turn_1", {"side": "a"})
     _reply(mem, "turn_1", "the answer")
     finish_turn(mem, "a", "turn_1", Stop("turn", "stop_on_response", "the answer"))
     mem.turns.ask("ask-1", "turn_1")
     _use(mem, 5, 5, 0.1)
-    mem.emit("turn.started", {"side": "a"}, turn_id="turn_2")
+    turn_started(mem, "turn_2", {"side": "a"})
 
     carried = carry_over(mem, snapshot(), None)
     restored = restore("t1", mem.start, carried, FixedContext())
     again = restored.turns.answered("ask-1")
     assert again is not None and again.response is None
     assert again.message_id == mem.turns.results["turn_1"].message_id
-    assert restored.turns.usage_at_start == mem.usage
+    assert restored.turns.recent.usage_at_start == mem.usage
     assert mem.turns.results["turn_1"].response == "the answer"  # this run's is untouched
 
     old = carried.model_copy(update={"turns": None})

@@ -10,6 +10,7 @@ from weft.contract.actions import PendingAction
 from weft.contract.budget import Budget, BudgetSpend, BudgetState
 from weft.contract.messages import QueuedMessage
 from weft.contract.subagents import RegistryEntry
+from weft.contract.thread import QueueEntry
 from weft.contract.thread_env import EnvEntry
 from weft.contract.ui_text import (
     REDACTED,
@@ -20,7 +21,6 @@ from weft.contract.ui_text import (
     thread_summary,
 )
 from weft.workflows import ui_summaries
-from weft.workflows.thread_state import QueueEntry
 
 SECRET = "sk-live-0123456789abcdef"
 
@@ -108,7 +108,7 @@ def test_current_details_show_status_turn_queue_actions_children():
     mem = memory()
     mem.status, mem.active_turn, mem.active_side = "running", "turn_1", "a"
     mem.queue.append(QueueEntry(queue_id="q1", turn_id="turn_2", enqueued_at="now"))
-    mem.pending_actions["act_1"] = PendingAction(
+    mem.actions.pending["act_1"] = PendingAction(
         action_id="act_1",
         kind="tool_permission",
         tool_call_id="call_1",

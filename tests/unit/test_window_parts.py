@@ -24,7 +24,7 @@ TOOLS = [{"name": "add", "description": "Adds ✓", "parameters": {"type": "obje
 
 
 def _frame(dual: bool) -> Frame:
-    prompt = PromptDef(name="p", toolDescription="p", model="m", prompt="Be brief.")
+    prompt = PromptDef(name="p", tool_description="p", model="m", prompt="Be brief.")
     return Frame(prompt=prompt, system="Be brief, façade.", tools=TOOLS, dual=dual)
 
 
@@ -68,7 +68,9 @@ def _transcript(steps: int) -> list[Message]:
 
 @pytest.mark.parametrize("dual", [False, True])
 @pytest.mark.parametrize("with_boundary", [False, True])
-def test_kept_parts_send_and_measure_what_a_fresh_window_does(dual: bool, with_boundary: bool):
+def test_kept_parts_send_and_measure_what_a_fresh_window_does(
+    dual: bool, with_boundary: bool
+) -> None:
     boundary = (
         ContextBoundary(
             boundary_id="b1",

@@ -35,7 +35,7 @@ BOUNDARY = ContextBoundary(
 
 
 def _frame(dual: bool) -> Frame:
-    prompt = PromptDef(name="p", toolDescription="p", model="m", prompt="Be brief.")
+    prompt = PromptDef(name="p", tool_description="p", model="m", prompt="Be brief.")
     return Frame(prompt=prompt, system="Be brief.", tools=[], dual=dual)
 
 
@@ -96,7 +96,9 @@ def _both(
 
 
 @pytest.mark.parametrize("dual", [False, True])
-def test_a_growing_transcript_is_extended_and_sends_what_a_fresh_window_does(dual: bool):
+def test_a_growing_transcript_is_extended_and_sends_what_a_fresh_window_does(
+    dual: bool,
+) -> None:
     tails = WindowTails(MessageViews())
     texts: list[MessageJson] = []
     images_sent = []

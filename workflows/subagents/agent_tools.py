@@ -9,11 +9,12 @@ model sees.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Protocol
 
 from temporalio import workflow
 
 from weft.contract.activities import ToolResult
+from weft.contract.carry_parts import SubagentBook
 from weft.contract.definitions import ToolSpec
 from weft.contract.messages import Message, QueuedMessage, Side, ToolCall
 from weft.contract.subagents import (
@@ -33,7 +34,19 @@ from weft.workflows.subagents.common import LIVE, ToolRefused, refuse
 from weft.workflows.subagents.files import MissingFile, copy_files
 from weft.workflows.subagents.registry import SubagentRegistry, UnknownChild
 from weft.workflows.subagents.spawner import SubagentSpawner
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.views import Facts, Transcript
+
+
+class AgentToolsView(Facts, Transcript, Protocol):
+    """What the agent tools read of the thread; a handoff assigns `active_agent`."""
+
+    active_agent: str | None
+
+    @property
+    def thread_id(self) -> str: ...
+
+    @property
+    def subagents(self) -> SubagentBook: ...
 
 
 class AgentTools:
@@ -41,7 +54,7 @@ class AgentTools:
 
     def __init__(
         self,
-        mem: ThreadMemory,
+        mem: AgentToolsView,
         agents: ActiveAgent,
         registry: SubagentRegistry,
         spawner: SubagentSpawner,

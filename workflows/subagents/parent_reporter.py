@@ -11,10 +11,11 @@ from typing import Literal, Protocol
 from temporalio import workflow
 
 from weft.contract.subagents import SIGNAL_SUBAGENT_REPORT, SubagentReport
+from weft.contract.thread import UsageTotals
 from weft.workflows.background import BackgroundTasks
 from weft.workflows.stop_rules import Stop
 from weft.workflows.subagents.files import MissingFile, copy_files
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.views import Facts, Identity, Stopped
 
 # Session ends a parent is told about as failures it can act on.
 _FAILED = ("session_fail", "step_error", "max_total_steps", "repeated_tool_error")
@@ -29,10 +30,16 @@ class ReporterHost(Protocol):
         """Soft shutdown (Runtime §10)."""
 
 
+class ReporterView(Facts, Identity, Stopped, Protocol):
+    """What reporting to the parent reads of the thread."""
+
+    def total_usage(self) -> UsageTotals: ...
+
+
 class ParentReporter:
     """What a thread started as a subagent tells its parent; inert for a root thread."""
 
-    def __init__(self, mem: ThreadMemory, background: BackgroundTasks, host: ReporterHost) -> None:
+    def __init__(self, mem: ReporterView, background: BackgroundTasks, host: ReporterHost) -> None:
         self._mem = mem
         self._background = background
         self._host = host

@@ -8,11 +8,12 @@ its table. Children reach the parent only through the `subagent_report` signal.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from temporalio import workflow
 
 from weft.contract.activities import ToolResult
+from weft.contract.carry_parts import SubagentBook
 from weft.contract.messages import QueuedMessage
 from weft.contract.subagents import (
     ERROR_SUBAGENT_FAILED,
@@ -21,10 +22,10 @@ from weft.contract.subagents import (
     SubagentStatus,
 )
 from weft.contract.thread import SIGNAL_TERMINATE
-from weft.workflows.outbox import flush
+from weft.workflows.outbox import Outbox
 from weft.workflows.queue import ThreadQueue
 from weft.workflows.subagents.common import LIVE, tool_error
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.views import Facts
 
 # How long a terminated parent waits for its children to confirm they closed.
 CHILD_CLOSE_TIMEOUT = timedelta(seconds=60)
@@ -34,11 +35,22 @@ class UnknownChild(Exception):
     """A report or message named a subagent that is not a child of this thread."""
 
 
+class RegistryView(Facts, Protocol):
+    """What the registry reads of the thread, and the subagent book it changes."""
+
+    @property
+    def thread_id(self) -> str: ...
+
+    @property
+    def subagents(self) -> SubagentBook: ...
+
+
 class SubagentRegistry:
     """The registry of a parent thread and what its children report to it."""
 
-    def __init__(self, mem: ThreadMemory, queue: ThreadQueue) -> None:
+    def __init__(self, mem: RegistryView, queue: ThreadQueue, outbox: Outbox) -> None:
         self._mem = mem
+        self._outbox = outbox
         self._queue = queue
         # The registry itself lives in memory (carried across continue-as-new).
         self._children = mem.subagents.children
@@ -209,7 +221,7 @@ class SubagentRegistry:
     async def publish(self) -> None:
         """Write the outbox now, so a spawn or message to a child is in the store (and seen
         by clients and by the child's ThreadState) before the parent waits on it."""
-        await flush(self._mem)
+        await self._outbox.flush()
 
     def set_status(
         self, entry: RegistryEntry, status: SubagentStatus, *, quiet: bool = False

@@ -9,13 +9,14 @@ lacks defer the child until `weft serve` stores them (`variables_provided`).
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
 
 from weft.contract.activities import ToolResult
-from weft.contract.messages import QueuedMessage
+from weft.contract.carry_parts import SubagentBook
+from weft.contract.messages import QueuedMessage, Side
 from weft.contract.subagents import (
     ACTIVITY_VARIABLES_REQUEST,
     ERROR_SUBAGENT_FAILED,
@@ -37,11 +38,21 @@ from weft.workflows.queue import ThreadQueue
 from weft.workflows.subagents.common import ToolRefused, refuse
 from weft.workflows.subagents.files import MissingFile, copy_files
 from weft.workflows.subagents.registry import SubagentRegistry
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.views import Facts, Identity
 
 
 class UnknownVariableRequest(Exception):
     """`variables_provided` named a request no deferred subagent waits on."""
+
+
+class SpawnerView(Facts, Identity, Protocol):
+    """What starting subagents reads of the thread, and the subagent book it changes."""
+
+    @property
+    def active_side(self) -> Side | None: ...
+
+    @property
+    def subagents(self) -> SubagentBook: ...
 
 
 class SubagentSpawner:
@@ -49,7 +60,7 @@ class SubagentSpawner:
 
     def __init__(
         self,
-        mem: ThreadMemory,
+        mem: SpawnerView,
         agents: ActiveAgent,
         registry: SubagentRegistry,
         queue: ThreadQueue,

@@ -2,6 +2,7 @@
 
 from pydantic import BaseModel
 
+from weft.activities.tool_state import ThreadState
 from weft.definitions import define_tool
 
 
@@ -10,7 +11,7 @@ class AddArgs(BaseModel):
     b: int
 
 
-async def add(state, args: AddArgs) -> int:
+async def add(state: ThreadState, args: AddArgs) -> int:
     return args.a + args.b
 
 

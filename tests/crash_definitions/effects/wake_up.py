@@ -2,6 +2,7 @@
 
 from pydantic import BaseModel
 
+from weft.activities.tool_state import ThreadState
 from weft.definitions import define_effect
 
 
@@ -9,7 +10,7 @@ class WakeArgs(BaseModel):
     text: str
 
 
-async def wake_up(state, args: WakeArgs) -> str:
+async def wake_up(state: ThreadState, args: WakeArgs) -> str:
     runs = (await state.get_value("wake_runs") or 0) + 1
     await state.set_value("wake_runs", runs)
     state.queue_message(args.text)

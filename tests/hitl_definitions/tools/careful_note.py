@@ -2,6 +2,7 @@
 
 from pydantic import BaseModel
 
+from weft.activities.tool_state import ThreadState
 from weft.definitions import define_tool
 
 
@@ -9,7 +10,7 @@ class NoteArgs(BaseModel):
     text: str
 
 
-async def careful_note(state, args: NoteArgs) -> str:
+async def careful_note(state: ThreadState, args: NoteArgs) -> str:
     runs = (await state.get_value("runs") or 0) + 1
     await state.set_value("runs", runs)
     return f"noted {args.text!r}"

@@ -4,6 +4,7 @@ import asyncio
 
 from pydantic import BaseModel
 
+from weft.activities.tool_state import ThreadState
 from weft.definitions import define_tool
 
 
@@ -12,7 +13,7 @@ class NoteArgs(BaseModel):
     seconds: float = 1.0
 
 
-async def slow_note(state, args: NoteArgs) -> str:
+async def slow_note(state: ThreadState, args: NoteArgs) -> str:
     await asyncio.sleep(args.seconds)
     runs = (await state.get_value("runs") or 0) + 1
     await state.set_value("runs", runs)

@@ -3,19 +3,20 @@
 Pure and content-free apart from the latest summary (a few KB, needed by the boundary
 query). Counts come from the activities: `model.call` reports the estimated size of the
 request it sent; messages added since are estimated here as they are indexed, so the
-workflow can tell before the next call whether it would exceed the budget.
+workflow can tell before the next call whether it would exceed the budget. The state is
+carried across continue-as-new as it is (`ThreadCarryOver.context`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
 from typing import Any
+
+from pydantic import Field
 
 from weft.contract.context import (
     CompactionReason,
     ContextBoundary,
-    ContextCarry,
     ContextOptions,
     ContextReport,
     ContextWindow,
@@ -23,6 +24,7 @@ from weft.contract.context import (
 from weft.contract.context_budget import ContextBudget, message_tokens, preview_cap_tokens
 from weft.contract.definitions import ModelDef
 from weft.contract.messages import Message
+from weft.contract.wire import CamelModel
 
 MAX_WARNINGS = 10
 # A provider's count over weft's estimate is learnt as a scale, bounded so one odd reply
@@ -30,9 +32,8 @@ MAX_WARNINGS = 10
 MAX_TOKEN_SCALE = 16.0
 
 
-@dataclass
-class ContextState:
-    """The context window of a thread; carried across continue-as-new."""
+class ContextState(CamelModel):
+    """The context window of a thread; carried across continue-as-new as it is."""
 
     boundary: ContextBoundary | None = None
     compactions: int = 0
@@ -46,7 +47,7 @@ class ContextState:
     # The prompt budget of the model last called (None before the first call).
     prompt_budget: int | None = None
     requested: CompactionReason | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
 
     # ---- counts ----------------------------------------------------------------------
 
@@ -109,7 +110,7 @@ class ContextState:
         self.warnings.append(text[:300])
         del self.warnings[:-MAX_WARNINGS]
 
-    # ---- read models and carry-over --------------------------------------------------
+    # ---- read models ---------------------------------------------------------------
 
     def read(self) -> dict[str, Any]:
         """`thread_read.context`: tokens against the budget and the last compaction."""
@@ -129,17 +130,6 @@ class ContextState:
             ),
             "warnings": list(self.warnings),
         }
-
-    def carry(self) -> ContextCarry:
-        # ContextCarry has exactly these fields (tests/unit/test_context_state.py).
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        return ContextCarry(**{**values, "warnings": list(self.warnings)})
-
-    @classmethod
-    def restore(cls, carried: ContextCarry | None) -> ContextState:
-        if carried is None:
-            return cls()
-        return cls(**{**dict(carried), "warnings": list(carried.warnings)})
 
     def _cap(self, options: ContextOptions) -> int | None:
         if self.prompt_budget is None:

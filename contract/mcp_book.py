@@ -1,12 +1,16 @@
 """What a thread remembers of its MCP servers: their tool catalogues, and which are due to
-be listed again. Pure, carried across continue-as-new (`ThreadCarryOver.mcp_catalogs`).
+be listed again. Pure, carried across continue-as-new as it is (flat in `ThreadCarryOver`:
+`mcpCatalogs`, `mcpDue`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from typing import Annotated
 
+from pydantic import Field
+
+from weft.contract.carry_parts import as_list, keyed_by
 from weft.contract.definitions import PromptDef
 from weft.contract.mcp import (
     CatalogReason,
@@ -16,15 +20,27 @@ from weft.contract.mcp import (
     offered_mcp_tools,
     servers_of,
 )
+from weft.contract.wire import CamelModel
 
 
-@dataclass
-class McpBook:
+class McpBook(CamelModel):
     """The catalogue of each MCP server the thread has listed, as last listed."""
 
-    catalogs: dict[str, McpServerCatalog] = field(default_factory=dict)
+    catalogs: Annotated[
+        dict[str, McpServerCatalog],
+        keyed_by(McpServerCatalog, lambda c: c.server),
+        as_list(McpServerCatalog),
+    ] = Field(
+        default_factory=dict,
+        alias="mcpCatalogs",
+        description="the MCP servers' tool catalogues, as last listed",
+    )
     # Servers to list again before a prompt that uses them next calls its model.
-    due: dict[str, CatalogReason] = field(default_factory=dict)
+    due: dict[str, CatalogReason] = Field(
+        default_factory=dict,
+        alias="mcpDue",
+        description="MCP servers to list again before their next use",
+    )
 
     def servers(self, prompt: PromptDef, defined: Iterable[str]) -> list[str]:
         """The MCP servers `prompt` uses (of those the snapshot defines)."""
@@ -84,7 +100,3 @@ class McpBook:
         """An explicit `refresh_tools`: list these again before their next use."""
         for server in servers:
             self.due[server] = "refresh"
-
-    @classmethod
-    def restore(cls, catalogs: list[McpServerCatalog], due: dict[str, CatalogReason]) -> McpBook:
-        return cls(catalogs={c.server: c for c in catalogs}, due=dict(due))

@@ -24,10 +24,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from weft.api.gateway.models import ErrorBody, Health, ProvideValues, ValuesAccepted
 from weft.contract.subagents import SIGNAL_VARIABLES_PROVIDED, VariableRequest, VariablesProvided
 from weft.store import Store
 from weft.store.variable_requests import AlreadyProvided, InvalidValues, RequestNotFound
-from weft.workers.gateway.models import ErrorBody, Health, ProvideValues, ValuesAccepted
 
 VARIABLES_PATH = "/threads/{parent_thread_id}/variables/{request_id}"
 # No legitimate body comes near this: values are capped at 64 KiB each.
