@@ -24,9 +24,9 @@ from weft.activities.clock import now_iso
 from weft.activities.compaction_plan import Plan, chunk_lines, plan_cut, render_lines
 from weft.activities.context_window import (
     Frame,
-    budget_of,
     build_window,
     frame,
+    limits_of,
     load_window,
     preview_cap,
     request_tokens,
@@ -41,7 +41,7 @@ from weft.activities.spill import resolve_content_refs
 from weft.activities.streaming import Heartbeater
 from weft.contract.activities import ACTIVITY_CONTEXT_COMPACT, CompactInput, CompactResult, Usage
 from weft.contract.context import DEFAULT_COMPACTION_PROMPT, ContextBoundary
-from weft.contract.context_budget import BYTES_PER_TOKEN, ContextBudget, estimate_tokens
+from weft.contract.context_tokens import BYTES_PER_TOKEN, ContextLimits, estimate_tokens
 from weft.contract.definitions import DefinitionSnapshot, ModelDef
 from weft.contract.events import Event
 from weft.contract.mcp import McpServerCatalog
@@ -153,7 +153,7 @@ class CompactionActivities:
         cap = preview_cap(target, job.window)
         now = build_window(side_frame, previous, pinned, messages, side=job.side, cap=cap)
         before = request_tokens(now.messages, tools_for(side_frame, now, previous))
-        budget = budget_of(target, job.window).prompt_budget
+        budget = limits_of(target, job.window).prompt_budget
         share = job.options.tail_share / (2 if job.harder else 1)
         tail_tokens = int(budget * share / job.window.token_scale)
         plan = plan_cut(messages, tail_tokens, cap, forced=job.reason in ("requested", "tool"))
@@ -192,10 +192,10 @@ class CompactionActivities:
         instructions = job.options.compaction_prompt or DEFAULT_COMPACTION_PROMPT
         summary_tokens = max(
             MIN_SUMMARY_TOKENS,
-            int(budget_of(target, job.window).prompt_budget * job.options.summary_share),
+            int(limits_of(target, job.window).prompt_budget * job.options.summary_share),
         )
         # A window the provider reported for the target model holds for its summaries too.
-        own = budget_of(model, job.window) if name == job.model else ContextBudget.for_model(model)
+        own = limits_of(model, job.window) if name == job.model else ContextLimits.for_model(model)
         room = (
             own.prompt_budget
             - estimate_tokens(instructions)

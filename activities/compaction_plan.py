@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from weft.activities.context import model_view
 from weft.activities.previews import preview_message
 from weft.contract.context import PINNED_METADATA_KEY
-from weft.contract.context_budget import estimate_tokens, message_tokens
+from weft.contract.context_tokens import estimate_tokens, message_tokens
 from weft.contract.messages import Message
 
 # What a tool call's arguments may take in the summariser's input.

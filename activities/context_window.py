@@ -24,8 +24,8 @@ from weft.activities.message_views import MessageViews, WirePart
 from weft.activities.read_output import READ_OUTPUT_SPEC
 from weft.activities.window_tails import WindowSums, WindowTails
 from weft.contract.context import READ_OUTPUT_TOOL, ContextBoundary, ContextWindow
-from weft.contract.context_budget import (
-    ContextBudget,
+from weft.contract.context_tokens import (
+    ContextLimits,
     estimate_message_tokens,
     estimate_tokens,
     preview_cap_tokens,
@@ -133,12 +133,12 @@ def mcp_notes(prompt: PromptDef, catalogs: Mapping[str, McpServerCatalog]) -> st
 
 def preview_cap(model: ModelDef, window: ContextWindow) -> int:
     """The most tokens one message may take in a request to `model`."""
-    return preview_cap_tokens(budget_of(model, window).prompt_budget, window.preview_share)
+    return preview_cap_tokens(limits_of(model, window).prompt_budget, window.preview_share)
 
 
-def budget_of(model: ModelDef, window: ContextWindow) -> ContextBudget:
-    """The budget of a call to `model`, within any smaller window a provider reported."""
-    return ContextBudget.for_model(model, learnt_limit=window.learnt_limit)
+def limits_of(model: ModelDef, window: ContextWindow) -> ContextLimits:
+    """The token limits of a call to `model`, within any smaller window a provider reported."""
+    return ContextLimits.for_model(model, learnt_limit=window.learnt_limit)
 
 
 def load_window(

@@ -20,7 +20,7 @@ from typing import Any
 
 from weft.contract.definitions import ModelDef, PromptDef
 from weft.contract.messages import Message
-from weft.store import Store
+from weft.store.protocols import HasFiles
 
 # The image types every provider weft speaks to accepts as content parts.
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -37,7 +37,7 @@ class ImageView:
     load: Callable[[str], bytes | None]
 
 
-def image_view(store: Store, thread_id: str, model: ModelDef, prompt: PromptDef) -> ImageView:
+def image_view(store: HasFiles, thread_id: str, model: ModelDef, prompt: PromptDef) -> ImageView:
     """The view of a request to `model` for `prompt`, reading files of `thread_id`."""
 
     def load(path: str) -> bytes | None:

@@ -24,7 +24,7 @@ from weft.activities.context import model_view, project_message, projection_is_f
 from weft.activities.images import ImageView
 from weft.activities.previews import preview_message
 from weft.activities.providers.transport import compact_json
-from weft.contract.context_budget import estimate_message_tokens
+from weft.contract.context_tokens import estimate_message_tokens
 from weft.contract.messages import Message, Side
 from weft.store.transcripts import MessageJson, message_json
 

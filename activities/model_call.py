@@ -9,9 +9,11 @@ tail` shows the reply as it streams.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from functools import partial
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -121,6 +123,15 @@ class ModelActivities:
         start = [*routing_events(call, snapshot, ids), started]
         request, report, lead = await self._requests.prepare(
             call, snapshot, mcp, model, start, hooks
+        )
+        # What a shared rate limit on the provider counts and how long it may wait.
+        request = request.model_copy(
+            update={
+                "estimated_input_tokens": math.ceil(
+                    report.request_tokens * call.window.token_scale
+                ),
+                "wait_allowance": partial(self._wall_seconds_left, call.budget_root),
+            }
         )
         # The start events not stored yet wait with the streamed batches: a reply that
         # comes within the interval is stored with them by one final write.
@@ -249,6 +260,16 @@ class ModelActivities:
             type=CONTEXT_TOO_LONG,
             non_retryable=True,
         )
+
+    async def _wall_seconds_left(self, root: str | None) -> float | None:
+        """What is left of the tree's wall-time budget, or None when it has none: a rate
+        limit that would make the call wait longer fails it, so the fallback answers."""
+        if root is None:
+            return None
+        state = await asyncio.to_thread(self._store.budgets.get, root, now=datetime.now(UTC))
+        if state is None or state.limits.max_wall_seconds is None:
+            return None
+        return max(state.limits.max_wall_seconds - state.spent.wall_seconds, 0.0)
 
     def _record_charged(
         self,

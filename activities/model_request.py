@@ -21,9 +21,9 @@ from weft.activities.context_window import (
     Frame,
     KeptAs,
     Window,
-    budget_of,
     build_window,
     frame,
+    limits_of,
     measure_request,
     preview_cap,
     selection,
@@ -350,7 +350,7 @@ class ModelRequests:
         report = ContextReport(
             request_tokens=tokens,
             request_bytes=size,
-            prompt_budget=budget_of(model, call.window).prompt_budget,
+            prompt_budget=limits_of(model, call.window).prompt_budget,
             previews=window.previews,
             boundary_id=boundary.boundary_id if boundary else None,
         )

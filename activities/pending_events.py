@@ -25,7 +25,7 @@ from types import TracebackType
 
 from weft.activities.background import stop
 from weft.contract.events import Event
-from weft.store import Store
+from weft.store.protocols import HasEvents
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,11 @@ class PendingEvents:
     """Events kept in order until a flush, the background write, or `take`."""
 
     def __init__(
-        self, store: Store, events: Sequence[Event] = (), *, within: float = DEFAULT_WITHIN_SECONDS
+        self,
+        store: HasEvents,
+        events: Sequence[Event] = (),
+        *,
+        within: float = DEFAULT_WITHIN_SECONDS,
     ) -> None:
         self._store = store
         self._events = list(events)

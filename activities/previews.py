@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from weft.activities.spill import message_ref
-from weft.contract.context_budget import BYTES_PER_TOKEN, estimate_tokens
+from weft.contract.context_tokens import BYTES_PER_TOKEN, estimate_tokens
 from weft.contract.messages import Message
 
 # Tokens kept free in a preview for the notice that follows the head, at least: a notice

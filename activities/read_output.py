@@ -19,7 +19,7 @@ from weft.activities.previews import read_page
 from weft.contract.activities import ToolResult
 from weft.contract.context import READ_OUTPUT_TOOL
 from weft.contract.validation import describe_validation_error
-from weft.store import Store
+from weft.store.protocols import HasMessages
 
 READ_OUTPUT_SPEC: dict[str, Any] = {
     "name": READ_OUTPUT_TOOL,
@@ -53,7 +53,7 @@ class ReadOutputArgs(BaseModel):
 
 
 async def read_output(
-    store: Store, thread_id: str, raw_args: dict[str, Any], max_chars: int
+    store: HasMessages, thread_id: str, raw_args: dict[str, Any], max_chars: int
 ) -> ToolResult:
     """One page of a stored output of `thread_id`, or an error result saying what is wrong."""
     try:

@@ -7,13 +7,13 @@ import asyncio
 from temporalio.exceptions import ApplicationError
 
 from weft.contract.definitions import DefinitionSnapshot
-from weft.store import Store
+from weft.store.protocols import HasSnapshots
 
 
 class SnapshotCache:
     """Loads snapshots from the store; they are immutable, so caching them is safe."""
 
-    def __init__(self, store: Store, *, max_entries: int = 1024) -> None:
+    def __init__(self, store: HasSnapshots, *, max_entries: int = 1024) -> None:
         self._store = store
         self._cache: dict[str, DefinitionSnapshot] = {}
         self._max = max_entries

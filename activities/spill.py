@@ -17,7 +17,7 @@ from weft.contract.events import Event
 from weft.contract.messages import Message
 
 if TYPE_CHECKING:
-    from weft.store import Store
+    from weft.store.protocols import HasFiles
 
 SPILL_THRESHOLD_BYTES = 64 * 1024
 PREVIEW_CHARS = 2048
@@ -76,7 +76,7 @@ def spill_if_large(
 BLOB_REF_PREFIX = "blob:"
 
 
-def spill_queued_content(store: Store, content: str) -> tuple[str, dict[str, Any]]:
+def spill_queued_content(store: HasFiles, content: str) -> tuple[str, dict[str, Any]]:
     """For a message about to be queued: (content, metadata) to send instead.
 
     Content over the threshold is stored as a blob; the message carries a preview and
@@ -93,7 +93,7 @@ def spill_queued_content(store: Store, content: str) -> tuple[str, dict[str, Any
 
 
 def resolve_content_refs(
-    store: Store, messages: Sequence[Message], events: Sequence[Event]
+    store: HasFiles, messages: Sequence[Message], events: Sequence[Event]
 ) -> tuple[list[Message], list[Event]]:
     """Messages with `metadata.contentRef` get their full content back from the store.
 
@@ -114,7 +114,7 @@ def resolve_content_refs(
     return resolved, [*events, *extra]
 
 
-def _resolve(store: Store, message: Message, ref: str) -> tuple[str, Event]:
+def _resolve(store: HasFiles, message: Message, ref: str) -> tuple[str, Event]:
     ids = {"thread_id": message.thread_id, "turn_id": message.turn_id}
     data = store.files.get_blob(ref[len(BLOB_REF_PREFIX) :]) if _is_blob(ref) else None
     try:

@@ -19,6 +19,7 @@ class ThreadKv:
 
     async def set_value(self, key: str, value: Any) -> None:
         """Store `value` durably under `key`; None deletes it."""
-        # A value is no event: it need not wait for the call's start events.
+        # After the call's start events, like every write: the value's history row is
+        # tagged with the thread's last event, and a fork must not see it before them.
         scope = self._scope
-        await scope.read(scope.store.values.set, scope.thread_id, key, value)
+        await scope.write(scope.store.values.set, scope.thread_id, key, value)

@@ -1,7 +1,9 @@
-"""`thread.init` and `store.flush`: what the workflow records about itself.
+"""`thread.init`, `definitions.refresh` and `store.flush`: what the workflow records about itself.
 
-`thread.init` freezes the agent's definitions for the thread's whole life; `store.flush`
-writes the events and messages the workflow produced on its own when it goes idle.
+`thread.init` freezes the agent's definitions when the thread starts, and records their
+version; `definitions.refresh` offers a thread this worker's newer version of them at a
+turn boundary; `store.flush` writes the events and messages the workflow produced on its
+own when it goes idle.
 """
 
 from __future__ import annotations
@@ -28,6 +30,14 @@ from weft.contract.activities import (
 )
 from weft.contract.budget import Budget, BudgetState
 from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.definitions_version import (
+    ACTIVITY_DEFINITIONS_REFRESH,
+    DefinitionsRefreshInput,
+    DefinitionsRefreshResult,
+    changed_definitions,
+    snapshot_content,
+    snapshot_digest,
+)
 from weft.contract.events import Event
 from weft.definitions import DefinitionError, Definitions
 from weft.definitions.variables import MissingVariable, thread_env
@@ -54,6 +64,8 @@ class ThreadRecordActivities:
         self._definitions = definitions
         self._snapshots = snapshots
         self._hooks = hooks or HookRegistry(store)
+        # This worker's version of each agent: its definitions never change while it runs.
+        self._served: dict[str, tuple[DefinitionSnapshot, str]] = {}
 
     @activity.defn(name=ACTIVITY_THREAD_INIT)
     async def init_thread(self, start: ThreadInitInput) -> ThreadInitResult:
@@ -76,10 +88,44 @@ class ThreadRecordActivities:
         )
         return ThreadInitResult(snapshot=snapshot, budget=budget)
 
+    @activity.defn(name=ACTIVITY_DEFINITIONS_REFRESH)
+    async def refresh_definitions(
+        self, thread: DefinitionsRefreshInput
+    ) -> DefinitionsRefreshResult:
+        """This worker's version of the thread's agent when it differs from the thread's,
+        stored first (so any worker can run the thread's turns with it), with what changed."""
+        try:
+            snapshot, digest = self._version_of(thread.agent)
+        except DefinitionError as err:
+            return DefinitionsRefreshResult(refused=f"this worker cannot serve the agent: {err}")
+        if digest == thread.digest:
+            return DefinitionsRefreshResult()
+        current = await self._snapshots.get(thread.snapshot_id)
+        await asyncio.to_thread(self._record_version, snapshot, digest)
+        self._snapshots.remember(snapshot)
+        changes = changed_definitions(snapshot_content(current), snapshot_content(snapshot))
+        return DefinitionsRefreshResult(snapshot=snapshot, digest=digest, changes=changes)
+
+    def _version_of(self, agent: str) -> tuple[DefinitionSnapshot, str]:
+        if agent not in self._served:
+            snapshot = self._definitions.snapshot(agent)
+            self._served[agent] = (snapshot, snapshot_digest(snapshot))
+        return self._served[agent]
+
+    def _record_version(self, snapshot: DefinitionSnapshot, digest: str) -> None:
+        """The snapshot, then its version row: a row always names a stored snapshot."""
+        self._store.snapshots.put(
+            snapshot.snapshot_id, snapshot.model_dump(mode="json", by_alias=True)
+        )
+        self._store.definitions_versions.put(digest, snapshot.agent.name, snapshot.snapshot_id)
+
     def _init(
         self, start: ThreadInitInput, snapshot: DefinitionSnapshot, data: dict[str, object]
     ) -> BudgetState | None:
         self._store.snapshots.put(snapshot.snapshot_id, data)
+        self._store.definitions_versions.put(
+            snapshot_digest(snapshot), snapshot.agent.name, snapshot.snapshot_id
+        )
         if self._store.threads.get(start.thread_id) is None:
             self._store.threads.upsert(
                 ThreadRow(

@@ -8,36 +8,28 @@ and must not crash the loop. Only infrastructure failures are retried by Tempora
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Hashable
 from typing import Any
 
 from temporalio import activity
 
 from weft.activities.clock import now_iso, now_micros
+from weft.activities.env import Env, ToolDispatch
 from weft.activities.env_versions import env_version
 from weft.activities.hooks import HookRegistry
 from weft.activities.hooks.tool_hooks import ToolHooks, refused
-from weft.activities.mcp.calls import McpCalls
-from weft.activities.mcp.pool import McpSessionPool
 from weft.activities.pending_events import PendingEvents
-from weft.activities.previews import page_chars
-from weft.activities.read_output import read_output
 from weft.activities.sandbox import SandboxPool
 from weft.activities.snapshots import SnapshotCache
 from weft.activities.spans import Spans
 from weft.activities.spill import spill_if_large
 from weft.activities.streaming import Heartbeater
-from weft.activities.tool_execute import error_result, execute_tool
 from weft.activities.tool_invoker import ToolInvoker
-from weft.activities.tool_replay import ToolReplays
+from weft.activities.tool_sources import calling_prompt
 from weft.activities.tool_state import ThreadState, idempotency_key, thread_state_for
 from weft.contract.activities import ACTIVITY_TOOL_CALL, ToolCallInput, ToolCallResult, ToolResult
-from weft.contract.context import READ_OUTPUT_TOOL, ContextOptions
-from weft.contract.context_budget import ContextBudget, preview_cap_tokens
 from weft.contract.definitions import DefinitionSnapshot, PromptDef
 from weft.contract.events import Event
-from weft.contract.mcp import McpCallOutcome, McpToolTarget
 from weft.contract.messages import Message
 from weft.definitions import Definitions
 from weft.store import Store
@@ -46,8 +38,8 @@ from weft.store.thread_env_rows import ThreadEnvRow
 
 
 class ToolActivities:
-    """Runs the worker's function tools with a ThreadState, and MCP tools through `mcp`,
-    the worker's session pool."""
+    """Runs each tool call through the worker's Env (activities/env.py) with a ThreadState,
+    and stores its result."""
 
     def __init__(
         self,
@@ -55,20 +47,18 @@ class ToolActivities:
         definitions: Definitions,
         snapshots: SnapshotCache,
         *,
+        env: Env,
         sandbox: SandboxPool | None = None,
         hooks: HookRegistry | None = None,
         spans: Spans | None = None,
-        mcp: McpSessionPool | None = None,
-        replays: ToolReplays | None = None,
     ) -> None:
         self._store = store
-        self._replays = replays
+        self._env = env
         self._definitions = definitions
         self._snapshots = snapshots
         self._sandbox = sandbox
         self._hooks = hooks or HookRegistry(store)
         self._spans = spans or Spans()
-        self._mcp = McpCalls(mcp, spans=self._spans) if mcp is not None else None
 
     @activity.defn(name=ACTIVITY_TOOL_CALL)
     async def call_tool(self, call: ToolCallInput) -> ToolCallResult:
@@ -118,23 +108,17 @@ class ToolActivities:
     ) -> ToolCallResult:
         """Run the tool, let the hooks see its result, store the result message."""
         name = call.tool_call.function.name
-        relisted: McpCallOutcome | None = None
         try:
             # Its first beat after a second: the worker's own beats (workers/recovery.py)
             # cover a quick call, which then costs no heartbeat of its own.
             async with Heartbeater(wait_first=True):
-                # An eval's replayed tools: the recorded result, the tool body never runs
-                # (activities/tool_replay.py); hooks, events and storage stay as for a run.
-                replayed = self._replayed(call, snapshot)
-                if replayed is not None:
-                    result = replayed
-                elif call.mcp is None:
-                    result = await self._run(call, snapshot, state)
-                else:
-                    result, relisted = await self._run_mcp(call, call.mcp, snapshot, state)
+                dispatched = await self._env.tools().dispatch(
+                    ToolDispatch(call=call, snapshot=snapshot, state=state)
+                )
         except asyncio.CancelledError:
             state.abort.set()  # stop any sandboxed code the tool started
             raise
+        result, relisted = dispatched.result, dispatched.mcp
         if not hooks.runner.empty:
             await pending.flush()  # a hook may write for the thread: keep the events' order
         result, blocked = await hooks.result(call.tool_call, result)
@@ -180,74 +164,6 @@ class ToolActivities:
             message=returned, intents=state.intents, blocked=blocked, mcp=relisted
         )
 
-    def _replayed(self, call: ToolCallInput, snapshot: DefinitionSnapshot) -> ToolResult | None:
-        if self._replays is None:
-            return None
-        function = call.tool_call.function
-        spec = snapshot.tools.get(function.name)
-        if spec is not None and spec.builtin:
-            return None  # a lifecycle tool only marks the step: no effect to replay
-        return self._replays.serve(
-            call.thread_id, function.name, function.arguments, call.result_message_id
-        )
-
-    async def _run(
-        self, call: ToolCallInput, snapshot: DefinitionSnapshot, state: ThreadState
-    ) -> ToolResult:
-        name = call.tool_call.function.name
-        spec = snapshot.tools.get(name)
-        if spec is None and name != READ_OUTPUT_TOOL:
-            return error_result(
-                "unknown_tool",
-                f"unknown tool {name!r}; available tools: "
-                f"{', '.join(sorted(snapshot.tools)) or '(none)'}",
-            )
-        try:
-            raw_args = json.loads(call.tool_call.function.arguments or "{}")
-        except ValueError as err:
-            return error_result(
-                "invalid_arguments", f"arguments of {name!r} are not valid JSON: {err}"
-            )
-        if not isinstance(raw_args, dict):
-            return error_result("invalid_arguments", f"arguments of {name!r} must be a JSON object")
-        if spec is None:  # weft's read_output, which the definitions do not shadow
-            return await self._read_output(call, snapshot, raw_args)
-        if spec.builtin:
-            # Lifecycle tools (stopTool, sessionStop, …) only mark the step; the workflow's
-            # stop rules read their arguments.
-            return ToolResult(status="success", result={"acknowledged": name})
-        tool = self._definitions.tools.get(name)
-        if tool is None:
-            return error_result(
-                "tool_unavailable",
-                f"tool {name!r} is in this thread's definitions but not on this worker",
-            )
-        return await execute_tool(tool, raw_args, state, spans=self._spans)
-
-    async def _run_mcp(
-        self,
-        call: ToolCallInput,
-        target: McpToolTarget,
-        snapshot: DefinitionSnapshot,
-        state: ThreadState,
-    ) -> tuple[ToolResult, McpCallOutcome | None]:
-        if self._mcp is None:
-            return error_result(
-                "tool_unavailable",
-                f"tool {call.tool_call.function.name!r} is an MCP tool, and this worker runs "
-                "no MCP sessions",
-            ), None
-        return await self._mcp.run(call, target, snapshot, state)
-
-    async def _read_output(
-        self, call: ToolCallInput, snapshot: DefinitionSnapshot, raw_args: dict[str, Any]
-    ) -> ToolResult:
-        """weft's built-in pager, with pages sized for the calling prompt's model."""
-        prompt = _prompt_of(call, snapshot)
-        budget = ContextBudget.for_model(snapshot.models[prompt.model]).prompt_budget
-        cap = preview_cap_tokens(budget, ContextOptions().preview_share)
-        return await read_output(self._store, call.thread_id, raw_args, page_chars(cap))
-
     def _begin(
         self,
         call: ToolCallInput,
@@ -263,7 +179,7 @@ class ToolActivities:
             snapshot,
             thread_id=call.thread_id,
             agent=call.agent,
-            prompt=_prompt_of(call, snapshot),
+            prompt=calling_prompt(call, snapshot),
             session_id=call.session_id,
             turn_id=call.turn_id,
             tool_call_id=call.tool_call.id,
@@ -324,13 +240,6 @@ class ToolActivities:
 def _store_first(call: ToolCallInput, events: list[Event]) -> bool:
     """Whether the call brings what its tool may read, to store before it runs."""
     return bool(call.prior_messages) or changes_rows(events)
-
-
-def _prompt_of(call: ToolCallInput, snapshot: DefinitionSnapshot) -> PromptDef:
-    """The prompt whose model called the tool: a prompt tool's own, or the side's."""
-    if call.scope is not None:
-        return snapshot.prompts[call.scope.prompt]
-    return snapshot.prompts[snapshot.agent_def(call.agent).side(call.side).prompt]
 
 
 def _gate_prompt(call: ToolCallInput, snapshot: DefinitionSnapshot) -> PromptDef:

@@ -43,6 +43,7 @@ from weft.client.ask import ThreadFailed, TurnWaitTimeout, ask_thread
 from weft.client.thread_status import closed_message
 from weft.contract.actions import UPDATE_RESPOND_ACTION_CHECKED, RespondActionResult
 from weft.contract.budget import UPDATE_SET_BUDGET, BudgetState, SetBudget
+from weft.contract.definitions_version import UPDATE_UPGRADE_DEFINITIONS, UpgradeResult
 from weft.contract.mcp import SIGNAL_REFRESH_TOOLS, RefreshTools
 from weft.contract.messages import (
     InterruptTurnRequest,
@@ -218,6 +219,28 @@ def router(ctx: ApiContext) -> APIRouter:
                 InterruptTurnResult,
             )
             return Reply(200, InterruptTurnResult.model_validate(result))
+
+        return await request.run(act)
+
+    @routes.post(
+        "/threads/{thread_id}/upgrade",
+        response_model=UpgradeResult,
+        responses=error_responses(*_CONTROL_ERRORS),
+        summary="Move the thread to the newest definitions its workers serve, between turns "
+        "(`upgraded`, `unchanged`, or `pending` while a turn runs)",
+    )
+    async def upgrade(thread_id: ThreadId, request: Idempotent) -> Response:
+        async def act() -> Reply:
+            await require_running(ctx, thread_id)
+            result = await thread_calls.update(
+                ctx,
+                thread_id,
+                UPDATE_UPGRADE_DEFINITIONS,
+                None,
+                request.derived_id("upgrade"),
+                UpgradeResult,
+            )
+            return Reply(200, UpgradeResult.model_validate(result))
 
         return await request.run(act)
 

@@ -51,19 +51,18 @@ def _check_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
 CallerMetadata = Annotated[dict[str, Any], AfterValidator(_check_metadata)]
 
 
-class MessageInput(CamelModel):
-    """A message to queue on a thread (`POST /threads/{id}/messages`).
+class MessageInput(QueuedMessage):
+    """A message to queue on a thread (`POST /threads/{id}/messages`): the `queue_message`
+    payload, with what differs over HTTP stated here.
 
     Content over 64 KiB of UTF-8 is stored as a blob first; the thread's history holds a
-    preview and the model reads the whole text (the body limit is 1 MiB).
+    preview and the model reads the whole text (the body limit is 1 MiB), so the signal's
+    content cap does not apply to the body. The role defaults to `user`, and metadata keys
+    weft sets itself are refused.
     """
 
-    content: str = Field(description="the message text")
     role: QueueableRole = "user"
-    attachments: list[str] = Field(
-        default_factory=list, description="paths of files in the thread's filesystem"
-    )
-    silent: bool = Field(default=False, description="stored and sent to the model, not shown")
+    content: str = Field(description="the message text")
     metadata: CallerMetadata = Field(
         default_factory=dict,
         description="free-form; `contentRef`, `contentBytes` and `queued_tool` are weft's own",

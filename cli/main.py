@@ -23,6 +23,7 @@ from weft.cli import (
     bundle_command,
     code_command,
     codec_command,
+    deploy_command,
     effects_command,
     eval_command,
     fork_command,
@@ -35,6 +36,7 @@ from weft.cli import (
     send_command,
     serve_command,
     tail_command,
+    upgrade_command,
 )
 from weft.cli.parser import CommandParser
 from weft.cli.temporal_client import client_from_config
@@ -81,6 +83,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     if handler is code_command.run:
         return int(handler(args))
     try:
+        deploy_command.apply_worker_flags(args, config)
         if args.command == "thread" and getattr(args, "thread_id", None) is not None:
             # Every command on one thread: an unknown or closed thread is one line.
             return asyncio.run(run_thread_command(handler, args, config))
@@ -125,12 +128,14 @@ def _parser() -> argparse.ArgumentParser:
     dev = commands.add_parser("dev", help="start the dev server if needed, and a worker")
     dev.add_argument("--definitions", help="definitions directory")
     _add_metrics_flag(dev)
+    deploy_command.add_worker_flags(dev)
     dev.set_defaults(handler=_dev)
 
     worker = commands.add_parser("worker", help="run a worker")
     worker.add_argument("--definitions", help="definitions directory")
     _add_metrics_flag(worker)
     _add_recovery_flags(worker)
+    deploy_command.add_worker_flags(worker)
     worker.set_defaults(handler=_worker)
 
     demo = commands.add_parser("demo", help="run the demo on the embedded dev stack")
@@ -187,11 +192,13 @@ def _parser() -> argparse.ArgumentParser:
     effects_command.register(actions)
     inventory_command.register(actions)
     interrupt_command.register(actions)
+    upgrade_command.register(actions)
     bundle_command.register(actions)
     fork_command.register(actions)
     inbox_command.register(commands)
     eval_command.register(commands)
     schedule_command.register(commands)
+    deploy_command.register(commands)
 
     code_command.register(commands)
     codec_command.register(commands)
@@ -313,8 +320,10 @@ async def _worker(args: argparse.Namespace, config: WeftConfig) -> int:
         # raises SearchAttributesMissing (a RuntimeError: one message with the commands).
         async with AgentWorker(client, config, definitions=definitions) as worker:
             _print_metrics_url("weft worker", worker)
+            version = worker.deployment_version
+            joined = f" as {version.to_canonical_string()}" if version else ""
             print(
-                f"weft worker: polling {worker.task_queue} on {config.temporal.address}",
+                f"weft worker: polling {worker.task_queue} on {config.temporal.address}{joined}",
                 flush=True,
             )
             await worker.wait()

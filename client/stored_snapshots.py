@@ -4,10 +4,10 @@ the clients that read a closed thread from the store."""
 from __future__ import annotations
 
 from weft.contract.events import Event
-from weft.store import Store
+from weft.store.protocols import HasEvents
 
 
-def stored_snapshot(store: Store, thread_id: str, kind: str) -> Event | None:
+def stored_snapshot(store: HasEvents, thread_id: str, kind: str) -> Event | None:
     """The last `snapshot.updated` of `kind` the thread wrote, or None."""
     latest: Event | None = None
     cursor = 0

@@ -31,6 +31,7 @@ from weft.contract.budget import (
 )
 from weft.contract.context import SIGNAL_COMPACT, CompactRequest
 from weft.contract.correlation import default_session_id
+from weft.contract.definitions_version import UPDATE_UPGRADE_DEFINITIONS, UpgradeResult
 from weft.contract.effects import (
     UPDATE_REMOVE_EFFECT_CHECKED,
     UPDATE_SCHEDULE_EFFECT_CHECKED,
@@ -183,6 +184,16 @@ class Threads:
             result_type=InterruptTurnResult,
         )
         return InterruptTurnResult.model_validate(result)
+
+    async def upgrade(self, thread_id: str) -> UpgradeResult:
+        """Move the thread to the newest definitions its workers serve (a `pinned` agent's
+        threads move only so). `upgraded`: done, with the old and new digests and what
+        changed; `unchanged`: already on them; `pending`: a turn is running, and the move
+        happens before the next one."""
+        result = await self.handle(thread_id).execute_update(
+            UPDATE_UPGRADE_DEFINITIONS, result_type=UpgradeResult
+        )
+        return UpgradeResult.model_validate(result)
 
     async def compact(self, thread_id: str, reason: str | None = None) -> None:
         """Ask the thread to compact its model context (the `compact` signal).

@@ -21,7 +21,7 @@ from weft.contract.context import (
     ContextReport,
     ContextWindow,
 )
-from weft.contract.context_budget import ContextBudget, message_tokens, preview_cap_tokens
+from weft.contract.context_tokens import ContextLimits, message_tokens, preview_cap_tokens
 from weft.contract.definitions import ModelDef
 from weft.contract.messages import Message
 from weft.contract.wire import CamelModel
@@ -69,7 +69,7 @@ class ContextState(CamelModel):
 
     def over_budget(self, model: ModelDef) -> bool:
         """Whether the next request to `model` would exceed its prompt budget."""
-        budget = ContextBudget.for_model(model, learnt_limit=self.learnt_limit)
+        budget = ContextLimits.for_model(model, learnt_limit=self.learnt_limit)
         return self.projected_tokens() > budget.prompt_budget
 
     def learn(

@@ -2,7 +2,8 @@
 
 Field names are the spec's camelCase in YAML and JSON; Python uses snake_case attributes.
 A thread snapshots the definitions it uses when it starts (`DefinitionSnapshot`), so
-editing a file never changes what a running thread sees.
+editing a file never changes a turn in progress: a thread takes newer definitions only
+between turns, as its agent's `definitionsPolicy` says (docs/deploys.md).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from weft.contract.mcp import McpRef, McpServerDef
 from weft.contract.wire import CamelModel
 
 NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
+
+DefinitionsPolicy = Literal["latest", "pinned"]
 
 
 class Capabilities(CamelModel):
@@ -194,6 +197,11 @@ class AgentDef(CamelModel):
     permissions: PermissionPolicy | None = None
     budget: Budget | None = Field(
         default=None, description="caps for threads of this agent (the stricter one wins)"
+    )
+    definitions_policy: DefinitionsPolicy = Field(
+        default="latest",
+        description="when a thread takes newer definitions: at its next turn (`latest`), or "
+        "only when `weft thread upgrade` moves it (`pinned`)",
     )
 
     @model_validator(mode="after")

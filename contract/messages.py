@@ -66,8 +66,10 @@ class QueuedMessage(CamelModel):
 
     role: QueueableRole
     content: str = Field(max_length=MAX_QUEUED_CONTENT_CHARS)
-    attachments: list[str] = Field(default_factory=list)
-    silent: bool = False
+    attachments: list[str] = Field(
+        default_factory=list, description="paths of files in the thread's filesystem"
+    )
+    silent: bool = Field(default=False, description="stored and sent to the model, not shown")
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -68,6 +68,8 @@ def session_snapshot(
         # model only as its summary; every original stays in `history`.
         thread["history"]["contextBoundary"] = read.context.get("lastCompaction")
         thread["limitState"] = {"context": read.context}
+    if read.definitions_digest is not None:  # the definitions version it runs with
+        thread["definitionsDigest"] = read.definitions_digest
     if read.active_turn_id:
         thread["activeTurnId"] = read.active_turn_id
         thread["turns"] = [{"turnId": read.active_turn_id, "status": "running"}]

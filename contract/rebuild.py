@@ -54,6 +54,7 @@ class _Fold:
         self.updated_at: str | None = None
         self.forked_from: ForkLink | None = None
         self.successor: str | None = None
+        self.definitions_digest: str | None = None
 
     # ---- the handlers, by event type ---------------------------------------------------
 
@@ -73,6 +74,11 @@ class _Fold:
             self.agent = self.agent_info.name
         if "permissions" in p:
             self.permission_state = dict(p["permissions"])
+        self.definitions_digest = p.get("definitionsDigest", self.definitions_digest)
+
+    def policy_changed(self, event: Event, p: dict[str, Any]) -> None:
+        if p.get("policy") == "definitions":  # the thread moved to newer definitions
+            self.definitions_digest = p.get("definitionsDigest", self.definitions_digest)
 
     def turn_completed(self, event: Event, p: dict[str, Any]) -> None:
         self.stop_reason = p.get("stopReason", self.stop_reason)
@@ -240,6 +246,7 @@ class _Fold:
             ],
             forked_from=self.forked_from,
             successor_thread_id=self.successor,
+            definitions_digest=self.definitions_digest,
         )
 
 
@@ -247,6 +254,7 @@ _Handler = Callable[[_Fold, Event, dict[str, Any]], None]
 
 _HANDLERS: dict[str, _Handler] = {
     "thread.started": _Fold.thread_started,
+    "policy.changed": _Fold.policy_changed,
     "session.updated": _Fold.session_updated,
     "turn.started": _Fold.turn_started,
     "turn.completed": _Fold.turn_completed,

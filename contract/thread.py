@@ -242,6 +242,11 @@ class ThreadRead(CamelModel):
     successor_thread_id: str | None = Field(
         default=None, description="the thread that took over when this one was rewound"
     )
+    definitions_digest: str | None = Field(
+        default=None,
+        description="the digest of the definitions the thread runs with (docs/deploys.md); "
+        "None while it is preparing",
+    )
 
 
 class ThreadResult(CamelModel):
@@ -335,6 +340,9 @@ class ThreadCarryOver(CamelModel):
         default=None, description="the tree's budget as last reported to this thread"
     )
     mcp: McpBook = Field(default_factory=McpBook, description="flat on the wire")
+    definitions_upgrade: bool = Field(
+        default=False, description="`upgrade_definitions` asked, to be done at the next turn"
+    )
     continued_from: ContinuedFrom | None = Field(
         default=None,
         description="the run this one continues, for the new run to record the transition "
@@ -370,6 +378,14 @@ class ContinuedFrom(CamelModel):
     history_events: int
     history_bytes: int
     carry_over_bytes: int
+    upgraded: bool = Field(
+        default=False,
+        description="the previous run continued as new because its worker deployment's "
+        "target version changed (docs/deploys.md)",
+    )
+    build_id: str | None = Field(
+        default=None, description="the build id the previous run ran on (None: unversioned)"
+    )
 
 
 ThreadCarryOver.model_rebuild()

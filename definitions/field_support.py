@@ -47,9 +47,9 @@ _IMAGES = "activities/images.py"
 _CATALOG = "contract/tool_catalog.py"
 _REGISTRY = "workflows/subagents/registry.py"
 _SUBAGENT_TYPES = "contract/subagents.py"
-_TOOL_CALL = "activities/tool_call.py"
+_TOOL_EXECUTE = "activities/tool_execute.py"
 _OPENAI = "activities/providers/openai_chat.py"
-_BUDGET = "contract/context_budget.py"
+_CONTEXT_LIMITS = "contract/context_tokens.py"
 _STOP = "workflows/stop_rules.py"
 _SUBAGENTS = "workflows/subagents/agent_tools.py"
 _SPAWNER = "workflows/subagents/spawner.py"
@@ -105,6 +105,10 @@ FIELDS: dict[str, Support] = {
     "AgentDef.permissions": _I(_PERMISSIONS, "weft: tool permission rules and mode"),
     "AgentDef.budget": _I(
         "activities/thread_records.py", "weft: caps on the tree's spend (the stricter wins)"
+    ),
+    "AgentDef.definitionsPolicy": _I(
+        "workflows/definitions_refresh.py",
+        "weft: `latest` (newer definitions at the next turn) or `pinned` (until upgraded)",
     ),
     "SideConfig.prompt": _I(_ACTIVE, "the side's prompt"),
     "SideConfig.label": _I(_READ, "thread_read agentInfo.sides"),
@@ -197,8 +201,8 @@ FIELDS: dict[str, Support] = {
     # -- function tools and hooks (Python) -------------------------------------------------
     "define_tool.name": _I(_LOADER, "the file stem"),
     "define_tool.description": _I(_API, "what the model sees"),
-    "define_tool.args": _I(_TOOL_CALL, "argument schema, validated"),
-    "define_tool.execute": _I(_TOOL_CALL, "run by tool.call"),
+    "define_tool.args": _I(_TOOL_EXECUTE, "argument schema, validated"),
+    "define_tool.execute": _I(_TOOL_EXECUTE, "run by tool.call"),
     "define_tool.variables": _I(_VARIABLES, "declared env values, checked at thread start"),
     "define_tool.side_effects": _R(
         "every tool is treated as having side effects: a call interrupted past its retries "
@@ -219,13 +223,13 @@ FIELDS: dict[str, Support] = {
     "ModelDef.cachedPrice": _I(_MODEL_SUPPORT, "costUsd"),
     "ModelDef.providerOptions": _I(_MODEL_REQUEST, "merged into the request"),
     "ModelDef.providerTools": _I(_OPENAI, "sent with the tools"),
-    "ModelDef.capabilities": _I(_BUDGET, "see Capabilities"),
+    "ModelDef.capabilities": _I(_CONTEXT_LIMITS, "see Capabilities"),
     "Capabilities.supportsImages": _I(_IMAGES, "false: images left out"),
     "Capabilities.supportsToolCalls": _I(_CAPABILITIES, "false: prompts with tools refused"),
     "Capabilities.supportsStreaming": _I(_STRUCTURED, "false: one response, no deltas"),
     "Capabilities.supportsJsonMode": _I(_SCHEMA_CHECKS, "false: requiredSchema refused"),
-    "Capabilities.maxContextTokens": _I(_BUDGET, "the context budget"),
-    "Capabilities.maxOutputTokens": _I(_BUDGET, "reserved and sent as max tokens"),
+    "Capabilities.maxContextTokens": _I(_CONTEXT_LIMITS, "the context window"),
+    "Capabilities.maxOutputTokens": _I(_CONTEXT_LIMITS, "reserved and sent as max tokens"),
     "Capabilities.reasoningLevels": _I(_SCHEMA_CHECKS, "other reasoning efforts refused"),
     # -- MCP servers and entries -----------------------------------------------------------
     "McpServerDef.name": _I(_LOADER, "weft: the file stem; `{mcp: name}` and `name.tool` use it"),

@@ -191,7 +191,7 @@ def _snapshot_id(
 ) -> str:
     """The content address: a digest of everything the snapshot freezes."""
     body: dict[str, Any] = {
-        "agent": agent.model_dump(mode="json"),
+        "agent": _agent_body(agent),
         "prompts": {k: v.model_dump(mode="json") for k, v in prompts.items()},
         "models": {k: v.model_dump(mode="json") for k, v in models.items()},
         "tools": {k: v.model_dump(mode="json") for k, v in tools.items()},
@@ -206,3 +206,10 @@ def _snapshot_id(
         body["mcp_servers"] = {k: v.model_dump(mode="json") for k, v in mcp_servers.items()}
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]
     return f"snap_{digest}"
+
+
+def _agent_body(agent: AgentDef) -> dict[str, Any]:
+    body = agent.model_dump(mode="json")
+    if body["definitionsPolicy"] == "latest":  # keeps the ids of snapshots from before it
+        del body["definitionsPolicy"]
+    return body

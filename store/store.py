@@ -3,8 +3,8 @@
 `store.messages`, `store.transcripts` (the cached main transcript), `store.events`, `store.values`, `store.snapshots`, `store.threads`,
 `store.subagents`, `store.variable_requests`, `store.files`, `store.boundaries`
 (context compaction boundaries), `store.effects` (scheduled effects) and
-`store.idempotency` (the HTTP API's idempotency keys) and `store.budgets` (budget
-ledgers) share one `Database`, so every write follows the same transaction, locking and
+`store.idempotency` (the HTTP API's idempotency keys), `store.budgets` (budget
+ledgers) and `store.definitions_versions` (definitions digests) share one `Database`, so every write follows the same transaction, locking and
 retry rules. Every method is
 synchronous and opens its own short transaction; activities call them through
 `asyncio.to_thread`. Writes are idempotent so a retried activity stores nothing twice.
@@ -12,18 +12,22 @@ synchronous and opens its own short transaction; activities call them through
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sqlalchemy import Engine
 
 from weft.activities.crypto import Keyring
 from weft.store.boundaries import Boundaries
 from weft.store.budgets import Budgets
 from weft.store.database import Database
+from weft.store.definitions_versions import DefinitionsVersions
 from weft.store.effects import Effects
 from weft.store.events import Events
 from weft.store.files import FileStore
 from weft.store.idempotency import IdempotencyKeys
 from weft.store.messages import Messages
 from weft.store.migrate import upgrade
+from weft.store.rate_limits import RateLimits
 from weft.store.snapshots import Snapshots
 from weft.store.step_reads import StepReads
 from weft.store.subagents import Subagents
@@ -33,9 +37,15 @@ from weft.store.urls import create_store_engine
 from weft.store.values import Values
 from weft.store.variable_requests import VariableRequests
 
+if TYPE_CHECKING:
+    from weft.store.protocols import StoreLike
+
 
 class Store:
-    """Durable storage for weft, over SQLite (embedded) or PostgreSQL (shared)."""
+    """Durable storage for weft, over SQLite (embedded) or PostgreSQL (shared).
+
+    Implements `StoreLike` and each aggregate's Protocol (store/protocols.py).
+    """
 
     def __init__(self, engine: Engine, *, keyring: Keyring | None = None) -> None:
         self._keyring = keyring
@@ -47,6 +57,7 @@ class Store:
         self.events = Events(self._database)
         self.values = Values(self._database)
         self.snapshots = Snapshots(self._database, keyring)
+        self.definitions_versions = DefinitionsVersions(self._database)
         self.threads = Threads(self._database, keyring)
         self.subagents = Subagents(self._database)
         self.variable_requests = VariableRequests(self._database, keyring)
@@ -57,6 +68,8 @@ class Store:
         self.idempotency = IdempotencyKeys(self._database)
         # Budget ledgers of thread trees (docs/budgets.md).
         self.budgets = Budgets(self._database)
+        # Rate limits shared by every worker (docs/rate-limits.md).
+        self.rate_limits = RateLimits(self._database)
         self.step_reads = StepReads(self._database, self.threads, self.transcripts)
 
     @classmethod
@@ -98,3 +111,8 @@ class Store:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+def _implements_store_like(store: Store) -> StoreLike:
+    """Never called: mypy checks here that `Store` implements the Protocols."""
+    return store

@@ -134,6 +134,17 @@ snapshots = Table(
     Column("created_at", UTCDateTime, nullable=False),
 )
 
+# One row per definitions version (`definitions/digest.py`): the content is the snapshot
+# it names, stored once in `snapshots`.
+definitions_versions = Table(
+    "definitions_versions",
+    metadata,
+    Column("digest", String(64), primary_key=True),
+    Column("agent", String(ID_LENGTH), nullable=False),
+    Column("snapshot_id", String(ID_LENGTH), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
 threads = Table(
     "threads",
     metadata,

@@ -82,6 +82,12 @@ def turn_ends(store: Store, thread_id: str) -> list[Event]:
     return store.events.read(thread_id, types=["turn.completed"])
 
 
+def turn_id_of(event: Event) -> str:
+    """The turn a stored turn event names."""
+    assert event.turn_id is not None, f"{event.type} {event.event_id} names no turn"
+    return event.turn_id
+
+
 async def eventually(check: Callable[[], Any], *, timeout: float = 30.0) -> Any:
     """Poll `check` (a coroutine function) until it returns something truthy, or fail."""
     deadline = asyncio.get_running_loop().time() + timeout

@@ -12,6 +12,7 @@ import zipfile
 import httpx
 from api_support import API_TOKEN, api_stack
 from bundle_support import SECRET, closed_thread
+from support import store_of
 
 from weft.api import bundle_routes
 from weft.api.context import ApiContext
@@ -29,8 +30,8 @@ async def test_export_download_and_import_upload(
     makes a closed thread the thread routes read, a retry with its key replays the reply,
     a taken id is 409 and a corrupt bundle 422 naming the part."""
     worker, thread_id = await closed_thread(start_worker, temporal_client, scripted_server)
-    worker.store.files.write_file(thread_id, "/big.bin", BIG)
-    async with api_stack(temporal_client, weft_config, "tq-none", store=worker.store) as source:
+    store_of(worker).files.write_file(thread_id, "/big.bin", BIG)
+    async with api_stack(temporal_client, weft_config, "tq-none", store=store_of(worker)) as source:
         reply = await source.http.get(f"/threads/{thread_id}/export")
         assert reply.status_code == 200, reply.text
         assert reply.headers["content-type"] == "application/zip"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from bundle_support import closed_thread
+from support import store_of
 
 from weft.client.bundles import export_thread, import_bundle
 from weft.client.lineage import with_lineage
@@ -74,7 +75,7 @@ async def test_ledger_links_and_message_history_round_trip(
     else:
         target_url = postgres_databases()
     worker, thread_id = await closed_thread(start_worker, temporal_client, scripted_server)
-    store: Store = worker.store
+    store: Store = store_of(worker)
     original = _linked_and_edited(store, thread_id)
     path = tmp_path / "thread.weftbundle"
     ref = await export_thread(temporal_client, store, thread_id, path, namespace="default")

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 from bundle_support import AGENT_SECRET, SECRET, closed_thread
-from support import event_schema_validator, json_texts
+from support import StartWorker, event_schema_validator, json_texts, store_of
+from temporalio.client import Client
 
 import weft
 from weft.activities.crypto import new_key, parse_keys
@@ -23,6 +24,7 @@ from weft.client.resume import thread_read_from_store
 from weft.store import Store
 from weft.store.bundle_rows import ThreadExists, thread_records
 from weft.transport.connection import connect
+from weft.workers.scripted_model import ScriptedModelServer
 
 
 def _events(store: Store, thread_id: str) -> list[dict[str, Any]]:
@@ -65,7 +67,7 @@ async def test_round_trip_keeps_read_models_and_no_secret(
     else:
         target_url = postgres_databases()
     worker, thread_id = await closed_thread(start_worker, temporal_client, scripted_server)
-    source_store: Store = worker.store
+    source_store: Store = store_of(worker)
     path = tmp_path / "thread.weftbundle"
     ref = await export_thread(
         temporal_client, source_store, thread_id, path, namespace=temporal_client.namespace
@@ -120,9 +122,11 @@ async def test_history_payloads_carrying_env_are_redacted(
     its env names and types only; a stored value holding the secret is redacted."""
     worker, thread_id = await closed_thread(start_worker, temporal_client, scripted_server)
     # A value that holds the secret (as a tool might store it) is redacted, JSON kept valid.
-    worker.store.values.set(thread_id, "leak", {"token": SECRET, "note": f"was {SECRET}"})
+    store_of(worker).values.set(thread_id, "leak", {"token": SECRET, "note": f"was {SECRET}"})
     path = tmp_path / "thread.weftbundle"
-    ref = await export_thread(temporal_client, worker.store, thread_id, path, namespace="default")
+    ref = await export_thread(
+        temporal_client, store_of(worker), thread_id, path, namespace="default"
+    )
     _assert_no_secret(path)
     with zipfile.ZipFile(path) as bundle:
         history = json.loads(bundle.read(ref.manifest.histories[0].part))
@@ -136,14 +140,19 @@ async def test_history_payloads_carrying_env_are_redacted(
     assert start["messages"] == [{"role": "user", "content": "note it"}]
 
 
-async def test_bad_bundles_are_refused(start_worker, temporal_client, scripted_server, tmp_path):
+async def test_bad_bundles_are_refused(
+    start_worker: StartWorker,
+    temporal_client: Client,
+    scripted_server: ScriptedModelServer,
+    tmp_path: Path,
+) -> None:
     """A newer version, a corrupt or missing part and a taken id are each refused naming
     what is wrong; `as_id` imports the same bundle under another id (through `weft`'s public
     API)."""
     worker, thread_id = await closed_thread(start_worker, temporal_client, scripted_server)
     path = tmp_path / "thread.weftbundle"
     # Through the public API this time: `weft.Thread.export` and `weft.import_thread`.
-    await weft.Thread(temporal_client, thread_id, store=worker.store).export(path)
+    await weft.Thread(temporal_client, thread_id, store=store_of(worker)).export(path)
 
     def rewrite(name: str, change: Any) -> Path:
         copy = tmp_path / f"changed-{name.replace('/', '-')}.zip"
@@ -188,7 +197,7 @@ async def test_encrypted_history_payloads_stay_encrypted(
     client = await connect(dev_server.address, keyring=parse_keys([keys], source="test"))
     worker, thread_id = await closed_thread(start_worker, client, scripted_server)
     path = tmp_path / "thread.weftbundle"
-    ref = await export_thread(client, worker.store, thread_id, path, namespace="default")
+    ref = await export_thread(client, store_of(worker), thread_id, path, namespace="default")
     _assert_no_secret(path)
     with zipfile.ZipFile(path) as bundle:
         history = json.loads(bundle.read(ref.manifest.histories[0].part))

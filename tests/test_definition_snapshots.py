@@ -1,4 +1,5 @@
-"""A running thread keeps the definitions it started with; new threads get edited ones."""
+"""A running thread of a pinned agent keeps the definitions it started with; new threads get
+edited ones (a `latest` agent's threads move at their next turn: test_definitions_versions.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ def _write(root: Path, script: str, prompt: str) -> None:
         (root / folder).mkdir(parents=True, exist_ok=True)
     (root / "models" / "m.yaml").write_text(f"provider: scripted\nmodel: {script}\n")
     (root / "prompts" / "p.yaml").write_text(f"toolDescription: d\nmodel: m\nprompt: {prompt}\n")
-    (root / "agents" / "helper.yaml").write_text("sideA:\n  prompt: p\n")
+    (root / "agents" / "helper.yaml").write_text("definitionsPolicy: pinned\nsideA:\n  prompt: p\n")
 
 
 def _system_prompts(server: ScriptedModelServer, script: str) -> list[str]:
@@ -25,8 +26,8 @@ def _system_prompts(server: ScriptedModelServer, script: str) -> list[str]:
 async def test_edited_definitions_do_not_change_a_running_thread(
     start_worker, temporal_client, scripted_server, tmp_path
 ):
-    """After a prompt file is edited and the worker restarted, the old thread keeps its
-    snapshot and a new thread uses the edit."""
+    """After a prompt file is edited and the worker restarted, the old thread (its agent
+    pinned) keeps its snapshot and a new thread uses the edit."""
     script = add_script(scripted_server, {"replies": [{"text": "ok"}]})
     root = tmp_path / "defs"
     _write(root, script, "Version one.")

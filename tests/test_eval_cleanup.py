@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import yaml
 from support import add_script, agent_definitions
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus
 from test_eval_subagents import CALLS, _recorded, _run
 
 from weft import evals
 from weft.store import Store
 
 
-async def _closed(temporal_client, thread_id: str) -> bool:
+async def _closed(temporal_client: Client, thread_id: str) -> bool:
     described = await temporal_client.get_workflow_handle(thread_id).describe()
     return described.status != WorkflowExecutionStatus.RUNNING
 

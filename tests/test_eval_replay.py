@@ -9,7 +9,8 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel
-from support import add_script
+from support import StartWorker, add_script
+from temporalio.client import Client
 
 from weft import evals
 from weft.client.evals.report import render_table
@@ -22,6 +23,7 @@ from weft.definitions import (
     define_tool,
 )
 from weft.store import Store
+from weft.workers.scripted_model import ScriptedModelServer
 
 CALLS: list[dict[str, Any]] = []
 
@@ -74,7 +76,9 @@ def _script(n: int, answer: str) -> dict[str, Any]:
     }
 
 
-async def _recorded(start_worker, temporal_client, scripted_server) -> str:
+async def _recorded(
+    start_worker: StartWorker, temporal_client: Client, scripted_server: ScriptedModelServer
+) -> str:
     worker = await start_worker(_definitions(add_script(scripted_server, _script(2, "two"))))
     threads = Threads(temporal_client, task_queue=worker.task_queue, store=worker.store)
     handle = await threads.start("counter")

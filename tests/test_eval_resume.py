@@ -8,11 +8,12 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from xml.etree import ElementTree
 
 import yaml
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 WEFT = Path(sys.executable).parent / "weft"
@@ -46,7 +47,7 @@ def _project(tmp_path: Path, address: str) -> Path:
     return path
 
 
-def _suite(folder: Path, cases: dict[str, dict[str, object]]) -> Path:
+def _suite(folder: Path, cases: Mapping[str, Mapping[str, object]]) -> Path:
     folder.mkdir()
     for name, case in cases.items():
         (folder / f"{name}.yaml").write_text(yaml.safe_dump(case))
@@ -90,7 +91,7 @@ async def test_failing_suite_exits_non_zero_with_junit(dev_server, tmp_path):
     assert code == 2 and "--min-pass-rate must be between 0 and 1" in err
 
 
-async def _running_in_flight(client, results: Path) -> list[str]:
+async def _running_in_flight(client: Client, results: Path) -> list[str]:
     """The threads the results folder marks in flight that are running."""
     running = []
     for marker in results.glob("*.inflight"):

@@ -6,11 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from support import add_script, agent_definitions
+from support import StartWorker, add_script, agent_definitions
+from temporalio.client import Client
 
 from weft import evals
 from weft.client.threads import Threads
 from weft.definitions import Definitions
+from weft.workers.config import WeftConfig
+from weft.workers.scripted_model import ScriptedModelServer
 
 # Turn 1 ends by the stop tool with an answer; turn 2 with an empty one, beside text the
 # model wrote along with the call (the user sees the empty response, not that text).
@@ -33,7 +36,7 @@ STOP_SCRIPT = {
 }
 
 
-def _definitions(scripted_server) -> Definitions:
+def _definitions(scripted_server: ScriptedModelServer) -> Definitions:
     return agent_definitions(
         add_script(scripted_server, STOP_SCRIPT),
         side={"stopTool": "finish", "stopToolResponseProperty": "answer"},
@@ -41,8 +44,12 @@ def _definitions(scripted_server) -> Definitions:
 
 
 async def test_stop_tool_answers_match_their_recording(
-    start_worker, temporal_client, scripted_server, weft_config, tmp_path: Path
-):
+    start_worker: StartWorker,
+    temporal_client: Client,
+    scripted_server: ScriptedModelServer,
+    weft_config: WeftConfig,
+    tmp_path: Path,
+) -> None:
     """Turns ended by a stop tool, replayed on the same definitions, match their
     recording: no divergence, and each answer is the response the user was given."""
     worker = await start_worker(_definitions(scripted_server))

@@ -9,10 +9,12 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel
-from support import add_script
+from support import StartWorker, add_script
+from temporalio.client import Client
 
 from weft import evals
 from weft.client.threads import Threads
+from weft.contract.evals import CaseResult
 from weft.definitions import (
     Definitions,
     define_agent,
@@ -20,6 +22,8 @@ from weft.definitions import (
     define_prompt,
     define_tool,
 )
+from weft.workers.config import WeftConfig
+from weft.workers.scripted_model import ScriptedModelServer
 
 CALLS: list[int] = []
 
@@ -75,7 +79,9 @@ def _definitions(boss_script: str, child_script: str) -> Definitions:
     )
 
 
-def _scripts(scripted_server: Any, n: int, summary: str = "counted") -> tuple[str, str]:
+def _scripts(
+    scripted_server: ScriptedModelServer, n: int, summary: str = "counted"
+) -> tuple[str, str]:
     boss = add_script(
         scripted_server,
         {
@@ -97,7 +103,9 @@ def _scripts(scripted_server: Any, n: int, summary: str = "counted") -> tuple[st
     return boss, clerk
 
 
-async def _recorded(start_worker, temporal_client, scripted_server) -> str:
+async def _recorded(
+    start_worker: StartWorker, temporal_client: Client, scripted_server: ScriptedModelServer
+) -> str:
     worker = await start_worker(_definitions(*_scripts(scripted_server, 3)))
     threads = Threads(temporal_client, task_queue=worker.task_queue, store=worker.store)
     handle = await threads.start("boss")
@@ -108,14 +116,22 @@ async def _recorded(start_worker, temporal_client, scripted_server) -> str:
     return handle.id
 
 
-async def _run(temporal_client, scripted_server, weft_config, tmp_path: Path, thread_id, *script):
+async def _run(
+    temporal_client: Client,
+    scripted_server: ScriptedModelServer,
+    weft_config: WeftConfig,
+    tmp_path: Path,
+    thread_id: str,
+    n: int,
+    summary: str = "counted",
+) -> CaseResult:
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "delegated.yaml").write_text(yaml.safe_dump({"recorded": thread_id}))
     report = await evals.run_suite(
         temporal_client,
         suite,
-        _definitions(*_scripts(scripted_server, *script)),
+        _definitions(*_scripts(scripted_server, n, summary)),
         config=weft_config,
         scripted=scripted_server,
         results=tmp_path / "results",

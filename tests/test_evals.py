@@ -11,11 +11,14 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 from support import add_script, agent_definitions
+from temporalio.client import Client
 
 from weft import evals
 from weft.client.evals.expect import subset
 from weft.client.evals.report import junit_xml, render_table
-from weft.contract.evals import EvalCase
+from weft.contract.evals import EvalCase, EvalReport
+from weft.workers.config import WeftConfig
+from weft.workers.scripted_model import ScriptedModelServer
 
 WEATHER_SCRIPT = {
     "turns": [
@@ -42,7 +45,13 @@ def _suite(folder: Path, cases: dict[str, dict[str, Any]]) -> Path:
     return folder
 
 
-async def _run(temporal_client, scripted_server, weft_config, suite: Path, **kw: Any):
+async def _run(
+    temporal_client: Client,
+    scripted_server: ScriptedModelServer,
+    weft_config: WeftConfig,
+    suite: Path,
+    **kw: Any,
+) -> EvalReport:
     definitions = agent_definitions(add_script(scripted_server, WEATHER_SCRIPT))
     return await evals.run_suite(
         temporal_client,
@@ -202,6 +211,7 @@ async def test_fixtures_reach_the_thread(temporal_client, scripted_server, weft_
     )
     (result,) = report.cases
     assert result.passed, (result.error, result.checks)
+    assert result.thread_id is not None, "a case that ran names its thread"
     store = Store.open(weft_config.store_url())
     try:
         assert store.values.get(result.thread_id, "notes") == ["a", "b", "c"]

@@ -6,8 +6,15 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from fork_support import eventually, jot_definitions, source_script, turn_ends, two_turns
-from support import add_script, idle_after, wait_until
+from fork_support import (
+    eventually,
+    jot_definitions,
+    source_script,
+    turn_ends,
+    turn_id_of,
+    two_turns,
+)
+from support import add_script, idle_after, sequence_of, wait_until
 
 from weft._thread import Thread
 from weft.client.forks import ForkRefused, Forks
@@ -26,7 +33,7 @@ async def test_fork_at_a_turn_keeps_that_point(start_worker, temporal_client, sc
     source_events = store.events.last_sequence(source)
 
     fork = await Forks(temporal_client, store, task_queue=worker.task_queue).fork(
-        source, at=first_end.turn_id
+        source, at=turn_id_of(first_end)
     )
 
     assert fork.forked_from.at_sequence == first_end.sequence
@@ -67,7 +74,7 @@ async def test_fork_at_a_turn_keeps_that_point(start_worker, temporal_client, sc
     _, during = await asyncio.gather(
         threads.send(source, "three"),
         Forks(temporal_client, store, task_queue=worker.task_queue).fork(
-            source, at=second_end.sequence
+            source, at=sequence_of(second_end)
         ),
     )
     await wait_until(temporal_client.get_workflow_handle(source), idle_after(3))
@@ -85,7 +92,7 @@ async def test_fork_on_other_definitions(start_worker, temporal_client, scripted
     other = add_script(scripted_server, {"replies": [{"text": "the other model"}]})
 
     fork = await Forks(temporal_client, store, task_queue=worker.task_queue).fork(
-        source, at=turn_ends(store, source)[1].turn_id, definitions=jot_definitions(other)
+        source, at=turn_id_of(turn_ends(store, source)[1]), definitions=jot_definitions(other)
     )
     await threads.send(fork.thread_id, "who speaks")
     await wait_until(temporal_client.get_workflow_handle(fork.thread_id), idle_after(3))
@@ -137,4 +144,4 @@ async def test_python_thread_fork(start_worker, temporal_client, scripted_server
     assert read.forked_from.at_turn_id == first.turn_id
     assert read.counters.turns == 1
     with pytest.raises(ValueError, match="Threads.fork needs a store"):
-        await Threads(temporal_client).fork(source, at=first.sequence)
+        await Threads(temporal_client).fork(source, at=sequence_of(first))

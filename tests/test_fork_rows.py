@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from fork_support import jot_definitions, source_script, turn_ends, two_turns
+from fork_support import jot_definitions, source_script, turn_ends, turn_id_of, two_turns
 from support import idle_after, wait_until
 from temporalio.client import Client
 
@@ -61,7 +61,7 @@ async def test_a_failed_start_leaves_no_rows_and_a_retry_succeeds(
     taken = await _occupy(temporal_client)
 
     with pytest.raises(ForkRefused, match=f"a workflow {taken!r} already runs in Temporal"):
-        await forks.fork(source, at=first.turn_id, fork_id=taken)
+        await forks.fork(source, at=turn_id_of(first), fork_id=taken)
     _nothing_of(store, taken)
 
     # A process that stopped between the commit and the start leaves the rows behind.
@@ -70,12 +70,12 @@ async def test_a_failed_start_leaves_no_rows_and_a_retry_succeeds(
 
     monkeypatch.setattr(forks_module, "discard_fork", stopped)
     with pytest.raises(ForkRefused):
-        await forks.fork(source, at=first.turn_id, fork_id=taken)
+        await forks.fork(source, at=turn_id_of(first), fork_id=taken)
     assert store.threads.get(taken) is not None
     monkeypatch.undo()
     await temporal_client.get_workflow_handle(taken).terminate("free the id")
 
-    fork = await forks.fork(source, at=first.turn_id, fork_id=taken)
+    fork = await forks.fork(source, at=turn_id_of(first), fork_id=taken)
 
     kept = [m for m in store.messages.list(source) if m.turn_id == first.turn_id]
     assert [m.id for m in store.messages.list(taken)] == [m.id for m in kept]
@@ -103,7 +103,7 @@ async def test_a_copy_step_that_raises_writes_nothing(
     monkeypatch.setattr(ThreadLinks, "set_forked_from", broken)
     with pytest.raises(RuntimeError, match="the disk is full"):
         await Forks(temporal_client, store, task_queue=worker.task_queue).fork(
-            source, at=first.turn_id, fork_id="fork-that-fails"
+            source, at=turn_id_of(first), fork_id="fork-that-fails"
         )
     _nothing_of(store, "fork-that-fails")
 
@@ -119,7 +119,7 @@ async def test_an_existing_thread_id_is_refused(start_worker, temporal_client, s
 
     with pytest.raises(ForkRefused, match=f"thread {source!r} already exists"):
         await Forks(temporal_client, store, task_queue=worker.task_queue).fork(
-            source, at=turn_ends(store, source)[0].turn_id, fork_id=source
+            source, at=turn_id_of(turn_ends(store, source)[0]), fork_id=source
         )
     assert (store.threads.get(source), store.messages.list(source)) == before
 
@@ -145,14 +145,14 @@ async def test_messages_are_copied_as_they_were_at_the_point(
     store.events.delete_message(source, call.id, _edit(store, source, "e2"))
     forks = Forks(temporal_client, store, task_queue=worker.task_queue)
 
-    at_first = await forks.fork(source, at=first.turn_id)
+    at_first = await forks.fork(source, at=turn_id_of(first))
     copied = store.messages.list(at_first.thread_id)
     assert [m.model_copy(update={"thread_id": source}) for m in copied] == original
 
     await threads.send(source, "three")
     await wait_until(temporal_client.get_workflow_handle(source), idle_after(3))
     third = turn_ends(store, source)[2]
-    later = await forks.fork(source, at=third.turn_id)
+    later = await forks.fork(source, at=turn_id_of(third))
     contents = {m.id: m.content for m in store.messages.list(later.thread_id)}
     assert contents[answer.id] == "rewritten"
     assert call.id not in contents

@@ -19,7 +19,8 @@ def sent(scripted_server: Any, script: str) -> list[dict[str, Any]]:
 
 
 def system_of(request: dict[str, Any]) -> str:
-    return next(m["content"] for m in request["messages"] if m["role"] == "system")
+    content: str = next(m["content"] for m in request["messages"] if m["role"] == "system")
+    return content
 
 
 async def test_model_call_hooks_see_and_reshape_the_request(

@@ -21,6 +21,7 @@ from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from weft.contract.messages import MessagePage
 from weft.workflows.agent_thread import TRUTHFUL_LOG_PATCH
 from weft.workflows.history_gauge import GAUGE_PATCH
+from weft.workflows.subagents.spawner import CHILD_ID_PATCH
 
 STEPS = 300
 
@@ -127,8 +128,9 @@ async def test_three_hundred_steps_across_runs_lose_nothing(
     print(f"signals during a transition: {first} in a first task, {rejected} rejected CAN")
     assert first + rejected >= 1, "no signal arrived during a transition"
     # Each run decides from the history gauge, asked for in its first workflow task: the
-    # run's first command is that patch's marker, the truthful-log patch (asked once per
-    # run, agent_thread.py) follows in the same task, and no later patch marker is written.
+    # run's first command is that patch's marker, the truthful-log and child-id patches
+    # (asked once per run, agent_thread.py) follow in the same task, and no later patch
+    # marker is written.
     # (A patch asked for where a run decides could land where a replay does not ask.)
     scheduled = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     completed = EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
@@ -138,9 +140,9 @@ async def test_three_hundred_steps_across_runs_lose_nothing(
             continue  # fetched before its first task had completed or had commands
         first_command = run.events[task_done[0]]  # ids count from 1: the event after it
         markers = patch_markers(run)
-        assert [name for _, name in markers] == [GAUGE_PATCH, TRUTHFUL_LOG_PATCH]
+        assert [name for _, name in markers] == [GAUGE_PATCH, TRUTHFUL_LOG_PATCH, CHILD_ID_PATCH]
         assert markers[0][0] == first_command.event_id
-        assert len(task_done) == 1 or markers[1][0] < task_done[1]
+        assert len(task_done) == 1 or markers[-1][0] < task_done[1]
         assert first_command.event_id < min(
             (e.event_id for e in run.events if e.event_type == scheduled), default=10**9
         )

@@ -6,19 +6,22 @@ failed with a nondeterminism error, and the thread stopped answering)."""
 
 from __future__ import annotations
 
-from support import patch_markers, run_histories
+from support import assert_runs_replay, patch_markers, ran_workflow_code, run_histories
 from test_context_compaction import ask, chat_script, chat_thread
 
 from weft.workflows.agent_thread import TRUTHFUL_LOG_PATCH
+from weft.workflows.definitions_refresh import DEFINITIONS_VERSION_PATCH
 from weft.workflows.history_gauge import GAUGE_PATCH
+from weft.workflows.subagents.spawner import CHILD_ID_PATCH
 
 
 async def test_compactions_a_tool_asks_for_replay_in_every_run(
     start_worker, temporal_client, scripted_server
 ):
     """Four turns, each compacting mid-turn through a tool, across continue-as-new: every
-    turn is answered, and each run's only patch markers are the two its first task asks
-    for (with the old placement, `context-compaction-v1` markers appear and turns stall)."""
+    turn is answered, every run replays, and each run's only patch markers are those its
+    first task asks for (with the old placement, `context-compaction-v1` markers appear,
+    replays fail and turns stall)."""
     tool_turn = {
         "match": "please compact",
         "replies": [
@@ -45,5 +48,15 @@ async def test_compactions_a_tool_asks_for_replay_in_every_run(
     )
     assert len(runs) > 1, "the thread never continued as new"
     for run in runs:
-        assert {name for _, name in patch_markers(run)} <= {GAUGE_PATCH, TRUTHFUL_LOG_PATCH}
+        asked_at_start = {
+            GAUGE_PATCH,
+            TRUTHFUL_LOG_PATCH,
+            CHILD_ID_PATCH,
+            DEFINITIONS_VERSION_PATCH,
+        }
+        assert {name for _, name in patch_markers(run)} <= asked_at_start
+    # Only the newest run may still wait for its first task (the server's backoff between
+    # runs); it ran no code, so there is nothing of it to replay yet.
+    assert all(ran_workflow_code(run) for run in runs[:-1])
+    assert await assert_runs_replay(runs) >= len(runs) - 1
     await chat.handle.signal("terminate", {})

@@ -12,12 +12,14 @@ from pydantic import BaseModel
 from sqlalchemy import text
 from support import (
     NoteArgs,
+    StartWorker,
     add_script,
     agent_definitions,
     idle_after,
     json_texts,
     run_histories,
     start_thread,
+    store_of,
     wait_until,
 )
 
@@ -38,6 +40,9 @@ from weft.definitions import (
 )
 from weft.transport.codec import EncryptionCodec
 from weft.transport.connection import connect
+from weft.workers.config import WeftConfig
+from weft.workers.dev_server import DevServer
+from weft.workers.scripted_model import ScriptedModelServer
 
 SECRET = "sk-surface-5e1b7c93d2"
 CITY = "Trondheim-text-env"
@@ -397,8 +402,12 @@ def secret_definitions(script: str) -> Definitions:
 
 
 async def test_set_env_secret_is_sealed_and_never_in_history(
-    start_worker, weft_config, dev_server, scripted_server, tmp_path: Path
-):
+    start_worker: StartWorker,
+    weft_config: WeftConfig,
+    dev_server: DevServer,
+    scripted_server: ScriptedModelServer,
+    tmp_path: Path,
+) -> None:
     """A secret set by a tool is seen at once and by later calls, never by the model, is
     sealed in the store and absent from every run's history (it is carried encrypted)."""
     keys = f"k1:{new_key()}"
@@ -424,7 +433,7 @@ async def test_set_env_secret_is_sealed_and_never_in_history(
         options={"continueAsNewEvents": 20},
     )
     await wait_until(handle, idle_after(1))
-    store = worker.store
+    store = store_of(worker)
     [first] = tool_results(store, handle.id, "set_secret")
     assert first["result"]["seen"] is True and first["result"]["type"] == "secret"
     assert first["result"]["city"] == CITY

@@ -8,7 +8,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from weft.workers.config import CodecConfig, ProviderConfig, WeftConfig, load_config
+from weft.workers.config import (
+    CodecConfig,
+    DeploymentConfig,
+    ProviderConfig,
+    WeftConfig,
+    load_config,
+)
 
 DEFAULT_STORE = "sqlite:///weft.db"
 DEFAULT_TASK_QUEUE = "agents"
@@ -63,6 +69,20 @@ def provider_configs(providers: Mapping[str, ProviderSpec]) -> dict[str, Provide
             except ValueError as err:
                 raise ValueError(f"providers[{name!r}]: {err}") from None
     return built
+
+
+def deployment_config(
+    base: DeploymentConfig,
+    *,
+    name: str | None,
+    build_id: str | None,
+    set_current: bool | None,
+) -> DeploymentConfig:
+    """The worker deployment section with the given arguments over it (validated: a bad
+    name is an error naming `deployment.name`)."""
+    given = {"name": name, "build_id": build_id, "set_current_on_start": set_current}
+    changes = {key: value for key, value in given.items() if value is not None}
+    return DeploymentConfig.model_validate({**base.model_dump(), **changes})
 
 
 def worker_config(

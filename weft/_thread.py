@@ -14,6 +14,7 @@ from weft.client.bundles import BundleRef, import_bundle
 from weft.client.starts import CONFIRM_TIMEOUT, start_confirmed
 from weft.client.threads import Threads, tail_events
 from weft.contract.actions import RespondActionResult
+from weft.contract.definitions_version import UpgradeResult
 from weft.contract.effects import ScheduleEffectResult
 from weft.contract.events import Event
 from weft.contract.inventory import ExecutionEnvironment, ToolInventory
@@ -227,6 +228,11 @@ class Thread:
         starts its turn at once. `status` is `noop` when no turn runs, or `turn_id` names
         another turn; `reason` then says which."""
         return await self._threads.interrupt_turn(self.id, reason=reason, turn_id=turn_id)
+
+    async def upgrade(self) -> UpgradeResult:
+        """Move the thread to the newest definitions its workers serve, between turns
+        (docs/deploys.md): `upgraded`, `unchanged`, or `pending` while a turn runs."""
+        return await self._threads.upgrade(self.id)
 
     async def terminate(self, reason: str | None = None) -> None:
         """Soft shutdown: cancels the work in flight, records it, and closes the workflow;

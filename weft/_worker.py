@@ -10,7 +10,7 @@ from types import TracebackType
 from opentelemetry.sdk.trace import TracerProvider
 from temporalio.client import Client
 
-from weft._config import ProviderSpec, worker_config
+from weft._config import ProviderSpec, deployment_config, worker_config
 from weft.definitions import Definitions, load_directory
 from weft.store import Store
 from weft.workers.agent_worker import AgentWorker
@@ -54,6 +54,10 @@ class Worker:
       activities finish; default the config's `worker.gracefulShutdownSeconds` (10 s).
     - `options.maxTotalSteps` (a thread's start option) caps a session at 64 steps, where a
       model call with the tool calls it asked for is one step.
+    - `deployment` / `build_id`: join a Temporal worker deployment (Worker Versioning;
+      docs/deploys.md) as version `build_id`, default `weft-<version>-<definitions digest>`;
+      default the config's `deployment` section, else an unversioned worker.
+      `set_current=True` makes this worker's version the current one once it polls.
     - `metrics_port`: serve Prometheus metrics (the Temporal SDK's and weft's) at
       `metrics_url`; 0 picks a free port; default the config's `telemetry.metrics.port`
       (off). docs/observability.md lists the metrics.
@@ -75,6 +79,9 @@ class Worker:
         graceful_shutdown_seconds: float | None = None,
         tracer_provider: TracerProvider | None = None,
         metrics_port: int | None = None,
+        deployment: str | None = None,
+        build_id: str | None = None,
+        set_current: bool | None = None,
     ) -> None:
         self._tracer_provider = tracer_provider
         self.config = worker_config(
@@ -93,6 +100,9 @@ class Worker:
         self._worker: AgentWorker | None = None
         if metrics_port is not None:
             self.config.telemetry.metrics.port = MetricsConfig(port=metrics_port).port
+        self.config.deployment = deployment_config(
+            self.config.deployment, name=deployment, build_id=build_id, set_current=set_current
+        )
 
     @property
     def metrics_url(self) -> str | None:
@@ -100,6 +110,13 @@ class Worker:
         if self._worker is None or self._worker.metrics is None:
             return None
         return self._worker.metrics.url
+
+    @property
+    def build_id(self) -> str | None:
+        """The running worker's build id, or None when it is unversioned (or not running)."""
+        if self._worker is None or self._worker.deployment_version is None:
+            return None
+        return self._worker.deployment_version.build_id
 
     @property
     def task_queue(self) -> str:

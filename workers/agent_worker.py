@@ -10,6 +10,7 @@ from types import TracebackType
 from mcp.client.stdio import get_default_environment
 from opentelemetry.sdk.trace import TracerProvider
 from temporalio.client import Client
+from temporalio.common import WorkerDeploymentVersion
 from temporalio.contrib.opentelemetry import TracingInterceptor
 from temporalio.worker import Worker
 
@@ -18,22 +19,32 @@ from weft.activities.code_run import CodeRunActivities
 from weft.activities.compaction import CompactionActivities
 from weft.activities.correlation import stamp_event
 from weft.activities.effect_run import EffectActivities
+from weft.activities.env import ToolEnv, ToolSource, ToolSources
 from weft.activities.files_copy import FileCopyActivities
 from weft.activities.hooks import HookRegistry
 from weft.activities.mcp.catalog_activity import CatalogActivities
 from weft.activities.mcp.catalog_store import CatalogStore
 from weft.activities.mcp.pool import McpSessionPool
 from weft.activities.model_call import ModelActivities
+from weft.activities.rate_limits import RateLimiter
 from weft.activities.sandbox import SandboxPool
 from weft.activities.snapshots import SnapshotCache
+from weft.activities.spans import Spans
 from weft.activities.thread_records import ThreadRecordActivities
 from weft.activities.tool_call import ToolActivities
 from weft.activities.tool_replay import ToolReplays
+from weft.activities.tool_sources import FunctionTools, McpTools, ReplayedTools
 from weft.activities.variables_request import VariableRequestActivities
 from weft.definitions import Definitions, load_directory
 from weft.store import Store
+from weft.store.protocols import HasMessages
 from weft.transport.connection import with_keyring
 from weft.workers.config import WeftConfig
+from weft.workers.deployment import (
+    deployment_options,
+    deployment_version,
+    set_current_when_polling,
+)
 from weft.workers.eager_gate import eager_gate
 from weft.workers.gc_policy import freeze_startup_heap
 from weft.workers.metrics import WorkerMetrics
@@ -59,6 +70,21 @@ def mcp_server_environment() -> dict[str, str]:
     inherited = get_default_environment()
     inherited.update({k: os.environ[k] for k in _MCP_INHERITED if k in os.environ})
     return inherited
+
+
+def tool_env(
+    store: HasMessages,
+    definitions: Definitions,
+    mcp: McpSessionPool | None,
+    *,
+    spans: Spans,
+    replays: ToolReplays | None = None,
+) -> ToolEnv:
+    """The worker's Env: an eval's replayed results first (they stand for the live tool),
+    then MCP calls, then function tools; a name none claims is an `unknown_tool` error."""
+    sources: list[ToolSource] = [ReplayedTools(replays)] if replays is not None else []
+    sources += [McpTools(mcp, spans=spans), FunctionTools(store, definitions, spans=spans)]
+    return ToolEnv(ToolSources(sources))
 
 
 def load_definitions(config: WeftConfig) -> Definitions:
@@ -118,6 +144,8 @@ class AgentWorker:
         self.definitions: Definitions | None = None
         # The /metrics endpoint, when `telemetry.metrics.port` is set (its `url` once up).
         self.metrics: WorkerMetrics | None = None
+        # The worker deployment version it joins (`config.deployment`); None: unversioned.
+        self.deployment_version: WorkerDeploymentVersion | None = None
 
     async def __aenter__(self) -> AgentWorker:
         try:
@@ -133,6 +161,9 @@ class AgentWorker:
             self.definitions = self._given_definitions
         else:
             self.definitions = load_definitions(self._config)
+        version = self.deployment_version = deployment_version(
+            self._config.deployment, self.definitions
+        )
         # Before polling: a missing attribute would fail every workflow task, forever.
         await check_search_attributes(
             self._client, self._client.namespace, register=self._register_attributes
@@ -163,7 +194,11 @@ class AgentWorker:
             definitions=self.definitions,
         )
         providers = await build_providers(
-            self._config, self._stack, scripted=self._scripted, spans=spans
+            self._config,
+            self._stack,
+            scripted=self._scripted,
+            spans=spans,
+            limiter=RateLimiter(store.rate_limits),
         )
         # Sandbox worker processes start lazily, on the first runCode of this worker.
         pool = SandboxPool()
@@ -182,11 +217,10 @@ class AgentWorker:
             store,
             self.definitions,
             snapshots,
+            env=tool_env(store, self.definitions, mcp, spans=spans, replays=self._tool_replays),
             sandbox=pool,
             hooks=hooks,
             spans=spans,
-            mcp=mcp,
-            replays=self._tool_replays,
         )
         tool_catalogs = CatalogActivities(store, snapshots, mcp, catalogs=catalogs)
         code = CodeRunActivities(pool, spans=spans)
@@ -210,6 +244,7 @@ class AgentWorker:
             workflows=[AgentThreadWorkflow, ScheduledDeliveryWorkflow],
             activities=[
                 records.init_thread,
+                records.refresh_definitions,
                 records.flush,
                 models.call_model,
                 compaction.compact,
@@ -223,11 +258,14 @@ class AgentWorker:
             workflow_runner=workflow_runner(client.data_converter),
             max_cached_workflows=self._max_cached,
             interceptors=[self._recovering, *self._tracing(client)],
+            deployment_config=deployment_options(version) if version else None,
             **options,
         )
         if self._config.worker.gc_freeze:
             freeze_startup_heap()
         self._run_task = asyncio.create_task(self.worker.run())
+        if version is not None and self._config.deployment.set_current_on_start:
+            await set_current_when_polling(client, version)
 
     def _tracing(self, client: Client) -> list[TracingInterceptor]:
         """Temporal's tracing interceptor, unless off or the client brings its own (a

@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from weft.activities.rate_limits import RateLimit
 from weft.contract.validation import describe_validation_error
 
 DEFAULT_CONFIG_FILE = "temporal-dev.yml"
@@ -59,6 +60,15 @@ class ProviderConfig(_Config):
     base_url: str | None = None
     api_key: str | None = None
     scripts: str | None = None
+    rate_limit: RateLimit | None = Field(
+        default=None,
+        description="requests and tokens per minute shared by every worker on the store "
+        "(docs/rate-limits.md), e.g. {requestsPerMinute: 500, tokensPerMinute: 200000}",
+    )
+
+    def limit_key(self, name: str) -> str:
+        """The key this provider's rate limit is shared under: its own, else its name."""
+        return (self.rate_limit.key if self.rate_limit else None) or name
 
 
 class CodecServerConfig(_Config):
@@ -138,6 +148,31 @@ class WorkerConfig(_Config):
     )
 
 
+class DeploymentConfig(_Config):
+    """Worker Versioning: the Temporal worker deployment a worker joins (docs/deploys.md).
+
+    Without a `name` the worker is unversioned: every worker of the task queue takes every
+    thread, and a deploy relies on `workflow.patched` alone.
+    """
+
+    name: str | None = Field(
+        default=None,
+        pattern=r"^[^.]+$",
+        description="the worker deployment's name (no dots); None: an unversioned worker",
+    )
+    build_id: str | None = Field(
+        default=None,
+        min_length=1,
+        description="this worker's build id; None: weft's version and a digest of the "
+        "definitions (`weft-<version>-<12 hex>`)",
+    )
+    set_current_on_start: bool = Field(
+        default=False,
+        description="make this worker's version the deployment's current version once it "
+        "polls (a single dev worker: threads run without a `weft deploy promote`)",
+    )
+
+
 class TracingConfig(_Config):
     """OpenTelemetry tracing (docs/observability.md). Off unless an exporter is chosen."""
 
@@ -176,6 +211,7 @@ class WeftConfig(_Config):
     store: StoreConfig = Field(default_factory=StoreConfig)
     codec: CodecConfig = Field(default_factory=CodecConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    deployment: DeploymentConfig = Field(default_factory=DeploymentConfig)
     definitions: str = "workers/demo/definitions"
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     root: Path = Field(default_factory=Path.cwd, exclude=True)
@@ -227,6 +263,9 @@ def _apply_env(config: WeftConfig, env: Mapping[str, str]) -> WeftConfig:
     temporal.namespace = env.get("WEFT_NAMESPACE", temporal.namespace)
     temporal.task_queue = env.get("WEFT_TASK_QUEUE", temporal.task_queue)
     config.store.url = env.get("WEFT_STORE_URL", config.store.url)
+    deployment = config.deployment
+    deployment.name = env.get("WEFT_DEPLOYMENT_NAME", deployment.name)
+    deployment.build_id = env.get("WEFT_BUILD_ID", deployment.build_id)
     config.definitions = env.get("WEFT_DEFINITIONS", config.definitions)
     codec = config.codec
     codec.keys = env.get("WEFT_CODEC_KEYS", codec.keys)

@@ -9,7 +9,9 @@ from typing import Any
 import httpx
 
 from weft.activities.providers import AnthropicMessagesProvider, ChatProvider, OpenAIChatProvider
+from weft.activities.providers.rate_limited import RateLimitedProvider
 from weft.activities.providers.traced import TracedProvider
+from weft.activities.rate_limits import RateLimiter
 from weft.activities.spans import Spans
 from weft.workers.config import ProviderConfig, WeftConfig
 from weft.workers.scripted_model import ScriptedModelServer, load_script_file
@@ -29,12 +31,14 @@ async def build_providers(
     *,
     scripted: ScriptedModelServer | None = None,
     spans: Spans | None = None,
+    limiter: RateLimiter | None = None,
 ) -> dict[str, ChatProvider]:
     """One provider per configured entry, sharing one pooled httpx client.
 
     A `scripted` provider gets the `scripted` server passed in, or starts its own on
     loopback with the configured scripts; it lives as long as `stack`. With tracing
-    `spans`, each provider is wrapped in a span per completion.
+    `spans`, each provider is wrapped in a span per completion. With a `limiter`, a
+    provider whose entry sets `rateLimit` admits each request under it.
     """
     # Provider retries are off by construction: httpx never retries, Temporal does.
     http = await stack.enter_async_context(
@@ -48,6 +52,12 @@ async def build_providers(
         provider = await _build(name, entry, config, http, stack, scripted)
         if spans is not None and spans.enabled:
             provider = TracedProvider(provider, provider_name=name, system=entry.kind, spans=spans)
+        if entry.rate_limit is not None:
+            if limiter is None:
+                raise ValueError(f"provider {name!r}: rateLimit needs the store's limiter")
+            provider = RateLimitedProvider(
+                provider, limiter=limiter, key=entry.limit_key(name), limit=entry.rate_limit
+            )
         providers[name] = provider
     return providers
 

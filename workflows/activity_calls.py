@@ -21,7 +21,7 @@ from weft.contract.events import Event
 from weft.contract.messages import Message
 from weft.contract.thread import ThreadOptions
 from weft.workflows.outbox import Outbox
-from weft.workflows.payload_budget import encoded_size
+from weft.workflows.payload_size import encoded_size
 from weft.workflows.views import Pending, Starts
 
 Input = TypeVar("Input", bound=BaseModel)

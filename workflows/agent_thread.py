@@ -1,10 +1,10 @@
 """The AgentThread workflow: one agent thread, its lifecycle and its step cycle.
 
 The workflow id is the thread id. This class holds the thread's one state object
-(`ThreadMemory`), its Temporal handlers and the session/turn/step loop of Runtime §3;
-each part of a step is a collaborator composed here (see ARCHITECTURE.md). Content lives
-in the store and reaches Temporal history about once (a signal, an activity input or
-result), so history grows linearly with the conversation.
+(`ThreadMemory`), its Temporal handlers and its lifecycle; the session/turn/step loop of
+Runtime §3 and every other part are collaborators built by `thread_parts.build_parts`
+(see ARCHITECTURE.md). Content lives in the store and reaches Temporal history about once
+(a signal, an activity input or result), so history grows linearly with the conversation.
 """
 
 from __future__ import annotations
@@ -51,40 +51,24 @@ from weft.contract.thread import (
 )
 from weft.contract.validation import describe_validation_error
 from weft.workflows import inventory, read_models, search_attributes
-from weft.workflows.active_agent import ActiveAgent
-from weft.workflows.background import BackgroundTasks
-from weft.workflows.budget import BudgetControl
-from weft.workflows.context_keeper import ContextKeeper
-from weft.workflows.continuation import Continuation, restore, store_carried
-from weft.workflows.control_plane import ControlPlane, refused_after_terminate
-from weft.workflows.effects import EffectTimers
-from weft.workflows.human_gate import HumanGate
-from weft.workflows.in_flight import InFlight
-from weft.workflows.intake import Intake
-from weft.workflows.mcp_tools import McpTools
-from weft.workflows.model_step import ModelCaller
-from weft.workflows.outbox import Outbox
-from weft.workflows.prompt_tools import PromptToolRunner
-from weft.workflows.queue import ThreadQueue
+from weft.workflows.continuation import restore, store_carried
+from weft.workflows.control_plane import refused_after_terminate
 from weft.workflows.read_facts import session_facts
-from weft.workflows.session_loop import SessionLoop
-from weft.workflows.step_cycle import StepCycle
-from weft.workflows.subagents.agent_tools import AgentTools
-from weft.workflows.subagents.parent_reporter import ParentReporter
-from weft.workflows.subagents.registry import SubagentRegistry
-from weft.workflows.subagents.spawner import SubagentSpawner
+from weft.workflows.subagents.spawner import CHILD_ID_PATCH
 from weft.workflows.thread_init import init_thread
+from weft.workflows.thread_parts import build_parts
 from weft.workflows.thread_state import ThreadMemory
-from weft.workflows.tool_runner import ToolRunner
-from weft.workflows.transcript_edits import TranscriptEdits
 
-# Facts are written only once true (issue #41): the next run records a continue-as-new,
+# Facts are written only once true: the next run records a continue-as-new,
 # an idle thread writes a refused signal's warning at once, the close writes what late
 # handlers produced, and terminate waits for a cancelled tool call to stop. Asked once,
 # in the run's first activation (as the history gauge's patch is, for the same reason).
 TRUTHFUL_LOG_PATCH = "truthful-log-v1"
 
 
+# Pinned on a versioned worker (its default behaviour, workers/deployment.py; declared here,
+# Temporal would refuse every task of an unversioned worker): a run never changes code under
+# its feet, and moves to the deployment's current version at an idle continue-as-new.
 @workflow.defn(name=WORKFLOW_TYPE)
 class AgentThreadWorkflow:
     """One Standard Agents thread, driven by queued messages, tools and terminate."""
@@ -114,57 +98,10 @@ class AgentThreadWorkflow:
             if carried is not None
             else ThreadMemory(thread_id=thread_id, start=valid)
         )
-        self._agents = ActiveAgent(mem)
-        self._in_flight = InFlight()
-        self._background = BackgroundTasks()
-        self._outbox = outbox = Outbox(mem)
-        self._queue = ThreadQueue(mem)
-        self._registry = SubagentRegistry(mem, self._queue, outbox)
-        spawner = SubagentSpawner(mem, self._agents, self._registry, self._queue, self._background)
-        self._agent_tools = AgentTools(mem, self._agents, self._registry, spawner)
-        self._reporter = ParentReporter(mem, self._background, self)
-        self._context = ContextKeeper(mem, self._agents, self._in_flight, outbox)
-        self._control = ControlPlane(
-            mem,
-            self._queue,
-            self._in_flight,
-            self._registry,
-            spawner,
-            self._reporter,
-            self._context,
-            self,
-        )
-        gate = HumanGate(mem, self._agents, self, outbox)
-        self._mcp = mcp = McpTools(mem, self._agents, gate, self._background, outbox)
-        mcp.register(self._control)
-        self._model = ModelCaller(mem, self._agents, self._in_flight, self._context, mcp, outbox)
-        prompts = PromptToolRunner(mem, self._agents, self._model)
-        self._tools = ToolRunner(mem, self._agents, gate, self._in_flight, self, prompts, outbox)
-        intake = Intake(mem, self._queue, self._tools)
-        self._steps = StepCycle(
-            mem, self._agents, intake, self._agent_tools, self._model, self._tools, self._control
-        )
-        self._continuation = Continuation(mem, self._agents, self._background, outbox)
-        self._effects = EffectTimers(mem, self._in_flight, self, outbox)
-        self._session = SessionLoop(
-            mem,
-            self._agents,
-            self._queue,
-            self._steps,
-            self._effects,
-            self._control,
-            self._continuation,
-            self._reporter,
-            self,
-            outbox,
-        )
-        self._effects.register(self._control, refuse_if_not_started=self._refuse_if_not_started)
-        self._budget = budget = BudgetControl(mem, self._background, outbox)
-        budget.register(self._control, refuse_if_not_started=self._refuse_if_not_started)
-        self._control.handle_intents(TranscriptEdits(mem).intent_handlers())
+        self._parts = build_parts(mem, self, refuse_if_not_started=self._refuse_if_not_started)
         if carried is None and self._start_error is None:
             for message in valid.messages:
-                self._queue.add_message(message)
+                self._parts.queue.add_message(message)
             mem.emit("thread.started", {"agent": valid.agent, "parentThreadId": mem.parent_id})
 
     # ---- Temporal handlers: the control plane and the read models --------------------
@@ -173,37 +110,37 @@ class AgentThreadWorkflow:
     async def on_signal(self, name: str, args: Sequence[RawValue]) -> None:
         """Every signal lands here so a malformed payload can never fail a workflow task."""
         if self._start_error is None:
-            self._control.signal(name, args)
+            self._parts.control.signal(name, args)
 
     @workflow.update(name=UPDATE_SUBMIT_TURN)
     async def submit_turn(self, payload: Any = None) -> SubmitTurnResult:
         """Queue a message and say whether it starts a turn now, waits, or is refused."""
-        return await self._control.submit_turn(payload)
+        return await self._parts.control.submit_turn(payload)
 
     @submit_turn.validator
     def _validate_submit_turn(self, payload: Any = None) -> None:
         self._refuse_if_not_started()
-        self._control.validate_submit_turn(payload)
+        self._parts.control.validate_submit_turn(payload)
 
     @workflow.update(name=UPDATE_INTERRUPT_TURN)
     async def interrupt_turn(self, payload: Any = None) -> InterruptTurnResult:
         """Stop the running turn without a new message; the thread stays open (001)."""
-        return self._control.interrupt_turn(payload)
+        return self._parts.control.interrupt_turn(payload)
 
     @interrupt_turn.validator
     def _validate_interrupt_turn(self, payload: Any = None) -> None:
         self._refuse_if_not_started()
-        self._control.validate_interrupt_turn(payload)
+        self._parts.control.validate_interrupt_turn(payload)
 
     @workflow.update(name=UPDATE_RESPOND_ACTION_CHECKED)
     async def respond_action_checked(self, payload: Any = None) -> RespondActionResult:
         """Answer a pending action; the validator refuses what the signal would only warn."""
-        return self._control.respond_action(payload)
+        return self._parts.control.respond_action(payload)
 
     @respond_action_checked.validator
     def _validate_respond_action(self, payload: Any = None) -> None:
         self._refuse_if_not_started()
-        self._control.validate_respond_action(payload)
+        self._parts.control.validate_respond_action(payload)
 
     @workflow.query(name=QUERY_THREAD_READ)
     def thread_read(self) -> ThreadRead:
@@ -240,7 +177,7 @@ class AgentThreadWorkflow:
 
         Polled by the `tool.call` activity whose server asked (`workflows/mcp_tools.py`).
         """
-        return self._mcp.answer(action_id) if isinstance(action_id, str) else None
+        return self._parts.mcp.answer(action_id) if isinstance(action_id, str) else None
 
     @workflow.query(name=QUERY_MESSAGES)
     def messages(self, page: Any = None) -> MessagePage:
@@ -258,60 +195,74 @@ class AgentThreadWorkflow:
         mem.history.start()  # first: see workflows/history_gauge.py
         # Asked once per run, before any command of the run: see `TRUTHFUL_LOG_PATCH`.
         mem.truthful_log = workflow.patched(TRUTHFUL_LOG_PATCH)
-        effects = self._effects
+        mem.readable_child_ids = workflow.patched(CHILD_ID_PATCH)
+        definitions = self._parts.definitions
+        definitions.start_run()  # asks its patch: before any command too
+        effects = self._parts.effects
         if carried is None:
             await init_thread(self._mem, self.set_status)
+            definitions.started()
         else:
             effects.restart_timers()
-            await store_carried(mem, self._outbox)
+            await store_carried(mem, self._parts.outbox)
             if carried.turn is not None and not mem.is_terminated():
-                await self._session.run(resume=carried.turn)
+                await self._parts.session.run(resume=carried.turn)
         while not mem.is_terminated():
-            await self._continuation.continue_if_due(None)  # a safe point: idle
+            await self._parts.continuation.continue_if_due(None)  # a safe point: idle
             await workflow.wait_condition(
                 lambda: (
-                    bool(self._queue)
+                    bool(self._parts.queue)
                     or mem.is_terminated()
-                    or self._context.requested()
+                    or self._parts.context.requested()
                     or effects.has_due()
                     or effects.changed
-                    or self._budget.resume_requested
+                    or self._parts.budget.resume_requested
                     # A fact produced while idle (a refused signal's warning) is written
                     # when it happens, not with the next turn.
                     or (mem.truthful_log and bool(mem.outbox))
+                    # A new target version of the worker deployment: move at once.
+                    or self._parts.continuation.upgrade_ready()
+                    # `upgrade_definitions` while idle: move now, not at the next turn.
+                    or definitions.upgrade_waiting()
                 )
             )
             if mem.is_terminated():
                 break
             if effects.has_due():  # an effect's alarm fired (Runtime §2, the fourth trigger)
                 await effects.run_due()
-            resumed = None if self._queue else self._budget.take_resume()
-            if self._queue or resumed is not None:
-                await self._session.run(resume=resumed)
+            resumed = None if self._parts.queue else self._parts.budget.take_resume()
+            if self._parts.queue or resumed is not None:
+                if resumed is None:  # a new session: the turn boundary for definitions
+                    await definitions.at_turn_boundary()
+                await self._parts.session.run(resume=resumed)
             else:
-                if self._context.requested():  # a `compact` signal while idle
-                    await self._context.compact_idle()
+                if definitions.upgrade_waiting():
+                    await definitions.at_turn_boundary()
+                if self._parts.context.requested():  # a `compact` signal while idle
+                    await self._parts.context.compact_idle()
                 # What an effect, or a schedule from outside, produced reaches the store now.
                 effects.changed = False
-                await self._outbox.flush()
+                await self._parts.outbox.flush()
         return await self._close()
 
     async def _close(self) -> ThreadResult:
         mem = self._mem
         self.set_status("cancelled")
-        await self._registry.propagate_terminate()
-        await self._background.finish()
-        if self._reporter.is_child():
-            await self._reporter.report("closed", status="terminated", content=mem.terminate_reason)
+        await self._parts.registry.propagate_terminate()
+        await self._parts.background.finish()
+        if self._parts.reporter.is_child():
+            await self._parts.reporter.report(
+                "closed", status="terminated", content=mem.terminate_reason
+            )
         inventory.emit_snapshots(mem)  # before the thread read: that one announces the close
         self.emit_snapshot()
-        await self._outbox.flush(with_thread_row=True)
+        await self._parts.outbox.flush(with_thread_row=True)
         await workflow.wait_condition(workflow.all_handlers_finished)
         if mem.truthful_log and (mem.outbox or mem.outbox_messages):
             # What handlers produced after that write (a late signal's warning) is a fact
             # too. A signal that arrives even later makes Temporal refuse this completion,
             # so the replayed run writes it here.
-            await self._outbox.flush()
+            await self._parts.outbox.flush()
         return ThreadResult(
             thread_id=mem.thread_id,
             status=mem.status,
@@ -338,18 +289,20 @@ class AgentThreadWorkflow:
                 **session_facts(mem),
             },
         )
-        self._effects.cancel_all("thread terminated")
-        self._in_flight.cancel()
+        self._parts.effects.cancel_all("thread terminated")
+        self._parts.in_flight.cancel()
 
     # ---- what collaborators ask of the thread (their host protocols) -----------------
 
     async def run_agent_tool(
         self, call: ToolCall, spec: ToolSpec, *, side: Side, turn_id: str, step_id: str
     ) -> ToolResult:
-        return await self._agent_tools.run(call, spec, side=side, turn_id=turn_id, step_id=step_id)
+        return await self._parts.agent_tools.run(
+            call, spec, side=side, turn_id=turn_id, step_id=step_id
+        )
 
     def apply_intents(self, intents: list[Intent]) -> None:
-        self._control.apply_intents(intents)
+        self._parts.control.apply_intents(intents)
 
     def set_waiting(self, kind: ActionKind | None) -> None:
         """Show that the thread waits on a human (status and search attribute), or not."""
@@ -361,7 +314,7 @@ class AgentThreadWorkflow:
         search_attributes.upsert_awaiting(kind)
 
     def turn_interrupted(self) -> bool:
-        return self._in_flight.turn_stop is not None
+        return self._parts.in_flight.turn_stop is not None
 
     # ---- helpers ---------------------------------------------------------------------
 

@@ -28,8 +28,8 @@ from weft.contract.budget import (
 from weft.contract.events import Event
 from weft.contract.thread import StopReason, ThreadStartInput, TurnCursor
 from weft.workflows.background import BackgroundTasks
-from weft.workflows.control import parse_single
-from weft.workflows.control_plane import ControlPlane, parse_update
+from weft.workflows.control import parse_single, parse_update
+from weft.workflows.control_plane import ControlPlane
 from weft.workflows.outbox import Outbox
 from weft.workflows.thread_stop import ThreadStop
 from weft.workflows.turn_events import TurnLog, turn_started

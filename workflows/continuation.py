@@ -14,12 +14,15 @@ part's state as it is (contract/carry_parts.py); content stays in the store.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from temporalio import workflow
+from temporalio.workflow import ContinueAsNewVersioningBehavior
 
 from weft.contract.context_state import ContextState
 from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.deploys import REASON_VERSION_CHANGED, SIGNAL_UPGRADE_CHECK
 from weft.contract.thread import (
     ContinuedFrom,
     ThreadCarryOver,
@@ -30,7 +33,7 @@ from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.background import BackgroundTasks
 from weft.workflows.history_gauge import live_reading
 from weft.workflows.outbox import Outbox
-from weft.workflows.payload_budget import encoded_size
+from weft.workflows.payload_size import encoded_size
 from weft.workflows.thread_state import (
     Context,
     ThreadMemory,
@@ -43,6 +46,8 @@ from weft.workflows.turn_book import TurnBook
 PATCH_ID = "continue-as-new-v1"
 # The patch that makes a regular activity the last wait before continuing (`outbox.settle`).
 SETTLE_PATCH = "continue-as-new-settle-v1"
+# The patch that lets a pinned run continue as new onto its deployment's new target version.
+UPGRADE_PATCH = "deployment-upgrade-v1"
 # The message index carried into the next run: the `messages` query pages through this
 # recent window; older metadata (and all content) is read from the store.
 CARRIED_INDEX = 500
@@ -58,17 +63,57 @@ class Continuation:
         self._outbox = outbox
         self._agents = agents
         self._background = background
+        # An upgrade this run tried and could not make (a waiter arrived, the carry-over is
+        # too heavy): the idle loop must not wake for it again until something else happens.
+        self._upgrade_blocked = False
+
+    def signal_handlers(self) -> dict[str, Callable[[str, list[Any]], None]]:
+        """`upgrade_check` wakes the thread and reads the history gauge: a signal comes in
+        a workflow task's first activation, where every replay reads the same."""
+        return {SIGNAL_UPGRADE_CHECK: lambda _name, _values: self._mem.history.read()}
+
+    def upgrade_ready(self) -> bool:
+        """Whether an idle run should wake to move to its deployment's new target version.
+
+        Read from the history gauge, never live: an activation that resumes the run after a
+        local activity can see a later workflow task's flags than its replay does (see
+        workflows/history_gauge.py). An unversioned run never sees the change.
+        """
+        return (
+            not self._upgrade_blocked
+            and self._mem.history.last.target_changed
+            and self._may_continue()
+        )
+
+    def _may_continue(self) -> bool:
+        mem = self._mem
+        return not (
+            mem.is_terminated()
+            or mem.actions.pending
+            or self._background.busy()
+            # See the module docstring: the waiter needs this run to end its turn.
+            or mem.turns.waiting
+        )
 
     async def continue_if_due(self, turn: TurnCursor | None) -> None:
-        """Continue as new when this run's history is long; called at safe points only."""
+        """Continue as new when this run's history is long, or when a pinned run's worker
+        deployment has a new target version; called at safe points only."""
         mem = self._mem
         start = mem.start
-        if mem.is_terminated() or mem.actions.pending or self._background.busy():
+        self._upgrade_blocked = False
+        if not self._may_continue():
             return
-        if mem.turns.waiting:
-            return  # see the module docstring: the waiter needs this run to end its turn
-        if not self._history_is_long():
+        # A run stays on its build (the workflow is pinned) and moves at an idle
+        # continue-as-new, so a turn runs on one build's code and definitions from start
+        # to end. Asked only when Temporal says so: no history before this patch can.
+        upgrading = (
+            turn is None
+            and mem.history.last.target_changed
+            and workflow.patched(UPGRADE_PATCH)
+        )
+        if not upgrading and not self._history_is_long():
             return
+        self._upgrade_blocked = upgrading  # until it is made, below
         settling = mem.history.in_use or workflow.patched(SETTLE_PATCH)
         flushed = False
         while True:
@@ -97,6 +142,8 @@ class Continuation:
                     history_events=info.get_current_history_length(),
                     history_bytes=info.get_current_history_size(),
                     carry_over_bytes=size,
+                    upgraded=upgrading,
+                    build_id=current_build_id(),
                 )
             if flushed and (settling or (not mem.outbox and not mem.outbox_messages)):
                 break  # what signals added since the last write is carried (`carry_over`)
@@ -118,6 +165,13 @@ class Continuation:
             await self._outbox.flush(with_thread_row=True)
             if settling:
                 await self._outbox.settle()
+        if upgrading:
+            # AUTO_UPGRADE for the new run's first task only: it starts on the target
+            # version, then is pinned there by the workflow's own behaviour.
+            workflow.continue_as_new(
+                next_input,
+                initial_versioning_behavior=ContinueAsNewVersioningBehavior.AUTO_UPGRADE,
+            )
         workflow.continue_as_new(next_input)
 
     def _history_is_long(self) -> bool:
@@ -140,24 +194,32 @@ async def store_carried(mem: ThreadMemory, outbox: Outbox) -> None:
     this one) and store what the previous run's outbox carried."""
     came = mem.start.carry_over.continued_from if mem.start.carry_over else None
     if came is not None:
-        mem.emit(
-            "thread.updated",
-            {
-                "continuedAsNew": {
-                    "run": mem.counters.runs,
-                    "previousRun": came.run,
-                    "previousRunId": came.run_id,
-                    "historyEvents": came.history_events,
-                    "historyBytes": came.history_bytes,
-                    "carryOverBytes": came.carry_over_bytes,
-                }
-            },
-        )
+        continued: dict[str, Any] = {
+            "run": mem.counters.runs,
+            "previousRun": came.run,
+            "previousRunId": came.run_id,
+            "historyEvents": came.history_events,
+            "historyBytes": came.history_bytes,
+            "carryOverBytes": came.carry_over_bytes,
+        }
+        if came.upgraded:
+            continued |= {
+                "reason": REASON_VERSION_CHANGED,
+                "previousBuildId": came.build_id,
+                "buildId": current_build_id(),
+            }
+        mem.emit("thread.updated", {"continuedAsNew": continued})
         # Emitted only with the transition above, so it never makes a flush of its own
         # (no new command): runs before the truthful log announce nothing here.
         mem.emit("history.window.loaded", window_loaded(mem, came.run_id))
     if mem.outbox or mem.outbox_messages:
         await outbox.flush()
+
+
+def current_build_id() -> str | None:
+    """The build id of the worker deployment version this run runs on (None: unversioned)."""
+    version = workflow.info().get_current_deployment_version()
+    return version.build_id if version is not None else None
 
 
 def window_loaded(mem: ThreadMemory, previous_run_id: str) -> dict[str, Any]:
@@ -213,6 +275,7 @@ def carry_over(
         subagents=mem.subagents.model_copy(deep=True),
         effect_book=mem.effects.model_copy(deep=True),
         mcp=mem.mcp.model_copy(deep=True),
+        definitions_upgrade=mem.definitions_upgrade,
     )
 
 
@@ -254,4 +317,5 @@ def restore(
         subagents=carried.subagents.model_copy(deep=True),
         effects=carried.effect_book.model_copy(deep=True),
         mcp=carried.mcp.model_copy(deep=True),
+        definitions_upgrade=carried.definitions_upgrade,
     )

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from temporalio.exceptions import ApplicationError
 
 from weft.contract.validation import describe_validation_error
 
@@ -18,6 +19,14 @@ Model = TypeVar("Model", bound=BaseModel)
 
 class InvalidPayload(Exception):
     """A control-plane payload that does not fit its model; the message says why."""
+
+
+def parse_update(name: str, payload: Any, model: type[Model]) -> Model:
+    """An update's payload as `model`, or an `InvalidPayload` refusal (its validator's)."""
+    try:
+        return parse_single(name, [payload] if payload is not None else [], model)
+    except InvalidPayload as err:
+        raise ApplicationError(str(err), type="InvalidPayload") from None
 
 
 def parse_single(kind: str, args: Sequence[Any], model: type[Model]) -> Model:

@@ -57,9 +57,9 @@ from weft.workflows.action_answers import (
     check_response,
 )
 from weft.workflows.context_keeper import ContextKeeper
-from weft.workflows.control import InvalidPayload, Model, parse_single
+from weft.workflows.control import InvalidPayload, parse_single, parse_update
 from weft.workflows.in_flight import InFlight
-from weft.workflows.payload_budget import encoded_size, megabytes
+from weft.workflows.payload_size import encoded_size, megabytes
 from weft.workflows.queue import ThreadQueue, UnknownQueuedTurn
 from weft.workflows.stop_rules import Stop
 from weft.workflows.subagents.parent_reporter import ParentReporter
@@ -392,10 +392,3 @@ def _decode(args: Sequence[RawValue]) -> list[Any]:
         except Exception as err:  # any undecodable payload is the sender's error
             raise InvalidPayload(f"argument {i} is not valid JSON: {err}") from None
     return values
-
-
-def parse_update(name: str, payload: Any, model: type[Model]) -> Model:
-    try:
-        return parse_single(name, [payload] if payload is not None else [], model)
-    except InvalidPayload as err:
-        raise ApplicationError(str(err), type="InvalidPayload") from None

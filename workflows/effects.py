@@ -43,8 +43,8 @@ from weft.contract.effects import (
 )
 from weft.workflows import ui_summaries
 from weft.workflows.activity_calls import Carried, Limits, start_within_budget
-from weft.workflows.control import parse_single
-from weft.workflows.control_plane import ControlPlane, parse_update, refused_after_terminate
+from weft.workflows.control import parse_single, parse_update
+from weft.workflows.control_plane import ControlPlane, refused_after_terminate
 from weft.workflows.in_flight import InFlight
 from weft.workflows.outbox import Outbox
 from weft.workflows.views import Identity, Pending, Starts, Terminated

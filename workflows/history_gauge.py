@@ -37,6 +37,9 @@ class HistoryReading:
     events: int
     size_bytes: int
     suggested: bool
+    # A pinned run whose deployment's target version is another build (it moves at its
+    # next idle continue-as-new); read here for the same reason as the length.
+    target_changed: bool = False
 
     def is_long(self, options: ThreadOptions) -> bool:
         """Past the thread's thresholds, or Temporal suggests to continue as new."""
@@ -54,6 +57,7 @@ def live_reading() -> HistoryReading:
         events=info.get_current_history_length(),
         size_bytes=info.get_current_history_size(),
         suggested=info.is_continue_as_new_suggested(),
+        target_changed=info.is_target_worker_deployment_version_changed(),
     )
 
 

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from weft.contract.messages import Message, QueuedMessage, Side
 from weft.contract.thread import ThreadStartInput
-from weft.workflows.payload_budget import encoded_size, megabytes
+from weft.workflows.payload_size import encoded_size, megabytes
 from weft.workflows.queue import ThreadQueue
 from weft.workflows.stop_rules import Stop
 from weft.workflows.thread_stop import ThreadStop

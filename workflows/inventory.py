@@ -1,4 +1,4 @@
-"""The thread's tool inventory and execution environment (issue #41), from `ThreadMemory`.
+"""The thread's tool inventory and execution environment, from the thread's memory.
 
 Pure: the workflow's queries answer with them, and the close writes them to the store.
 They follow what the thread does: the tools are those `model.call` offers the active
@@ -8,10 +8,13 @@ permission is what `HumanGate.permit` would decide. Env is listed by name, never
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from weft.contract.actions import PermissionMode
+from weft.contract.budget import BudgetState
+from weft.contract.carry_parts import ActionBook
 from weft.contract.definitions import AgentDef, DefinitionSnapshot, PromptDef, ToolRef, ToolSpec
+from weft.contract.events import Event
 from weft.contract.inventory import (
     KIND_EXECUTION_ENVIRONMENT,
     KIND_TOOL_INVENTORY,
@@ -27,11 +30,13 @@ from weft.contract.inventory import (
     content_ref,
 )
 from weft.contract.mcp import McpToolSpec, offered_mcp_tools, servers_of
+from weft.contract.mcp_book import McpBook
 from weft.contract.messages import Side
 from weft.contract.permissions import EffectivePolicy, effective_policy, evaluate
+from weft.contract.thread import ThreadStartInput, ThreadStatus
 from weft.contract.thread_env import merge_env, prompt_env
 from weft.contract.tool_catalog import enabled_subagents, offered_tools, subagent_configs
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.open_calls import OpenCalls
 
 NOT_LOADED = "tools: the thread's definitions are not loaded yet (it is preparing)"
 RUN_CODE_UNSEEN = (
@@ -44,7 +49,52 @@ RUN_CODE_LIMITS = (
 )
 
 
-def tool_inventory(mem: ThreadMemory) -> ToolInventory:
+class InventoryShown(Protocol):
+    """What the inventory and the environment read of the thread (read-only)."""
+
+    @property
+    def thread_id(self) -> str: ...
+
+    @property
+    def start(self) -> ThreadStartInput: ...
+
+    @property
+    def status(self) -> ThreadStatus: ...
+
+    @property
+    def snapshot(self) -> DefinitionSnapshot | None: ...
+
+    @property
+    def active_agent(self) -> str | None: ...
+
+    @property
+    def active_side(self) -> Side | None: ...
+
+    @property
+    def active_turn(self) -> str | None: ...
+
+    @property
+    def actions(self) -> ActionBook: ...
+
+    @property
+    def mcp(self) -> McpBook: ...
+
+    @property
+    def open_calls(self) -> OpenCalls: ...
+
+    @property
+    def budget(self) -> BudgetState | None: ...
+
+    def timestamp(self) -> str: ...
+
+
+class SnapshotWriter(InventoryShown, Protocol):
+    """The close writes both read models as events."""
+
+    def emit(self, event_type: str, payload: Any = None, **ids: Any) -> Event: ...
+
+
+def tool_inventory(mem: InventoryShown) -> ToolInventory:
     """Every tool the active agent's side can call now, with its permission and source."""
     snapshot, side = mem.snapshot, mem.active_side or "a"
     if snapshot is None:
@@ -79,7 +129,7 @@ def tool_inventory(mem: ThreadMemory) -> ToolInventory:
     return _inventory(mem, agent.name, side, prompt.name, mode, tools, servers, unknown)
 
 
-def execution_environment(mem: ThreadMemory) -> ExecutionEnvironment:
+def execution_environment(mem: InventoryShown) -> ExecutionEnvironment:
     """Env names (never values), the thread's filesystem, its limits and what runs."""
     snapshot, side = mem.snapshot, mem.active_side or "a"
     unknown = [f"runCode: {RUN_CODE_UNSEEN}"]
@@ -142,7 +192,7 @@ def execution_environment(mem: ThreadMemory) -> ExecutionEnvironment:
 
 
 def _inventory(
-    mem: ThreadMemory,
+    mem: InventoryShown,
     agent: str,
     side: Side,
     prompt: str,
@@ -206,7 +256,7 @@ def _mcp_tool(spec: McpToolSpec, permission: ToolPermission) -> InventoryTool:
 
 
 def _permission(
-    policy: EffectivePolicy | None, name: str, builtin: bool, mem: ThreadMemory
+    policy: EffectivePolicy | None, name: str, builtin: bool, mem: InventoryShown
 ) -> ToolPermission:
     """What `HumanGate.permit` decides for a call of `name` whose arguments match no
     argument pattern; the rules that look at arguments are listed beside it."""
@@ -230,7 +280,7 @@ def _permission(
 
 
 def _servers(
-    mem: ThreadMemory, snapshot: DefinitionSnapshot, prompt: PromptDef
+    mem: InventoryShown, snapshot: DefinitionSnapshot, prompt: PromptDef
 ) -> tuple[list[McpServerState], list[str]]:
     """The prompt's MCP servers as last listed; one not listed yet is unknown, not empty."""
     states: list[McpServerState] = []
@@ -289,7 +339,7 @@ def _env(
     return variables, missing
 
 
-def _thread_limits(mem: ThreadMemory) -> dict[str, Any]:
+def _thread_limits(mem: InventoryShown) -> dict[str, Any]:
     options = mem.start.options
     budget = mem.budget
     return {
@@ -304,7 +354,7 @@ def _thread_limits(mem: ThreadMemory) -> dict[str, Any]:
     }
 
 
-def emit_snapshots(mem: ThreadMemory) -> None:
+def emit_snapshots(mem: SnapshotWriter) -> None:
     """Put both read models in the event stream (the close does), so the store serves them
     once no worker can answer the queries."""
     inventory = tool_inventory(mem).model_dump(mode="json", by_alias=True)

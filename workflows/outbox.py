@@ -1,13 +1,13 @@
 """Writing what the workflow produced by itself (events, messages, the thread row).
 
-`Outbox` is the part the others are handed to write; it reads the whole memory, as the
-thread row and the Temporal UI's details summarise all of it.
+`Outbox` is the part the others are handed to write; it takes what is pending, and reads
+the thread row and what the Temporal UI's details show.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -17,13 +17,23 @@ from weft.contract.activities import ACTIVITY_STORE_FLUSH, FlushInput
 from weft.contract.events import Event
 from weft.contract.messages import Message
 from weft.workflows import ui_summaries
-from weft.workflows.thread_state import ThreadMemory
+from weft.workflows.ui_summaries import DetailsShown
+from weft.workflows.views import Pending
+
+
+class OutboxView(Pending, DetailsShown, Protocol):
+    """What the outbox takes to write, and the summaries of the thread it writes beside."""
+
+    @property
+    def thread_id(self) -> str: ...
+
+    def thread_row(self) -> dict[str, Any]: ...
 
 
 class Outbox:
     """Writes what the workflow produced by itself, for the parts that need it written."""
 
-    def __init__(self, mem: ThreadMemory) -> None:
+    def __init__(self, mem: OutboxView) -> None:
         self._mem = mem
 
     async def flush(self, *, with_thread_row: bool = False) -> None:

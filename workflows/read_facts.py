@@ -34,6 +34,9 @@ class DefinitionFacts(PermissionFacts, Protocol):
     def snapshot(self) -> DefinitionSnapshot | None: ...
 
     @property
+    def definitions_digest(self) -> str | None: ...
+
+    @property
     def active_side(self) -> Side | None: ...
 
     @property
@@ -78,7 +81,10 @@ def definition_facts(mem: DefinitionFacts) -> dict[str, Any]:
     policy.pop("sessionAllowedTools", None)
     policy.pop("pendingApprovals", None)
     info = agent_info(snapshot.agent_def(mem.active_agent))
-    return {"agentInfo": info.model_dump(by_alias=True), "permissions": policy}
+    facts: dict[str, Any] = {"agentInfo": info.model_dump(by_alias=True), "permissions": policy}
+    if mem.definitions_digest is not None:
+        facts["definitionsDigest"] = mem.definitions_digest
+    return facts
 
 
 def failure_facts(mem: FailureFacts) -> dict[str, Any]:

@@ -1,26 +1,123 @@
 """The thread's read models (seed 001 `thread_read_model`, the Agent Runtime session
-snapshot, message pages), built from `ThreadMemory` alone.
+snapshot, message pages), built from the thread's memory alone.
 
-Facts the thread cannot know are listed in `unknown` rather than guessed.
+Each reads a view naming what it shows (`ThreadMemory` satisfies them all); facts the
+thread cannot know are listed in `unknown` rather than guessed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from weft.contract.actions import PermissionPolicy
-from weft.contract.carry_parts import ActionBook
+from weft.contract.budget import BudgetState
+from weft.contract.carry_parts import ActionBook, EffectBook, SubagentBook
 from weft.contract.context import boundary_snapshot
-from weft.contract.definitions import AgentDef
-from weft.contract.messages import MessagePage
+from weft.contract.context_state import ContextState
+from weft.contract.definitions import AgentDef, DefinitionSnapshot
+from weft.contract.messages import MessageMeta, MessagePage, Side
 from weft.contract.read_models import session_snapshot
-from weft.contract.thread import AgentInfo, ThreadRead
-from weft.workflows.thread_state import ThreadMemory
+from weft.contract.thread import (
+    AgentInfo,
+    Counters,
+    QueueEntry,
+    ThreadRead,
+    ThreadStatus,
+    UsageTotals,
+)
+from weft.workflows.views import Identity, Stopped
 
 MAX_MESSAGES_PAGE = 500
 
 
-def thread_read(mem: ThreadMemory) -> ThreadRead:
+class PermissionFacts(Protocol):
+    """What the permission state reads: the session's approvals and pending asks."""
+
+    @property
+    def actions(self) -> ActionBook: ...
+
+
+class ThreadShown(Identity, Stopped, PermissionFacts, Protocol):
+    """What `thread_read` shows of the thread (read-only)."""
+
+    @property
+    def snapshot(self) -> DefinitionSnapshot | None: ...
+
+    @property
+    def definitions_digest(self) -> str | None: ...
+
+    @property
+    def active_agent(self) -> str | None: ...
+
+    @property
+    def active_side(self) -> Side | None: ...
+
+    @property
+    def active_turn(self) -> str | None: ...
+
+    @property
+    def status(self) -> ThreadStatus: ...
+
+    @property
+    def queue(self) -> Sequence[QueueEntry]: ...
+
+    @property
+    def subagents(self) -> SubagentBook: ...
+
+    @property
+    def counters(self) -> Counters: ...
+
+    @property
+    def terminated_at(self) -> str | None: ...
+
+    @property
+    def warnings(self) -> int: ...
+
+    @property
+    def parent_id(self) -> str | None: ...
+
+    @property
+    def incidents(self) -> Sequence[dict[str, Any]]: ...
+
+    @property
+    def cost_unknown(self) -> bool: ...
+
+    @property
+    def window(self) -> ContextState: ...
+
+    @property
+    def effects(self) -> EffectBook: ...
+
+    @property
+    def budget(self) -> BudgetState | None: ...
+
+    def total_usage(self) -> UsageTotals: ...
+
+    def timestamp(self) -> str: ...
+
+
+class MessageIndex(Protocol):
+    """The thread's message index: a recent window, and how many older entries it left."""
+
+    @property
+    def index(self) -> Sequence[MessageMeta]: ...
+
+    @property
+    def index_base(self) -> int: ...
+
+
+class WindowShown(Protocol):
+    """What the live `context_boundary_snapshot` reads: the model context in force."""
+
+    @property
+    def thread_id(self) -> str: ...
+
+    @property
+    def window(self) -> ContextState: ...
+
+
+def thread_read(mem: ThreadShown) -> ThreadRead:
     """Everything `thread_read` shows, from the workflow's own state."""
     snapshot = mem.snapshot
     info = None
@@ -68,6 +165,7 @@ def thread_read(mem: ThreadMemory) -> ThreadRead:
         ],
         # Spend as last reported by the store (model calls and set_budget bring it).
         budget=mem.budget if mem.budget and not mem.budget.limits.is_empty() else None,
+        definitions_digest=mem.definitions_digest,
     )
 
 
@@ -81,13 +179,6 @@ def agent_info(agent: AgentDef) -> AgentInfo:
         icon=agent.icon,
         side_labels={k: side.label for k, side in sides.items() if side and side.label},
     )
-
-
-class PermissionFacts(Protocol):
-    """What the permission state reads: the session's approvals and pending asks."""
-
-    @property
-    def actions(self) -> ActionBook: ...
 
 
 def permission_state(
@@ -111,7 +202,7 @@ def permission_state(
     }
 
 
-def snapshot_window(mem: ThreadMemory, read: ThreadRead, page: Any) -> dict[str, Any]:
+def snapshot_window(mem: MessageIndex, read: ThreadRead, page: Any) -> dict[str, Any]:
     """The session snapshot with the window of messages before `page.before` (newest last).
 
     `{before?, limit?}`: `before` is the `history.olderCursor` of the previous window.
@@ -129,7 +220,7 @@ def snapshot_window(mem: ThreadMemory, read: ThreadRead, page: Any) -> dict[str,
     )
 
 
-def context_snapshot(mem: ThreadMemory) -> dict[str, Any]:
+def context_snapshot(mem: WindowShown) -> dict[str, Any]:
     """The `context_boundary_snapshot` of a live thread: the boundary in force and the counts."""
     state = mem.window
     missing = []
@@ -147,7 +238,7 @@ def context_snapshot(mem: ThreadMemory) -> dict[str, Any]:
     )
 
 
-def message_page(mem: ThreadMemory, page: Any) -> MessagePage:
+def message_page(mem: MessageIndex, page: Any) -> MessagePage:
     """Message metadata from `cursor` (a position), at most `limit` (<= 500) of them.
 
     After continue-as-new the thread indexes a recent window only: `oldestPosition` says

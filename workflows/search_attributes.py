@@ -14,10 +14,21 @@ SESSION = SearchAttributeKey.for_keyword("WeftSession")
 AWAITING_ACTION = SearchAttributeKey.for_keyword("WeftAwaitingAction")
 # Set when a fork starts (client/forks.py), to the thread it was forked from.
 FORKED_FROM = SearchAttributeKey.for_keyword("WeftForkedFrom")
+# The digest of the definitions the thread runs with (docs/deploys.md): list the threads
+# still on a version with `WeftDefinitionsDigest = '<digest>'`.
+DEFINITIONS_DIGEST = SearchAttributeKey.for_keyword("WeftDefinitionsDigest")
 
 # Workers register these at start-up (workers/search_attributes.py); an unregistered key
 # would fail every workflow task of the thread.
-ALL_KEYS = (AGENT, STATUS, PARENT_THREAD, SESSION, AWAITING_ACTION, FORKED_FROM)
+ALL_KEYS = (
+    AGENT,
+    STATUS,
+    PARENT_THREAD,
+    SESSION,
+    AWAITING_ACTION,
+    FORKED_FROM,
+    DEFINITIONS_DIGEST,
+)
 
 
 def upsert_initial(agent: str, parent_thread_id: str | None, session_id: str | None) -> None:
@@ -47,3 +58,8 @@ def upsert_awaiting(kind: str | None) -> None:
 def upsert_agent(agent: str) -> None:
     """Record the agent that runs the thread now (a handoff changes it)."""
     workflow.upsert_search_attributes([AGENT.value_set(agent)])
+
+
+def upsert_definitions_digest(digest: str) -> None:
+    """Record the version of the definitions the thread runs with now."""
+    workflow.upsert_search_attributes([DEFINITIONS_DIGEST.value_set(digest)])

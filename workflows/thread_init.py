@@ -28,6 +28,8 @@ class InitView(Facts, Identity, Protocol):
     budget: BudgetState | None
     start_failure: str | None
 
+    def use_definitions(self, snapshot: DefinitionSnapshot) -> None: ...
+
     @property
     def parent_id(self) -> str | None: ...
 
@@ -45,7 +47,7 @@ async def init_thread(mem: InitView, set_status: Callable[[ThreadStatus], None])
     # The caller's session only: a derived one would change this command for old runs.
     search_attributes.upsert_initial(mem.start.agent, mem.parent_id, mem.start.session_id)
     try:
-        mem.snapshot = await take_snapshot(mem)
+        mem.use_definitions(await take_snapshot(mem))
     except ApplicationError as err:
         set_status("failed")
         if mem.truthful_log:

@@ -23,6 +23,7 @@ from weft.contract.carry_parts import ActionBook, EffectBook, SubagentBook
 from weft.contract.context_state import ContextState
 from weft.contract.correlation import default_session_id
 from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.definitions_version import snapshot_digest
 from weft.contract.events import Event
 from weft.contract.mcp_book import McpBook
 from weft.contract.messages import Message, MessageMeta, Role, Side
@@ -34,6 +35,7 @@ from weft.contract.thread import (
     ThreadStatus,
     UsageTotals,
 )
+from weft.contract.thread_ids import thread_id
 from weft.workflows.correlation import run_correlation
 from weft.workflows.history_gauge import HistoryGauge
 from weft.workflows.open_calls import OpenCalls
@@ -129,9 +131,25 @@ class ThreadMemory:
     # Whether this run writes facts only once they are true (`TRUTHFUL_LOG_PATCH` in
     # agent_thread.py, asked once per run; runs recorded before it keep their old order).
     truthful_log: bool = False
+    # Whether this run names its children `<agent>-<12 hex>` (`CHILD_ID_PATCH` in
+    # subagents/spawner.py, asked once per run; runs recorded before it made `thread_<hex>`).
+    readable_child_ids: bool = False
     # Why the thread could not start (its snapshot was refused: an unknown agent, say);
     # callers waiting on a turn are told this instead of waiting for ever.
     start_failure: str | None = None
+    # The digest of `snapshot` (contract/definitions_version.py), kept beside it by
+    # `use_definitions`; and an `upgrade_definitions` still to do (carried).
+    definitions_digest: str | None = None
+    definitions_upgrade: bool = False
+
+    def __post_init__(self) -> None:
+        if self.snapshot is not None:  # a continued run: the carried snapshot's
+            self.definitions_digest = snapshot_digest(self.snapshot)
+
+    def use_definitions(self, snapshot: DefinitionSnapshot) -> None:
+        """Run with `snapshot` from now on (the thread's first, or a newer version)."""
+        self.snapshot = snapshot
+        self.definitions_digest = snapshot_digest(snapshot)
 
     @property
     def session_id(self) -> str:
@@ -189,6 +207,10 @@ class ThreadMemory:
     def new_id(self, prefix: str) -> str:
         """A replay-safe unique id."""
         return f"{prefix}_{self.context.new_hex()}"
+
+    def new_thread_id(self, agent: str) -> str:
+        """A replay-safe id for a new thread of `agent`, shaped as every generated one is."""
+        return thread_id(agent, self.context.new_hex())
 
     # ---- the outbox: what the workflow produced, written by the next activity ----------
 

@@ -6,7 +6,7 @@ drawn once per call, so a retried attempt stores nothing twice."""
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol
+from typing import Protocol
 
 from temporalio.exceptions import ActivityError, CancelledError
 
@@ -31,9 +31,10 @@ from weft.workflows.activity_calls import Carried, Limits, start_within_budget
 from weft.workflows.human_gate import HumanGate
 from weft.workflows.in_flight import InFlight
 from weft.workflows.outbox import Outbox
-from weft.workflows.payload_budget import encoded_size, megabytes
+from weft.workflows.payload_size import encoded_size, megabytes
 from weft.workflows.prompt_tools import PromptToolRunner, error_text, with_scope
 from weft.workflows.stop_rules import ToolOutcome
+from weft.workflows.tool_records import ToolRecords
 from weft.workflows.views import Facts, Identity, Pending, Starts, Transcript
 
 OUTCOME_UNKNOWN = (
@@ -99,6 +100,7 @@ class ToolRunner:
         self._host = host
         self._prompts = prompts
         self._limits = Limits.of_tools(mem.start.options)
+        self._records = ToolRecords(mem)
 
     async def run_calls(
         self,
@@ -117,7 +119,7 @@ class ToolRunner:
         for call in calls:
             stopped = self._stopped()
             if stopped is not None:
-                self._record_failure(
+                self._records.failure(
                     call,
                     self._mem.new_id("msg"),
                     self._mem.reserve_position(),
@@ -206,7 +208,7 @@ class ToolRunner:
             # Answered by the workflow itself (a human's answer, a permission denial, an
             # agent tool or a prompt tool).
             self._mem.outbox_messages.extend(prior)
-            self._record_result(call, side, turn_id, step_id, local, scope)
+            self._records.result(call, side, turn_id, step_id, local, scope)
             succeeded = local.status == "success"
             return ToolOutcome(call, succeeded, blocked, None if succeeded else local.error)
         return await self._run_activity(call, prior, side, turn_id, step_id, agent, scope, mcp)
@@ -252,7 +254,7 @@ class ToolRunner:
                 f"encoded, over the thread's payload budget of {megabytes(budget)} (Temporal "
                 "refuses payloads over 2 MB); pass large data by reference"
             )
-            self._record_failure(
+            self._records.failure(
                 call,
                 message_id,
                 position,
@@ -309,7 +311,7 @@ class ToolRunner:
             cancelled = isinstance(err.cause, CancelledError) or stopped is not None
             why = stopped or "the thread was terminated"
             text = f"not finished: {why}" if cancelled else OUTCOME_UNKNOWN
-            self._record_failure(
+            self._records.failure(
                 call,
                 message_id,
                 position,
@@ -334,95 +336,3 @@ class ToolRunner:
             blocked=result.blocked is not None,
             error=error_text(result.message),
         )
-
-    def _record_result(
-        self,
-        call: ToolCall,
-        side: Side,
-        turn_id: str,
-        step_id: str,
-        result: ToolResult,
-        scope: PromptScope | None = None,
-    ) -> None:
-        """Store a result the workflow produced without running the tool."""
-        if result.status == "error":
-            self._record_failure(
-                call,
-                self._mem.new_id("msg"),
-                self._mem.reserve_position(),
-                side,
-                turn_id,
-                step_id,
-                result.error or "error",
-                code=result.error_code or "error",
-                data=result.error_data,
-                scope=scope,
-                result=result,
-            )
-            return
-        message_id, position = self._mem.new_id("msg"), self._mem.reserve_position()
-        self._store_message(call, message_id, position, side, turn_id, result, scope)
-        self._mem.emit(
-            "tool.result",
-            with_scope({"name": call.function.name, "status": "success"}, scope),
-            turn_id=turn_id,
-            step_id=step_id,
-            tool_call_id=call.id,
-        )
-
-    def _record_failure(
-        self,
-        call: ToolCall,
-        message_id: str,
-        position: int,
-        side: Side,
-        turn_id: str,
-        step_id: str,
-        text: str,
-        *,
-        code: str,
-        data: Any = None,
-        scope: PromptScope | None = None,
-        result: ToolResult | None = None,
-    ) -> None:
-        # `result`: an error result the workflow produced whole (a prompt tool's, say).
-        result = result or ToolResult(status="error", error=text, error_code=code, error_data=data)
-        self._store_message(call, message_id, position, side, turn_id, result, scope)
-        failed: dict[str, Any] = {"name": call.function.name, "errorCode": code, "message": text}
-        if code != "permission_denied":
-            ids = {"turn_id": turn_id, "tool_call_id": call.id}
-            failed["incident"] = self._mem.incident(f"tool_{code}", text, **ids)
-        self._mem.emit(
-            "tool.failed",
-            with_scope(failed, scope),
-            turn_id=turn_id,
-            step_id=step_id,
-            tool_call_id=call.id,
-        )
-
-    def _store_message(
-        self,
-        call: ToolCall,
-        message_id: str,
-        position: int,
-        side: Side,
-        turn_id: str,
-        result: ToolResult,
-        scope: PromptScope | None = None,
-    ) -> None:
-        message = Message(
-            id=message_id,
-            thread_id=self._mem.thread_id,
-            position=position,
-            role="tool",
-            content=result.model_dump_json(exclude_none=True),
-            name=call.function.name,
-            tool_call_id=call.id,
-            created_at=int(self._mem.now().timestamp() * 1_000_000),
-            tool_status=result.status,
-            side=side,
-            turn_id=turn_id,
-            **(scope.message_fields() if scope else {}),
-        )
-        self._mem.index_message(message)
-        self._mem.outbox_messages.append(message)

@@ -10,15 +10,52 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from weft.contract.budget import BudgetState
+from weft.contract.carry_parts import ActionBook, SubagentBook
 from weft.contract.messages import Side
+from weft.contract.thread import Counters, QueueEntry, ThreadStartInput, ThreadStatus, UsageTotals
 from weft.contract.ui_text import REDACTED, is_secret_name, one_line, redact, safe_line
-from weft.workflows.thread_state import ThreadMemory
 
 # One argument value in a tool's summary: enough to recognise, never the content.
 ARGUMENT_MAX_CHARS = 24
+
+
+class DetailsShown(Protocol):
+    """What the Temporal UI's current details show of the thread (read-only)."""
+
+    @property
+    def start(self) -> ThreadStartInput: ...
+
+    @property
+    def active_agent(self) -> str | None: ...
+
+    @property
+    def status(self) -> ThreadStatus: ...
+
+    @property
+    def active_turn(self) -> str | None: ...
+
+    @property
+    def active_side(self) -> Side | None: ...
+
+    @property
+    def counters(self) -> Counters: ...
+
+    @property
+    def queue(self) -> Sequence[QueueEntry]: ...
+
+    @property
+    def actions(self) -> ActionBook: ...
+
+    @property
+    def subagents(self) -> SubagentBook: ...
+
+    @property
+    def budget(self) -> BudgetState | None: ...
+
+    def total_usage(self) -> UsageTotals: ...
 
 
 def model_call(model: str, step: int, side: Side, *, prompt: str | None = None) -> str:
@@ -65,7 +102,7 @@ def store_flush(events: int, messages: int, *, thread_row: bool) -> str:
     return one_line(f"write {events} events, {messages} messages{row}")
 
 
-def current_details(mem: ThreadMemory) -> str:
+def current_details(mem: DetailsShown) -> str:
     """The thread now, in Temporal markdown: status, turn, queue, actions, children, spend."""
     lines = [f"**{mem.active_agent or mem.start.agent}** · `{mem.status}`"]
     if mem.active_turn:
@@ -101,7 +138,7 @@ def budget(state: BudgetState) -> str:
     return f"{text} · **blocked by {state.blocked}**" if state.blocked else text
 
 
-def _usage(mem: ThreadMemory) -> str:
+def _usage(mem: DetailsShown) -> str:
     usage = mem.total_usage()
     tokens = usage.input_tokens + usage.output_tokens
     cost = "cost unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"

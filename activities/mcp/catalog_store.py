@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from temporalio.exceptions import ApplicationError
 
 from weft.contract.mcp import McpServerCatalog
-from weft.store import Store
+from weft.store.protocols import HasSnapshots
 
 
 class CatalogStore:
     """Stores catalogues and loads them by id; immutable, so caching them is safe."""
 
-    def __init__(self, store: Store, *, max_entries: int = 1024) -> None:
+    def __init__(self, store: HasSnapshots, *, max_entries: int = 1024) -> None:
         self._store = store
         self._cache: dict[str, McpServerCatalog] = {}
         self._max = max_entries

@@ -43,6 +43,13 @@ class ChatRequest(BaseModel):
     # joins these instead of encoding the whole transcript again. Not validated (it is
     # built with the messages) and never dumped.
     encoded_messages: SkipValidation[list[bytes] | None] = Field(default=None, exclude=True)
+    # For a shared rate limit (rate_limited.py), never sent: the caller's estimate of the
+    # request's input tokens (else the limit estimates them), and how long the request may
+    # wait for its place, asked only when it must wait (seconds; None: no bound).
+    estimated_input_tokens: int | None = Field(default=None, exclude=True)
+    wait_allowance: SkipValidation[Callable[[], Awaitable[float | None]] | None] = Field(
+        default=None, exclude=True
+    )
 
 
 class Usage(BaseModel):
@@ -63,6 +70,13 @@ class Delta(BaseModel):
     tool_call_id: str | None = None
 
 
+class RateLimitWait(BaseModel):
+    """A request that waited for its place under a shared rate limit."""
+
+    limit_key: str
+    waited_seconds: float
+
+
 class ChatReply(BaseModel):
     """The assembled assistant message with usage and why the model stopped."""
 
@@ -80,6 +94,9 @@ class ChatReply(BaseModel):
     model: str
     # The content parsed and validated against the request's response_schema.
     parsed: dict[str, Any] | None = None
+    # How long a shared rate limit held the request back, and on which key (None when it
+    # went at once): written as a `rate_limit.hit` with the attempt's other facts.
+    rate_limit_wait: RateLimitWait | None = None
 
     def message_metadata(self) -> dict[str, Any]:
         """What the stored assistant message keeps of this reply besides its text."""

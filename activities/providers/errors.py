@@ -26,6 +26,9 @@ CONNECTION = "ProviderConnectionError"
 PROTOCOL = "ProviderProtocolError"
 # A final answer that is not valid against the prompt's requiredSchema.
 STRUCTURED_OUTPUT_INVALID = "StructuredOutputInvalid"
+# A shared rate limit's wait is longer than the turn's wall-time budget leaves: the
+# workflow takes the model's fallback instead of waiting (docs/rate-limits.md).
+RATE_LIMIT_WAIT_TOO_LONG = "RateLimitWaitTooLong"
 # The prompt is over the model's window: never retryable, and a later compaction's cue.
 
 # 408 timeout, 409 conflict (lock contention at OpenAI), 429 rate limit; 5xx below.
@@ -165,4 +168,41 @@ def structured_output_invalid(problem: str, *, last_attempt: bool) -> Applicatio
         f"the reply does not satisfy requiredSchema: {problem}",
         type=STRUCTURED_OUTPUT_INVALID,
         non_retryable=last_attempt,
+    )
+
+
+def rate_limited_by_weft(key: str, delay_seconds: float) -> ApplicationError:
+    """A shared rate limit's wait too long to spend inside this attempt: retried after it,
+    so Temporal waits and no worker slot is held. A `rate_limit.hit` like a provider's 429."""
+    return ApplicationError(
+        f"rate limit {key!r} has no place for {delay_seconds:.1f}s; the request was not sent",
+        {"status": None, "limitKey": key, "source": "weft"},
+        type=RATE_LIMITED,
+        next_retry_delay=timedelta(seconds=delay_seconds),
+    )
+
+
+def rate_limit_wait_over_budget(
+    key: str, delay_seconds: float, allowed_seconds: float
+) -> ApplicationError:
+    """The wait for a shared rate limit outlasts the turn's wall-time budget: final for
+    this model, so the workflow takes its fallback."""
+    return ApplicationError(
+        f"rate limit {key!r} has no place for {delay_seconds:.1f}s, more than the "
+        f"{allowed_seconds:.1f}s left of the wall-time budget; the request was not sent",
+        {"limitKey": key, "waitSeconds": delay_seconds, "allowedSeconds": allowed_seconds},
+        type=RATE_LIMIT_WAIT_TOO_LONG,
+        non_retryable=True,
+    )
+
+
+def with_limit_key(err: ApplicationError, key: str) -> ApplicationError:
+    """A provider's 429 naming the rate-limit key it blocked, for its `rate_limit.hit`."""
+    first = err.details[0] if err.details and isinstance(err.details[0], dict) else {}
+    return ApplicationError(
+        err.message,
+        {**first, "limitKey": key},
+        type=err.type,
+        non_retryable=err.non_retryable,
+        next_retry_delay=err.next_retry_delay,
     )

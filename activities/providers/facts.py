@@ -1,8 +1,9 @@
 """The Agent Runtime facts a provider's failure or reply carries besides `model.*`.
 
 `model.call` writes them with the attempt's other events (so a retried attempt writes
-each once): `rate_limit.hit` for a 429 with the wait the provider asked for,
-`runtime.error` for a failure no attempt can cure (the provider refuses the request or
+each once): `rate_limit.hit` for a 429 with the wait the provider asked for, for a shared
+rate limit whose wait is left to Temporal's retry, and for a request a shared limit held
+back inside the attempt (`waitedSeconds`), `runtime.error` for a failure no attempt can cure (the provider refuses the request or
 its credentials), `reasoning.summary` when the provider summarises its reasoning.
 """
 
@@ -37,6 +38,9 @@ def failure_facts(err: ApplicationError, *, model: str, provider: str, attempt: 
                     # What the provider's Retry-After asked for; None when it said nothing.
                     "retryAfterSeconds": delay.total_seconds() if delay is not None else None,
                     "willRetry": not err.non_retryable,
+                    # The shared limit's key (docs/rate-limits.md), when the provider has
+                    # one; `source: weft` when weft's own limit, not the provider, said so.
+                    **{k: details[k] for k in ("limitKey", "source") if k in details},
                 },
             )
         ]
@@ -61,12 +65,29 @@ def failure_facts(err: ApplicationError, *, model: str, provider: str, attempt: 
 
 def reply_facts(reply: ChatReply, *, model: str, message_id: str | None) -> list[Fact]:
     """The facts of an answered attempt beyond its `model.completed`."""
-    if not reply.reasoning_summary:
-        return []
-    return [
-        (
-            "reasoning-summary",
-            "reasoning.summary",
-            {"model": model, "messageId": message_id, "summary": reply.reasoning_summary},
+    facts: list[Fact] = []
+    if reply.rate_limit_wait is not None:
+        wait = reply.rate_limit_wait
+        facts.append(
+            (
+                "ratelimit-wait",
+                "rate_limit.hit",
+                {
+                    "model": model,
+                    "source": "weft",
+                    "limitKey": wait.limit_key,
+                    # Waited inside the attempt for a place in the shared window.
+                    "waitedSeconds": round(wait.waited_seconds, 3),
+                    "willRetry": False,
+                },
+            )
         )
-    ]
+    if reply.reasoning_summary:
+        facts.append(
+            (
+                "reasoning-summary",
+                "reasoning.summary",
+                {"model": model, "messageId": message_id, "summary": reply.reasoning_summary},
+            )
+        )
+    return facts

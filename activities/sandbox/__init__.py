@@ -8,7 +8,7 @@ from weft.activities.sandbox._facts import FactsObserver, SandboxFact, sandbox_f
 from weft.activities.sandbox._handle import CodeExecution, run_code
 from weft.activities.sandbox._marshal import JSMap, SandboxFunction, SerializationError, to_jsonable
 from weft.activities.sandbox._options import DEFAULT_MEMORY_LIMIT_BYTES, MEMORY_CEILING_BYTES
-from weft.activities.sandbox._pool import SandboxPool, default_pool
+from weft.activities.sandbox._pool import SandboxPool, SandboxStartError, default_pool
 from weft.contract.code import CodeError, CodeExecutionResult, CodeLog
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "SandboxFunction",
     "SandboxFact",
     "SandboxPool",
+    "SandboxStartError",
     "SerializationError",
     "default_pool",
     "run_code",

@@ -13,7 +13,12 @@ from typing import Any
 from weft.activities.sandbox._facts import FactsObserver, sandbox_facts
 from weft.activities.sandbox._marshal import SerializationError, decode
 from weft.activities.sandbox._options import OptionError, Prepared, prepare
-from weft.activities.sandbox._pool import SandboxPool, WorkerProcess, default_pool
+from weft.activities.sandbox._pool import (
+    SandboxPool,
+    SandboxStartError,
+    WorkerProcess,
+    default_pool,
+)
 from weft.contract.code import CodeError, CodeExecutionResult, CodeLog
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -114,6 +119,10 @@ class CodeExecution:
             await self._start(source, options)
         except asyncio.CancelledError:
             raise
+        except SandboxStartError as exc:
+            self._settle(
+                {"status": "error", "error": {"name": "SandboxStartError", "message": str(exc)}}
+            )
         except Exception as exc:  # e.g. a closed pool: the handle must still settle
             self._settle(
                 {"status": "error", "error": {"name": "InternalError", "message": str(exc)}}

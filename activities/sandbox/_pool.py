@@ -22,6 +22,14 @@ from weft.activities.sandbox._options import DEFAULT_MEMORY_LIMIT_BYTES, MEMORY_
 
 # A worker whose RSS grew this much over its start is replaced, bounding its footprint.
 _RETIRE_GROWTH_KB = 16 * 1024
+# A worker that has not reported ready by then is taken for dead.
+_START_TIMEOUT_S = 60.0
+# Starts that may fail in a row before the runs waiting for a worker fail instead: a worker
+# that cannot start (weft or quickjs missing, a broken interpreter) would otherwise leave
+# every run waiting forever.
+_START_ATTEMPTS = 3
+# How much of a worker's stderr is kept to say why it could not start.
+_STDERR_TAIL_BYTES = 2000
 # The worker runs isolated (`-I`: no PYTHON* variables, user site or current folder), and
 # imports weft from the search path this process has: the child then runs the same weft,
 # whether it comes from a checkout, an editable install or site-packages.
@@ -31,22 +39,32 @@ _BOOT = (
 )
 
 
-def _worker_command() -> list[str]:
-    """The worker's command line: this interpreter, isolated, given this process's sys.path."""
+class SandboxStartError(RuntimeError):
+    """No sandbox worker could be started: the pool gave up after its attempts."""
+
+
+def _worker_command(python: str) -> list[str]:
+    """The worker's command line: `python`, isolated, given this process's sys.path."""
     search_path = [os.path.abspath(entry or os.curdir) for entry in sys.path]
-    return [sys.executable, "-I", "-c", _BOOT, json.dumps(search_path)]
+    return [python, "-I", "-c", _BOOT, json.dumps(search_path)]
 
 
 class WorkerProcess:
-    """One worker subprocess and the thread that reads its messages."""
+    """One worker subprocess and the threads that read its messages and its stderr."""
 
-    def __init__(self) -> None:
+    def __init__(self, python: str = sys.executable) -> None:
         self.proc = subprocess.Popen(
-            _worker_command(),
+            _worker_command(python),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             bufsize=0,
         )
+        self._stderr_tail = b""
+        self._stderr_reader = threading.Thread(
+            target=self._read_stderr, name="sandbox-stderr", daemon=True
+        )
+        self._stderr_reader.start()
         self.ready = threading.Event()
         self.on_message: Callable[[dict[str, Any]], None] | None = None
         self.runs = 0
@@ -78,11 +96,35 @@ class WorkerProcess:
             if handler is not None:
                 handler(msg)
         self.dead = True
-        self.ready.set()  # wake anyone waiting for a worker that died while starting
         code, peak_kb = self._reap()
+        # Only now, with the exit status known, wake anyone waiting for it to start.
+        self.ready.set()
         handler = self.on_message
         if handler is not None:
             handler({"t": "eof", "code": code, "growth": (peak_kb - self.rss_kb) * 1024})
+
+    def _read_stderr(self) -> None:
+        # Passed on to this process's stderr as before, keeping the tail that tells why a
+        # worker could not start.
+        stderr = self.proc.stderr
+        assert stderr is not None
+        while chunk := stderr.read(4096):  # unbuffered: returns what is there, b"" at EOF
+            self._stderr_tail = (self._stderr_tail + chunk)[-_STDERR_TAIL_BYTES:]
+            try:
+                os.write(2, chunk)
+            except OSError:
+                pass
+        stderr.close()
+
+    def start_failure(self, *, timed_out: bool) -> str:
+        """Why this worker did not become ready: its exit status and the end of its stderr."""
+        self._stderr_reader.join(timeout=5)  # the worker is gone: its stderr ends soon
+        if timed_out:
+            status = f"did not report ready within {_START_TIMEOUT_S:g} s"
+        else:
+            status = f"exited at start (exit status {self.proc.returncode})"
+        tail = self._stderr_tail.decode(errors="replace").strip()
+        return f"{status}; its stderr ends: {tail}" if tail else f"{status}; no stderr"
 
     def _reap(self) -> tuple[int | None, int]:
         # wait4, not Popen.wait: its rusage has the peak RSS, which tells a crash at the
@@ -132,6 +174,12 @@ class SandboxPool:
       max_runs_per_worker: a worker is replaced after this many runs, bounding slow leaks.
       default_memory_limit_bytes / memory_ceiling_bytes: see docs/run-code.md.
       default_cpu_time_limit_ms: the CPU safety cap when a call sets none (None: no cap).
+      python: the interpreter the workers run (default: this process's); it must import
+        weft and quickjs from this process's search path.
+
+    A worker that cannot start is retried; after a few failed starts in a row, the runs
+    waiting for a worker fail with `SandboxStartError`, naming the worker's exit status
+    and the end of its stderr.
     """
 
     def __init__(
@@ -143,9 +191,11 @@ class SandboxPool:
         default_memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT_BYTES,
         memory_ceiling_bytes: int = MEMORY_CEILING_BYTES,
         default_cpu_time_limit_ms: float | None = None,
+        python: str = sys.executable,
     ) -> None:
         if size < 0 or max_workers < 1 or size > max_workers:
             raise ValueError("SandboxPool needs 0 <= size <= max_workers and max_workers >= 1")
+        self.python = python
         self.size = size
         self.max_workers = max_workers
         self.max_runs_per_worker = max_runs_per_worker
@@ -157,6 +207,7 @@ class SandboxPool:
         self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = deque()
         self._alive = 0  # processes started and not discarded, idle or busy
         self._starting = 0
+        self._failed_starts = 0  # in a row, since the last worker that started or gave up
         self._closed = False
         self._spawn_requests: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._spawner: threading.Thread | None = None
@@ -188,25 +239,41 @@ class SandboxPool:
         while True:
             self._spawn_requests.get()
             try:
-                worker: WorkerProcess | None = WorkerProcess()
-            except OSError:
-                worker = None
+                started: WorkerProcess | str = WorkerProcess(self.python)
+            except OSError as exc:
+                started = f"could not be started with {self.python!r}: {exc}"
             threading.Thread(
-                target=self._await_ready, args=(worker,), name="sandbox-ready", daemon=True
+                target=self._await_ready, args=(started,), name="sandbox-ready", daemon=True
             ).start()
 
-    def _await_ready(self, worker: WorkerProcess | None) -> None:
-        if worker is not None:
-            worker.ready.wait(timeout=60)
+    def _await_ready(self, started: WorkerProcess | str) -> None:
+        """Offer a worker that became ready; count one that did not, and retry or give up."""
+        if isinstance(started, WorkerProcess):
+            timed_out = not started.ready.wait(timeout=_START_TIMEOUT_S)
+            if not started.dead and not timed_out:
+                with self._lock:
+                    self._starting -= 1
+                    self._failed_starts = 0
+                self._offer(started)
+                return
+            started.kill()
+            why = f"the sandbox worker {started.start_failure(timed_out=timed_out)}"
+        else:
+            why = f"the sandbox worker {started}"
         with self._lock:
             self._starting -= 1
-        if worker is None or worker.dead or not worker.ready.is_set():
-            with self._lock:
-                self._alive -= 1
-            if worker is not None:
-                worker.kill()
-            return
-        self._offer(worker)
+            self._alive -= 1
+            self._failed_starts += 1
+            retry = bool(self._waiters) and self._failed_starts < _START_ATTEMPTS
+            given_up: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = []
+            if self._waiters and not retry:
+                given_up, self._waiters = list(self._waiters), deque()
+                self._failed_starts = 0  # a later run tries afresh: the cause may be gone
+        if retry:
+            self._spawn_async()
+        error = SandboxStartError(f"{why} ({_START_ATTEMPTS} attempts in a row failed)")
+        for loop, fut in given_up:
+            _call_soon(loop, _fail, fut, error)
 
     def _offer(self, worker: WorkerProcess) -> None:
         """Give a ready worker to the first live waiter, or park it as idle."""
@@ -268,19 +335,36 @@ class SandboxPool:
             self._spawn_async()
 
     def close(self) -> None:
-        """Kill every idle worker; busy ones are killed as their runs settle."""
+        """Kill every idle worker; busy ones are killed as their runs settle, and runs still
+        waiting for a worker fail (no worker starts any more)."""
         with self._lock:
             self._closed = True
             idle, self._idle = list(self._idle), deque()
             self._alive -= len(idle)
+            waiting, self._waiters = list(self._waiters), deque()
         for worker in idle:
             worker.kill()
+        closed = RuntimeError("the sandbox pool is closed")
+        for loop, fut in waiting:
+            _call_soon(loop, _fail, fut, closed)
 
     def __enter__(self) -> SandboxPool:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _fail(fut: asyncio.Future[Any], error: Exception) -> None:
+    if not fut.done():  # a waiter that gave up meanwhile needs no answer
+        fut.set_exception(error)
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
+    try:
+        loop.call_soon_threadsafe(fn, *args)
+    except RuntimeError:
+        pass  # the waiter's loop is closed: nobody is waiting any more
 
 
 def _hand_over(fut: asyncio.Future[Any], worker: WorkerProcess, pool: SandboxPool) -> None:

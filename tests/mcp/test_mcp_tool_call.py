@@ -25,6 +25,7 @@ from weft.activities.mcp.catalog_activity import CatalogActivities
 from weft.activities.mcp.catalog_store import CatalogStore
 from weft.activities.mcp.pool import McpSessionPool
 from weft.activities.snapshots import SnapshotCache
+from weft.activities.spans import Spans
 from weft.activities.tool_call import ToolActivities
 from weft.contract.activities import ToolCallInput, ToolCallResult
 from weft.contract.definitions import DefinitionSnapshot
@@ -37,6 +38,7 @@ from weft.contract.mcp import (
 )
 from weft.contract.messages import ToolCall, ToolCallFunction
 from weft.store import Store, ThreadRow
+from weft.workers.agent_worker import tool_env
 
 SECRET = "s3cret-value-42"
 
@@ -52,7 +54,9 @@ class Rig:
         cache.remember(snapshot)
         self.catalogs = CatalogStore(store)
         self.catalog = CatalogActivities(store, cache, pool, catalogs=self.catalogs)
-        self.tools = ToolActivities(store, agent_definitions("unused"), cache, mcp=pool)
+        definitions = agent_definitions("unused")
+        env = tool_env(store, definitions, pool, spans=Spans())
+        self.tools = ToolActivities(store, definitions, cache, env=env)
 
     async def list(self, thread_id: str, *servers: str, event_id: str) -> ToolCatalogResult:
         job = ToolCatalogInput(

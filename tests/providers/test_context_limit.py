@@ -10,7 +10,7 @@ from providers_support import AddScript, records_for
 from temporalio.exceptions import ApplicationError
 
 from weft.activities.providers import AnthropicMessagesProvider, ChatRequest, OpenAIChatProvider
-from weft.contract.context_budget import estimate_message_tokens
+from weft.contract.context_tokens import estimate_message_tokens
 from weft.workers.scripted_model import ScriptedModelServer, ScriptError
 
 LIMIT = 50

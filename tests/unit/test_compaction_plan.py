@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from weft.activities.compaction_plan import chunk_lines, plan_cut, render_lines
-from weft.contract.context_budget import estimate_tokens, message_tokens
+from weft.contract.context_tokens import estimate_tokens, message_tokens
 from weft.contract.messages import Message, ToolCall
 
 CAP = 1_000

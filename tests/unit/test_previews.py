@@ -11,13 +11,13 @@ from weft.activities.context import model_view
 from weft.activities.previews import page_chars, preview_message, read_page
 from weft.contract.activities import ToolResult
 from weft.contract.context import ContextOptions
-from weft.contract.context_budget import ContextBudget, estimate_tokens, preview_cap_tokens
+from weft.contract.context_tokens import ContextLimits, estimate_tokens, preview_cap_tokens
 from weft.contract.messages import Message
 
 CAP = 1_000
 # The cap of a 128k model at the default preview share, as a thread would use it.
 MODEL_CAP = preview_cap_tokens(
-    ContextBudget(context_tokens=128_000, output_tokens=4_096).prompt_budget,
+    ContextLimits(context_tokens=128_000, output_tokens=4_096).prompt_budget,
     ContextOptions().preview_share,
 )
 _NOTICE = re.compile(r'call read_output with \{"ref": "([^"]+)", "offset": (\d+)\}')

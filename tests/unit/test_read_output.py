@@ -1,24 +1,21 @@
-"""Unit tests of the built-in `read_output` tool over a real SQLite store."""
+"""Unit tests of the built-in `read_output` tool over an in-memory message store."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
+from store_doubles import MemoryStore
 
 from weft.activities.read_output import READ_OUTPUT_SPEC, read_output
 from weft.contract.context import READ_OUTPUT_TOOL
 from weft.contract.messages import Message
-from weft.store import Store
 
 CONTENT = "0123456789" * 50 + "é漢🙂"
 MAX_CHARS = 200
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    store = Store.open(f"sqlite:///{tmp_path}/s.db")
+def store() -> MemoryStore:
+    store = MemoryStore()
     store.messages.append(
         [
             Message(
@@ -30,10 +27,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
             ),
         ]
     )
-    try:
-        yield store
-    finally:
-        store.close()
+    return store
 
 
 REF = "weft://threads/t1/messages/big"

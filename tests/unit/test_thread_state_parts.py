@@ -77,7 +77,8 @@ def _cycles_through(graph: dict[str, set[str]], members: set[str]) -> list[list[
     """The import circles (strongly connected groups) that hold one of `members`."""
 
     def reach(start: str) -> set[str]:
-        seen, todo = set(), [start]
+        seen: set[str] = set()
+        todo = [start]
         while todo:
             for nxt in graph[todo.pop()] - seen:
                 seen.add(nxt)
@@ -109,7 +110,7 @@ def test_no_import_circle_through_thread_state():
     assert _cycles_through(graph, family) == []
 
 
-def test_structure_checks_see_violations(tmp_path: Path):
+def test_structure_checks_see_violations(tmp_path: Path) -> None:
     """The checks find a mixin stack and a circle closed by a type-only import, so they
     cannot pass vacuously."""
     (tmp_path / "hooks").mkdir()
@@ -152,7 +153,7 @@ def _state(store: Store, *, intents_from: str | None = None) -> ThreadState:
     )
 
 
-async def test_an_effect_scheduled_and_removed_in_one_call_leaves_no_intent(store: Store):
+async def test_an_effect_scheduled_and_removed_in_one_call_leaves_no_intent(store: Store) -> None:
     """The effects part withdraws its own schedule intent from the call's intents, and
     keeps the others in order."""
     state = _state(store)
@@ -165,7 +166,7 @@ async def test_an_effect_scheduled_and_removed_in_one_call_leaves_no_intent(stor
     assert await state.get_scheduled_effects() == []
 
 
-async def test_parts_number_their_ids_per_kind_in_one_call(store: Store):
+async def test_parts_number_their_ids_per_kind_in_one_call(store: Store) -> None:
     """Facts and injected messages of one call are numbered per kind under its prefix,
     so a retried call makes the same ids."""
     state = _state(store)
@@ -178,7 +179,7 @@ async def test_parts_number_their_ids_per_kind_in_one_call(store: Store):
     assert injected == "msg_m1:inject1"
 
 
-async def test_a_hook_state_refuses_intents_before_writing(store: Store):
+async def test_a_hook_state_refuses_intents_before_writing(store: Store) -> None:
     """Where no result carries intents, set_env and delete_message raise before they
     write, and the call's reads and values still work."""
     state = _state(store, intents_from="model.call")

@@ -14,7 +14,7 @@ from weft.activities.context_window import Frame, build_window, request_tokens
 from weft.activities.previews import preview_message
 from weft.activities.read_output import read_output
 from weft.contract.activities import ToolResult
-from weft.contract.context_budget import estimate_message_tokens, message_tokens
+from weft.contract.context_tokens import estimate_message_tokens, message_tokens
 from weft.contract.definitions import PromptDef
 from weft.contract.messages import Message, ToolCall
 from weft.store import Store

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Protocol
 
 import weft.workflows
+from weft.workflows import inventory, outbox, read_models, ui_summaries
 
 WORKFLOWS = Path(weft.workflows.__file__).resolve().parent
-# What reads the whole memory by nature: the carrier of continue-as-new, the read models
-# (thread_read, the inventory, the Temporal UI's details) and the outbox that writes the
-# thread row and those details.
-WHOLE_MEMORY = {
-    "continuation.py",
-    "read_models.py",
-    "inventory.py",
-    "ui_summaries.py",
-    "outbox.py",
-}
+# Only two modules take the whole memory: the carrier of continue-as-new, which serializes
+# all of it into the next run's start input and rebuilds it there, and the composition
+# root, which hands each part its view of it. The read models, the inventory, the Temporal
+# UI's details and the outbox read views naming what they show.
+WHOLE_MEMORY = {"continuation.py", "thread_parts.py"}
 
 
 def _takes_memory(source: str) -> list[str]:
@@ -48,3 +45,34 @@ def test_only_whole_thread_readers_take_the_memory() -> None:
         "    def __init__(self, x: int, mem: ThreadMemory) -> None: ...\n"
     )
     assert _takes_memory(planted) == ["part", "__init__"]
+
+
+def _assignable(view: type) -> list[str]:
+    """Fields a `Protocol` view (or one of the views it extends) declares as attributes."""
+    return [
+        name
+        for base in view.__mro__
+        if getattr(base, "_is_protocol", False)
+        for name in vars(base).get("__annotations__", {})
+    ]
+
+
+def test_the_whole_thread_readers_take_read_only_views() -> None:
+    """The read models, the inventory, the UI's details and the outbox assign no field of
+    the memory: their views are properties; the check sees a planted attribute."""
+    views = [
+        read_models.ThreadShown,
+        read_models.MessageIndex,
+        read_models.WindowShown,
+        inventory.SnapshotWriter,
+        ui_summaries.DetailsShown,
+        outbox.OutboxView,
+    ]
+    assert {view.__name__: _assignable(view) for view in views} == {
+        view.__name__: [] for view in views
+    }
+
+    class Planted(read_models.WindowShown, Protocol):
+        status: str
+
+    assert _assignable(Planted) == ["status"]

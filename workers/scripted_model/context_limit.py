@@ -1,5 +1,5 @@
 """A script's `context_limit`: a request's size by the runtime's own estimator
-(`contract.context_budget`), and each provider's "prompt too long" reply.
+(`contract.context_tokens`), and each provider's "prompt too long" reply.
 """
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from weft.contract.context_budget import estimate_message_tokens
+from weft.contract.context_tokens import estimate_message_tokens
 
 
 def request_tokens(protocol: str, body: dict[str, Any]) -> int:

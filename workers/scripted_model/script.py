@@ -6,7 +6,7 @@ assistant messages follow that user message. Selection is therefore a pure funct
 request, so retries and concurrent conversations need no server-side state.
 
 A script may set `context_limit` (tokens): a request whose messages estimate above it, by
-`contract.context_budget`, gets the provider's own "context length exceeded" HTTP 400.
+`contract.context_tokens`, gets the provider's own "context length exceeded" HTTP 400.
 
 Structured output: a reply's `text` is the answer. When an Anthropic request forces one
 tool (`tool_choice: {type: tool, name}`, as weft does for requiredSchema), a reply with

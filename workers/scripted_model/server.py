@@ -2,13 +2,15 @@
 
 The only state besides the scripts is the fault counter behind `times`, keyed by
 (script, conversation key, reply index), and a bounded record of requests for tests; each
-record carries `request_tokens`, the request's size by the runtime's own estimator.
+record carries `request_tokens`, the request's size by the runtime's own estimator, and
+`received_at`, when it arrived.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Self
@@ -32,7 +34,7 @@ class _Outcome:
     script: str | None = None
     turn: int | None = None
     reply_index: int | None = None
-    tokens: int = 0  # estimated prompt tokens (contract.context_budget)
+    tokens: int = 0  # estimated prompt tokens (contract.context_tokens)
 
 
 class ScriptedModelServer:
@@ -148,6 +150,7 @@ class ScriptedModelServer:
         return _json(200, {"script": name})
 
     def _chat(self, request: Request, protocol: str) -> Response:
+        received_at = time.time()
         try:
             body = json.loads(request.body)
             if not isinstance(body, dict):
@@ -163,7 +166,7 @@ class ScriptedModelServer:
             response = self._fail(protocol, outcome)
         else:
             response = self._reply(body, view, outcome)
-        self._record(request.path, body, view, outcome)
+        self._record(request.path, body, view, outcome, received_at)
         return response
 
     def _reply(self, body: dict[str, Any], view: View, outcome: _Outcome) -> Response:
@@ -265,7 +268,9 @@ class ScriptedModelServer:
         )
         return Response(outcome.status, json.dumps(payload).encode())
 
-    def _record(self, path: str, body: dict[str, Any], view: View, outcome: _Outcome) -> None:
+    def _record(
+        self, path: str, body: dict[str, Any], view: View, outcome: _Outcome, received_at: float
+    ) -> None:
         skip = ("model", "messages", "tools", "system")
         with self._lock:
             self._seq += 1
@@ -286,6 +291,8 @@ class ScriptedModelServer:
                     "reply_index": outcome.reply_index,
                     "conversation_key": view.conversation_key,
                     "request_tokens": outcome.tokens,
+                    # When it arrived (epoch seconds): what a provider's rate limit counts.
+                    "received_at": received_at,
                 }
             )
 

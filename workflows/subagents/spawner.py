@@ -40,6 +40,12 @@ from weft.workflows.subagents.files import MissingFile, copy_files
 from weft.workflows.subagents.registry import SubagentRegistry
 from weft.workflows.views import Facts, Identity
 
+# A child thread's id is `<agent>-<12 hex>`, as every other generated thread id is; runs
+# recorded before this patch named theirs `thread_<32 hex>`, and replay that. Asked once,
+# in the run's first activation (agent_thread.py), not where a child starts: a patch asked
+# mid-run can land in another workflow task on replay (tests/test_patch_placement.py).
+CHILD_ID_PATCH = "subagent-thread-ids-v1"
+
 
 class UnknownVariableRequest(Exception):
     """`variables_provided` named a request no deferred subagent waits on."""
@@ -53,6 +59,11 @@ class SpawnerView(Facts, Identity, Protocol):
 
     @property
     def subagents(self) -> SubagentBook: ...
+
+    @property
+    def readable_child_ids(self) -> bool: ...
+
+    def new_thread_id(self, agent: str) -> str: ...
 
 
 class SubagentSpawner:
@@ -85,7 +96,9 @@ class SubagentSpawner:
         missing = [n for n in config.required_scoped_env() if n not in env]
         if missing and request.scoped_env_request is None:
             raise ToolRefused(await self._defer(request, missing))
-        reference = mem.new_id("thread")
+        reference = (
+            mem.new_thread_id(config.name) if mem.readable_child_ids else mem.new_id("thread")
+        )
         try:
             copied = await copy_files(
                 mem.thread_id, reference, request.attachments, f"{reference}:in"

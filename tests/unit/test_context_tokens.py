@@ -1,15 +1,15 @@
-"""Unit tests of the offline token estimator and a model's context budget."""
+"""Unit tests of the offline token estimator and a model's context limits."""
 
 from __future__ import annotations
 
 import pytest
 
-from weft.contract.context_budget import (
+from weft.contract.context_tokens import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_OUTPUT_TOKENS,
     IMAGE_TOKENS,
     MESSAGE_OVERHEAD_TOKENS,
-    ContextBudget,
+    ContextLimits,
     estimate_message_tokens,
     estimate_tokens,
 )
@@ -97,7 +97,7 @@ def test_attachments_count_and_reasoning_does_not() -> None:
 
 def test_budget_from_declared_capabilities() -> None:
     """prompt_budget is the window less the output reserve and a 10 % margin, rounded up."""
-    budget = ContextBudget.for_model(model(maxContextTokens=200_000, maxOutputTokens=8_192))
+    budget = ContextLimits.for_model(model(maxContextTokens=200_000, maxOutputTokens=8_192))
     assert (budget.context_tokens, budget.output_tokens) == (200_000, 8_192)
     assert budget.margin_tokens == 20_000
     assert budget.prompt_budget == 200_000 - 8_192 - 20_000
@@ -105,32 +105,32 @@ def test_budget_from_declared_capabilities() -> None:
 
 def test_budget_defaults_when_undeclared() -> None:
     """A model without capabilities, or with only one limit, takes the module defaults."""
-    bare = ContextBudget.for_model(model())
+    bare = ContextLimits.for_model(model())
     assert (bare.context_tokens, bare.output_tokens) == (
         DEFAULT_CONTEXT_TOKENS,
         DEFAULT_OUTPUT_TOKENS,
     )
     assert bare.prompt_budget == 128_000 - 4_096 - 12_800
-    only_context = ContextBudget.for_model(model(maxContextTokens=32_000))
+    only_context = ContextLimits.for_model(model(maxContextTokens=32_000))
     assert only_context.output_tokens == DEFAULT_OUTPUT_TOKENS
-    only_output = ContextBudget.for_model(model(maxOutputTokens=1_000), margin=0.0)
+    only_output = ContextLimits.for_model(model(maxOutputTokens=1_000), margin=0.0)
     assert only_output.prompt_budget == DEFAULT_CONTEXT_TOKENS - 1_000
 
 
 def test_budget_never_negative_and_validates() -> None:
     """An output reserve larger than the window leaves 0, and nonsense limits are refused."""
-    assert ContextBudget(context_tokens=1_000, output_tokens=5_000).prompt_budget == 0
+    assert ContextLimits(context_tokens=1_000, output_tokens=5_000).prompt_budget == 0
     with pytest.raises(ValueError, match="context_tokens"):
-        ContextBudget(context_tokens=0, output_tokens=0)
+        ContextLimits(context_tokens=0, output_tokens=0)
     with pytest.raises(ValueError, match="output_tokens"):
-        ContextBudget(context_tokens=10, output_tokens=-1)
+        ContextLimits(context_tokens=10, output_tokens=-1)
     with pytest.raises(ValueError, match="margin"):
-        ContextBudget(context_tokens=10, output_tokens=0, margin=1.0)
+        ContextLimits(context_tokens=10, output_tokens=0, margin=1.0)
 
 
 def test_fits_compares_the_estimate_with_the_budget() -> None:
     """fits() is true up to prompt_budget estimated tokens and false one token past it."""
-    budget = ContextBudget(context_tokens=100, output_tokens=10, margin=0.0)
+    budget = ContextLimits(context_tokens=100, output_tokens=10, margin=0.0)
     at_limit = [{"role": "user", "content": "x" * 4 * (90 - MESSAGE_OVERHEAD_TOKENS)}]
     assert budget.fits(at_limit)
     assert not budget.fits([{"role": "user", "content": at_limit[0]["content"] + "x"}])

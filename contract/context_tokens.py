@@ -1,4 +1,5 @@
-"""Offline token estimates and a model's prompt budget, the ground floor of context management.
+"""Offline token estimates and the token limits of one model request, the ground floor of
+context management.
 Pure and deterministic (no tokenizer, no I/O): the same messages give the same number anywhere.
 """
 
@@ -87,7 +88,7 @@ def _dicts(value: Any) -> list[Mapping[str, Any]]:
 
 
 @dataclass(frozen=True)
-class ContextBudget:
+class ContextLimits:
     """How many prompt tokens a model call may send: the window less reply and margin.
 
     `prompt_budget` = context_tokens - output_tokens - ceil(context_tokens * margin),
@@ -113,8 +114,8 @@ class ContextBudget:
         *,
         margin: float = DEFAULT_SAFETY_MARGIN,
         learnt_limit: int | None = None,
-    ) -> ContextBudget:
-        """The budget of `model`; each limit it does not declare takes the module default.
+    ) -> ContextLimits:
+        """The limits of `model`; each limit it does not declare takes the module default.
 
         `learnt_limit` is a window a provider reported in a context-length error: when it
         is smaller than the declared one, the provider is right.
