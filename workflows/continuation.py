@@ -107,9 +107,7 @@ class Continuation:
         # continue-as-new, so a turn runs on one build's code and definitions from start
         # to end. Asked only when Temporal says so: no history before this patch can.
         upgrading = (
-            turn is None
-            and mem.history.last.target_changed
-            and workflow.patched(UPGRADE_PATCH)
+            turn is None and mem.history.last.target_changed and workflow.patched(UPGRADE_PATCH)
         )
         if not upgrading and not self._history_is_long():
             return
