@@ -2,7 +2,7 @@
 "Env"). `tool.call` hands every call to `env.tools().dispatch`; the worker composes its
 `ToolEnv` (workers/agent_worker.py) and a unit test may hand its own.
 
-weft's Env covers tool dispatch only; ARCHITECTURE.md "Seams" says why events,
+weft's Env covers tool dispatch only; docs/design-notes.md "Seams" says why events,
 instructions and a working directory are not on it.
 """
 

@@ -1,6 +1,7 @@
 """Committed histories replay on the current workflow code (determinism guard).
 
-A change that breaks one of these needs `workflow.patched`; see ARCHITECTURE.md.
+A change that breaks one of these needs `workflow.patched`; see docs/design-notes.md,
+"Versioning workflow code".
 """
 
 from __future__ import annotations
