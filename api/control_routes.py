@@ -258,7 +258,7 @@ def router(ctx: ApiContext) -> APIRouter:
         async def act() -> Reply:
             await require_running(ctx, thread_id)
             # Still running but already sent `terminate`: it is closing, and a second
-            # signal would only be ignored by the thread (issue #34 point 10).
+            # signal would only be ignored by the thread.
             if await thread_calls.terminate_requested(ctx, thread_id):
                 raise GatewayError(
                     409,

@@ -1,4 +1,4 @@
-"""The fault drills of issue 5 at full size: real workers, real faults, checked invariants.
+"""The fault drills at full size: real workers, real faults, checked invariants.
 
 Run: `.venv/bin/python bench/bench_drills.py [--drill NAME ...] [--threads N]`. Each drill
 prints what it measured and PASS/FAIL per invariant; the exit code is 1 when any failed.

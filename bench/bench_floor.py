@@ -1,4 +1,4 @@
-"""weft against the hand-written Temporal floor (issue 15), in one run on one dev server.
+"""weft against the hand-written Temporal floor, in one run on one dev server.
 
 Run: `.venv/bin/python bench/bench_floor.py [--steps 20,80,400] [--runs 5]
 [--eager gated|off|always]`.
@@ -13,7 +13,7 @@ on the same tuned dev server (tests/support.py local_stack):
   transcript held by the workflow and passed to the model activity, no store;
 - weft: an AgentThread on an in-process AgentWorker with a SQLite store.
 
-A side's overhead per step is its ms/step less the loop's, as issue 15 measures it: the
+A side's overhead per step is its ms/step less the loop's: the
 model's time grows with the transcript it is sent (for every side alike), so the targets
 (weft's overhead at most 1.3x the floor's, growing under 10 % from the first K to the
 last) are on overhead, and the ratio is the median of each run's own ratio (the sides of a

@@ -3,7 +3,7 @@
 Run: `.venv/bin/python bench/bench_load_compare.py [--threads 50,200] [--workers 1,2]
 [--stores sqlite,postgresql] [--eager gated|off|always]`.
 
-N concurrent conversations of the issue 15 scenario (bench/scenario.py) with 20 add calls
+N concurrent conversations of the benchmark scenario (bench/scenario.py) with 20 add calls
 each: 21 steps a conversation. All N start at once on one task queue, on the same tuned
 dev server (tests/support.py local_stack), one side after the other:
 - the floor (bench/floor.py) on one worker process;

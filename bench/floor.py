@@ -1,4 +1,4 @@
-"""The floor of issue 15: the scenario as a Temporal engineer would write it by hand.
+"""The floor: the scenario as a Temporal engineer would write it by hand.
 
 One activity per model call (weft's OpenAI adapter over httpx, to the scripted server) and
 one per tool call; the workflow holds the whole transcript and passes it as the model
@@ -7,7 +7,7 @@ itself costs, which is what weft's per-step overhead is measured against.
 
 `plain_loop` plays the same loop in process, calling the two activity methods directly:
 no Temporal at all. Its time is the model's and the tool's own, which grows with the
-transcript sent; a side's overhead per step is its time less the loop's (issue 15).
+transcript sent; a side's overhead per step is its time less the loop's.
 (bench/handwritten.py is a different yardstick: it also writes SQLite; bench_steps.py uses it.)
 """
 

@@ -1,4 +1,4 @@
-"""The scenario of issue 15, shared by bench_floor.py and bench_load_compare.py.
+"""The benchmark scenario, shared by bench_floor.py and bench_load_compare.py.
 
 The model calls the `add` tool K times, then answers. Both sides (the hand-written floor
 of bench/floor.py and an AgentThread) play the same script, `SCRIPT`, on the same scripted

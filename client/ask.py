@@ -158,7 +158,7 @@ class _Waiter:
             try:
                 # `rpc_timeout` bounds each poll only: Temporal answers a long poll with "no
                 # outcome yet" (about every 20 s) and the SDK polls again, so `timeout` is
-                # kept here, over the whole wait (issue #34: a queued turn waited forever).
+                # kept here, over the whole wait (a queued turn once waited forever).
                 async with asyncio.timeout(self._overall()):
                     handle = await (self._attach() if attach else self._send())
                     return SubmitTurnResult.model_validate(

@@ -1,4 +1,4 @@
-"""Budgets: what a thread and its whole tree of subagents may spend (issue #16).
+"""Budgets: what a thread and its whole tree of subagents may spend.
 
 A budget is set per thread (`options.budget`), per agent (`budget:` in its definition) and
 raised at run time (the `set_budget` update / signal). The stricter value of each limit

@@ -1,4 +1,4 @@
-"""The `tool_inventory_snapshot` and `execution_environment_snapshot` read models (issue #41).
+"""The `tool_inventory_snapshot` and `execution_environment_snapshot` read models.
 
 Types and names shared by the workflow (which builds them, `workflows/inventory.py`), the
 client (which reads them live or from the store) and the surfaces. What the thread cannot

@@ -1,5 +1,5 @@
 """Fences a write checks in its own transaction, so a late writer cannot record what is no
-longer true (issue #41): one outcome per tool call, and nothing for a closed thread.
+longer true: one outcome per tool call, and nothing for a closed thread.
 
 A check made before the write would race the writer it guards against (the workflow's
 record of an aborted call, the close of the thread); made inside the write transaction,

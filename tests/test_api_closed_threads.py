@@ -1,6 +1,6 @@
 """How the control routes describe a closed or closing thread: the 409 names how it closed in
 the CLI's words, and a second terminate never answers 202 as if it were the one that
-terminated the thread (issue #34 point 10)."""
+terminated the thread."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """docs/http-api.md's route table lists exactly the routes `weft serve` serves, so the docs
-cannot drift from the app again (issue #34: `POST /threads/{id}/budget` was missing)."""
+cannot drift from the app again (`POST /threads/{id}/budget` was once missing)."""
 
 from __future__ import annotations
 

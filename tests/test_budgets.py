@@ -1,4 +1,4 @@
-"""Budgets (issue #16): hard caps on a thread's tree, every attempt counted, raised at run time."""
+"""Budgets: hard caps on a thread's tree, every attempt counted, raised at run time."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Thread bundles (issue #35): export → import round trips between SQLite and PostgreSQL,
+"""Thread bundles: export → import round trips between SQLite and PostgreSQL,
 with equal read models, no secret in the bundle, and refusals of bad bundles."""
 
 from __future__ import annotations

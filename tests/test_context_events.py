@@ -1,4 +1,4 @@
-"""The context and history facts of 001 (issue #41): `context.resolved` per model call,
+"""The context and history facts of 001: `context.resolved` per model call,
 `history.window.loaded` / `history.reconstructed` for a compaction and a continued run;
 through real threads, each event valid against the vendored schema."""
 

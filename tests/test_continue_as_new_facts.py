@@ -1,4 +1,4 @@
-"""A continue-as-new is recorded by the run that exists, once (issue #41): asks sent back to
+"""A continue-as-new is recorded by the run that exists, once: asks sent back to
 back race the run's completion, and a refused continue-as-new leaves no trace in the log."""
 
 from __future__ import annotations

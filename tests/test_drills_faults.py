@@ -1,4 +1,4 @@
-"""Fault drills (issue 5, reduced size): provider faults, cache eviction, SIGTERM drain.
+"""Fault drills (reduced size): provider faults, cache eviction, SIGTERM drain.
 
 Each drill checks that every thread completes and that the retry facts are recorded.
 """

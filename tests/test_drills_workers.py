@@ -1,4 +1,4 @@
-"""Worker and server drills (issue 5, reduced size) with real `weft worker` subprocesses:
+"""Worker and server drills (reduced size) with real `weft worker` subprocesses:
 two workers on PostgreSQL with one SIGKILLed, SIGTERM draining, a dev server restart."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""docs/events.md lists every Agent Runtime event type the code emits (issue #41), and the
+"""docs/events.md lists every Agent Runtime event type the code emits, and the
 check sees a type the page leaves out."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`interrupt_turn` (001): the running turn stops without a new message, the thread stays
-open; also `turn.submitted` and `session.created` / `session.updated` (issue #41).
+open; also `turn.submitted` and `session.created` / `session.updated`.
 
 A real dev server and the scripted model server; the interrupt arrives during a slow model
 reply, a tool call, a permission ask, or when there is nothing to stop.

@@ -1,4 +1,4 @@
-"""The tool inventory and execution environment of a real thread (issue #41): live by query
+"""The tool inventory and execution environment of a real thread: live by query
 and, once terminated, from what the close stored, through the Python API and HTTP, with
 function, prompt, agent (subagent) and MCP tools, ask/deny permissions, an optional tool
 switched off, and a secret env value that never appears."""

@@ -1,4 +1,4 @@
-"""New runs ask no workflow patch mid-run (issue #41's review): a patch asked after a local
+"""New runs ask no workflow patch mid-run: a patch asked after a local
 activity could land in another workflow task on replay. A tool's `state.compact()` in a
 thread that continues as new every 20 events failed its replays about half the time when
 `context-compaction-v1` was asked where the compaction ran (the worker's own workflow task

@@ -1,4 +1,4 @@
-"""A model that reuses a tool-call id in a later turn loses no fact (issue #41): each call's
+"""A model that reuses a tool-call id in a later turn loses no fact: each call's
 `tool.started` and `tool.result` are stored, under ids of the call's own result message."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The routing facts of 001 (issue #41): which models may answer a step, which one does,
+"""The routing facts of 001: which models may answer a step, which one does,
 a fallback taken, and no model left; through real threads, each valid against the schema."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Agent Runtime facts the model activity knows (issue #41): `rate_limit.hit` with the
+"""The Agent Runtime facts the model activity knows: `rate_limit.hit` with the
 provider's Retry-After, `runtime.error` for a provider failure no attempt can cure and
 `reasoning.summary`, `output.truncated` for a preview, through real threads, each event valid against the vendored schema."""
 

@@ -1,6 +1,6 @@
 """A tool's runCode writes `sandbox.applied` (the limits in force) and `sandbox.violation`
 (eval, an unresolvable import, memory over the limit or the ceiling) as thread events that
-validate against the vendored Agent Runtime schema (issue #41)."""
+validate against the vendored Agent Runtime schema."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Span content never shows a secret in any spelling: secrets with `"` and `\\` inside
-tool-call arguments, tool results and JSON nested in strings are redacted (issue #41)."""
+tool-call arguments, tool results and JSON nested in strings are redacted."""
 
 from __future__ import annotations
 

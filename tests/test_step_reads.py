@@ -1,4 +1,4 @@
-"""A step reads the same from the store however long its thread is (issue 15).
+"""A step reads the same from the store however long its thread is.
 
 Counted, not timed: the SQL statements a worker issues for a turn of K tool steps, and the
 transcript rows it loads. Were any per-step read to grow with the thread, the statements

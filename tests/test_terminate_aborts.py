@@ -1,4 +1,4 @@
-"""Terminate aborts what is in flight, and a late completion writes nothing (issue #41).
+"""Terminate aborts what is in flight, and a late completion writes nothing.
 
 A real dev server, a real stdio MCP server (tests/mcp_servers/tools_server.py) and function
 tools that wait; terminate arrives while the call runs.

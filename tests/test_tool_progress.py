@@ -1,4 +1,4 @@
-"""The tool facts of 001 (issue #41): `tool.progress` from a tool's ThreadState and
+"""The tool facts of 001: `tool.progress` from a tool's ThreadState and
 `tool.args` as a model streams a tool call's arguments; through real threads, each event
 valid against the vendored schema."""
 

@@ -1,4 +1,4 @@
-"""A warning is written when it happens (issue #41): an idle thread stores a refused
+"""A warning is written when it happens: an idle thread stores a refused
 signal's `runtime.warning` at once, not with its next turn."""
 
 from __future__ import annotations

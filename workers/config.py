@@ -40,7 +40,7 @@ class TemporalConfig(_Config):
     namespace: str = "default"
     # Not `agents`, the queue of `weft.Worker` without a config: a Python program run
     # beside `weft dev` must not have its threads taken by the CLI's worker, whose
-    # definitions are others (issue #34).
+    # definitions are others.
     task_queue: str = "weft-dev"
     api_key: str | None = None
     tls: bool = False

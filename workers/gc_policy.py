@@ -5,7 +5,7 @@ hundred thousand from start-up alone (the modules of weft, Temporal, pydantic an
 SQLAlchemy, the definitions, the workflow sandbox), none of them ever garbage, and the
 collector walked them all again each time: 130 to 190 ms a full collection, one every
 80 to 160 steps of a quiet thread, a pause that lands on whichever step runs then
-(`bench/bench_floor.py`, issue 15: 2.3 ms a step of pure collection at K=80). `gc.freeze`
+(`bench/bench_floor.py`: 2.3 ms a step of pure collection at K=80). `gc.freeze`
 moves what exists once the worker is built into a generation the collector skips; later
 collections walk only what the worker made since. Objects frozen stay alive for the life
 of the process, so a collection runs first: only live start-up state is frozen.

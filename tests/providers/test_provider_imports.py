@@ -2,7 +2,7 @@
 
 httpcore imports `sniffio` inside each lock and cancel shield it builds; when the package
 is missing, each of those imports fails anew after statting every sys.path entry, a cost
-paid on every model call (issue 15's profile found it in 13 % of model.call's CPU).
+paid on every model call (a profile found it in 13 % of model.call's CPU).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Budget ledgers: what a tree of threads may spend and has spent (issue #16).
+"""Budget ledgers: what a tree of threads may spend and has spent.
 
 Revision ID: 0007
 Revises: 0006
