@@ -63,7 +63,26 @@ def fork_snapshot(
     definitions: Definitions | str | Path | Mapping[str, str] | None = None,
 ) -> DefinitionSnapshot:
     """The snapshot a fork runs on; a name it cannot find raises ValueError naming the flag.
-    `definitions` is a set, a folder, or documents by path (`uploaded_definitions`)."""
+    `definitions` is a set, a folder, or documents by path (`uploaded_definitions`).
+
+    A fork onto other definitions than the source's is pinned to them: its worker serves
+    the source's agent, and a `latest` policy would take those back at the fork's next
+    session (`weft thread upgrade` still moves it to the worker's, when asked)."""
+    changed = _changed_snapshot(source, agent, model, prompt, definitions)
+    if changed is source:
+        return source
+    pinned = changed.agent.model_copy(update={"definitions_policy": "pinned"})
+    changed = changed.model_copy(update={"agent": pinned})
+    return changed.model_copy(update={"snapshot_id": _content_id(changed)})
+
+
+def _changed_snapshot(
+    source: DefinitionSnapshot,
+    agent: str | None,
+    model: str | None,
+    prompt: str | None,
+    definitions: Definitions | str | Path | Mapping[str, str] | None,
+) -> DefinitionSnapshot:
     snapshot = source
     if definitions is not None:
         defs = _definitions(definitions, source)
@@ -89,13 +108,12 @@ def fork_snapshot(
         if model not in snapshot.models:
             raise ValueError(_unknown("--model", "model", model, snapshot.models))
         prompts[side.prompt] = prompts[side.prompt].model_copy(update={"model": model})
-    changed = snapshot.model_copy(
+    return snapshot.model_copy(
         update={
             "agent": snapshot.agent.model_copy(update={"side_a": side}),
             "prompts": prompts,
         }
     )
-    return changed.model_copy(update={"snapshot_id": _content_id(changed)})
 
 
 def _definitions(
