@@ -10,6 +10,7 @@ from starlette.middleware.cors import CORSMiddleware
 from weft.api import (
     bundle_routes,
     control_routes,
+    deployment_routes,
     event_routes,
     fork_routes,
     inbox_routes,
@@ -41,6 +42,7 @@ def create_api(
         inbox_routes,
         bundle_routes,
         fork_routes,
+        deployment_routes,
     )
     for routes in routers:
         app.include_router(routes.router(ctx))

@@ -1,5 +1,6 @@
-"""`weft thread list [--agent A] [--status S]`: the task queue's threads, filtered and shown
-in the status vocabulary of `GET /threads` (client/thread_status.py, docs/thread-status.md)."""
+"""`weft thread list [--agent A] [--schedule NAME] [--status S]`: the task queue's threads,
+filtered and shown in the status vocabulary of `GET /threads` (client/thread_status.py,
+docs/thread-status.md)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def register(actions: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     listing.add_argument("--agent", help="only threads of this agent")
+    listing.add_argument("--schedule", help="only threads this weft schedule started")
     listing.add_argument(
         "--status",
         choices=list(STATUS_MEANINGS),
@@ -40,6 +42,9 @@ async def run(args: argparse.Namespace, config: WeftConfig) -> int:
     clauses = [threads_query(config.temporal.task_queue)]
     if args.agent:
         clauses.append(f"WeftAgent = '{_quote(args.agent)}'")
+    if args.schedule:
+        # Temporal's own attribute: set on the threads of every weft schedule (docs/schedules.md).
+        clauses.append(f"TemporalScheduledById = '{_quote(args.schedule)}'")
     if args.status:
         clauses.append(STATUS_QUERIES[args.status])
     count = 0

@@ -36,6 +36,7 @@ from weft.cli import (
     send_command,
     serve_command,
     tail_command,
+    task_command,
     upgrade_command,
 )
 from weft.cli.parser import CommandParser
@@ -198,6 +199,7 @@ def _parser() -> argparse.ArgumentParser:
     inbox_command.register(commands)
     eval_command.register(commands)
     schedule_command.register(commands)
+    task_command.register(commands)
     deploy_command.register(commands)
 
     code_command.register(commands)

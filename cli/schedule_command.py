@@ -122,7 +122,8 @@ def _row(schedule: WeftSchedule) -> str:
     if last is None:
         outcome = "no runs yet"
     else:
-        outcome = f"{last.status or 'unknown'} {last.workflow_id}"
+        # An `--agent` run's status is its thread's, so the thread is what the line names.
+        outcome = f"{last.status or 'unknown'} {last.thread_id or last.workflow_id}"
         if last.error:
             outcome += f": {last.error}"
     columns = [schedule.name, schedule.target.summary(), schedule.spec, state, following]

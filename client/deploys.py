@@ -12,6 +12,7 @@ import asyncio
 from dataclasses import dataclass
 
 from google.protobuf.message import Message
+from temporalio.api.deployment.v1 import WorkerDeploymentInfo
 from temporalio.api.enums.v1 import RoutingConfigUpdateState
 from temporalio.api.workflowservice.v1 import (
     DescribeWorkerDeploymentRequest,
@@ -108,8 +109,7 @@ class Deploys:
         self._client = client
         self.name = deployment
 
-    async def status(self) -> DeploymentStatus:
-        """The versions Temporal knows, which is current or ramping, and their threads."""
+    async def _describe(self) -> WorkerDeploymentInfo:
         request = DescribeWorkerDeploymentRequest(
             namespace=self._client.namespace, deployment_name=self.name
         )
@@ -121,7 +121,11 @@ class Deploys:
                     f"no worker deployment {self.name!r}: no versioned worker has polled yet"
                 ) from None
             raise
-        info = described.worker_deployment_info
+        return described.worker_deployment_info
+
+    async def status(self) -> DeploymentStatus:
+        """The versions Temporal knows, which is current or ramping, and their threads."""
+        info = await self._describe()
         routing = info.routing_config
         current = routing.current_deployment_version.build_id or None
         ramping = routing.ramping_deployment_version.build_id or None
@@ -147,14 +151,44 @@ class Deploys:
         *,
         ramp: float | None = None,
         propagation_timeout: float = PROPAGATION_TIMEOUT_SECONDS,
-    ) -> None:
+    ) -> bool:
         """Make `build_id` current, or, with `ramp`, the ramping version for that percent of
         new threads (and of threads moving at continue-as-new). Returns once Temporal has
-        told the deployment's task queues (a thread woken earlier would not see it yet)."""
+        told the deployment's task queues (a thread woken earlier would not see it yet):
+        True, or False when `build_id` was current already with no ramp (nothing to do).
+        Promoting the current version again stops a ramp."""
         if not build_id:
             raise DeployError("build id must be non-empty")
         if ramp is not None and not 0 < ramp <= 100:
-            raise DeployError(f"--ramp must be a percent above 0 and at most 100, not {ramp}")
+            raise DeployError(f"ramp must be a percent above 0 and at most 100, not {ramp:g}")
+        try:
+            info = await self._describe()
+        except DeployError as err:
+            raise DeployError(f"cannot promote {self.name}.{build_id}: {err}") from None
+        known = [v.deployment_version.build_id for v in info.version_summaries]
+        if build_id not in known:
+            raise DeployError(
+                f"cannot promote {self.name}.{build_id}: no worker of build {build_id!r} has "
+                f"polled yet (versions: {', '.join(known) or 'none'}); start its workers first"
+            )
+        routing = info.routing_config
+        if build_id == routing.current_deployment_version.build_id:
+            if ramp is None and not routing.ramping_deployment_version.build_id:
+                return False
+            if ramp is None:  # current already: promoting it again stops the ramp
+                await self._set_routing(build_id="", ramp=0.0)
+                await self._until_routed(propagation_timeout)
+                return True
+            raise DeployError(
+                f"cannot ramp {self.name}.{build_id}: it is already current (ramp a version "
+                "that is not, or promote another one first)"
+            )
+        await self._set_routing(build_id=build_id, ramp=ramp)
+        await self._until_routed(propagation_timeout)
+        return True
+
+    async def _set_routing(self, *, build_id: str, ramp: float | None) -> None:
+        """Make `build_id` current (`ramp` None) or ramping (an empty one: no ramp)."""
         service, namespace = self._client.workflow_service, self._client.namespace
         identity = self._client.identity
         try:
@@ -178,24 +212,18 @@ class Deploys:
                     )
                 )
         except RPCError as err:
+            # The version's state changed since it was read above (or Temporal refuses the
+            # move for a reason of its own): its words.
             if err.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
-                raise DeployError(
-                    f"cannot promote {self.name}.{build_id}: {err.message} (a version exists "
-                    "once one of its workers has polled)"
-                ) from None
+                raise DeployError(f"cannot promote {self.name}.{build_id}: {err.message}") from None
             raise
-        await self._until_routed(propagation_timeout)
 
     async def _until_routed(self, timeout: float) -> None:
-        request = DescribeWorkerDeploymentRequest(
-            namespace=self._client.namespace, deployment_name=self.name
-        )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         done = RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED
         while True:
-            described = await self._client.workflow_service.describe_worker_deployment(request)
-            if described.worker_deployment_info.routing_config_update_state == done:
+            if (await self._describe()).routing_config_update_state == done:
                 return
             if loop.time() > deadline:
                 raise DeployError(

@@ -2,8 +2,9 @@
 
 A weft schedule is a plain Temporal Schedule whose id is its name and whose memo
 (`weftSchedule`) says what it does. Each firing either starts `ScheduledDelivery`, which
-queues a message to a standing thread, or starts a new `AgentThread`. Temporal does the
-timing, catch-up, overlap and pausing; nothing here runs on a timer.
+queues a message to a standing thread, or `ScheduledThreadStart`, which starts a new
+`AgentThread` with a readable id. Temporal does the timing, catch-up, overlap and pausing;
+nothing here runs on a timer.
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ from pydantic import ValidationError
 from temporalio.client import (
     Client,
     Schedule,
-    ScheduleActionExecutionStartWorkflow,
-    ScheduleActionResult,
     ScheduleActionStartWorkflow,
     ScheduleAlreadyRunningError,
     ScheduleDescription,
@@ -29,7 +28,6 @@ from temporalio.client import (
     SchedulePolicy,
     ScheduleState,
     WorkflowExecutionStatus,
-    WorkflowFailureError,
 )
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -46,15 +44,23 @@ from weft.client.schedule_inputs import (
     schedule_spec,
     scheduled_message,
 )
+from weft.client.schedule_runs import ScheduleRun, ScheduleRuns
 from weft.client.thread_status import closed_message
 from weft.contract.messages import QueuedMessage
+from weft.contract.scheduled_threads import (
+    RUN_MEMO,
+    SCHEDULED_THREAD_TYPE,
+    ScheduledThreadInput,
+)
 from weft.contract.schedules import SCHEDULED_DELIVERY_TYPE, ScheduledDeliveryInput
 from weft.contract.thread import WORKFLOW_TYPE, ThreadStartInput
 from weft.contract.wire import CamelModel
 
-# The schedule's memo key (what the schedule does), and the memo key on each run it starts.
+# The schedule's memo key: what the schedule does.
 SCHEDULE_MEMO = "weftSchedule"
-RUN_MEMO = "weftScheduledBy"
+# The overlap policies under which a run must stay open while its thread runs: the policy
+# is about the previous thread, which only the run that started it can stand for.
+_POLICIES_ABOUT_THE_THREAD = frozenset(ScheduleOverlapPolicy) - {ScheduleOverlapPolicy.ALLOW_ALL}
 
 
 class ScheduleTarget(CamelModel):
@@ -75,21 +81,6 @@ class ScheduleTarget(CamelModel):
         if self.kind == "thread":
             return f"thread {self.thread_id}"
         return f"agent {self.agent} (a new thread each run)"
-
-
-class ScheduleRun(CamelModel):
-    """One workflow a schedule started.
-
-    `status` (`running`, `completed`, `failed`, …) and `error` are looked up for the last
-    run only; None elsewhere, and for a run past the namespace's retention.
-    """
-
-    workflow_id: str
-    run_id: str
-    scheduled_at: datetime
-    started_at: datetime
-    status: str | None = None
-    error: str | None = None
 
 
 class WeftSchedule(CamelModel):
@@ -122,6 +113,7 @@ class Schedules:
     def __init__(self, client: Client, *, task_queue: str = "agents") -> None:
         self._client = client
         self._task_queue = task_queue
+        self._runs = ScheduleRuns(client)
 
     async def create(
         self,
@@ -145,7 +137,8 @@ class Schedules:
         Defaults (docs/schedules.md): `--thread` schedules SKIP a firing while the previous
         delivery still runs and pause when a delivery fails (the thread is gone);
         `--agent` schedules ALLOW_ALL, because a thread never completes on its own and any
-        other policy would wait for it for ever. Both catch up at most
+        other policy waits for the previous thread to close (each run stays open while its
+        thread runs). Both catch up at most
         `DEFAULT_CATCHUP_WINDOW` of missed runs. Raises `ScheduleExists`, or
         `ScheduleError` naming the bad argument.
         """
@@ -161,11 +154,11 @@ class Schedules:
             )
             default_overlap, default_pause = ScheduleOverlapPolicy.SKIP, True
         elif agent is not None and thread is None:
-            action = self._thread_start(name, agent, content)
+            default_overlap, default_pause = ScheduleOverlapPolicy.ALLOW_ALL, False
+            action = self._thread_start(name, agent, content, overlap_or(overlap, default_overlap))
             target = ScheduleTarget(
                 kind="agent", agent=agent, message_preview=preview, spec=spec_text
             )
-            default_overlap, default_pause = ScheduleOverlapPolicy.ALLOW_ALL, False
         else:
             raise ScheduleError("give exactly one target: a thread id or an agent name")
         policy = SchedulePolicy(
@@ -259,17 +252,21 @@ class Schedules:
         )
 
     def _thread_start(
-        self, name: str, agent: str, message: QueuedMessage
+        self, name: str, agent: str, message: QueuedMessage, overlap: ScheduleOverlapPolicy
     ) -> ScheduleActionStartWorkflow:
-        start = ThreadStartInput(agent=agent, messages=[message])
+        scheduled = ScheduledThreadInput(
+            schedule=name,
+            start=ThreadStartInput(agent=agent, messages=[message]),
+            wait_for_close=overlap in _POLICIES_ABOUT_THE_THREAD,
+        )
         return ScheduleActionStartWorkflow(
-            WORKFLOW_TYPE,
-            start,
-            # The thread id: Temporal appends each run's scheduled time, one thread per run.
-            id=f"{name}-thread",
+            SCHEDULED_THREAD_TYPE,
+            scheduled,
+            # Temporal appends each run's scheduled time; the run names the thread itself.
+            id=f"{name}-start",
             task_queue=self._task_queue,
             memo={RUN_MEMO: name},
-            static_summary=f"weft schedule {name}: a new {agent} thread",
+            static_summary=f"weft schedule {name}: starts a new {agent} thread",
         )
 
     async def _thread_task_queue(self, thread_id: str) -> str:
@@ -291,10 +288,10 @@ class Schedules:
 
     async def _view(self, description: ScheduleDescription, target: ScheduleTarget) -> WeftSchedule:
         info, schedule = description.info, description.schedule
-        recent = [run for run in map(_run, info.recent_actions) if run is not None]
+        recent = await self._runs.recent(description)
         last = None
         if recent:
-            last = recent[-1] = await self._with_outcome(recent[-1])
+            last = recent[-1] = await self._runs.with_outcome(recent[-1])
         window = schedule.policy.catchup_window
         return WeftSchedule(
             name=description.id,
@@ -313,24 +310,6 @@ class Schedules:
             missed_catchup_window=info.num_actions_missed_catchup_window,
         )
 
-    async def _with_outcome(self, run: ScheduleRun) -> ScheduleRun:
-        """`run` with its status, and its error when it failed."""
-        handle = self._client.get_workflow_handle(run.workflow_id, run_id=run.run_id)
-        try:
-            described = await handle.describe()
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:  # past the namespace's retention
-                return run
-            raise
-        status = described.status or WorkflowExecutionStatus.RUNNING
-        error = None
-        if status == WorkflowExecutionStatus.FAILED:
-            try:
-                await handle.result(follow_runs=False)
-            except WorkflowFailureError as failure:
-                error = str(failure.cause)
-        return run.model_copy(update={"status": status.name.lower(), "error": error})
-
 
 def _target(memo: Any) -> ScheduleTarget | None:
     """The weft target in a schedule's memo value; None when it is not weft's."""
@@ -340,18 +319,6 @@ def _target(memo: Any) -> ScheduleTarget | None:
         return ScheduleTarget.model_validate(memo)
     except ValidationError:
         return None
-
-
-def _run(action: ScheduleActionResult) -> ScheduleRun | None:
-    execution = action.action
-    if not isinstance(execution, ScheduleActionExecutionStartWorkflow):
-        return None
-    return ScheduleRun(
-        workflow_id=execution.workflow_id,
-        run_id=execution.first_execution_run_id,
-        scheduled_at=action.scheduled_at,
-        started_at=action.started_at,
-    )
 
 
 @contextmanager

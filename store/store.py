@@ -31,6 +31,7 @@ from weft.store.rate_limits import RateLimits
 from weft.store.snapshots import Snapshots
 from weft.store.step_reads import StepReads
 from weft.store.subagents import Subagents
+from weft.store.tasks import Tasks
 from weft.store.threads import Threads
 from weft.store.transcripts import Transcripts
 from weft.store.urls import create_store_engine
@@ -70,6 +71,8 @@ class Store:
         self.budgets = Budgets(self._database)
         # Rate limits shared by every worker (docs/rate-limits.md).
         self.rate_limits = RateLimits(self._database)
+        # Tasks and their logs (docs/tasks.md).
+        self.tasks = Tasks(self._database)
         self.step_reads = StepReads(self._database, self.threads, self.transcripts)
 
     @classmethod

@@ -363,3 +363,18 @@ thread_links = Table(
     Column("successor_thread_id", String(ID_LENGTH)),
     Column("updated_at", UTCDateTime, nullable=False),
 )
+
+# Tasks (docs/tasks.md), one row per task, folded from the task's own `task.*` events
+# (stored under the task id) in the commit that stores them.
+tasks = Table(
+    "tasks",
+    metadata,
+    Column("task_id", String(ID_LENGTH), primary_key=True),
+    Column("status", String(32), nullable=False),
+    Column("assignee", String(ID_LENGTH), nullable=False),
+    Column("session_id", String(ID_LENGTH)),
+    Column("data", JSON, nullable=False),  # the TaskRecord, as the events made it
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Index("ix_tasks_status_updated", "status", "updated_at"),
+)

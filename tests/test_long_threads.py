@@ -20,6 +20,7 @@ from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 
 from weft.contract.messages import MessagePage
 from weft.workflows.agent_thread import TRUTHFUL_LOG_PATCH
+from weft.workflows.definitions_refresh import DEFINITIONS_VERSION_PATCH
 from weft.workflows.history_gauge import GAUGE_PATCH
 from weft.workflows.subagents.spawner import CHILD_ID_PATCH
 
@@ -128,8 +129,8 @@ async def test_three_hundred_steps_across_runs_lose_nothing(
     print(f"signals during a transition: {first} in a first task, {rejected} rejected CAN")
     assert first + rejected >= 1, "no signal arrived during a transition"
     # Each run decides from the history gauge, asked for in its first workflow task: the
-    # run's first command is that patch's marker, the truthful-log and child-id patches
-    # (asked once per run, agent_thread.py) follow in the same task, and no later patch
+    # run's first command is that patch's marker, the truthful-log, child-id and
+    # definitions-version patches (asked once per run) follow in the same task, no later patch
     # marker is written.
     # (A patch asked for where a run decides could land where a replay does not ask.)
     scheduled = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
@@ -140,7 +141,12 @@ async def test_three_hundred_steps_across_runs_lose_nothing(
             continue  # fetched before its first task had completed or had commands
         first_command = run.events[task_done[0]]  # ids count from 1: the event after it
         markers = patch_markers(run)
-        assert [name for _, name in markers] == [GAUGE_PATCH, TRUTHFUL_LOG_PATCH, CHILD_ID_PATCH]
+        assert [name for _, name in markers] == [
+            GAUGE_PATCH,
+            TRUTHFUL_LOG_PATCH,
+            CHILD_ID_PATCH,
+            DEFINITIONS_VERSION_PATCH,
+        ]
         assert markers[0][0] == first_command.event_id
         assert len(task_done) == 1 or markers[-1][0] < task_done[1]
         assert first_command.event_id < min(

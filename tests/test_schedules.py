@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import io
 import json
-import uuid
+import re
 from collections.abc import Awaitable, Callable
-from contextlib import redirect_stderr, redirect_stdout
 from datetime import timedelta
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import yaml
+from schedule_support import cli_config, eventually, schedule_name, weft_cli, weft_ok
 from support import add_script, agent_definitions, idle_after, start_thread, wait_until
 from temporalio.client import (
     Schedule,
@@ -23,64 +20,8 @@ from temporalio.client import (
 )
 
 import weft
-from weft.cli.main import run
 from weft.client.schedules import RUN_MEMO, Schedules, WeftSchedule
 from weft.contract.thread import SIGNAL_TERMINATE
-
-T = TypeVar("T")
-
-
-def _cli_config(tmp_path: Path, weft_config: Any, task_queue: str) -> Path:
-    path = tmp_path / "cli.yml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "temporal": {"address": weft_config.temporal.address, "taskQueue": task_queue},
-                "store": {"url": weft_config.store_url()},
-            }
-        )
-    )
-    return path
-
-
-async def _weft(config: Path, *args: str) -> tuple[int, str, str]:
-    """Run the `weft` entry point in-process: (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-
-    def call() -> int:
-        with redirect_stdout(out), redirect_stderr(err):
-            try:
-                return run(["--config", str(config), *args])
-            except SystemExit as exit_:  # argparse refuses bad usage this way
-                return int(exit_.code or 0)
-
-    # `run` drives its own event loop, so it runs in a thread beside the test's loop.
-    code = await asyncio.to_thread(call)
-    return code, out.getvalue(), err.getvalue()
-
-
-async def _ok(config: Path, *args: str) -> str:
-    code, out, err = await _weft(config, *args)
-    assert code == 0, f"weft {' '.join(args)} exited {code}: {err}"
-    return out
-
-
-async def _eventually(
-    probe: Callable[[], Awaitable[T]], holds: Callable[[T], bool], *, timeout: float = 20
-) -> T:
-    """Poll `probe` until its value satisfies `holds`, or fail naming the last value."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    value = await probe()
-    while not holds(value):
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s; last value: {value}")
-        await asyncio.sleep(0.2)
-        value = await probe()
-    return value
-
-
-def _name(kind: str) -> str:
-    return f"{kind}-{uuid.uuid4().hex[:8]}"
 
 
 async def test_thread_schedule_delivers_pauses_resumes_and_deletes(
@@ -90,12 +31,12 @@ async def test_thread_schedule_delivers_pauses_resumes_and_deletes(
     schedule's name; pause stops the deliveries, unpause resumes them, delete unlists it."""
     script = add_script(scripted_server, {"replies": [{"text": "pong"}]})
     worker = await start_worker(agent_definitions(script))
-    config = _cli_config(tmp_path, weft_config, worker.task_queue)
+    config = cli_config(tmp_path, weft_config, worker.task_queue)
     thread = await start_thread(temporal_client, worker.task_queue)
-    name = _name("tick")
+    name = schedule_name("tick")
     schedules = Schedules(temporal_client, task_queue=worker.task_queue)
 
-    created = await _ok(
+    created = await weft_ok(
         config, "schedule", "create", name, "--every", "1s", "--thread", thread.id, "-m", "tick"
     )
     assert f"created schedule {name}: thread {thread.id}, every 1s" in created
@@ -104,7 +45,7 @@ async def test_thread_schedule_delivers_pauses_resumes_and_deletes(
     assert delivered and {m.content for m in delivered} == {"tick"}
     assert all(m.metadata.get("schedule") == name for m in delivered)
 
-    await _ok(config, "schedule", "pause", name, "--note", "quiet hours")
+    await weft_ok(config, "schedule", "pause", name, "--note", "quiet hours")
     # A delivery started just before the pause may still land; then nothing more does.
     await asyncio.sleep(1.2)
     settled = await wait_until(thread, idle_after(2))
@@ -112,40 +53,53 @@ async def test_thread_schedule_delivers_pauses_resumes_and_deletes(
     await asyncio.sleep(2.5)
     assert (await schedules.describe(name)).runs == runs, "a paused schedule fired"
     assert (await wait_until(thread, idle_after(2))).counters.turns == settled.counters.turns
-    listed = await _eventually(lambda: _ok(config, "schedule", "list"), lambda out: name in out)
+    listed = await eventually(lambda: weft_ok(config, "schedule", "list"), lambda out: name in out)
     row = next(line for line in listed.splitlines() if line.startswith(name))
     assert "paused (quiet hours)" in row and f"thread {thread.id}" in row and "every 1s" in row
     assert "last: completed" in row
 
-    await _ok(config, "schedule", "unpause", name)
+    await weft_ok(config, "schedule", "unpause", name)
     await wait_until(thread, idle_after(settled.counters.turns + 1))
     assert (await schedules.describe(name)).runs > runs
 
-    assert f"deleted schedule {name}" in await _ok(config, "schedule", "delete", name)
-    assert name not in await _ok(config, "schedule", "list")
-    code, _, err = await _weft(config, "schedule", "show", name)
+    assert f"deleted schedule {name}" in await weft_ok(config, "schedule", "delete", name)
+    assert name not in await weft_ok(config, "schedule", "list")
+    code, _, err = await weft_cli(config, "schedule", "show", name)
     assert code == 1 and f"no schedule named '{name}'" in err
 
 
 async def test_agent_schedule_starts_a_new_thread_each_run(
     start_worker, temporal_client, scripted_server, weft_config, tmp_path
 ):
-    """An --agent schedule starts a new thread on every run (overlap allow_all), each with
-    the message as its first turn and the schedule's name in its memo and UI summary."""
+    """An --agent schedule starts a new `<agent>-<12 hex>` thread on every run (overlap
+    allow_all), each with the message as its first turn, the schedule's name in its memo and
+    UI summary, and found from the schedule by `schedule show`, `schedule list` and
+    `thread list --schedule`."""
     script = add_script(scripted_server, {"replies": [{"text": "good morning"}]})
     worker = await start_worker(agent_definitions(script))
-    config = _cli_config(tmp_path, weft_config, worker.task_queue)
-    name = _name("morning")
-    await _ok(config, "schedule", "create", name, "--every", "1s", "--agent", "helper", "-m", "hi")
+    config = cli_config(tmp_path, weft_config, worker.task_queue)
+    name = schedule_name("morning")
+    await weft_ok(
+        config, "schedule", "create", name, "--every", "1s", "--agent", "helper", "-m", "hi"
+    )
     try:
-        described = await _eventually(
-            lambda: Schedules(temporal_client).describe(name), lambda s: len(s.recent_runs) >= 2
+        described = await eventually(
+            lambda: Schedules(temporal_client).describe(name),
+            lambda s: sum(run.thread_id is not None for run in s.recent_runs) >= 2,
         )
+        shown = json.loads(await weft_ok(config, "schedule", "show", name))
+        listed = await weft_ok(config, "schedule", "list")
     finally:
-        await _ok(config, "schedule", "delete", name)
+        await weft_ok(config, "schedule", "delete", name)
     assert described.overlap == "allow_all"
-    thread_ids = [run.workflow_id for run in described.recent_runs]
+    started = [run for run in described.recent_runs if run.thread_id is not None]
+    thread_ids = [run.thread_id for run in started if run.thread_id is not None]
     assert len(set(thread_ids)) == len(thread_ids)
+    assert all(re.fullmatch(r"helper-[0-9a-f]{12}", thread_id) for thread_id in thread_ids)
+    assert all(run.workflow_id.startswith(f"{name}-start-") for run in started)
+    assert set(thread_ids) <= {run["threadId"] for run in shown["recentRuns"]}
+    row = next(line for line in listed.splitlines() if line.startswith(name))
+    assert re.search(r"last: running helper-[0-9a-f]{12}$", row), row
     for thread_id in thread_ids[:2]:
         handle = temporal_client.get_workflow_handle(thread_id)
         state = await wait_until(handle, idle_after(1))
@@ -156,6 +110,11 @@ async def test_agent_schedule_starts_a_new_thread_each_run(
         assert await execution.static_summary() == f"weft schedule {name}: a new helper thread"
         first = worker.store.messages.list(thread_id)[0]
         assert (first.role, first.content, first.metadata) == ("user", "hi", {"schedule": name})
+    threads = await eventually(
+        lambda: weft_ok(config, "thread", "list", "--schedule", name),
+        lambda out: set(thread_ids[:2]) <= set(re.findall(r"^\S+", out, re.M)),
+    )
+    assert all(line.startswith("helper-") for line in threads.splitlines())
 
 
 async def test_delivery_to_a_closed_thread_fails_its_run_and_pauses(
@@ -165,24 +124,26 @@ async def test_delivery_to_a_closed_thread_fails_its_run_and_pauses(
     and the schedule pauses itself instead of failing on every later run."""
     script = add_script(scripted_server, {"replies": [{"text": "pong"}]})
     worker = await start_worker(agent_definitions(script))
-    config = _cli_config(tmp_path, weft_config, worker.task_queue)
+    config = cli_config(tmp_path, weft_config, worker.task_queue)
     thread = await start_thread(temporal_client, worker.task_queue)
-    name = _name("orphan")
-    await _ok(config, "schedule", "create", name, "--every", "1h", "--thread", thread.id, "-m", "x")
+    name = schedule_name("orphan")
+    await weft_ok(
+        config, "schedule", "create", name, "--every", "1h", "--thread", thread.id, "-m", "x"
+    )
     await thread.signal(SIGNAL_TERMINATE, {"reason": "done"})
     await thread.result()
 
-    assert f"triggered schedule {name}" in await _ok(config, "schedule", "trigger", name)
+    assert f"triggered schedule {name}" in await weft_ok(config, "schedule", "trigger", name)
     schedules = weft.Schedules(temporal_client, task_queue=worker.task_queue)
 
     def failed_and_paused(schedule: WeftSchedule) -> bool:
         return schedule.paused and schedule.last_run is not None and bool(schedule.last_run.error)
 
-    shown = await _eventually(lambda: schedules.describe(name), failed_and_paused)
+    shown = await eventually(lambda: schedules.describe(name), failed_and_paused)
     assert shown.last_run is not None and shown.last_run.status == "failed"
     assert f"cannot deliver to thread '{thread.id}'" in (shown.last_run.error or "")
     assert "does not exist or is closed" in (shown.last_run.error or "")
-    as_json = json.loads(await _ok(config, "schedule", "show", name))
+    as_json = json.loads(await weft_ok(config, "schedule", "show", name))
     assert as_json["lastRun"]["status"] == "failed" and as_json["paused"] is True
     await schedules.delete(name)
 
@@ -191,8 +152,8 @@ async def test_bad_schedule_input_is_refused_with_a_clear_error(
     temporal_client, weft_config, tmp_path
 ):
     """Bad CLI input exits non-zero with one line naming what is wrong, never a traceback."""
-    config = _cli_config(tmp_path, weft_config, weft_config.temporal.task_queue)
-    name = _name("bad")
+    config = cli_config(tmp_path, weft_config, weft_config.temporal.task_queue)
+    name = schedule_name("bad")
     target = ["--agent", "helper", "-m", "hi"]
     cases: list[tuple[list[str], int, str]] = [
         (["--every", "1m", "--thread", "t", *target], 2, "not allowed with argument"),
@@ -207,27 +168,29 @@ async def test_bad_schedule_input_is_refused_with_a_clear_error(
         (["--every", "1m", "--overlap", "sometimes", *target], 2, "invalid choice"),
     ]
     for args, expected_code, message in cases:
-        code, _, err = await _weft(config, "schedule", "create", name, *args)
+        code, _, err = await weft_cli(config, "schedule", "create", name, *args)
         assert (code, message in err) == (expected_code, True), (args, code, err)
         assert "Traceback" not in err
-    code, _, err = await _weft(config, "schedule", "create", "bad name", "--every", "1m", *target)
+    code, _, err = await weft_cli(
+        config, "schedule", "create", "bad name", "--every", "1m", *target
+    )
     assert code == 1 and "invalid schedule name 'bad name'" in err
 
-    await _ok(config, "schedule", "create", name, "--every", "1h", *target)
+    await weft_ok(config, "schedule", "create", name, "--every", "1h", *target)
     try:
-        code, _, err = await _weft(config, "schedule", "create", name, "--every", "1h", *target)
+        code, _, err = await weft_cli(config, "schedule", "create", name, "--every", "1h", *target)
         assert code == 1 and f"a schedule named '{name}' exists already" in err
     finally:
-        await _ok(config, "schedule", "delete", name)
+        await weft_ok(config, "schedule", "delete", name)
     for action in ("pause", "unpause", "trigger", "delete", "show"):
-        code, _, err = await _weft(config, "schedule", action, name)
+        code, _, err = await weft_cli(config, "schedule", action, name)
         assert code == 1 and f"weft: no schedule named '{name}'" in err, (action, err)
 
 
 async def test_schedules_weft_did_not_create_are_left_alone(temporal_client, weft_config, tmp_path):
     """A schedule without weft's memo is neither listed nor paused or deleted by weft."""
-    config = _cli_config(tmp_path, weft_config, weft_config.temporal.task_queue)
-    name = _name("foreign")
+    config = cli_config(tmp_path, weft_config, weft_config.temporal.task_queue)
+    name = schedule_name("foreign")
     await temporal_client.create_schedule(
         name,
         Schedule(
@@ -237,10 +200,10 @@ async def test_schedules_weft_did_not_create_are_left_alone(temporal_client, wef
     )
     try:
         for action in ("pause", "delete"):
-            code, _, err = await _weft(config, "schedule", action, name)
+            code, _, err = await weft_cli(config, "schedule", action, name)
             assert code == 1 and "was not created by weft" in err
-        await _eventually(_all_schedule_ids(temporal_client), lambda ids: name in ids)
-        assert name not in await _ok(config, "schedule", "list")
+        await eventually(_all_schedule_ids(temporal_client), lambda ids: name in ids)
+        assert name not in await weft_ok(config, "schedule", "list")
         await temporal_client.get_schedule_handle(name).describe()  # still there
     finally:
         await temporal_client.get_schedule_handle(name).delete()

@@ -85,6 +85,9 @@ _EXPORTS: dict[str, str] = {
     "ThreadStartRefused": "weft.client.starts",
     "ScheduleError": "weft.client.schedules",
     "Schedules": "weft.client.schedules",
+    "TaskError": "weft.client.tasks",
+    "Tasks": "weft.client.tasks",
+    "TaskRecord": "weft.contract.tasks",
     "RespondActionResult": "weft.contract.actions",
     "Event": "weft.contract.events",
     "ForkRefused": "weft.contract.forks",
@@ -116,11 +119,13 @@ if TYPE_CHECKING:
     from weft.client.bundles import BundleRef
     from weft.client.schedules import ScheduleError, Schedules
     from weft.client.starts import ThreadStartRefused
+    from weft.client.tasks import TaskError, Tasks
     from weft.contract.actions import RespondActionResult
     from weft.contract.bundles import BundleError
     from weft.contract.events import Event
     from weft.contract.forks import ForkRefused, ForkResult
     from weft.contract.mcp import McpServerDef
+    from weft.contract.tasks import TaskRecord
     from weft.contract.thread import ThreadOptions, ThreadRead, ThreadResult
     from weft.contract.turns import StopReason, TurnResult, UsageTotals
     from weft.definitions import (
@@ -172,6 +177,9 @@ __all__ = [
     "SearchAttributesMissing",
     "StopReason",
     "Store",
+    "TaskError",
+    "TaskRecord",
+    "Tasks",
     "Thread",
     "ThreadFailed",
     "ThreadOptions",

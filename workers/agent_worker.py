@@ -30,6 +30,8 @@ from weft.activities.rate_limits import RateLimiter
 from weft.activities.sandbox import SandboxPool
 from weft.activities.snapshots import SnapshotCache
 from weft.activities.spans import Spans
+from weft.activities.task_attempts import TaskAttemptActivities
+from weft.activities.task_records import TaskRecordActivities
 from weft.activities.thread_records import ThreadRecordActivities
 from weft.activities.tool_call import ToolActivities
 from weft.activities.tool_replay import ToolReplays
@@ -58,6 +60,8 @@ from weft.workers.telemetry import activity_spans, has_tracing, tracing_intercep
 from weft.workers.telemetry import tracer_provider as tracer_provider_for
 from weft.workflows.agent_thread import AgentThreadWorkflow
 from weft.workflows.scheduled_delivery import ScheduledDeliveryWorkflow
+from weft.workflows.scheduled_thread import scheduled_thread_workflow
+from weft.workflows.tasks.task_run import TaskRunWorkflow
 
 # What a stdio MCP server inherits beyond the SDK's safe base (HOME, LOGNAME, PATH, SHELL,
 # TERM, USER): the locale and the temp folder. Never the whole environment: it holds the
@@ -227,6 +231,8 @@ class AgentWorker:
         effects = EffectActivities(store, self.definitions, snapshots, sandbox=pool)
         copies = FileCopyActivities(store)
         variable_requests = VariableRequestActivities(store)
+        task_records = TaskRecordActivities(store)
+        task_attempts = TaskAttemptActivities(store, client)
         gate = eager_gate(self._recovery)
         self._recovering = RecoveryInterceptor(
             client,
@@ -241,7 +247,12 @@ class AgentWorker:
         self.worker = Worker(
             client,
             task_queue=self.task_queue,
-            workflows=[AgentThreadWorkflow, ScheduledDeliveryWorkflow],
+            workflows=[
+                AgentThreadWorkflow,
+                ScheduledDeliveryWorkflow,
+                scheduled_thread_workflow(versioned=version is not None),
+                TaskRunWorkflow,
+            ],
             activities=[
                 records.init_thread,
                 records.refresh_definitions,
@@ -254,6 +265,10 @@ class AgentWorker:
                 code.run,
                 copies.copy_files,
                 variable_requests.request_variables,
+                task_records.record,
+                task_records.dependencies,
+                task_records.dependents,
+                task_attempts.attempt,
             ],
             workflow_runner=workflow_runner(client.data_converter),
             max_cached_workflows=self._max_cached,

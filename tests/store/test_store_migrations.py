@@ -43,7 +43,7 @@ def test_open_creates_schema_at_head(store_url: str) -> None:
     """Opening an empty database creates every table and records the head revision."""
     with Store.open(store_url) as store:
         assert TABLES <= _tables(store)
-        assert _revision(store) == "0012"
+        assert _revision(store) == "0013"
 
 
 def test_open_twice_is_idempotent(store_url: str) -> None:
@@ -51,7 +51,7 @@ def test_open_twice_is_idempotent(store_url: str) -> None:
     with Store.open(store_url) as store:
         store.values.set("t", "k", 1)
     with Store.open(store_url) as store:
-        assert _revision(store) == "0012"
+        assert _revision(store) == "0013"
         assert store.values.get("t", "k") == 1
 
 
@@ -72,7 +72,7 @@ def test_concurrent_opens_migrate_once(store_url: str) -> None:
         worker.join()
     assert errors == []
     with Store.open(store_url, migrate=False) as store:
-        assert _revision(store) == "0012"
+        assert _revision(store) == "0013"
 
 
 def test_open_without_migrate_leaves_database_empty(store_url: str) -> None:

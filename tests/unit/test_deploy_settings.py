@@ -76,10 +76,12 @@ def test_a_deploy_command_without_a_deployment_says_how_to_name_one(tmp_path, ca
 
 
 def test_a_bad_worker_flag_is_one_line_naming_it(tmp_path, capsys):
-    """`weft worker --deployment a.b` fails before connecting, naming the field."""
+    """`weft worker --deployment a.b` fails before connecting, naming the flag (exit 2)."""
     path = write_config(tmp_path, f"definitions: {DEFINITIONS}\n")
-    assert run(["--config", str(path), "worker", "--deployment", "a.b"]) == 1
-    assert "name" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        run(["--config", str(path), "worker", "--deployment", "a.b"])
+    assert exited.value.code == 2
+    assert "argument --deployment" in capsys.readouterr().err
 
 
 def test_each_thread_kind_is_told_when_it_moves():

@@ -1,0 +1,129 @@
+"""Tasks in the store: each task's `task.*` events under the task id, and the `tasks` row
+folded from them (`contract.tasks.apply_event`) in the commit that stores them.
+
+The row is a cache of the log: `rebuild` folds the log alone, and a retried write stores
+nothing twice (events are idempotent by id, and only newly stored events are folded).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from sqlalchemy import Connection, select
+
+from weft.contract.events import Event
+from weft.contract.tasks import TERMINAL_STATUSES, TaskRecord, apply_event, rebuild
+from weft.store.database import Database
+from weft.store.events import insert_events
+from weft.store.rows import row_to_event
+from weft.store.tables import events, tasks
+
+_READ_LIMIT = 10_000
+
+
+class Tasks:
+    """Write a task's events with its row; read rows, the graph, and the log."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def record(self, events_: Sequence[Event]) -> list[Event]:
+        """Store `events_` (each under its task id, `thread_id` being the log key) and fold
+        the newly stored ones into their rows; returns the newly stored events."""
+        by_task: dict[str, list[Event]] = {}
+        for event in events_:
+            by_task.setdefault(event.thread_id, []).append(event)
+        if not by_task:
+            return []
+
+        def once() -> list[Event]:
+            with self._db.write() as connection:
+                stored = insert_events(self._db, connection, by_task)
+                for task_id in sorted(by_task):
+                    _fold(
+                        self._db, connection, task_id, [e for e in stored if e.thread_id == task_id]
+                    )
+                return stored
+
+        return self._db.retrying(once)
+
+    def get(self, task_id: str) -> TaskRecord | None:
+        """The task's row, or None when no such task was created."""
+        with self._db.read() as connection:
+            data = connection.scalar(select(tasks.c.data).where(tasks.c.task_id == task_id))
+        return None if data is None else TaskRecord.model_validate(data)
+
+    def list(
+        self,
+        *,
+        statuses: Sequence[str] | None = None,
+        session_id: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[TaskRecord]:
+        """Tasks, most recently changed first, optionally of `statuses` or one session."""
+        query = select(tasks.c.data).order_by(tasks.c.updated_at.desc(), tasks.c.task_id)
+        if statuses is not None:
+            query = query.where(tasks.c.status.in_(list(statuses)))
+        if session_id is not None:
+            query = query.where(tasks.c.session_id == session_id)
+        with self._db.read() as connection:
+            rows = connection.scalars(query.limit(limit))
+            return [TaskRecord.model_validate(data) for data in rows]
+
+    def statuses(self, task_ids: Sequence[str]) -> dict[str, str]:
+        """The status of each of `task_ids` that exists."""
+        query = select(tasks.c.task_id, tasks.c.status).where(tasks.c.task_id.in_(list(task_ids)))
+        with self._db.read() as connection:
+            return {task_id: status for task_id, status in connection.execute(query)}
+
+    def graph(self) -> dict[str, builtins.list[str]]:
+        """Every task's dependencies (task id → the ids it depends on)."""
+        with self._db.read() as connection:
+            rows = connection.scalars(select(tasks.c.data))
+            return {str(d["taskId"]): list(d.get("dependencies") or []) for d in rows}
+
+    def dependents(self, task_id: str) -> builtins.list[str]:
+        """The unfinished tasks that depend on `task_id`."""
+        query = select(tasks.c.data).where(tasks.c.status.not_in(list(TERMINAL_STATUSES)))
+        with self._db.read() as connection:
+            rows = connection.scalars(query)
+            return [str(d["taskId"]) for d in rows if task_id in (d.get("dependencies") or [])]
+
+    def events(self, task_id: str, *, after: int = 0) -> builtins.list[Event]:
+        """The task's log, oldest first."""
+        query = (
+            select(events.c.data)
+            .where(events.c.thread_id == task_id, events.c.sequence > after)
+            .order_by(events.c.sequence)
+            .limit(_READ_LIMIT)
+        )
+        with self._db.read() as connection:
+            return [row_to_event(data) for data in connection.scalars(query)]
+
+    def rebuild(self, task_id: str) -> TaskRecord | None:
+        """The task as its log alone says (the row is a cache of this)."""
+        return rebuild([e.to_wire() for e in self.events(task_id)])
+
+
+def _fold(database: Database, connection: Connection, task_id: str, fresh: list[Event]) -> None:
+    """Fold newly stored events into the task's row, in the caller's transaction."""
+    if not fresh:
+        return
+    data = connection.scalar(select(tasks.c.data).where(tasks.c.task_id == task_id))
+    record = None if data is None else TaskRecord.model_validate(data)
+    for event in fresh:
+        record = apply_event(record, event.to_wire())
+    if record is None:
+        return  # events of a task whose task.created is not stored: nothing to fold into
+    now = datetime.now(UTC)
+    values = {
+        "status": record.status,
+        "assignee": record.assignee,
+        "session_id": record.scope.session_id,
+        "data": record.model_dump(mode="json"),
+        "updated_at": now,
+    }
+    insert = database.insert(tasks).values(task_id=task_id, created_at=now, **values)
+    connection.execute(insert.on_conflict_do_update(index_elements=["task_id"], set_=values))

@@ -1,0 +1,1 @@
+"""Tasks on Temporal: the `TaskRun` workflow, one per task (docs/tasks.md)."""

@@ -1,0 +1,76 @@
+"""The task's log as the `TaskRun` workflow writes it: each fact an event, folded into the
+workflow's `TaskRecord` by the same fold as the store's row, and written by `task.record`."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+
+from weft.contract.events import Event
+from weft.contract.tasks import (
+    ACTIVITY_TASK_RECORD,
+    TaskEventsInput,
+    TaskRecord,
+    apply_event,
+)
+
+_RECORD_TIMEOUT = timedelta(seconds=30)
+
+
+def now_iso() -> str:
+    """ISO-8601 UTC workflow time, as events carry it."""
+    return workflow.now().isoformat().replace("+00:00", "Z")
+
+
+class TaskLog:
+    """The workflow's view of its task: what its events have said so far."""
+
+    def __init__(self, record: TaskRecord) -> None:
+        self.record = record
+
+    def event(
+        self, kind: str, payload: dict[str, Any], *, attempt_id: str | None = None
+    ) -> dict[str, Any]:
+        """A `task.*` event of this task, as wire JSON (ids replay-safe)."""
+        task = self.record
+        return Event.model_validate(
+            {
+                "type": kind,
+                "eventId": f"{task.task_id}:{workflow.uuid4().hex}",
+                "timestamp": now_iso(),
+                "threadId": task.task_id,  # the log key: a task's events are its own log
+                "sessionId": task.scope.session_id,
+                "runId": workflow.info().run_id,
+                "attemptId": attempt_id,
+                "payload": payload,
+                "taskId": task.task_id,
+                **(
+                    {"parentTaskId": task.scope.parent_task_id} if task.scope.parent_task_id else {}
+                ),
+            }
+        ).to_wire()
+
+    def fold(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Apply `event` to the record; the event with the status it leaves."""
+        folded = apply_event(self.record, event)
+        if folded is not None:
+            self.record = folded
+        return {**event, "status": self.record.status}
+
+    async def write(self, *events: dict[str, Any]) -> None:
+        """Fold `events` and store them in one commit (`task.record`, a local activity)."""
+        stated = [self.fold(e) for e in events]
+        await workflow.execute_local_activity(
+            ACTIVITY_TASK_RECORD,
+            TaskEventsInput(events=stated),
+            start_to_close_timeout=_RECORD_TIMEOUT,
+            summary=", ".join(e["type"] for e in stated),
+        )
+
+    async def emit(
+        self, kind: str, payload: dict[str, Any], *, attempt_id: str | None = None
+    ) -> None:
+        """Write one event of `kind`."""
+        await self.write(self.event(kind, payload, attempt_id=attempt_id))
