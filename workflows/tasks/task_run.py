@@ -54,8 +54,10 @@ from weft.workflows.tasks.task_log import TaskLog, now_iso
 INVALID_TASK_INPUT = "InvalidTaskRunInput"
 _LOCAL = timedelta(seconds=30)
 # A dependency's end is signalled; the store is read again this often in case a signal
-# was lost (its sender's run ended before it could send).
-_DEPENDENCY_RECHECK = timedelta(minutes=5)
+# was lost (its sender's run ended before it could send). Each check adds a timer and a
+# local activity to history (the run does not continue as new), so it is rare: about 170
+# events a day of waiting.
+_DEPENDENCY_RECHECK = timedelta(hours=1)
 # The attempt activity waits for a whole turn; it heartbeats so a dead worker is noticed.
 _ATTEMPT_HEARTBEAT = timedelta(seconds=30)
 _ATTEMPT_LIMIT = timedelta(days=7)
