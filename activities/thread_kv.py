@@ -19,7 +19,10 @@ class ThreadKv:
 
     async def set_value(self, key: str, value: Any) -> None:
         """Store `value` durably under `key`; None deletes it."""
-        # After the call's start events, like every write: the value's history row is
-        # tagged with the thread's last event, and a fork must not see it before them.
+        # A value is no event, so it does not make the call store its start events first
+        # (that would be one more transaction for every tool that sets a value). Its
+        # history row may then be tagged with an event before the call's `tool.started`:
+        # a point inside the turn, where no fork may be taken (client/fork_points.py), so
+        # every state a fork can see is the same either way.
         scope = self._scope
-        await scope.write(scope.store.values.set, scope.thread_id, key, value)
+        await scope.write_unordered(scope.store.values.set, scope.thread_id, key, value)

@@ -68,6 +68,10 @@ class ThreadScope:
         """A blocking store read, off the event loop."""
         return await asyncio.to_thread(read, *args, **kwargs)
 
+    async def write_unordered(self, write: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """A blocking store write that does not wait for what the call owes (no event)."""
+        return await asyncio.to_thread(write, *args, **kwargs)
+
     def nested(self, call_id: str) -> ThreadScope:
         """The scope of a tool this call invokes: ids of its own (`call_id`), intents of its
         own (joined to this call's by the invoker), the same write path."""

@@ -4,8 +4,7 @@
 write when the tool ends quickly (activities/pending_events.py). A tool that writes an
 event of its own meanwhile (`emit`, `update_message`, `set_env`, a file) must not be
 stored ahead of them, so every such write first lets the call store what it still owes.
-A value or a file is no event, but its history row is tagged with the thread's last
-event (store/history.py): written first, it would look older than the call that wrote it.
+A key-value write does not wait (activities/thread_kv.py says why).
 """
 
 from __future__ import annotations
