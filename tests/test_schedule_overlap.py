@@ -101,33 +101,10 @@ async def test_terminate_other_terminates_the_previous_thread(
 ):
     """Under `terminate_other`, each firing hard-terminates the thread the previous run
     started, so one thread is alive at a time."""
-    script = add_script(scripted_server, {"replies": [{"text": "ok"}]})
-    worker = await start_worker(agent_definitions(script))
-    config = cli_config(tmp_path, weft_config, worker.task_queue)
-    name = schedule_name("latest")
-    schedules = Schedules(temporal_client, task_queue=worker.task_queue)
-    await weft_ok(
-        config,
-        "schedule",
-        "create",
-        name,
-        "--every",
-        "1s",
-        "--agent",
-        "helper",
-        "-m",
-        "hi",
-        "--overlap",
-        "terminate_other",
+    thread_ids = await _three_threads(
+        start_worker, temporal_client, scripted_server, weft_config, tmp_path, "terminate_other"
     )
-    try:
-        described = await eventually(
-            lambda: schedules.describe(name), lambda s: len(_thread_ids(s)) >= 3
-        )
-    finally:
-        await schedules.delete(name)
-    assert all(READABLE_ID.fullmatch(thread_id) for thread_id in _thread_ids(described))
-    earlier = _thread_ids(described)[:-2]
+    earlier = thread_ids[:-2]
     for thread_id in earlier:
         status = await eventually(
             partial(_status, temporal_client, thread_id),
@@ -195,33 +172,10 @@ async def test_cancel_other_cancels_the_previous_thread(
 ):
     """Under `cancel_other`, each firing asks the thread the previous run started to cancel,
     as it asked that thread itself when the schedule started threads directly."""
-    script = add_script(scripted_server, {"replies": [{"text": "ok"}]})
-    worker = await start_worker(agent_definitions(script))
-    config = cli_config(tmp_path, weft_config, worker.task_queue)
-    name = schedule_name("polite")
-    schedules = Schedules(temporal_client, task_queue=worker.task_queue)
-    await weft_ok(
-        config,
-        "schedule",
-        "create",
-        name,
-        "--every",
-        "1s",
-        "--agent",
-        "helper",
-        "-m",
-        "hi",
-        "--overlap",
-        "cancel_other",
+    thread_ids = await _three_threads(
+        start_worker, temporal_client, scripted_server, weft_config, tmp_path, "cancel_other"
     )
-    try:
-        described = await eventually(
-            lambda: schedules.describe(name), lambda s: len(_thread_ids(s)) >= 3
-        )
-    finally:
-        await schedules.delete(name)
-    assert all(READABLE_ID.fullmatch(thread_id) for thread_id in _thread_ids(described))
-    first = _thread_ids(described)[0]
+    first = thread_ids[0]
     status = await eventually(
         lambda: _status(temporal_client, first), lambda s: s != WorkflowExecutionStatus.RUNNING
     )
@@ -262,3 +216,31 @@ async def test_a_waiting_run_on_a_versioned_worker_is_not_pinned(
 async def _behavior(handle: Any) -> int:
     described = await handle.describe()
     return int(described.raw_description.workflow_execution_info.versioning_info.behavior)
+
+
+async def _three_threads(
+    start_worker: Any,
+    temporal_client: Client,
+    scripted_server: Any,
+    weft_config: Any,
+    tmp_path: Any,
+    overlap: str,
+) -> list[str]:
+    """The ids of the threads a `weft schedule create --every 1s --overlap OVERLAP` schedule
+    started by its third firing (each a readable id); the schedule is deleted after."""
+    script = add_script(scripted_server, {"replies": [{"text": "ok"}]})
+    worker = await start_worker(agent_definitions(script))
+    config = cli_config(tmp_path, weft_config, worker.task_queue)
+    name = schedule_name(overlap.replace("_", "-"))
+    schedules = Schedules(temporal_client, task_queue=worker.task_queue)
+    create = ["schedule", "create", name, "--every", "1s", "--agent", "helper", "-m", "hi"]
+    await weft_ok(config, *create, "--overlap", overlap)
+    try:
+        described = await eventually(
+            lambda: schedules.describe(name), lambda s: len(_thread_ids(s)) >= 3
+        )
+    finally:
+        await schedules.delete(name)
+    thread_ids = _thread_ids(described)
+    assert all(READABLE_ID.fullmatch(thread_id) for thread_id in thread_ids)
+    return thread_ids
