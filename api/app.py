@@ -15,6 +15,7 @@ from weft.api import (
     fork_routes,
     inbox_routes,
     inventory_routes,
+    task_routes,
     thread_routes,
 )
 from weft.api.context import ApiContext
@@ -43,6 +44,7 @@ def create_api(
         bundle_routes,
         fork_routes,
         deployment_routes,
+        task_routes,
     )
     for routes in routers:
         app.include_router(routes.router(ctx))

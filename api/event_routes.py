@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 from temporalio.client import WorkflowExecutionStatus
 
@@ -35,6 +35,8 @@ RETRY_MS = 1000
 MAX_SEQUENCE = 2**53 - 1
 # The thread statuses a closing thread announces in its last events (workflows/agent_thread.py).
 _CLOSED_STATUSES = frozenset({"cancelled", "completed", "failed"})
+# The events that end a task's log (its `TaskRun` closes after writing one).
+TASK_ENDINGS = frozenset({"task.completed", "task.failed", "task.timed_out", "task.cancelled"})
 
 
 class EventPage(BaseModel):
@@ -50,7 +52,7 @@ class EventPage(BaseModel):
     )
 
 
-_SSE_DESCRIPTION = (
+SSE_DESCRIPTION = (
     "With `Accept: text/event-stream`: `retry`, then one message per event (`id` its "
     "sequence, `event` its type, `data` the event JSON), `: keep-alive` comments in silence, "
     'and a last `end` event (`data` {"sequence": last}) once the thread has closed. '
@@ -67,7 +69,7 @@ def router(ctx: ApiContext) -> APIRouter:
         response_model=EventPage,
         responses={
             200: {
-                "description": _SSE_DESCRIPTION,
+                "description": SSE_DESCRIPTION,
                 "content": {"text/event-stream": {"schema": {"type": "string"}}},
             },
             **{status: {"model": ErrorBody} for status in (401, 404, 422, 503)},
@@ -104,27 +106,43 @@ def router(ctx: ApiContext) -> APIRouter:
     ) -> Any:
         status = await thread_status(ctx, thread_id)
         closed = status != WorkflowExecutionStatus.RUNNING
-        if "text/event-stream" in request.headers.get("accept", ""):
-            cursor = after if last_event_id is None else last_event_id
-            return StreamingResponse(
-                _stream(ctx, thread_id, cursor, closed=closed),
-                media_type="text/event-stream",
-                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-            )
-        page = await _page(
-            ctx, thread_id, after, wait=0 if closed else wait, limit=limit, closed=closed
-        )
-        # Written by hand, not by the response model: events go out as `Event.to_wire`, the
-        # one form the schema accepts (an unset id is left out; `null` is not a string).
-        return JSONResponse(
-            {
-                "events": [e.to_wire() for e in page.events],
-                "cursor": page.cursor,
-                "closed": page.closed,
-            }
+        return await events_reply(
+            ctx, request, thread_id, after, wait, limit, last_event_id, closed=closed
         )
 
     return routes
+
+
+async def events_reply(
+    ctx: ApiContext,
+    request: Request,
+    log_id: str,
+    after: int,
+    wait: float,
+    limit: int,
+    last_event_id: int | None,
+    *,
+    closed: bool,
+) -> Response:
+    """The stream or the long-poll page of the log `log_id` (a thread's, or a task's under
+    its id), whose workflow had `closed` before anything was read."""
+    if "text/event-stream" in request.headers.get("accept", ""):
+        cursor = after if last_event_id is None else last_event_id
+        return StreamingResponse(
+            _stream(ctx, log_id, cursor, closed=closed),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+    page = await _page(ctx, log_id, after, wait=0 if closed else wait, limit=limit, closed=closed)
+    # Written by hand, not by the response model: events go out as `Event.to_wire`, the
+    # one form the schema accepts (an unset id is left out; `null` is not a string).
+    return JSONResponse(
+        {
+            "events": [e.to_wire() for e in page.events],
+            "cursor": page.cursor,
+            "closed": page.closed,
+        }
+    )
 
 
 async def _page(
@@ -158,7 +176,7 @@ async def _stream(
         if batch:
             yield "".join(_message(event) for event in batch)
             cursor, last_sent = _sequence(batch[-1]), loop.time()
-            if any(_announces_close(event) for event in batch):
+            if any(announces_close(event) for event in batch):
                 check_after = CLOSING_CHECK_SECONDS
             continue
         if closed:
@@ -200,9 +218,12 @@ def _message(event: Event) -> str:
     return f"id: {event.sequence}\nevent: {event.type}\ndata: {data}\n\n"
 
 
-def _announces_close(event: Event) -> bool:
+def announces_close(event: Event) -> bool:
     """A closing thread writes its final status (`thread.updated`, then the `thread_read`
-    snapshot) last; the stream then asks Temporal soon, instead of at the next heartbeat."""
+    snapshot) last, a task its ending; the stream then asks Temporal soon, instead of at the
+    next heartbeat."""
+    if event.type in TASK_ENDINGS:  # a task's run ends right after its last event
+        return True
     payload = event.payload if isinstance(event.payload, dict) else {}
     if event.type == "snapshot.updated":
         read = payload.get("threadRead")
@@ -218,4 +239,4 @@ def _sequence(event: Event) -> int:
     return event.sequence
 
 
-__all__ = ["EVENTS_PATH", "EventPage", "router"]
+__all__ = ["EVENTS_PATH", "SSE_DESCRIPTION", "EventPage", "events_reply", "router"]
