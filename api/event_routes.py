@@ -33,6 +33,31 @@ CLOSING_CHECK_SECONDS = 0.25
 RETRY_MS = 1000
 # Sequences and cursors stay exact in JavaScript numbers.
 MAX_SEQUENCE = 2**53 - 1
+# The parameters of an event feed (a thread's log, a task's): one definition for each route.
+AfterParam = Annotated[
+    int, Query(ge=0, le=MAX_SEQUENCE, description="the last sequence already seen")
+]
+WaitParam = Annotated[
+    float,
+    Query(
+        ge=0,
+        le=60,
+        allow_inf_nan=False,
+        description="long poll: seconds to wait for a first event",
+    ),
+]
+LimitParam = Annotated[
+    int, Query(ge=1, le=500, description="long poll: the most events in one reply")
+]
+LastEventIdParam = Annotated[
+    int | None,
+    Header(
+        alias="Last-Event-ID",
+        ge=0,
+        le=MAX_SEQUENCE,
+        description="stream: resume after this sequence (wins over `after`)",
+    ),
+]
 # The thread statuses a closing thread announces in its last events (workflows/agent_thread.py).
 _CLOSED_STATUSES = frozenset({"cancelled", "completed", "failed"})
 # The events that end a task's log (its `TaskRun` closes after writing one).
@@ -79,30 +104,10 @@ def router(ctx: ApiContext) -> APIRouter:
     async def thread_events(
         request: Request,
         thread_id: str,
-        after: Annotated[
-            int, Query(ge=0, le=MAX_SEQUENCE, description="the last sequence already seen")
-        ] = 0,
-        wait: Annotated[
-            float,
-            Query(
-                ge=0,
-                le=60,
-                allow_inf_nan=False,
-                description="long poll: seconds to wait for a first event",
-            ),
-        ] = 0,
-        limit: Annotated[
-            int, Query(ge=1, le=500, description="long poll: the most events in one reply")
-        ] = 100,
-        last_event_id: Annotated[
-            int | None,
-            Header(
-                alias="Last-Event-ID",
-                ge=0,
-                le=MAX_SEQUENCE,
-                description="stream: resume after this sequence (wins over `after`)",
-            ),
-        ] = None,
+        after: AfterParam = 0,
+        wait: WaitParam = 0,
+        limit: LimitParam = 100,
+        last_event_id: LastEventIdParam = None,
     ) -> Any:
         status = await thread_status(ctx, thread_id)
         closed = status != WorkflowExecutionStatus.RUNNING

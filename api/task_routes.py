@@ -7,14 +7,22 @@ import asyncio
 from collections.abc import Awaitable
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request
+from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from fastapi.responses import Response
 from pydantic import Field
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from weft.api.context import ApiContext, thread_status
-from weft.api.event_routes import MAX_SEQUENCE, SSE_DESCRIPTION, EventPage, events_reply
+from weft.api.event_routes import (
+    SSE_DESCRIPTION,
+    AfterParam,
+    EventPage,
+    LastEventIdParam,
+    LimitParam,
+    WaitParam,
+    events_reply,
+)
 from weft.api.gateway.app import GatewayError
 from weft.api.idempotency import IdempotentRequest, Reply, idempotency
 from weft.api.models import POST_ERRORS, error_responses
@@ -127,18 +135,10 @@ def router(ctx: ApiContext) -> APIRouter:
     async def task_events(
         request: Request,
         task_id: TaskId,
-        after: Annotated[
-            int, Query(ge=0, le=MAX_SEQUENCE, description="the last sequence already seen")
-        ] = 0,
-        wait: Annotated[
-            float,
-            Query(ge=0, le=60, allow_inf_nan=False, description="long poll: seconds to wait"),
-        ] = 0,
-        limit: Annotated[int, Query(ge=1, le=500, description="long poll: most events")] = 100,
-        last_event_id: Annotated[
-            int | None,
-            Header(alias="Last-Event-ID", ge=0, le=MAX_SEQUENCE, description="stream: resume"),
-        ] = None,
+        after: AfterParam = 0,
+        wait: WaitParam = 0,
+        limit: LimitParam = 100,
+        last_event_id: LastEventIdParam = None,
     ) -> Response:
         await _get(tasks, task_id)
         closed = await _run_closed(ctx, task_id)

@@ -38,9 +38,13 @@ DEFINITIONS_VERSION_PATCH = "definitions-version-v1"
 class VersionView(Facts, Identity, Protocol):
     """The definitions a thread runs with, their digest, and a pending upgrade (carried)."""
 
-    snapshot: DefinitionSnapshot | None
-    definitions_digest: str | None
     definitions_upgrade: bool
+
+    @property
+    def snapshot(self) -> DefinitionSnapshot | None: ...
+
+    @property
+    def definitions_digest(self) -> str | None: ...
     active_agent: str | None
 
     def use_definitions(self, snapshot: DefinitionSnapshot) -> None: ...

@@ -33,10 +33,11 @@ from weft.contract.mcp import McpToolSpec, offered_mcp_tools, servers_of
 from weft.contract.mcp_book import McpBook
 from weft.contract.messages import Side
 from weft.contract.permissions import EffectivePolicy, effective_policy, evaluate
-from weft.contract.thread import ThreadStartInput, ThreadStatus
+from weft.contract.thread import ThreadStartInput
 from weft.contract.thread_env import merge_env, prompt_env
 from weft.contract.tool_catalog import enabled_subagents, offered_tools, subagent_configs
 from weft.workflows.open_calls import OpenCalls
+from weft.workflows.views import AgentInForce
 
 NOT_LOADED = "tools: the thread's definitions are not loaded yet (it is preparing)"
 RUN_CODE_UNSEEN = (
@@ -49,7 +50,7 @@ RUN_CODE_LIMITS = (
 )
 
 
-class InventoryShown(Protocol):
+class InventoryShown(AgentInForce, Protocol):
     """What the inventory and the environment read of the thread (read-only)."""
 
     @property
@@ -57,21 +58,6 @@ class InventoryShown(Protocol):
 
     @property
     def start(self) -> ThreadStartInput: ...
-
-    @property
-    def status(self) -> ThreadStatus: ...
-
-    @property
-    def snapshot(self) -> DefinitionSnapshot | None: ...
-
-    @property
-    def active_agent(self) -> str | None: ...
-
-    @property
-    def active_side(self) -> Side | None: ...
-
-    @property
-    def active_turn(self) -> str | None: ...
 
     @property
     def actions(self) -> ActionBook: ...

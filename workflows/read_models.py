@@ -15,18 +15,17 @@ from weft.contract.budget import BudgetState
 from weft.contract.carry_parts import ActionBook, EffectBook, SubagentBook
 from weft.contract.context import boundary_snapshot
 from weft.contract.context_state import ContextState
-from weft.contract.definitions import AgentDef, DefinitionSnapshot
-from weft.contract.messages import MessageMeta, MessagePage, Side
+from weft.contract.definitions import AgentDef
+from weft.contract.messages import MessageMeta, MessagePage
 from weft.contract.read_models import session_snapshot
 from weft.contract.thread import (
     AgentInfo,
     Counters,
     QueueEntry,
     ThreadRead,
-    ThreadStatus,
     UsageTotals,
 )
-from weft.workflows.views import Identity, Stopped
+from weft.workflows.views import AgentInForce, Identity, Stopped
 
 MAX_MESSAGES_PAGE = 500
 
@@ -38,26 +37,11 @@ class PermissionFacts(Protocol):
     def actions(self) -> ActionBook: ...
 
 
-class ThreadShown(Identity, Stopped, PermissionFacts, Protocol):
+class ThreadShown(Identity, Stopped, AgentInForce, PermissionFacts, Protocol):
     """What `thread_read` shows of the thread (read-only)."""
 
     @property
-    def snapshot(self) -> DefinitionSnapshot | None: ...
-
-    @property
     def definitions_digest(self) -> str | None: ...
-
-    @property
-    def active_agent(self) -> str | None: ...
-
-    @property
-    def active_side(self) -> Side | None: ...
-
-    @property
-    def active_turn(self) -> str | None: ...
-
-    @property
-    def status(self) -> ThreadStatus: ...
 
     @property
     def queue(self) -> Sequence[QueueEntry]: ...

@@ -137,19 +137,23 @@ class ThreadMemory:
     # Why the thread could not start (its snapshot was refused: an unknown agent, say);
     # callers waiting on a turn are told this instead of waiting for ever.
     start_failure: str | None = None
-    # The digest of `snapshot` (contract/definitions_version.py), kept beside it by
-    # `use_definitions`; and an `upgrade_definitions` still to do (carried).
-    definitions_digest: str | None = None
+    # An `upgrade_definitions` still to do (carried).
     definitions_upgrade: bool = False
-
-    def __post_init__(self) -> None:
-        if self.snapshot is not None:  # a continued run: the carried snapshot's
-            self.definitions_digest = snapshot_digest(self.snapshot)
+    # `snapshot`'s digest, worked out once per snapshot (`definitions_digest`).
+    _digested: tuple[DefinitionSnapshot, str] | None = field(default=None, repr=False)
 
     def use_definitions(self, snapshot: DefinitionSnapshot) -> None:
         """Run with `snapshot` from now on (the thread's first, or a newer version)."""
         self.snapshot = snapshot
-        self.definitions_digest = snapshot_digest(snapshot)
+
+    @property
+    def definitions_digest(self) -> str | None:
+        """The digest of the definitions in force (contract/definitions_version.py)."""
+        if self.snapshot is None:
+            return None
+        if self._digested is None or self._digested[0] is not self.snapshot:
+            self._digested = (self.snapshot, snapshot_digest(self.snapshot))
+        return self._digested[1]
 
     @property
     def session_id(self) -> str:

@@ -16,10 +16,6 @@ from weft.workflows.views import Facts, Identity, Transcript
 class RecordsView(Facts, Identity, Transcript, Protocol):
     """Writing tool messages: ids, positions and the message index."""
 
-    def reserve_position(self) -> int: ...
-
-    def index_message(self, message: Message) -> None: ...
-
 
 class ToolRecords:
     """Stores the tool messages and outcome events the workflow produces itself."""

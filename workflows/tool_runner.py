@@ -74,10 +74,6 @@ class ToolsView(Facts, Identity, Pending, Starts, Transcript, Protocol):
     @property
     def truthful_log(self) -> bool: ...
 
-    def reserve_position(self) -> int: ...
-
-    def index_message(self, message: Message) -> None: ...
-
 
 class ToolRunner:
     """Runs tool calls for one thread, in order, one activity each."""

@@ -11,9 +11,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Protocol
 
+from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.events import Event
 from weft.contract.messages import Message, Role, Side
-from weft.contract.thread import StopReason, ThreadStartInput
+from weft.contract.thread import StopReason, ThreadStartInput, ThreadStatus
 from weft.workflows.history_gauge import HistoryGauge
 
 
@@ -51,6 +52,12 @@ class Transcript(Protocol):
         message_id: str | None = None,
         **fields: Any,
     ) -> Message: ...
+
+    def reserve_position(self) -> int:
+        """Claim the next message position for a message an activity will write."""
+        ...
+
+    def index_message(self, message: Message) -> None: ...
 
 
 class Terminated(Facts, Protocol):
@@ -93,6 +100,25 @@ class Identity(Protocol):
 
     @property
     def start(self) -> ThreadStartInput: ...
+
+
+class AgentInForce(Protocol):
+    """Which definitions, agent and side the thread runs now, and its status (read-only)."""
+
+    @property
+    def snapshot(self) -> DefinitionSnapshot | None: ...
+
+    @property
+    def active_agent(self) -> str | None: ...
+
+    @property
+    def active_side(self) -> Side | None: ...
+
+    @property
+    def active_turn(self) -> str | None: ...
+
+    @property
+    def status(self) -> ThreadStatus: ...
 
 
 class Stopped(Protocol):
