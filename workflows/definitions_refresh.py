@@ -45,6 +45,7 @@ class VersionView(Facts, Identity, Protocol):
 
     @property
     def definitions_digest(self) -> str | None: ...
+
     active_agent: str | None
 
     def use_definitions(self, snapshot: DefinitionSnapshot) -> None: ...
