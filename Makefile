@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_context.py
 	$(BIN)/python bench/bench_drills.py
 	$(BIN)/python bench/bench_stream.py
+	$(BIN)/python bench/bench_ttft.py
 
 clean:
 	rm -rf $(VENV) .weft

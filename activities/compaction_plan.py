@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from weft.activities.context import model_view
+from weft.activities.message_views import model_view
 from weft.activities.previews import preview_message
 from weft.contract.context import PINNED_METADATA_KEY
 from weft.contract.context_tokens import estimate_tokens, message_tokens

@@ -12,6 +12,8 @@ is the size the next call sends.
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
@@ -20,10 +22,14 @@ from pydantic_core import from_json
 
 from weft.activities.context import render_prompt
 from weft.activities.images import ImageView
-from weft.activities.message_views import MessageViews, WirePart
+from weft.activities.message_views import (
+    MessageViews,
+    WindowSums,
+    WindowTails,
+    WirePart,
+)
 from weft.activities.read_output import READ_OUTPUT_SPEC
-from weft.activities.window_tails import WindowSums, WindowTails
-from weft.contract.context import READ_OUTPUT_TOOL, ContextBoundary, ContextWindow
+from weft.contract.context import READ_OUTPUT_TOOL, ContextBoundary, ContextReport, ContextWindow
 from weft.contract.context_tokens import (
     ContextLimits,
     estimate_message_tokens,
@@ -37,6 +43,7 @@ from weft.contract.prompt_tools import PromptScope
 from weft.contract.thread_env import prompt_env
 from weft.contract.tool_catalog import offered_tools
 from weft.store import Store
+from weft.store.protocols import HasFiles
 from weft.store.rows import ThreadRow
 from weft.store.thread_env_rows import ThreadEnvRow
 from weft.store.transcripts import MessageJson, message_json
@@ -47,6 +54,8 @@ BRIDGE_TEXT = "[weft: the conversation continues from the summary above.]"
 SUMMARY_HEADING = "\n\n## Summary of the earlier conversation\n"
 # Enough of a message's JSON text for its id, thread id and position.
 _HEAD_CHARS = 4096
+# Frames one worker keeps (a few per thread it runs), least recently used dropped first.
+DEFAULT_MAX_FRAMES = 1000
 
 
 @dataclass(frozen=True)
@@ -141,6 +150,25 @@ def limits_of(model: ModelDef, window: ContextWindow) -> ContextLimits:
     return ContextLimits.for_model(model, learnt_limit=window.learnt_limit)
 
 
+def image_view(files: HasFiles, thread_id: str, model: ModelDef, prompt: PromptDef) -> ImageView:
+    """How a request to `model` for `prompt` shows image attachments (activities/images.py),
+    reading files of `thread_id`."""
+
+    def load(path: str) -> bytes | None:
+        try:
+            return files.files.read_file(thread_id, path)
+        except (OSError, ValueError):  # missing, a directory, or not a valid path
+            return None
+
+    capabilities = model.capabilities
+    return ImageView(
+        model=model.name,
+        sees_images=capabilities is None or capabilities.supports_images is not False,
+        recent=prompt.recent_image_threshold,
+        load=load,
+    )
+
+
 def load_window(
     store: Store, thread_id: str, window: ContextWindow
 ) -> tuple[ContextBoundary | None, list[Message], list[Message]]:
@@ -152,6 +180,149 @@ def load_window(
     first = boundary.first_kept_position if boundary else 0
     pinned = store.messages.get_many(thread_id, boundary.pinned_message_ids) if boundary else []
     return boundary, pinned, store.transcripts.since(thread_id, first)
+
+
+class Framed(NamedTuple):
+    """A frame, and the system message of a window without a boundary, measured."""
+
+    frame: Frame
+    head: WirePart
+
+
+class Frames:
+    """Each side's frame, worked out once per worker under a key naming everything it
+    depends on: the snapshot (stored by digest, never changed), the agent, the side, the
+    prompt tool, the version of the thread's env (env_versions.py) and the MCP catalogues
+    (by digest). A frame is shared between requests: never mutate it."""
+
+    def __init__(self, max_frames: int = DEFAULT_MAX_FRAMES) -> None:
+        self._max_frames = max_frames
+        self._frames: OrderedDict[Hashable, Framed] = OrderedDict()
+        self._lock = threading.Lock()  # requests are built on several pool threads at once
+
+    def get(
+        self,
+        key: Hashable | None,
+        snapshot: DefinitionSnapshot,
+        thread: ThreadRow | ThreadEnvRow | None,
+        agent: str | None,
+        side: Side,
+        scope: PromptScope | None = None,
+        *,
+        mcp: Mapping[str, McpServerCatalog] | None = None,
+    ) -> Framed:
+        """The frame kept under `key`, or worked out (see `frame`) and kept; with no key
+        (the env may have changed unseen), worked out and not kept."""
+        if key is not None:
+            with self._lock:
+                kept = self._frames.get(key)
+                if kept is not None:
+                    self._frames.move_to_end(key)
+                    return kept
+        made = frame(snapshot, thread, agent, side, scope, mcp=mcp)
+        framed = Framed(made, WirePart.of({"role": "system", "content": made.system}))
+        if key is not None:
+            with self._lock:
+                self._frames[key] = framed
+                while len(self._frames) > self._max_frames:
+                    self._frames.popitem(last=False)
+        return framed
+
+
+class Assembled(NamedTuple):
+    """Everything a request needs of its context: the frame, the window, the tools
+    offered, the measure against the prompt budget, and what the window selected."""
+
+    frame: Frame
+    window: Window
+    tools: list[dict[str, Any]]
+    report: ContextReport
+    selection: dict[str, Any]
+
+
+def assemble(
+    framed: Framed,
+    boundary: ContextBoundary | None,
+    pinned: list[Message],
+    history: Sequence[Message | MessageJson],
+    *,
+    model: ModelDef,
+    window: ContextWindow,
+    side: Side,
+    files: HasFiles,
+    thread_id: str,
+    views: MessageViews,
+    tails: WindowTails | None = None,
+) -> Assembled:
+    """The request's context, in one call: the window of `history` (from `boundary`, after
+    `pinned`) within `model`'s limits, the tools, the measure and the selection.
+
+    With `tails`, the window's sums are kept for the thread's next window, which then
+    works out only what it adds (message_views.py); without, `views` keeps each
+    message's part.
+    """
+    listed = [*pinned, *history]
+    texts = (
+        [m if isinstance(m, str) else message_json(m) for m in listed] if tails is not None else []
+    )
+    frame_ = framed.frame
+    images = image_view(files, thread_id, model, frame_.prompt)
+    budget = ContextLimits.for_model(model, learnt_limit=window.learnt_limit).prompt_budget
+    cap = preview_cap_tokens(budget, window.preview_share)
+    if tails is not None:
+        key = (thread_id, side, cap, frame_.dual)
+        sums = tails.sums(key, texts, cap, side=side, dual=frame_.dual, images=images)
+    else:
+        parts = views.parts(listed, cap, side=side, dual=frame_.dual, images=images).parts
+        sums = WindowSums.of(parts)
+    return _assembled(framed, sums, boundary, pinned, history, model, budget)
+
+
+def _assembled(
+    framed: Framed,
+    sums: WindowSums,
+    boundary: ContextBoundary | None,
+    pinned: list[Message],
+    history: Sequence[Message | MessageJson],
+    model: ModelDef,
+    prompt_budget: int,
+) -> Assembled:
+    """The window of the frame's system message (the kept one, unless a summary joins it)
+    and `sums`, with its tools, measure and selection."""
+    frame_ = framed.frame
+    if boundary is None:
+        built = _window_of(framed.head, sums, boundary)
+    else:
+        system = frame_.system + SUMMARY_HEADING + boundary.summary
+        built = _window_of(WirePart.of({"role": "system", "content": system}), sums, boundary)
+    tools, report = request_of(frame_, built, boundary, model, prompt_budget)
+    return Assembled(frame_, built, tools, report, selection(boundary, pinned, history))
+
+
+def request_of(
+    frame_: Frame,
+    window: Window,
+    boundary: ContextBoundary | None,
+    model: ModelDef,
+    prompt_budget: int,
+) -> tuple[list[dict[str, Any]], ContextReport]:
+    """The tools a request offers with `window`, and its measure against `prompt_budget`."""
+    capabilities = model.capabilities
+    tools = tools_for(
+        frame_,
+        window,
+        boundary,
+        model_calls_tools=capabilities is None or capabilities.supports_tool_calls is not False,
+    )
+    tokens, size = measure_request(window, tools)
+    report = ContextReport(
+        request_tokens=tokens,
+        request_bytes=size,
+        prompt_budget=prompt_budget,
+        previews=window.previews,
+        boundary_id=boundary.boundary_id if boundary else None,
+    )
+    return tools, report
 
 
 def build_window(
@@ -172,7 +343,7 @@ def build_window(
     part is kept. `views` keeps each message's part between calls (a worker's model calls
     share one); without it, the parts are worked out for this window only. With
     `kept_as`, the window's sums are kept under its key and the next window with the
-    same key works out only what it adds (activities/window_tails.py)."""
+    same key works out only what it adds (activities/message_views.py)."""
     system = frame_.system
     if boundary is not None:
         system += SUMMARY_HEADING + boundary.summary
@@ -185,7 +356,7 @@ def build_window(
         kept = views if views is not None else MessageViews()
         parts = kept.parts(listed, cap, side=side, dual=frame_.dual, images=images).parts
         sums = WindowSums.of(parts)
-    return _window_of(system, sums, boundary)
+    return _window_of(WirePart.of({"role": "system", "content": system}), sums, boundary)
 
 
 class KeptAs(NamedTuple):
@@ -196,23 +367,33 @@ class KeptAs(NamedTuple):
     key: Hashable
 
 
-def _window_of(system: str, sums: WindowSums, boundary: ContextBoundary | None) -> Window:
-    """The window of the system prompt and the measured messages `sums`.
+# What a tail that does not begin with a user message after a boundary gets first.
+_BRIDGE = WirePart.of({"role": "user", "content": BRIDGE_TEXT})
+
+
+def _window_of(head: WirePart, sums: WindowSums, boundary: ContextBoundary | None) -> Window:
+    """The window of the system message `head` and the measured messages `sums`.
 
     A tail that does not begin with a user message after a boundary gets the bridge first.
     """
-    head = [WirePart.of({"role": "system", "content": system})]
     first = sums.entries[0] if sums.entries else None
+    system, bridge = head.entry, _BRIDGE.entry
+    assert system is not None and bridge is not None, "both are seen by every side"
     if boundary is not None and first is not None and first["role"] != "user":
-        head.append(WirePart.of({"role": "user", "content": BRIDGE_TEXT}))
+        return Window(
+            [system, bridge, *sums.entries],
+            sums.previews,
+            Sizes(
+                head.tokens + _BRIDGE.tokens + sums.tokens,
+                head.json_bytes + _BRIDGE.json_bytes + sums.json_bytes,
+            ),
+            [head.encoded, _BRIDGE.encoded, *sums.encoded],
+        )
     return Window(
-        [*(p.entry for p in head if p.entry is not None), *sums.entries],
+        [system, *sums.entries],
         sums.previews,
-        Sizes(
-            sum(p.tokens for p in head) + sums.tokens,
-            sum(p.json_bytes for p in head) + sums.json_bytes,
-        ),
-        [*(p.encoded for p in head if p.entry is not None), *sums.encoded],
+        Sizes(head.tokens + sums.tokens, head.json_bytes + sums.json_bytes),
+        [head.encoded, *sums.encoded],
     )
 
 

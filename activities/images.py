@@ -7,7 +7,8 @@ the paths; an attachment that is an image is also sent as an image content part 
   default 10): older images become a one-line placeholder naming the path, so a long
   thread does not pay for every picture it ever saw;
 - the file exists and is at most `MAX_IMAGE_BYTES` (what Anthropic takes per image).
-Nothing here changes what is stored: the message keeps its attachments either way.
+Nothing here changes what is stored: the message keeps its attachments either way. A
+request's `ImageView` is made with its window (`context_window.image_view`).
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from weft.contract.definitions import ModelDef, PromptDef
 from weft.contract.messages import Message
-from weft.store.protocols import HasFiles
 
 # The image types every provider weft speaks to accepts as content parts.
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -35,24 +34,6 @@ class ImageView:
     sees_images: bool
     recent: int
     load: Callable[[str], bytes | None]
-
-
-def image_view(store: HasFiles, thread_id: str, model: ModelDef, prompt: PromptDef) -> ImageView:
-    """The view of a request to `model` for `prompt`, reading files of `thread_id`."""
-
-    def load(path: str) -> bytes | None:
-        try:
-            return store.files.read_file(thread_id, path)
-        except (OSError, ValueError):  # missing, a directory, or not a valid path
-            return None
-
-    capabilities = model.capabilities
-    return ImageView(
-        model=model.name,
-        sees_images=capabilities is None or capabilities.supports_images is not False,
-        recent=prompt.recent_image_threshold,
-        load=load,
-    )
 
 
 def image_type(path: str) -> str | None:

@@ -1,9 +1,10 @@
 """The `model.call` activity: build the request (model_request.py), stream, persist.
 
 Persistence rides on this activity: one round trip per model step, and for a quick call
-one write, its start events with its result (pending_events.py). Deltas reach the store
-in batches (about every 100 ms), tagged with the step and the attempt, so `weft thread
-tail` shows the reply as it streams.
+one write, its start events with its result (pending_events.py). The first token of text
+is written as soon as it streams in (with the start events), the rest in batches (about
+every 100 ms), tagged with the step and the attempt, so `weft thread tail` shows the
+reply as it streams.
 """
 
 from __future__ import annotations
@@ -16,19 +17,25 @@ from datetime import UTC, datetime
 from functools import partial
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from weft.activities.clock import now_micros
 from weft.activities.hooks import HookRegistry
 from weft.activities.hooks.model_hooks import ModelHooks
 from weft.activities.mcp.catalog_store import CatalogStore
 from weft.activities.model_budget import AttemptCost, StreamMeter
-from weft.activities.model_request import AttemptIds, ModelRequests, attempt_event, attempt_ids
+from weft.activities.model_request import (
+    AttemptIds,
+    ModelRequests,
+    attempt_event,
+    attempt_ids,
+    routing_events,
+)
 from weft.activities.model_support import provider_for, with_estimate
 from weft.activities.previews import previewed
 from weft.activities.providers import ChatProvider, ChatReply, ChatRequest, Delta
 from weft.activities.providers.facts import failure_facts, reply_facts
-from weft.activities.routing_events import routing_events
+from weft.activities.served_definitions import ServedDefinitions
 from weft.activities.snapshots import SnapshotCache
 from weft.activities.spill import spill_if_large
 from weft.activities.streaming import DeltaBatcher, Heartbeater, delta_event
@@ -37,6 +44,7 @@ from weft.contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelC
 from weft.contract.budget import BudgetState
 from weft.contract.context import CONTEXT_TOO_LONG, ContextReport
 from weft.contract.definitions import ModelDef
+from weft.contract.definitions_version import DEFINITIONS_CHANGED, DefinitionsRefreshInput
 from weft.contract.events import Event
 from weft.contract.messages import Message
 from weft.store import Store
@@ -77,6 +85,7 @@ class ModelActivities:
         providers: Mapping[str, ChatProvider],
         snapshots: SnapshotCache,
         *,
+        served: ServedDefinitions,
         hooks: HookRegistry | None = None,
         delta_interval: float = 0.1,
         catalogs: CatalogStore | None = None,
@@ -84,6 +93,7 @@ class ModelActivities:
         self._store = store
         self._providers = providers
         self._snapshots = snapshots
+        self._served = served
         self._catalogs = catalogs or CatalogStore(store)
         self._hooks = hooks or HookRegistry(store)
         self._delta_interval = delta_interval
@@ -93,6 +103,8 @@ class ModelActivities:
     async def call_model(self, call: ModelCallInput) -> ModelCallResult:
         """One step's model call; returns the persisted assistant message and its usage."""
         info = activity.info()
+        if call.definitions_check is not None:
+            await self._check_definitions(call.definitions_check)
         snapshot = await self._snapshots.get(call.snapshot_id)
         mcp = await self._catalogs.get_many(call.mcp_catalogs)
         model = snapshot.models[call.model]
@@ -148,6 +160,23 @@ class ModelActivities:
                 await self._refuse_over_budget(call, ids, model, report, await batcher.take())
             return await self._stream(call, ids, model, provider, request, report, hooks, batcher)
 
+    async def _check_definitions(self, thread: DefinitionsRefreshInput) -> None:
+        """A session's first call: when this worker serves other definitions of the agent
+        (or cannot serve it), fail before anything is written or sent, carrying the answer;
+        the workflow moves the thread (or warns) and calls again. The same answer as the
+        `definitions.refresh` local activity, without its own boundary in the common case."""
+        checked = await self._served.check(thread)
+        if checked.snapshot is None and checked.refused is None:
+            return
+        why = checked.refused or f"this worker serves definitions {checked.digest}"
+        raise ApplicationError(
+            f"the thread runs definitions {thread.digest}, but {why}; the call was not made",
+            checked.model_dump(mode="json", by_alias=True),
+            type=DEFINITIONS_CHANGED,
+            non_retryable=True,
+            category=ApplicationErrorCategory.BENIGN,
+        )
+
     async def _stream(
         self,
         call: ModelCallInput,
@@ -162,10 +191,17 @@ class ModelActivities:
         """Send the request, stream the reply into `batcher`, store the outcome."""
         attempt = activity.info().attempt
         meter = StreamMeter()
+        waiting_first = True
 
         async def on_delta(delta: Delta) -> None:
+            nonlocal waiting_first
             meter.count(delta)
             await batcher.add(delta)
+            if waiting_first and delta.kind != "tool_call" and delta.text:
+                # The first token is written at once, with the call's start events: a
+                # reader sees the reply begin now, not an interval later. Batches follow.
+                waiting_first = False
+                await batcher.flush()
 
         began = time.monotonic()
         reply: ChatReply | None = None

@@ -1,11 +1,13 @@
-"""What `model.call` sends: what the step brings stored, its context read, the request built.
+"""What `model.call` sends: what the step brings stored, its context read, the request built;
+and the facts of one attempt (its ids and events, the routing facts).
 
 A step that brings messages (queued user messages) or events that change rows stores them
 first, since the context it reads must hold them; otherwise its events wait for the call's
 final write (activities/pending_events.py). The context (the thread row for its env, the
 budget ledger, the boundary in force, the transcript since it) is read in one snapshot
-(`store.step_reads`), then the window is built, measured and turned into the request. When
-no hook shapes the request, all of it runs in one thread hop.
+(`store.step_reads`), then one call into the window module (`context_window.assemble`)
+gives everything the request holds of it: frame, window, tools, measure and selection.
+When no hook shapes the request, all of it runs in one thread hop.
 """
 
 from __future__ import annotations
@@ -18,37 +20,36 @@ from temporalio import activity
 
 from weft.activities.clock import now_iso
 from weft.activities.context_window import (
+    Assembled,
     Frame,
-    KeptAs,
+    Framed,
+    Frames,
     Window,
+    assemble,
     build_window,
-    frame,
+    image_view,
     limits_of,
-    measure_request,
     preview_cap,
+    request_of,
     selection,
-    tools_for,
 )
 from weft.activities.env_versions import env_version
 from weft.activities.hooks.model_hooks import ModelHooks
-from weft.activities.images import image_view
-from weft.activities.message_views import MessageViews
+from weft.activities.message_views import MessageViews, WindowTails
 from weft.activities.model_budget import budget_exhausted
 from weft.activities.providers import ChatRequest
 from weft.activities.providers.definition_fields import definition_fields
 from weft.activities.scoped_window import load_scoped_window
-from weft.activities.spill import resolve_content_refs
-from weft.activities.window_tails import WindowTails
+from weft.activities.spill import CONTENT_REF, resolve_content_refs
 from weft.contract.activities import ModelCallInput
 from weft.contract.context import ContextBoundary, ContextReport
-from weft.contract.definitions import DefinitionSnapshot, ModelDef
+from weft.contract.definitions import DefinitionSnapshot, ModelDef, PromptDef
 from weft.contract.events import Event
 from weft.contract.hooks import HookName
 from weft.contract.mcp import McpServerCatalog
 from weft.contract.messages import Message
 from weft.store import Store
 from weft.store.events import changes_rows
-from weft.store.thread_env_rows import ThreadEnvRow
 from weft.store.transcripts import MessageJson, messages_of
 
 # Hooks that change what a request holds, run between reading the context and sending it.
@@ -102,20 +103,96 @@ def attempt_event(
     )
 
 
+# -- the routing facts: the models that may answer the call, and which one it uses ------
+#
+# The workflow tries a prompt's model, then its fallbacks in order (workflows/model_step.py);
+# each try is one `model.call`, which knows from the snapshot where its model stands in that
+# list. Their ids leave the attempt out, so a retried attempt writes each fact once, and so
+# does the same model called again after a compaction in the same step.
+
+# How weft chooses: the prompt names its model, the model names its fallbacks.
+DECISION_SOURCE = "prompt_model"
+
+
+def candidates_of(call: ModelCallInput, snapshot: DefinitionSnapshot) -> list[str]:
+    """The models that may answer the call, in the order the workflow tries them."""
+    if call.scope is not None:
+        prompt = snapshot.prompts[call.scope.prompt]
+    else:
+        prompt = snapshot.prompts[snapshot.agent_def(call.agent).side(call.side).prompt]
+    return [prompt.model, *snapshot.models[prompt.model].fallbacks]
+
+
+def routing_events(
+    call: ModelCallInput, snapshot: DefinitionSnapshot, ids: AttemptIds
+) -> list[Event]:
+    """`routing.candidates.resolved` and `routing.decided` (or `routing.single_candidate`)
+    for the first model, `routing.fallback.applied` for a fallback: decided together, so
+    stamped with one instant."""
+    candidates = candidates_of(call, snapshot)
+    if call.model not in candidates:  # not routed by the prompt: nothing to explain
+        return []
+    rank = candidates.index(call.model)
+    model = snapshot.models[call.model]
+    chosen = {
+        "selectedModel": model.name,
+        "provider": model.provider,
+        "providerModel": model.model,
+        "candidateCount": len(candidates),
+        "rank": rank,
+        "decisionSource": DECISION_SOURCE,
+    }
+    facts: list[tuple[str, dict[str, Any]]]
+    if rank > 0:
+        # Why the previous model gave up is its `model.failed` and the workflow's
+        # `runtime.warning` (code `model_failed`), written with this call.
+        fallback = {**chosen, "fromModel": candidates[rank - 1], "reason": "model_failed"}
+        facts = [("routing.fallback.applied", fallback)]
+    else:
+        resolved = {
+            "candidates": candidates,
+            "candidateCount": len(candidates),
+            "decisionSource": DECISION_SOURCE,
+        }
+        decided = (
+            ("routing.single_candidate", chosen)
+            if len(candidates) == 1
+            else ("routing.decided", {**chosen, "fallbacks": candidates[1:]})
+        )
+        facts = [("routing.candidates.resolved", resolved), decided]
+    at = now_iso()
+    request_id = ids["model_request_id"]
+    events = []
+    for event_type, payload in facts:
+        events.append(
+            Event(
+                type=event_type,
+                event_id=f"{request_id}:{event_type}",
+                timestamp=at,
+                thread_id=call.thread_id,
+                session_id=call.session_id,
+                turn_id=ids["turn_id"],
+                step_id=ids["step_id"],
+                model_request_id=request_id,
+                # Inside a prompt tool, every event names the call that runs it.
+                payload={**payload, **call.scope.event_fields()} if call.scope else payload,
+            )
+        )
+    return events
+
+
 def context_resolved(
     call: ModelCallInput,
     model: ModelDef,
-    boundary: ContextBoundary | None,
-    pinned: list[Message],
-    history: _History,
     window: Window,
     report: ContextReport,
+    selected: dict[str, Any],
 ) -> Event:
-    """The call's `context.resolved`: what its window selected (after any hook), against
-    the budget. Per attempt: each attempt reads its context again."""
+    """The call's `context.resolved`: what its window selected (`selected`, after any
+    hook), against the budget. Per attempt: each attempt reads its context again."""
     payload = {
         "model": model.name,
-        **selection(boundary, pinned, history),
+        **selected,
         "sentMessages": len(window.messages),
         "previews": window.previews,
         "requestTokens": report.request_tokens,
@@ -124,6 +201,26 @@ def context_resolved(
     }
     ids = attempt_ids(call, activity.info().attempt)
     return attempt_event(call, ids, "context", "context.resolved", payload)
+
+
+def chat_request(
+    model: ModelDef, prompt: PromptDef, window: Window, tools: list[dict[str, Any]]
+) -> ChatRequest:
+    """What the provider adapter is asked to send: the window, the tools and the model's
+    and the prompt's settings."""
+    offers = bool(tools or model.provider_tools)
+    return ChatRequest(
+        model=model.model,
+        messages=window.messages,
+        tools=tools,
+        tool_choice=prompt.tool_choice if offers else None,
+        parallel_tool_calls=prompt.parallel_tool_calls if offers else None,
+        max_output_tokens=model.capabilities.max_output_tokens if model.capabilities else None,
+        provider_options={**model.provider_options, **prompt.provider_options},
+        # None once a hook changed the messages (Window.changed).
+        encoded_messages=window.encoded,
+        **definition_fields(prompt, model),
+    )
 
 
 class ModelRequests:
@@ -135,6 +232,8 @@ class ModelRequests:
         self._views = MessageViews()
         # Each thread's last window, so the next one works out only what it adds.
         self._tails = WindowTails(self._views)
+        # Each side's system prompt and tools, worked out once per snapshot and env.
+        self._frames = Frames()
 
     async def prepare(
         self,
@@ -150,11 +249,16 @@ class ModelRequests:
         `start` are the call's own first events, `model.requested` last (a spent budget
         stores `quota.blocked` in its place).
         """
+        if hooks.idle:
+            # No hook runs between reading the context and sending it: one thread hop
+            # for the whole assembly.
+            lead = [*call.outbox, *start]
+            return await asyncio.to_thread(
+                self._assemble, call, snapshot, mcp, model, call.new_messages, lead, False
+            )
         messages, events, resolved = await hooks.new_messages(call.new_messages, call.outbox)
         lead = [*events, *start]
         if not hooks.runner.has(*_SHAPING_HOOKS):
-            # Nothing runs between reading the context and sending it: one thread hop
-            # for the whole assembly instead of three.
             request, report, lead = await asyncio.to_thread(
                 self._assemble,
                 call,
@@ -169,14 +273,14 @@ class ModelRequests:
             await hooks.created(messages)
             await hooks.runner.flush()
             return request, report, lead
-        side_frame, loaded, _ = await asyncio.to_thread(
+        framed, loaded, _ = await asyncio.to_thread(
             self._load, call, snapshot, mcp, messages, lead, resolved, defer=False
         )
         await hooks.created(messages)
         boundary, pinned, history = loaded
         if hooks.runner.has("filter_messages"):
             pinned, history = [], await hooks.filter_messages([*pinned, *messages_of(history)])
-        side_frame = await hooks.system_prompt(side_frame)
+        side_frame = await hooks.system_prompt(framed.frame)
         window = await asyncio.to_thread(
             self._window, call, model, side_frame, boundary, pinned, history
         )
@@ -186,11 +290,10 @@ class ModelRequests:
             self._request, call, model, side_frame, window, boundary
         )
         await hooks.runner.flush()
-        return (
-            request,
-            report,
-            [context_resolved(call, model, boundary, pinned, history, window, report)],
+        resolved_event = context_resolved(
+            call, model, window, report, selection(boundary, pinned, history)
         )
+        return request, report, [resolved_event]
 
     def _assemble(
         self,
@@ -202,20 +305,31 @@ class ModelRequests:
         events: list[Event],
         resolved: bool,
         *,
-        defer: bool,
+        defer: bool = True,
     ) -> tuple[ChatRequest, ContextReport, list[Event]]:
-        side_frame, (boundary, pinned, history), lead = self._load(
+        """What the step brings stored, its context read, the request built: one thread
+        hop, one call into the window module for everything the request holds of it."""
+        framed, (boundary, pinned, history), lead = self._load(
             call, snapshot, mcp, messages, events, resolved, defer=defer
         )
-        # The read's own texts, unchanged by any hook: the window can be kept for the next.
-        keep = call.scope is None
-        window = self._window(call, model, side_frame, boundary, pinned, history, keep=keep)
-        request, report = self._request(call, model, side_frame, window, boundary)
-        return (
-            request,
-            report,
-            [*lead, context_resolved(call, model, boundary, pinned, history, window, report)],
+        built: Assembled = assemble(
+            framed,
+            boundary,
+            pinned,
+            history,
+            model=model,
+            window=call.window,
+            side=call.side,
+            files=self._store,
+            thread_id=call.thread_id,
+            views=self._views,
+            # The read's own texts, unchanged by any hook: the window can be kept for the
+            # next (a prompt tool's scoped window is not the thread's).
+            tails=self._tails if call.scope is None else None,
         )
+        request = chat_request(model, built.frame.prompt, built.window, built.tools)
+        resolved_event = context_resolved(call, model, built.window, built.report, built.selection)
+        return request, built.report, [*lead, resolved_event]
 
     def _load(
         self,
@@ -227,7 +341,7 @@ class ModelRequests:
         resolved: bool,
         *,
         defer: bool,
-    ) -> tuple[Frame, tuple[ContextBoundary | None, list[Message], _History], list[Event]]:
+    ) -> tuple[Framed, tuple[ContextBoundary | None, list[Message], _History], list[Event]]:
         """The frame and the window's messages, read after what the step brings is stored,
         and the events left for the final write. One thread hop.
 
@@ -236,19 +350,33 @@ class ModelRequests:
         with the context, in one snapshot (`store.step_reads`). A charge never depended on
         reading the ledger in a write: it is one atomic update when the attempt ends.
         """
-        if not resolved:
-            messages, events = resolve_content_refs(self._store, messages, events)
         # Messages and events that project into rows (effects, ledgers, …) are stored
         # first: the step reads what they change.
         store_first = not defer or bool(messages) or changes_rows(events)
-        lead = self._record_checked(call, messages, events) if store_first else events
+        lead = self._record_checked(call, messages, events, resolved) if store_first else events
         version = env_version(call.env_writes, activity.info())
+        # Everything the frame depends on; None when the env may have changed unseen.
+        key = (
+            None
+            if version is None
+            else (
+                call.snapshot_id,
+                call.agent,
+                call.side,
+                call.scope.prompt if call.scope else None,
+                version,
+                tuple(sorted(call.mcp_catalogs.items())),
+            )
+        )
         if call.scope is not None:  # a prompt tool's window: its own messages too
             if lead and self._spent(call.budget_root):
-                lead = self._record_checked(call, messages, events)  # refuses the call
+                lead = self._record_checked(call, messages, events, resolved)  # refuses
             env = self._store.threads.env_row(call.thread_id, version)
             scoped = load_scoped_window(self._store, call.thread_id, call.window, call.scope)
-            return self._frame(call, snapshot, env, mcp), scoped, lead
+            framed = self._frames.get(
+                key, snapshot, env, call.agent, call.side, call.scope, mcp=mcp
+            )
+            return framed, scoped, lead
         read = self._store.step_reads.read(
             call.thread_id,
             env_version=version,
@@ -258,28 +386,23 @@ class ModelRequests:
         )
         if read.budget is not None and read.budget.spent_limit() is not None:
             # Refused in the write (quota.blocked), unless the budget was raised meanwhile.
-            lead = self._record_checked(call, messages, events)
-        loaded = (read.boundary, read.pinned, read.transcript)
-        return self._frame(call, snapshot, read.env, mcp), loaded, lead
-
-    @staticmethod
-    def _frame(
-        call: ModelCallInput,
-        snapshot: DefinitionSnapshot,
-        env: ThreadEnvRow | None,
-        mcp: dict[str, McpServerCatalog],
-    ) -> Frame:
-        return frame(snapshot, env, call.agent, call.side, call.scope, mcp=mcp)
+            lead = self._record_checked(call, messages, events, resolved)
+        framed = self._frames.get(key, snapshot, read.env, call.agent, call.side, mcp=mcp)
+        return framed, (read.boundary, read.pinned, read.transcript), lead
 
     def _record_checked(
-        self, call: ModelCallInput, messages: list[Message], events: list[Event]
+        self, call: ModelCallInput, messages: list[Message], events: list[Event], resolved: bool
     ) -> list[Event]:
-        """Store what the step brings (nothing is left for the final write: returns []).
+        """Store what the step brings (nothing is left for the final write: returns []),
+        its messages' content refs resolved first unless `resolved`.
 
         The budget ledger, when the call has one, is read in the same transaction, and a
         spent budget stores `quota.blocked` instead of `model.requested` (the last event)
         and refuses the call.
         """
+        # Only a message queued as a blob has a ref: most steps bring none.
+        if not resolved and any(isinstance(m.metadata.get(CONTENT_REF), str) for m in messages):
+            messages, events = resolve_content_refs(self._store, messages, events)
         root = call.budget_root
         if root is None:
             self._store.events.record(messages, events)
@@ -305,6 +428,19 @@ class ModelRequests:
         state = self._store.budgets.get(root, now=datetime.now(UTC))
         return state is not None and state.spent_limit() is not None
 
+    @staticmethod
+    def _request(
+        call: ModelCallInput,
+        model: ModelDef,
+        side_frame: Frame,
+        window: Window,
+        boundary: ContextBoundary | None,
+    ) -> tuple[ChatRequest, ContextReport]:
+        """The request of a window a hook may have changed, measured anew."""
+        budget = limits_of(model, call.window).prompt_budget
+        tools, report = request_of(side_frame, window, boundary, model, budget)
+        return chat_request(model, side_frame.prompt, window, tools), report
+
     def _window(
         self,
         call: ModelCallInput,
@@ -313,60 +449,15 @@ class ModelRequests:
         boundary: ContextBoundary | None,
         pinned: list[Message],
         history: _History,
-        *,
-        keep: bool = False,
     ) -> Window:
-        """The window; with `keep`, its sums are kept for the thread's next window."""
-        cap = preview_cap(model, call.window)
-        key = (call.thread_id, call.side, cap, side_frame.dual)
+        """The window of messages a hook may have changed (kept parts, no kept sums)."""
         return build_window(
             side_frame,
             boundary,
             pinned,
             history,
             side=call.side,
-            cap=cap,
+            cap=preview_cap(model, call.window),
             images=image_view(self._store, call.thread_id, model, side_frame.prompt),
             views=self._views,
-            kept_as=KeptAs(self._tails, key) if keep else None,
         )
-
-    def _request(
-        self,
-        call: ModelCallInput,
-        model: ModelDef,
-        side_frame: Frame,
-        window: Window,
-        boundary: ContextBoundary | None,
-    ) -> tuple[ChatRequest, ContextReport]:
-        capabilities = model.capabilities
-        tools = tools_for(
-            side_frame,
-            window,
-            boundary,
-            model_calls_tools=capabilities is None or capabilities.supports_tool_calls is not False,
-        )
-        tokens, size = measure_request(window, tools)
-        report = ContextReport(
-            request_tokens=tokens,
-            request_bytes=size,
-            prompt_budget=limits_of(model, call.window).prompt_budget,
-            previews=window.previews,
-            boundary_id=boundary.boundary_id if boundary else None,
-        )
-        prompt = side_frame.prompt
-        request = ChatRequest(
-            model=model.model,
-            messages=window.messages,
-            tools=tools,
-            tool_choice=prompt.tool_choice if tools or model.provider_tools else None,
-            parallel_tool_calls=(
-                prompt.parallel_tool_calls if tools or model.provider_tools else None
-            ),
-            max_output_tokens=model.capabilities.max_output_tokens if model.capabilities else None,
-            provider_options={**model.provider_options, **prompt.provider_options},
-            # None once a hook changed the messages (Window.changed).
-            encoded_messages=window.encoded,
-            **definition_fields(prompt, model),
-        )
-        return request, report

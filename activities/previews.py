@@ -5,7 +5,8 @@ cap (a share of the model's prompt budget) is sent as its head and a notice nami
 ref and the offset to read on from, so one 5 MB tool output cannot fill the window.
 Offsets are character offsets, the unit a model can count in, into the text the model
 reads: the content as stored, or for a tool result its text rather than its envelope
-(`activities.context.model_view` gives both the preview and `read_output` that text).
+(`activities.message_views.model_view` gives both the preview and `read_output` that
+text).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from weft.activities.context import model_view
+from weft.activities.message_views import model_view
 from weft.activities.previews import read_page
 from weft.contract.activities import ToolResult
 from weft.contract.context import READ_OUTPUT_TOOL

@@ -74,6 +74,8 @@ def spill_if_large(
 # -- queued messages over the threshold (their content travels as a blob) ---------------
 
 BLOB_REF_PREFIX = "blob:"
+# The metadata key of a queued message whose content travels as a blob.
+CONTENT_REF = "contentRef"
 
 
 def spill_queued_content(store: HasFiles, content: str) -> tuple[str, dict[str, Any]]:
@@ -89,7 +91,7 @@ def spill_queued_content(store: HasFiles, content: str) -> tuple[str, dict[str, 
     ref = BLOB_REF_PREFIX + store.files.put_blob(data)
     preview = content[:PREVIEW_CHARS]
     note = f"\n…[{len(data)} bytes in total; the full content is stored as {ref}]"
-    return preview + note, {"contentRef": ref, "contentBytes": len(data)}
+    return preview + note, {CONTENT_REF: ref, "contentBytes": len(data)}
 
 
 def resolve_content_refs(
@@ -104,7 +106,7 @@ def resolve_content_refs(
     resolved: list[Message] = []
     extra: list[Event] = []
     for message in messages:
-        ref = message.metadata.get("contentRef")
+        ref = message.metadata.get(CONTENT_REF)
         if not isinstance(ref, str):
             resolved.append(message)
             continue

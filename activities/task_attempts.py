@@ -39,6 +39,9 @@ from weft.contract.turns import TurnResult
 from weft.store import Store
 
 _HEARTBEAT_SECONDS = 5.0
+# A transient Temporal error while waiting for the turn is retried here, on the same update
+# id: the activity itself is not retried (a timed-out heartbeat means the attempt is lost).
+_RPC_BACKOFF_SECONDS = (0.5, 1.0, 2.0, 5.0)
 # An accepted answer's text kept in the task's read model; the whole is the stored message.
 _RESPONSE_CHARS = 20_000
 
@@ -78,18 +81,11 @@ class TaskAttemptActivities:
         handle = self._client.get_workflow_handle(attempt.thread_id)
         beat = asyncio.create_task(_heartbeat())
         try:
-            result: SubmitTurnResult = await handle.execute_update(
-                UPDATE_SUBMIT_TURN,
-                request.model_dump(mode="json", by_alias=True, exclude_none=True),
-                id=attempt.attempt_id,
-                result_type=SubmitTurnResult,
-            )
+            result = await _submit(handle, request, attempt.attempt_id)
         except WorkflowUpdateFailedError as err:
             why = await _failure(handle) or _innermost(err.cause)
             raise AttemptRefused(f"thread {attempt.thread_id} did not answer: {why}") from None
-        except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:
-                raise  # transient: the activity is retried and attaches to the same update
+        except RPCError:  # NOT_FOUND: the thread is gone
             why = await _failure(handle) or "it ended before answering"
             raise AttemptRefused(f"thread {attempt.thread_id} did not answer: {why}") from None
         finally:
@@ -122,6 +118,27 @@ class TaskAttemptActivities:
         if schema is None:
             return output
         return output.model_copy(update={"structured": _structured(response, schema)})
+
+
+async def _submit(
+    handle: WorkflowHandle[Any, Any], request: SubmitTurnRequest, update_id: str
+) -> SubmitTurnResult:
+    """The turn's result; a transient RPC error is retried on the same update id (which
+    attaches to the same turn), NOT_FOUND is raised."""
+    for backoff in (*_RPC_BACKOFF_SECONDS, None):
+        try:
+            result: SubmitTurnResult = await handle.execute_update(
+                UPDATE_SUBMIT_TURN,
+                request.model_dump(mode="json", by_alias=True, exclude_none=True),
+                id=update_id,
+                result_type=SubmitTurnResult,
+            )
+            return result
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND or backoff is None:
+                raise
+            await asyncio.sleep(backoff)
+    raise AssertionError("unreachable")
 
 
 async def _failure(handle: WorkflowHandle[Any, Any]) -> str | None:
@@ -181,7 +198,14 @@ def _attempt_event(attempt: AttemptInput, kind: str, data: dict[str, Any]) -> di
 
 
 async def _heartbeat() -> None:
-    """Beat while the turn runs, so a dead worker's attempt is retried (and re-attaches)."""
+    """Beat while the turn runs, well within the heartbeat timeout, so only a dead (or
+    stalled) worker's attempt is lost."""
+    timeout = activity.info().heartbeat_timeout
+    every = (
+        _HEARTBEAT_SECONDS
+        if timeout is None
+        else min(_HEARTBEAT_SECONDS, timeout.total_seconds() / 4)
+    )
     while True:
         activity.heartbeat()
-        await asyncio.sleep(_HEARTBEAT_SECONDS)
+        await asyncio.sleep(every)

@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from weft.activities.clock import now_iso
 from weft.activities.hooks import HookRegistry
 from weft.activities.hooks.thread_hooks import thread_created
+from weft.activities.served_definitions import ServedDefinitions
 from weft.activities.snapshots import SnapshotCache
 from weft.activities.spill import resolve_content_refs
 from weft.contract.activities import (
@@ -34,11 +35,9 @@ from weft.contract.definitions_version import (
     ACTIVITY_DEFINITIONS_REFRESH,
     DefinitionsRefreshInput,
     DefinitionsRefreshResult,
-    changed_definitions,
-    snapshot_content,
-    snapshot_digest,
 )
 from weft.contract.events import Event
+from weft.contract.tenants import DEFAULT_TENANT
 from weft.definitions import DefinitionError, Definitions
 from weft.definitions.variables import MissingVariable, thread_env
 from weft.store import Store, ThreadRow
@@ -64,19 +63,17 @@ class ThreadRecordActivities:
         self._definitions = definitions
         self._snapshots = snapshots
         self._hooks = hooks or HookRegistry(store)
-        # This worker's version of each agent: its definitions never change while it runs.
-        self._served: dict[str, tuple[DefinitionSnapshot, str]] = {}
+        # Shared with `model.call`, which checks a session's version on its first call.
+        self.served = ServedDefinitions(store, definitions, snapshots)
 
     @activity.defn(name=ACTIVITY_THREAD_INIT)
     async def init_thread(self, start: ThreadInitInput) -> ThreadInitResult:
         """Snapshot the agent's definitions and record the thread row and its first events."""
         try:
-            snapshot = self._definitions.snapshot(start.agent)
+            snapshot, digest = self.served.version_of(start.agent)
         except DefinitionError as err:
             raise _unknown_agent(start, err) from None
-        budget = await asyncio.to_thread(
-            self._init, start, snapshot, snapshot.model_dump(mode="json", by_alias=True)
-        )
+        budget = await asyncio.to_thread(self._init, start, snapshot, digest)
         self._snapshots.remember(snapshot)
         await thread_created(
             self._hooks,
@@ -94,38 +91,12 @@ class ThreadRecordActivities:
     ) -> DefinitionsRefreshResult:
         """This worker's version of the thread's agent when it differs from the thread's,
         stored first (so any worker can run the thread's turns with it), with what changed."""
-        try:
-            snapshot, digest = self._version_of(thread.agent)
-        except DefinitionError as err:
-            return DefinitionsRefreshResult(refused=f"this worker cannot serve the agent: {err}")
-        if digest == thread.digest:
-            return DefinitionsRefreshResult()
-        current = await self._snapshots.get(thread.snapshot_id)
-        await asyncio.to_thread(self._record_version, snapshot, digest)
-        self._snapshots.remember(snapshot)
-        changes = changed_definitions(snapshot_content(current), snapshot_content(snapshot))
-        return DefinitionsRefreshResult(snapshot=snapshot, digest=digest, changes=changes)
-
-    def _version_of(self, agent: str) -> tuple[DefinitionSnapshot, str]:
-        if agent not in self._served:
-            snapshot = self._definitions.snapshot(agent)
-            self._served[agent] = (snapshot, snapshot_digest(snapshot))
-        return self._served[agent]
-
-    def _record_version(self, snapshot: DefinitionSnapshot, digest: str) -> None:
-        """The snapshot, then its version row: a row always names a stored snapshot."""
-        self._store.snapshots.put(
-            snapshot.snapshot_id, snapshot.model_dump(mode="json", by_alias=True)
-        )
-        self._store.definitions_versions.put(digest, snapshot.agent.name, snapshot.snapshot_id)
+        return await self.served.check(thread)
 
     def _init(
-        self, start: ThreadInitInput, snapshot: DefinitionSnapshot, data: dict[str, object]
+        self, start: ThreadInitInput, snapshot: DefinitionSnapshot, digest: str
     ) -> BudgetState | None:
-        self._store.snapshots.put(snapshot.snapshot_id, data)
-        self._store.definitions_versions.put(
-            snapshot_digest(snapshot), snapshot.agent.name, snapshot.snapshot_id
-        )
+        self.served.record(snapshot, digest)
         if self._store.threads.get(start.thread_id) is None:
             self._store.threads.upsert(
                 ThreadRow(
@@ -137,6 +108,7 @@ class ThreadRecordActivities:
                     parent_thread_id=start.parent_thread_id,
                     created_at=datetime.now(UTC),
                     env=self._env(start, snapshot),
+                    tenant=start.tenant or DEFAULT_TENANT,
                 )
             )
         if start.budget_root is None or start.budget_root == start.thread_id:

@@ -15,6 +15,7 @@ from weft.api import (
     fork_routes,
     inbox_routes,
     inventory_routes,
+    job_routes,
     task_routes,
     thread_routes,
 )
@@ -45,6 +46,7 @@ def create_api(
         fork_routes,
         deployment_routes,
         task_routes,
+        job_routes,
     )
     for routes in routers:
         app.include_router(routes.router(ctx))

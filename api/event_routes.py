@@ -97,7 +97,7 @@ def router(ctx: ApiContext) -> APIRouter:
                 "description": SSE_DESCRIPTION,
                 "content": {"text/event-stream": {"schema": {"type": "string"}}},
             },
-            **{status: {"model": ErrorBody} for status in (401, 404, 422, 503)},
+            **{status: {"model": ErrorBody} for status in (401, 403, 404, 422, 503)},
         },
         summary="A thread's events: Server-Sent Events, or a long poll as JSON",
     )

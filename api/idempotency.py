@@ -31,6 +31,7 @@ from fastapi import Header, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
+from weft.api.auth import principal
 from weft.api.gateway.app import GatewayError
 from weft.store import Store
 from weft.store.idempotency import (
@@ -67,25 +68,39 @@ class Reply:
 class IdempotentRequest:
     """One POST request, with or without a key; `run` its action through it."""
 
-    def __init__(self, store: Store, key: str | None, scope: str, fingerprint: str) -> None:
+    def __init__(
+        self,
+        store: Store,
+        key: str | None,
+        scope: str,
+        fingerprint: str,
+        *,
+        tenant: str | None = None,
+    ) -> None:
         self._store = store
         self.key = key
         self.scope = scope
         self.fingerprint = fingerprint
+        # A tenant's keys are its own: the same key sent by two tenants is two requests,
+        # and neither replays (or derives the ids of) the other's. The server's token
+        # keeps the plain key.
+        self._tenant = tenant
+        self._stored = key if key is None or tenant is None else _tenant_key(tenant, key)
 
     def derived_id(self, prefix: str) -> str | None:
         """An id that only this key gives (None without a key): `<prefix>-<32 hex>`."""
         if self.key is None:
             return None
-        digest = hashlib.sha256(f"{prefix}\n{self.key}".encode()).hexdigest()
+        tenant = "" if self._tenant is None else f"{self._tenant}\n"
+        digest = hashlib.sha256(f"{prefix}\n{tenant}{self.key}".encode()).hexdigest()
         return f"{prefix}-{digest[:32]}"
 
     async def run(self, action: Callable[[], Awaitable[Reply]]) -> Response:
         """Run `action` once for this key; a retry gets the recorded reply."""
-        if self.key is None:
+        if self.key is None or self._stored is None:
             return _respond(await action())
         claim = await asyncio.to_thread(
-            self._store.idempotency.claim, self.key, self.scope, self.fingerprint
+            self._store.idempotency.claim, self._stored, self.scope, self.fingerprint
         )
         if isinstance(claim, Recorded):
             return JSONResponse(
@@ -110,8 +125,8 @@ class IdempotentRequest:
     async def _run_claimed(
         self, claim: Claimed, action: Callable[[], Awaitable[Reply]]
     ) -> Response:
-        assert self.key is not None
-        key = self.key
+        assert self._stored is not None
+        key = self._stored
         try:
             reply = await action()
         except GatewayError as err:
@@ -131,9 +146,9 @@ class IdempotentRequest:
         return _respond(reply)
 
     async def _record(self, claim: Claimed, status: int, body: Any) -> None:
-        assert self.key is not None
+        assert self._stored is not None
         await asyncio.to_thread(
-            self._store.idempotency.record, self.key, claim.claim_id, status, body
+            self._store.idempotency.record, self._stored, claim.claim_id, status, body
         )
 
 
@@ -163,9 +178,15 @@ def idempotency(store: Store) -> Callable[..., Awaitable[IdempotentRequest]]:
             )
         scope = f"{request.method} {request.url.path}"
         fingerprint = request_fingerprint(scope, request.url.query, await request.body())
-        return IdempotentRequest(store, key, scope, fingerprint)
+        tenant = principal(request).confined_to
+        return IdempotentRequest(store, key, scope, fingerprint, tenant=tenant)
 
     return dependency
+
+
+def _tenant_key(tenant: str, key: str) -> str:
+    """The stored key of a tenant's `key`: within the column, whatever the key's length."""
+    return f"{tenant}:" + hashlib.sha256(key.encode()).hexdigest()
 
 
 def request_fingerprint(scope: str, query: str, body: bytes) -> str:

@@ -31,8 +31,9 @@ MAX_REFRESH_SERVERS = 100
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses=` for error replies: each an `ErrorBody`; 401 always."""
-    return {status: {"model": ErrorBody} for status in sorted({401, *statuses})}
+    """OpenAPI `responses=` for error replies: each an `ErrorBody`; 401 and 403 (a key
+    without the route's scope: api/auth.py) always."""
+    return {status: {"model": ErrorBody} for status in sorted({401, 403, *statuses})}
 
 
 # Every POST may fail on its body or its Idempotency-Key before it acts: broken JSON or a

@@ -1,11 +1,14 @@
-"""The task routes: create, list (`task_snapshot`), read, cancel and retry tasks, and follow a
-task's own event log; the same checks and refusals as `weft.Tasks` (docs/tasks.md)."""
+"""The task routes: create, list (`task_snapshot`), read, and every task command (start,
+update, delegate, link, unlink, pause, resume, complete, fail, cancel, retry, progress), and
+follow a task's own event log; the same checks and refusals as `weft.Tasks`
+(docs/tasks.md): a refused input is 422 naming its field, a state that forbids the command
+409, an unknown task 404."""
 
 # No `from __future__ import annotations`: FastAPI reads the routes' parameter annotations.
 
 import asyncio
-from collections.abc import Awaitable
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from fastapi.responses import Response
@@ -28,7 +31,15 @@ from weft.api.idempotency import IdempotentRequest, Reply, idempotency
 from weft.api.models import POST_ERRORS, error_responses
 from weft.api.thread_routes import ID_PATH_PATTERN
 from weft.client.tasks import TaskError, TaskNotFound, Tasks
-from weft.contract.tasks import TaskRecord, TaskSnapshot, TaskSpec, TaskStatus, task_snapshot
+from weft.contract.tasks import (
+    TaskAcceptance,
+    TaskConstraints,
+    TaskRecord,
+    TaskSnapshot,
+    TaskSpec,
+    TaskStatus,
+    task_snapshot,
+)
 from weft.contract.wire import CamelModel
 
 TaskId = Annotated[str, Path(pattern=ID_PATH_PATTERN, description="the task id")]
@@ -44,6 +55,47 @@ class TaskCommand(CamelModel):
     """`cancel` and `retry`: why, for the task's log."""
 
     reason: str | None = Field(default=None, max_length=20_000)
+
+
+class TaskDecision(TaskCommand):
+    """`start`, `pause`, `resume`, `fail`: who asks (recorded with the event) and why."""
+
+    by: str | None = Field(default=None, max_length=255)
+
+
+class UpdateTask(TaskDecision):
+    """`update`: the parts that change, each replaced whole (before the attempts start)."""
+
+    objective: str | None = None
+    constraints: TaskConstraints | None = None
+    acceptance: TaskAcceptance | None = None
+
+
+class DelegateBody(TaskDecision):
+    """`delegate`: the agent that runs the task's attempts from now on."""
+
+    to: str = Field(description="the agent the task is delegated to")
+    start: bool = Field(default=False, description="also start a task created not to start")
+
+
+class LinkBody(TaskDecision):
+    """`link` / `unlink`: the dependency edge added or removed."""
+
+    depends_on: str = Field(description="the task this one depends on")
+
+
+class CompleteBody(TaskDecision):
+    """`complete`: an operator's output; `structured` must meet the acceptance schema."""
+
+    response: str | None = None
+    structured: Any = None
+
+
+class ProgressBody(CamelModel):
+    """`progress`: an entry of the task's progress."""
+
+    message: str
+    data: dict[str, Any] | None = None
 
 
 def router(ctx: ApiContext) -> APIRouter:
@@ -120,6 +172,101 @@ def router(ctx: ApiContext) -> APIRouter:
 
         return await request.run(act)
 
+    def command(
+        name: str,
+        body_model: type[CamelModel],
+        summary: str,
+        run: Callable[[str, Any], Awaitable[object]],
+    ) -> None:
+        """`POST /tasks/{id}/<name>`: run the command, answer with the task (202)."""
+
+        async def route(task_id: TaskId, request: Idempotent, body: Any) -> Response:
+            async def act() -> Reply:
+                await _refusing(run(task_id, body))
+                return Reply(202, await _get(tasks, task_id))
+
+            return await request.run(act)
+
+        route.__annotations__["body"] = Annotated[body_model, Body()]
+        routes.post(
+            f"/tasks/{{task_id}}/{name}",
+            status_code=202,
+            response_model=TaskRecord,
+            responses=error_responses(*POST_ERRORS, 404, 503),
+            summary=summary,
+            name=f"{name}_task",
+        )(route)
+
+    command(
+        "start",
+        TaskDecision,
+        "Start a task created with autoStart false (409 once started)",
+        lambda t, b: tasks.start(t, by=b.by, reason=b.reason),
+    )
+    command(
+        "update",
+        UpdateTask,
+        "Change the objective, constraints or acceptance before the attempts start (409 after)",
+        lambda t, b: tasks.update(
+            t,
+            objective=b.objective,
+            constraints=b.constraints,
+            acceptance=b.acceptance,
+            by=b.by,
+            reason=b.reason,
+        ),
+    )
+    command(
+        "delegate",
+        DelegateBody,
+        "Delegate a task whose attempts have not started to another agent",
+        lambda t, b: tasks.delegate(t, b.to, by=b.by, reason=b.reason, start=b.start),
+    )
+    command(
+        "link",
+        LinkBody,
+        "Add a dependency (a cycle is 422 naming it; 409 once the attempts started)",
+        lambda t, b: tasks.link(t, b.depends_on, by=b.by, reason=b.reason),
+    )
+    command(
+        "unlink",
+        LinkBody,
+        "Remove a dependency (422 when there is no such edge)",
+        lambda t, b: tasks.unlink(t, b.depends_on, by=b.by, reason=b.reason),
+    )
+    command(
+        "pause",
+        TaskDecision,
+        "Pause a task: no new attempt starts; a running one runs to its end",
+        lambda t, b: tasks.pause(t, by=b.by, reason=b.reason),
+    )
+    command(
+        "resume",
+        TaskDecision,
+        "Resume a paused task (409 when it is not paused)",
+        lambda t, b: tasks.resume(t, by=b.by, reason=b.reason),
+    )
+    command(
+        "complete",
+        CompleteBody,
+        "Complete an unfinished task with an operator's output (checked against its schema)",
+        lambda t, b: tasks.complete(
+            t, response=b.response, structured=b.structured, by=b.by, reason=b.reason
+        ),
+    )
+    command(
+        "fail",
+        TaskDecision,
+        "Fail an unfinished task, recording who and why",
+        lambda t, b: tasks.fail(t, by=b.by, reason=b.reason),
+    )
+    command(
+        "progress",
+        ProgressBody,
+        "Add a progress entry to an unfinished task",
+        lambda t, b: tasks.append_progress(t, b.message, b.data),
+    )
+
     @routes.get(
         "/tasks/{task_id}/events",
         response_model=EventPage,
@@ -168,31 +315,19 @@ async def _create(
             acceptance_schema=body.acceptance.schema_,
             scope=body.scope,
             constraints=body.constraints,
+            auto_start=body.auto_start,
         )
     except TaskError as err:
         # Only a failed start carries its cause; every refusal of the input is `from None`.
         if err.__cause__ is not None:
             raise GatewayError(503, str(err)) from None
-        raise GatewayError(422, str(err), fields=[_field_of(str(err))]) from None
+        raise GatewayError(422, str(err), fields=[err.field or "body"]) from None
     return Reply(201, record)
 
 
 def _task_id_of_key(request: IdempotentRequest) -> str | None:
     derived = request.derived_id("task")
     return None if derived is None else derived[: len("task-") + 12]
-
-
-def _field_of(message: str) -> str:
-    """The body field a `TaskError` from `create` is about (its messages name it first)."""
-    for prefix, field in (
-        ("acceptance.schema", "acceptance.schema"),
-        ("dependency cycle", "dependencies"),
-        ("taskId", "taskId"),
-        ("task task-", "taskId"),
-    ):
-        if message.startswith(prefix):
-            return field
-    return "body"
 
 
 async def _get(tasks: Tasks, task_id: str) -> TaskRecord:
@@ -203,12 +338,15 @@ async def _get(tasks: Tasks, task_id: str) -> TaskRecord:
 
 
 async def _refusing(command: Awaitable[object]) -> None:
-    """Run a cancel or retry: an unknown task is 404, a state that forbids it 409."""
+    """Run a command: an unknown task is 404, a refused input 422 naming its field, a
+    state that forbids the command 409."""
     try:
         await command
     except TaskNotFound as err:
         raise GatewayError(404, str(err)) from None
     except TaskError as err:
+        if err.field is not None:
+            raise GatewayError(422, str(err), fields=[err.field]) from None
         raise GatewayError(409, str(err)) from None
     except RPCError as err:
         raise GatewayError(503, f"Temporal did not answer ({err.message}); retry") from None
@@ -225,4 +363,14 @@ async def _run_closed(ctx: ApiContext, task_id: str) -> bool:
         raise
 
 
-__all__ = ["CreateTask", "TaskCommand", "router"]
+__all__ = [
+    "CompleteBody",
+    "CreateTask",
+    "DelegateBody",
+    "LinkBody",
+    "ProgressBody",
+    "TaskCommand",
+    "TaskDecision",
+    "UpdateTask",
+    "router",
+]

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 from pydantic import ValidationError
 from temporalio.client import WorkflowExecution, WorkflowExecutionStatus
@@ -24,6 +24,7 @@ from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from weft.api.auth import principal, tenant_query
 from weft.api.context import ApiContext, thread_status
 from weft.api.gateway.app import GatewayError
 from weft.api.idempotency import IdempotentRequest, Reply, idempotency
@@ -107,8 +108,10 @@ def router(ctx: ApiContext) -> APIRouter:
         responses=error_responses(*POST_ERRORS, 503),
         summary="Start a thread; the worker's verdict on it is waited for",
     )
-    async def start_thread(body: StartThread, request: Idempotent) -> Response:
-        return await request.run(lambda: _start(ctx, body, request))
+    async def start_thread(body: StartThread, request: Idempotent, http: Request) -> Response:
+        # A tenant's key starts its tenant's threads; the server's token starts `default`'s.
+        tenant = principal(http).confined_to
+        return await request.run(lambda: _start(ctx, body, request, tenant))
 
     @routes.get(
         "/threads",
@@ -117,6 +120,7 @@ def router(ctx: ApiContext) -> APIRouter:
         summary="List threads (Temporal visibility: eventually consistent)",
     )
     async def list_threads(
+        http: Request,
         agent: Annotated[str | None, Query(pattern=SAFE_VALUE_PATTERN)] = None,
         # The CLI's vocabulary and filters (docs/thread-status.md); another value is 422.
         status: Annotated[StatusFilter | None, Query()] = None,
@@ -127,9 +131,13 @@ def router(ctx: ApiContext) -> APIRouter:
         limit: Annotated[int, Query(ge=1, le=100)] = 50,
         page_token: Annotated[str | None, Query(alias="pageToken", max_length=8192)] = None,
     ) -> ThreadList:
+        # A tenant's key lists its tenant's threads only; the clause is part of the query
+        # its page tokens are sealed with, so no token crosses tenants either.
+        tenant = tenant_query(principal(http).confined_to)
         query = " AND ".join(
             [
                 base_query,
+                *([tenant] if tenant else []),
                 *([f"WeftAgent = '{agent}'"] if agent else []),
                 *([f"WeftSession = '{session}'"] if session else []),
                 *([STATUS_QUERIES[status]] if status else []),
@@ -208,7 +216,9 @@ def router(ctx: ApiContext) -> APIRouter:
 # -- POST /threads ------------------------------------------------------------------------
 
 
-async def _start(ctx: ApiContext, body: StartThread, request: IdempotentRequest) -> Reply:
+async def _start(
+    ctx: ApiContext, body: StartThread, request: IdempotentRequest, tenant: str | None
+) -> Reply:
     # With a key and no id of its own, the thread id comes from the key: a retry after a
     # crash between starting and recording finds the thread it started, never a second.
     # Readable like every generated id (`<agent>-…`), and the same for the same key.
@@ -222,6 +232,7 @@ async def _start(ctx: ApiContext, body: StartThread, request: IdempotentRequest)
             thread_id=thread_id,
             timeout=CONFIRM_SECONDS,
             **body.start_fields(),
+            **({"tenant": tenant} if tenant else {}),
         )
     except ThreadStartRefused as err:
         raise GatewayError(

@@ -19,6 +19,7 @@ from temporalio.service import RPCError
 
 from weft.cli import (
     ask_command,
+    audit_command,
     budget_command,
     bundle_command,
     code_command,
@@ -30,6 +31,8 @@ from weft.cli import (
     inbox_command,
     interrupt_command,
     inventory_command,
+    job_command,
+    key_command,
     list_command,
     respond_command,
     schedule_command,
@@ -149,6 +152,9 @@ def _parser() -> argparse.ArgumentParser:
     start.add_argument("-m", "--message", action="append", default=[], help="a user message")
     start.add_argument("--id", help="thread id (default: generated)")
     start.add_argument("--session", help="session id")
+    start.add_argument(
+        "--tenant", help="the tenant the thread belongs to (default: default; docs/tenants.md)"
+    )
     start.set_defaults(handler=_thread_start)
     send_command.register(actions)
     show = actions.add_parser(
@@ -200,11 +206,14 @@ def _parser() -> argparse.ArgumentParser:
     eval_command.register(commands)
     schedule_command.register(commands)
     task_command.register(commands)
+    job_command.register(commands)
     deploy_command.register(commands)
 
     code_command.register(commands)
     codec_command.register(commands)
     serve_command.register(commands)
+    key_command.register(commands)
+    audit_command.register(commands)
     return parser
 
 
@@ -359,6 +368,7 @@ async def _thread_start(args: argparse.Namespace, config: WeftConfig) -> int:
                 messages=args.message,
                 thread_id=args.id,
                 session_id=args.session,
+                **({"tenant": args.tenant} if args.tenant else {}),
             )
         except ThreadStartRefused as err:
             print(f"weft: thread {err.thread_id!r} refused: {err.reason}", file=sys.stderr)

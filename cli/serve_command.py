@@ -26,7 +26,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--port", type=int, default=8088, help="listen port (default: 8088)")
     parser.add_argument(
         "--token",
-        help=f"the bearer token every call needs (default: ${TOKEN_ENV}, or made and shown)",
+        help=f"the admin bearer token (default: ${TOKEN_ENV}, or made and shown); tenants "
+        "call with API keys (`weft key create`)",
     )
     parser.add_argument(
         "--cors-origin",

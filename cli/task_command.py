@@ -1,4 +1,5 @@
-"""`weft task create|get|list|cancel|retry`: tasks from the command line (docs/tasks.md)."""
+"""`weft task create|get|list|start|update|delegate|link|unlink|pause|resume|complete|fail|
+progress|cancel|retry`: tasks from the command line (docs/tasks.md)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,12 @@ def register(commands: Any) -> None:
     create.add_argument("--depends-on", action="append", default=[], metavar="TASK_ID")
     create.add_argument("--schema", help="acceptance: a JSON Schema file the answer must meet")
     create.add_argument("--session", help="the session the task belongs to")
+    create.add_argument(
+        "--no-start", action="store_true", help="create it held: it waits for `weft task start`"
+    )
+    create.add_argument(
+        "--lost-after", type=float, help="seconds without a heartbeat before an attempt is lost"
+    )
     create.add_argument("--wait", action="store_true", help="wait for the run to end; print it")
     create.set_defaults(handler=_create)
     get = actions.add_parser("get", help="print one task as JSON")
@@ -49,6 +56,53 @@ def register(commands: Any) -> None:
     retry.add_argument("task_id")
     retry.add_argument("--reason")
     retry.set_defaults(handler=_retry)
+    for name, help_ in (
+        ("start", "start a task created with --no-start"),
+        ("pause", "pause a task: no new attempt starts; a running one runs to its end"),
+        ("resume", "resume a paused task"),
+        ("fail", "fail an unfinished task (recorded with --by and --reason)"),
+    ):
+        _decision(actions.add_parser(name, help=help_), name)
+    update = _decision(
+        actions.add_parser("update", help="change a task before its attempts start"), "update"
+    )
+    update.add_argument("--objective")
+    update.add_argument("--max-attempts", type=int)
+    update.add_argument("--deadline", type=float, help="seconds from the run's start")
+    update.add_argument("--schema", help="a JSON Schema file: the new acceptance")
+    update.add_argument("--no-schema", action="store_true", help="drop the acceptance schema")
+    delegate = _decision(
+        actions.add_parser("delegate", help="hand a task to another agent before it runs"),
+        "delegate",
+    )
+    delegate.add_argument("agent", help="the agent that runs its attempts from now on")
+    delegate.add_argument("--start", action="store_true", help="also start a held task")
+    for name, help_ in (
+        ("link", "make the task depend on another (a cycle is refused)"),
+        ("unlink", "remove a dependency of the task"),
+    ):
+        edge = _decision(actions.add_parser(name, help=help_), name)
+        edge.add_argument("depends_on", metavar="DEPENDS_ON", help="the task it depends on")
+    complete = _decision(
+        actions.add_parser("complete", help="complete a task with an operator's output"),
+        "complete",
+    )
+    complete.add_argument("--response", help="the output's text")
+    complete.add_argument("--structured", help="the output as JSON (checked against the schema)")
+    progress = actions.add_parser("progress", help="add a progress entry to a task")
+    progress.add_argument("task_id")
+    progress.add_argument("message")
+    progress.add_argument("--data", help="a JSON object")
+    progress.set_defaults(handler=_progress)
+
+
+def _decision(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """A command on one task, with who asks and why (recorded in the task's log)."""
+    parser.add_argument("task_id")
+    parser.add_argument("--by", help="who asks (default: operator)")
+    parser.add_argument("--reason")
+    parser.set_defaults(handler=_decide, task_command=command)
+    return parser
 
 
 @asynccontextmanager
@@ -66,6 +120,8 @@ async def _create(args: argparse.Namespace, config: WeftConfig) -> int:
     constraints: dict[str, Any] = {"maxAttempts": args.max_attempts}
     if args.deadline is not None:
         constraints["deadlineSeconds"] = args.deadline
+    if args.lost_after is not None:
+        constraints["lostAfterSeconds"] = args.lost_after
     async with _tasks(config) as tasks:
         record = await tasks.create(
             args.objective,
@@ -74,6 +130,7 @@ async def _create(args: argparse.Namespace, config: WeftConfig) -> int:
             acceptance_schema=schema,
             constraints=constraints,
             scope={"sessionId": args.session} if args.session else {},
+            auto_start=not args.no_start,
         )
         if args.wait:
             _print(await tasks.wait(record.task_id))
@@ -116,6 +173,57 @@ async def _retry(args: argparse.Namespace, config: WeftConfig) -> int:
         await tasks.retry(args.task_id, args.reason)
     print(f"retrying {args.task_id}")
     return 0
+
+
+async def _decide(args: argparse.Namespace, config: WeftConfig) -> int:
+    """Run one task command; print the task as it then is."""
+    who = {"by": args.by, "reason": args.reason}
+    async with _tasks(config) as tasks:
+        task_id, command = args.task_id, args.task_command
+        if command == "update":
+            record = await tasks.update(task_id, **_changes(args, tasks.get(task_id)), **who)
+        elif command == "delegate":
+            record = await tasks.delegate(task_id, args.agent, start=args.start, **who)
+        elif command in ("link", "unlink"):
+            record = await getattr(tasks, command)(task_id, args.depends_on, **who)
+        elif command == "complete":
+            structured = _json("--structured", args.structured) if args.structured else None
+            record = await tasks.complete(
+                task_id, response=args.response, structured=structured, **who
+            )
+        else:
+            record = await getattr(tasks, command)(task_id, **who)
+    _print(record)
+    return 0
+
+
+def _changes(args: argparse.Namespace, record: TaskRecord) -> dict[str, Any]:
+    """`update`'s changes: the constraints given, over the task's own."""
+    changes: dict[str, Any] = {"objective": args.objective}
+    limits = {"maxAttempts": args.max_attempts, "deadlineSeconds": args.deadline}
+    if any(v is not None for v in limits.values()):
+        current = record.constraints.model_dump(mode="json", by_alias=True)
+        changes["constraints"] = current | {k: v for k, v in limits.items() if v is not None}
+    if args.schema or args.no_schema:
+        changes["acceptance"] = {"schema": None if args.no_schema else _schema(args.schema)}
+    return changes
+
+
+async def _progress(args: argparse.Namespace, config: WeftConfig) -> int:
+    data = _json("--data", args.data) if args.data else None
+    if data is not None and not isinstance(data, dict):
+        raise ValueError("--data: a JSON object")
+    async with _tasks(config) as tasks:
+        await tasks.append_progress(args.task_id, args.message, data)
+    print(f"progress added to {args.task_id}")
+    return 0
+
+
+def _json(option: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        raise ValueError(f"{option}: not JSON ({err})") from None
 
 
 def _schema(path: str) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from weft.client.thread_ids import new_thread_id
 from weft.contract.correlation import default_session_id
 from weft.contract.events import Event
 from weft.contract.forks import ForkLink, ForkRefused, ForkResult
+from weft.contract.tenants import DEFAULT_TENANT
 from weft.contract.thread import SIGNAL_TERMINATE, WORKFLOW_TYPE, ThreadStartInput
 from weft.definitions import Definitions
 from weft.store import Store, ThreadRow
@@ -88,6 +89,7 @@ class Forks:
             user_id=source.user_id,
             created_at=datetime.now(UTC),
             env=source.env,
+            tenant=source.tenant,  # a fork is its source's tenant's
         )
         seed = await asyncio.to_thread(
             fork_seed, self._store, source, events, point, snapshot, row, link
@@ -110,6 +112,7 @@ class Forks:
             env=start.env,
             options=start.options,
             carry_over=carry_over(seed, session_id, snapshot, point, link),
+            tenant=None if source.tenant == DEFAULT_TENANT else source.tenant,
         )
         try:
             await self._start(new_id, fork_start, session_id, thread_id, point)
@@ -146,6 +149,11 @@ class Forks:
                     SearchAttributePair(attributes.STATUS, "waiting_input"),
                     SearchAttributePair(attributes.SESSION, session_id),
                     SearchAttributePair(attributes.FORKED_FROM, source_id),
+                    *(
+                        [SearchAttributePair(attributes.TENANT, fork_start.tenant)]
+                        if fork_start.tenant
+                        else []
+                    ),
                 ]
             ),
             static_summary=f"{agent}: fork of {source_id} at event {point.sequence}",

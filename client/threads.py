@@ -67,6 +67,7 @@ from weft.contract.thread import (
 from weft.contract.turns import TurnResult
 from weft.contract.ui_text import secret_values, thread_summary
 from weft.store import Store
+from weft.workflows.search_attributes import start_attributes
 
 
 class Threads:
@@ -104,6 +105,8 @@ class Threads:
             start,
             id=thread_id,
             task_queue=self._task_queue,
+            # The tenant is searchable from the start (`WeftTenant`); none is `default`.
+            search_attributes=start_attributes(start.tenant),
             # What the Temporal UI lists the thread by; secrets in its env are redacted.
             static_summary=thread_summary(start.agent, start.messages, secret_values(start.env)),
         )

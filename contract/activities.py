@@ -15,6 +15,7 @@ from weft.contract.context import (
     ContextWindow,
 )
 from weft.contract.definitions import DefinitionSnapshot
+from weft.contract.definitions_version import DefinitionsRefreshInput
 from weft.contract.events import Event
 from weft.contract.hooks import HookBlock
 from weft.contract.mcp import McpCallOutcome, McpToolTarget
@@ -54,6 +55,9 @@ class ThreadInitInput(CamelModel):
     )
     budget_root: str | None = Field(
         default=None, description="a subagent's budget root: it opens no ledger of its own"
+    )
+    tenant: str | None = Field(
+        default=None, description="the thread's tenant; None is `default` (docs/tenants.md)"
     )
 
 
@@ -110,6 +114,12 @@ class ModelCallInput(CamelModel):
         default_factory=dict,
         description="the catalogue id of each MCP server the thread has listed (the prompt's "
         "are offered)",
+    )
+    definitions_check: DefinitionsRefreshInput | None = Field(
+        default=None,
+        description="a session's first call of a `latest` thread: the thread's definitions "
+        "version, checked against the worker's before anything is written or sent (a newer "
+        "one fails the call with DefinitionsChanged, carrying it)",
     )
 
 

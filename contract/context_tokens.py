@@ -55,6 +55,12 @@ def estimate_message_tokens(messages: Iterable[MessageLike]) -> int:
     return sum(MESSAGE_OVERHEAD_TOKENS + _message_tokens(m) for m in messages)
 
 
+def each_message_tokens(messages: Iterable[MessageLike]) -> list[int]:
+    """Each message's estimate, as `estimate_message_tokens` gives it for that message
+    alone: a window measures its new messages with one call."""
+    return [MESSAGE_OVERHEAD_TOKENS + _message_tokens(m) for m in messages]
+
+
 def _message_tokens(message: MessageLike) -> int:
     if isinstance(message, Message):
         strings = [message.content, message.name, message.tool_call_id, *message.attachments]

@@ -86,6 +86,9 @@ def changed_definitions(old: DefinitionsContent, new: DefinitionsContent) -> lis
 ACTIVITY_DEFINITIONS_REFRESH = "definitions.refresh"
 UPDATE_UPGRADE_DEFINITIONS = "upgrade_definitions"
 POLICY_CHANGED = "policy.changed"
+# The error type of a `model.call` whose `definitionsCheck` found the worker's version
+# differs (or that it cannot serve the agent): its one detail is the DefinitionsRefreshResult.
+DEFINITIONS_CHANGED = "DefinitionsChanged"
 
 
 class DefinitionsRefreshInput(CamelModel):

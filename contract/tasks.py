@@ -21,11 +21,27 @@ SIGNAL_CANCEL_TASK = "cancel_task"
 SIGNAL_APPEND_PROGRESS = "append_task_progress"
 SIGNAL_DEPENDENCY_SETTLED = "dependency_settled"
 QUERY_TASK = "task"
+# The commands the running task decides itself (Temporal updates: refused before history
+# when the task's state forbids them, with the reason).
+UPDATE_UPDATE_TASK = "update_task"
+UPDATE_START_TASK = "start_task"
+UPDATE_PAUSE_TASK = "pause_task"
+UPDATE_RESUME_TASK = "resume_task"
+UPDATE_COMPLETE_TASK = "complete_task"
+UPDATE_FAIL_TASK = "fail_task"
+UPDATE_LINK_TASKS = "link_tasks"
+UPDATE_UNLINK_TASKS = "unlink_tasks"
+UPDATE_DELEGATE_TASK = "delegate_task"
+# The type of the ApplicationError a refused command fails with; its first detail is the
+# field refused (None: the task's state refused it).
+TASK_REFUSED = "TaskRefused"
 
 ACTIVITY_TASK_RECORD = "task.record"
 ACTIVITY_TASK_DEPENDENCIES = "task.dependencies"
 ACTIVITY_TASK_DEPENDENTS = "task.dependents"
 ACTIVITY_TASK_ATTEMPT = "task.attempt"
+ACTIVITY_TASK_LINK = "task.link"
+ACTIVITY_TASK_LOSE = "task.lose"
 
 TASK_ID_PATTERN = re.compile(r"^task-[0-9a-f]{12}$")
 
@@ -49,7 +65,7 @@ TERMINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled
 # A dependency that ended in one of these will not complete unless retried.
 UNSUCCESSFUL_STATUSES: frozenset[str] = TERMINAL_STATUSES - {"completed"}
 
-AttemptStatus = Literal["running", "completed", "failed", "cancelled", "timed_out"]
+AttemptStatus = Literal["running", "completed", "failed", "cancelled", "timed_out", "lost"]
 
 # The status each lifecycle event sets; events absent here leave the status as it is.
 STATUS_OF_EVENT: dict[str, str] = {
@@ -63,7 +79,25 @@ STATUS_OF_EVENT: dict[str, str] = {
     "task.failed": "failed",
     "task.timed_out": "timed_out",
     "task.cancelled": "cancelled",
+    "task.paused": "paused",
+    "task.lost": "lost",
 }
+
+
+class TaskError(ValueError):
+    """A task command was refused; the message names the task and what is wrong, and
+    `field` the input field refused (None when the task's state refused the command)."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class TaskNotFound(TaskError, LookupError):
+    """No task has this id."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, field="taskId")
 
 
 class TaskScope(CamelModel):
@@ -81,6 +115,12 @@ class TaskConstraints(CamelModel):
     max_attempts: int = Field(default=1, ge=1, le=100)
     deadline_seconds: float | None = Field(default=None, gt=0, le=30 * 24 * 3600.0)
     budget: Budget | None = None
+    lost_after_seconds: float = Field(
+        default=30,
+        ge=1,
+        le=3600,
+        description="an attempt whose worker sends no heartbeat for this long is lost",
+    )
 
 
 class TaskAcceptance(CamelModel):
@@ -99,6 +139,9 @@ class TaskSpec(CamelModel):
     constraints: TaskConstraints = Field(default_factory=TaskConstraints)
     acceptance: TaskAcceptance = Field(default_factory=TaskAcceptance)
     dependencies: list[str] = Field(default_factory=list, max_length=1000)
+    auto_start: bool = Field(
+        default=True, description="false: the task waits for `start` before it is queued"
+    )
 
     @field_validator("dependencies")
     @classmethod
@@ -111,9 +154,10 @@ class TaskSpec(CamelModel):
 
 
 class TaskOutput(CamelModel):
-    """Where an accepted attempt's result is: the stored message and its parsed JSON."""
+    """Where an accepted attempt's result is: the stored message and its parsed JSON. An
+    operator's `complete` gives the output itself: no thread, no message."""
 
-    thread_id: str
+    thread_id: str | None = None
     message_id: str | None = None
     response: str | None = None
     structured: Any = None
@@ -163,6 +207,12 @@ class TaskRecord(TaskSpec):
     delivery: TaskDelivery = Field(default_factory=TaskDelivery)
     blocked_by: list[str] = Field(default_factory=list)
     reason: str | None = None
+    ended_by: str | None = Field(
+        default=None, description="who completed or failed it explicitly (`complete`, `fail`)"
+    )
+    delegated_to: str | None = Field(
+        default=None, description="the agent it was delegated to (`task.delegated`)"
+    )
 
     @property
     def terminal(self) -> bool:
@@ -183,6 +233,78 @@ class CancelTask(CamelModel):
     """The `cancel_task` signal."""
 
     reason: str | None = Field(default=None, max_length=4096)
+
+
+class TaskCommand(CamelModel):
+    """`start`, `pause`, `resume`, `fail`: who asks and why, for the task's log."""
+
+    by: str | None = Field(default=None, min_length=1, max_length=255)
+    reason: str | None = Field(default=None, max_length=20_000)
+
+
+class TaskChanges(TaskCommand):
+    """`update_task`: the parts that change (each replaced whole); the rest stay."""
+
+    objective: str | None = Field(default=None, min_length=1, max_length=200_000)
+    constraints: TaskConstraints | None = None
+    acceptance: TaskAcceptance | None = None
+
+    def changes(self) -> dict[str, Any]:
+        """The changed parts as wire JSON."""
+        return self.model_dump(
+            mode="json", by_alias=True, exclude_none=True, exclude={"by", "reason"}
+        )
+
+
+class CompleteTask(TaskCommand):
+    """`complete_task`: an operator's outcome; with an acceptance schema, `structured` must
+    be valid against it."""
+
+    response: str | None = Field(default=None, max_length=200_000)
+    structured: Any = None
+
+
+class LinkTasks(TaskCommand):
+    """`link_tasks` / `unlink_tasks`: the dependency edge added to or removed from the task."""
+
+    depends_on: str
+
+    @field_validator("depends_on")
+    @classmethod
+    def _dependency_id(cls, value: str) -> str:
+        return check_task_id(value, "dependsOn")
+
+
+class DelegateTask(TaskCommand):
+    """`delegate_task`: the agent that runs the task's attempts from now on."""
+
+    to: str = Field(min_length=1, max_length=255)
+
+
+class LinkResult(CamelModel):
+    """`task.link`'s answer: the stored event, or why the edge was refused."""
+
+    event: dict[str, Any] | None = None
+    refused: str | None = None
+    field: str | None = None
+
+
+class LoseAttempt(CamelModel):
+    """`task.lose`: the lost attempt's end and `task.lost`, with the history event where
+    Temporal recorded which worker started the attempt's activity, and how long it was
+    silent; the activity names that worker in both."""
+
+    events: list[dict[str, Any]]
+    started_event_id: int | None = None
+    silent_seconds: float
+
+
+class LostResult(CamelModel):
+    """`task.lose`'s answer: the attempt's end already stored (the lost attempt's worker
+    wrote it before it died), or the events it recorded."""
+
+    stored_end: dict[str, Any] | None = None
+    recorded: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class TaskEventsInput(CamelModel):
@@ -275,6 +397,25 @@ def apply_event(record: TaskRecord | None, event: dict[str, Any]) -> TaskRecord 
         changes["blocked_by"] = list(payload.get("blockedBy") or [])
     elif kind in ("task.queued", "task.started"):
         changes["blocked_by"] = []
+    if kind == "task.resumed":
+        changes["status"] = payload.get("status") or "queued"
+    if kind == "task.updated":
+        update = TaskChanges.model_validate(payload.get("changes") or {})
+        changes |= {
+            name: getattr(update, name)
+            for name in ("objective", "constraints", "acceptance")
+            if getattr(update, name) is not None
+        }
+    if kind == "task.dependency.updated":
+        edge = str(payload["dependsOn"])
+        kept = [d for d in record.dependencies if d != edge]
+        changes["dependencies"] = [*kept, edge] if payload.get("change") == "added" else kept
+        if payload.get("change") == "removed":
+            changes["blocked_by"] = [d for d in record.blocked_by if d != edge]
+    if kind == "task.delegated":
+        changes["assignee"] = changes["delegated_to"] = str(payload["to"])
+    if kind in ("task.completed", "task.failed", "task.cancelled") and payload.get("by"):
+        changes["ended_by"] = payload["by"]
     if kind == "task.progress":
         entry = TaskProgress.model_validate(payload["progress"])
         changes["progress"] = [*record.progress, entry]

@@ -28,6 +28,7 @@ from weft.contract.forks import ForkLink
 from weft.contract.mcp_book import McpBook
 from weft.contract.messages import Message, MessageMeta, QueuedMessage, QueuedTool, Side
 from weft.contract.subagents import ParentLink
+from weft.contract.tenants import TenantName
 from weft.contract.turns import StopReason as StopReason
 from weft.contract.turns import TurnsCarry
 from weft.contract.turns import UsageTotals as UsageTotals
@@ -145,6 +146,12 @@ class ThreadStartInput(CamelModel):
     budget_root: str | None = Field(
         default=None,
         description="set for subagents: the thread whose budget ledger this tree spends from",
+    )
+    # None is `default`; left out of the wire then, so a thread without one starts (and
+    # starts its subagents) with the input it always had.
+    tenant: TenantName | None = Field(
+        default=None,
+        description="the tenant the thread belongs to (docs/tenants.md); subagents inherit it",
     )
     carry_over: ThreadCarryOver | None = Field(
         default=None, description="set by the thread itself when it continues as new"

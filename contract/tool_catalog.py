@@ -15,6 +15,7 @@ from weft.contract.subagents import (
     HandoffToolConfig,
     SubagentToolConfig,
 )
+from weft.contract.task_tools import TASK_TOOL_NAMES, TASKS_TOOL
 from weft.contract.thread_env import EnvEntry
 
 _TRUE_FLAGS = {"true", "1", "yes"}
@@ -81,6 +82,8 @@ def offered_tools(
     resumable = False
     for name in prompt.tool_names():
         config = configs.get(name)
+        if name == TASKS_TOOL:
+            names += TASK_TOOL_NAMES  # the built-in task tools, when no tool is named `tasks`
         if config is None:
             names.append(name)
         elif name in enabled:

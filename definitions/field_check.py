@@ -20,6 +20,7 @@ from weft.contract.definitions import ToolRef
 from weft.contract.mcp import McpRef
 from weft.contract.prompt_tools import PromptToolConfig
 from weft.contract.subagents import HandoffToolConfig, SubagentToolConfig
+from weft.contract.task_tools import TASKS_TOOL
 from weft.contract.validation import describe_validation_error
 from weft.definitions.errors import DefinitionError
 from weft.definitions.field_support import Refused, support_of
@@ -87,7 +88,7 @@ def _nested(path: str, value: Any) -> Iterator[tuple[str, BaseModel]]:
 def _check_entry(definitions: DefinitionTables, where: str, path: str, entry: ToolRef) -> None:
     name = entry.name
     data = entry.model_dump(by_alias=True, exclude_none=True)
-    if name in definitions.tools or name == ASK_HUMAN_TOOL:
+    if name in definitions.tools or name in (ASK_HUMAN_TOOL, TASKS_TOOL):
         extra = sorted(entry.model_extra or {})
         if extra:
             raise DefinitionError(

@@ -150,7 +150,9 @@ FIELDS: dict[str, Support] = {
     "PromptDef.recentImageThreshold": _I(_IMAGES, "older images become a placeholder"),
     "PromptDef.providerOptions": _I(_MODEL_REQUEST, "merged over the model's"),
     "PromptDef.hooks": _I(_HOOK_SCOPE, "replaces the agent's hooks"),
-    "PromptDef.tools": _I(_TOOL_SPECS, "the tools the model is offered"),
+    "PromptDef.tools": _I(
+        _TOOL_SPECS, "the tools the model is offered; `tasks`: the task tools (docs/tasks.md)"
+    ),
     "PromptDef.permissions": _I(_PERMISSIONS, "weft: the prompt's permission rules"),
     "PromptPart.type": _I(_CONTEXT, "text, include or env"),
     "PromptPart.content": _I(_CONTEXT, "literal text"),

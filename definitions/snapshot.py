@@ -23,6 +23,7 @@ from weft.contract.definitions import (
 )
 from weft.contract.hooks import HookSpec
 from weft.contract.mcp import McpServerDef, servers_of
+from weft.contract.task_tools import TASKS_TOOL, task_tool_specs
 from weft.contract.tool_catalog import tool_entry
 from weft.definitions.errors import DefinitionError, known_names
 from weft.definitions.prompt_tool_checks import prompt_tool_config
@@ -137,6 +138,9 @@ def _collect_tools(
             into[tool_name] = spec.model_copy(update={"name": tool_name})
         elif tool_name == ASK_HUMAN_TOOL:
             into[tool_name] = ask_human_spec()
+        elif tool_name == TASKS_TOOL:
+            for name, spec in task_tool_specs().items():
+                into.setdefault(name, spec)
         elif tool_name in definitions.agents:
             into.setdefault(tool_name, agent_tool_spec(definitions.agents[tool_name], prompt))
         elif tool_name in definitions.prompts:

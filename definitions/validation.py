@@ -21,6 +21,7 @@ from weft.contract.subagents import (
     HandoffToolConfig,
     SubagentToolConfig,
 )
+from weft.contract.task_tools import TASKS_TOOL
 from weft.contract.tool_catalog import tool_entry
 from weft.contract.validation import describe_validation_error
 from weft.definitions.capabilities import check_model_capabilities
@@ -169,6 +170,8 @@ def _check_tool(
         return
     if tool_name == ASK_HUMAN_TOOL:
         _check_ask_human(where, index, prompt)
+        return
+    if tool_name == TASKS_TOOL:  # the built-in task tools (contract/task_tools.py)
         return
     if tool_name in definitions.agents:
         _check_agent_tool(where, index, prompt, definitions.agents[tool_name])

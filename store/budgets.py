@@ -63,19 +63,18 @@ class Budgets:
         """Open the tree's ledger (kept as it is when already open) with `events`, in one
         transaction; the ledger as stored."""
 
-        def once() -> BudgetState:
-            with self._db.write() as connection:
-                connection.execute(
-                    self._db.insert_ignoring_duplicates(budgets, ["root_thread_id"]).values(
-                        **new_ledger_row(root_thread_id, limits, now)
-                    )
+        def once(connection: Connection) -> BudgetState:
+            connection.execute(
+                self._db.insert_ignoring_duplicates(budgets, ["root_thread_id"]).values(
+                    **new_ledger_row(root_thread_id, limits, now)
                 )
-                insert_events(self._db, connection, events_by_thread(events))
-                row = ledger_row(connection, root_thread_id)
-                assert row is not None  # inserted above, or already there
-                return state_of(row, now)
+            )
+            insert_events(self._db, connection, events_by_thread(events))
+            row = ledger_row(connection, root_thread_id)
+            assert row is not None  # inserted above, or already there
+            return state_of(row, now)
 
-        return self._db.retrying(once)
+        return self._db.write_retrying(once)
 
     def get(self, root_thread_id: str, *, now: datetime) -> BudgetState | None:
         """The ledger as stored, wall time measured at `now`; None when none is open."""
@@ -100,26 +99,25 @@ class Budgets:
         """
         rows = message_rows(messages)
 
-        def once() -> Checked:
-            with self._db.write() as connection:
-                row = ledger_row(connection, root_thread_id)
-                state = None if row is None else state_of(row, now)
-                refused_by = None if state is None else state.spent_limit()
-                extra = [requested]
-                if state is not None and refused_by is not None:
-                    extra = [make_event("blocked", "quota.blocked", _quota(state, refused_by))]
-                    connection.execute(
-                        update(budgets)
-                        .where(budgets.c.root_thread_id == root_thread_id)
-                        .values(blocked=refused_by, updated_at=now)
-                    )
-                    state = state.model_copy(update={"blocked": refused_by})
-                if rows:
-                    insert_messages(self._db, connection, rows)
-                insert_events(self._db, connection, events_by_thread([*events, *extra]))
-                return Checked(state, refused_by)
+        def once(connection: Connection) -> Checked:
+            row = ledger_row(connection, root_thread_id)
+            state = None if row is None else state_of(row, now)
+            refused_by = None if state is None else state.spent_limit()
+            extra = [requested]
+            if state is not None and refused_by is not None:
+                extra = [make_event("blocked", "quota.blocked", _quota(state, refused_by))]
+                connection.execute(
+                    update(budgets)
+                    .where(budgets.c.root_thread_id == root_thread_id)
+                    .values(blocked=refused_by, updated_at=now)
+                )
+                state = state.model_copy(update={"blocked": refused_by})
+            if rows:
+                insert_messages(self._db, connection, rows)
+            insert_events(self._db, connection, events_by_thread([*events, *extra]))
+            return Checked(state, refused_by)
 
-        return self._db.retrying(once)
+        return self._db.write_retrying(once)
 
     def record_charged(
         self,
@@ -142,42 +140,41 @@ class Budgets:
         """
         rows = message_rows(messages)
 
-        def once() -> tuple[list[Event], BudgetState | None]:
-            with self._db.write() as connection:
-                kept_rows, kept = rows, list(events)
-                if unless_closed:
-                    thread_ids = {r["thread_id"] for r in rows} | {e.thread_id for e in kept}
-                    locked(self._db, connection, thread_ids)
-                    if any_closed(connection, thread_ids):
-                        kept_rows = []
-                        kept = [e for e in kept if charge and e.event_id == charge.event_id]
-                if kept_rows:
-                    insert_messages(self._db, connection, kept_rows)
-                stored = insert_events(self._db, connection, events_by_thread(kept))
-                if charge is None:
-                    return stored, None
-                charged = any(e.event_id == charge.event_id for e in stored)
-                # A charge returns the ledger it leaves; a retried attempt's only reads it.
-                row = (
-                    _add(connection, charge, now)
-                    if charged
-                    else ledger_row(connection, charge.root_thread_id)
+        def once(connection: Connection) -> tuple[list[Event], BudgetState | None]:
+            kept_rows, kept = rows, list(events)
+            if unless_closed:
+                thread_ids = {r["thread_id"] for r in rows} | {e.thread_id for e in kept}
+                locked(self._db, connection, thread_ids)
+                if any_closed(connection, thread_ids):
+                    kept_rows = []
+                    kept = [e for e in kept if charge and e.event_id == charge.event_id]
+            if kept_rows:
+                insert_messages(self._db, connection, kept_rows)
+            stored = insert_events(self._db, connection, events_by_thread(kept))
+            if charge is None:
+                return stored, None
+            charged = any(e.event_id == charge.event_id for e in stored)
+            # A charge returns the ledger it leaves; a retried attempt's only reads it.
+            row = (
+                _add(connection, charge, now)
+                if charged
+                else ledger_row(connection, charge.root_thread_id)
+            )
+            if row is None:
+                return stored, None
+            state = state_of(row, now)
+            announced = [n for n in state.low_limits() if n not in row.low_emitted]
+            if announced:
+                connection.execute(
+                    update(budgets)
+                    .where(budgets.c.root_thread_id == charge.root_thread_id)
+                    .values(low_emitted=[*row.low_emitted, *announced])
                 )
-                if row is None:
-                    return stored, None
-                state = state_of(row, now)
-                announced = [n for n in state.low_limits() if n not in row.low_emitted]
-                if announced:
-                    connection.execute(
-                        update(budgets)
-                        .where(budgets.c.root_thread_id == charge.root_thread_id)
-                        .values(low_emitted=[*row.low_emitted, *announced])
-                    )
-                    lows = _low_events(state, announced, make_event)
-                    stored += insert_events(self._db, connection, events_by_thread(lows))
-                return stored, state
+                lows = _low_events(state, announced, make_event)
+                stored += insert_events(self._db, connection, events_by_thread(lows))
+            return stored, state
 
-        return self._db.retrying(once)
+        return self._db.write_retrying(once)
 
 
 # Every model call charges the ledger: built once, so SQLAlchemy keeps its cache key.

@@ -134,6 +134,16 @@ class Database:
                 {"classid": _THREAD_LOCK_CLASS, "objid": _hash32(thread_id)},
             )
 
+    def write_retrying(self, work: Callable[[Connection], T]) -> T:
+        """Run `work` in a write transaction (`write`), again in a new one when it lost a
+        race (`retrying`): how an aggregate makes one idempotent write."""
+
+        def once() -> T:
+            with self.write() as connection:
+                return work(connection)
+
+        return self.retrying(once)
+
     def retrying(self, write: Callable[[], T]) -> T:
         """Run `write`, again when it lost a race (unique violation, lock, deadlock)."""
         for attempt in range(1, _WRITE_ATTEMPTS + 1):

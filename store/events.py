@@ -27,7 +27,7 @@ from weft.store.outcome_fence import (
     without_outcomes,
 )
 from weft.store.queue_rows import QUEUE_CHANGED, project_queue_depth
-from weft.store.rows import event_to_row, row_to_event
+from weft.store.rows import row_to_event
 from weft.store.subagents import SUBAGENT_EVENT_PREFIX, project_subagents
 from weft.store.tables import events
 
@@ -73,7 +73,9 @@ class Events:
         by_thread = events_by_thread(events_)
         if not rows and not by_thread:
             return []
-        return self._db.retrying(lambda: self._record_once(rows, by_thread, unless_closed))
+        return self._db.write_retrying(
+            lambda connection: self._record_once(connection, rows, by_thread, unless_closed)
+        )
 
     def update_message(
         self, thread_id: str, message_id: str, changes: dict[str, Any], event: Event
@@ -84,17 +86,16 @@ class Events:
         the message is returned as it is now. None when the thread has no such message.
         """
 
-        def once() -> Message | None:
-            with self._db.write() as connection:
-                self._db.lock_thread(connection, thread_id)
-                if stored_event(connection, thread_id, event.event_id) is not None:
-                    return get_message(connection, thread_id, message_id)
-                updated = update_message(connection, thread_id, message_id, changes)
-                if updated is not None:
-                    insert_events(self._db, connection, {thread_id: [event]})
-                return updated
+        def once(connection: Connection) -> Message | None:
+            self._db.lock_thread(connection, thread_id)
+            if stored_event(connection, thread_id, event.event_id) is not None:
+                return get_message(connection, thread_id, message_id)
+            updated = update_message(connection, thread_id, message_id, changes)
+            if updated is not None:
+                insert_events(self._db, connection, {thread_id: [event]})
+            return updated
 
-        return self._db.retrying(once)
+        return self._db.write_retrying(once)
 
     def delete_message(self, thread_id: str, message_id: str, event: Event) -> list[str]:
         """Delete a message (and the tool results answering its calls) and record `event`
@@ -104,20 +105,19 @@ class Events:
         the ids it recorded are returned.
         """
 
-        def once() -> list[str]:
-            with self._db.write() as connection:
-                self._db.lock_thread(connection, thread_id)
-                known = stored_event(connection, thread_id, event.event_id)
-                if known is not None:
-                    return list(known.payload.get("messageIds") or [])
-                deleted = delete_message(connection, thread_id, message_id)
-                if deleted:
-                    payload = {**(event.payload or {}), "messageIds": deleted}
-                    recorded = event.model_copy(update={"payload": payload})
-                    insert_events(self._db, connection, {thread_id: [recorded]})
-                return deleted
+        def once(connection: Connection) -> list[str]:
+            self._db.lock_thread(connection, thread_id)
+            known = stored_event(connection, thread_id, event.event_id)
+            if known is not None:
+                return list(known.payload.get("messageIds") or [])
+            deleted = delete_message(connection, thread_id, message_id)
+            if deleted:
+                payload = {**(event.payload or {}), "messageIds": deleted}
+                recorded = event.model_copy(update={"payload": payload})
+                insert_events(self._db, connection, {thread_id: [recorded]})
+            return deleted
 
-        return self._db.retrying(once)
+        return self._db.write_retrying(once)
 
     def read(
         self,
@@ -164,17 +164,20 @@ class Events:
             return {thread_id: int(last) for thread_id, last in connection.execute(query)}
 
     def _record_once(
-        self, rows: list[dict[str, Any]], by_thread: dict[str, list[Event]], unless_closed: bool
+        self,
+        connection: Connection,
+        rows: list[dict[str, Any]],
+        by_thread: dict[str, list[Event]],
+        unless_closed: bool,
     ) -> list[Event]:
-        with self._db.write() as connection:
-            thread_ids = {r["thread_id"] for r in rows} | by_thread.keys()
-            locked(self._db, connection, thread_ids)
-            if unless_closed and any_closed(connection, thread_ids):
-                return []
-            if rows:
-                by_thread = without_outcomes(by_thread, answered_elsewhere(connection, rows))
-                insert_messages(self._db, connection, rows)
-            return insert_events(self._db, connection, by_thread)
+        thread_ids = {r["thread_id"] for r in rows} | by_thread.keys()
+        locked(self._db, connection, thread_ids)
+        if unless_closed and any_closed(connection, thread_ids):
+            return []
+        if rows:
+            by_thread = without_outcomes(by_thread, answered_elsewhere(connection, rows))
+            insert_messages(self._db, connection, rows)
+        return insert_events(self._db, connection, by_thread)
 
 
 def events_by_thread(events_: Sequence[Event]) -> dict[str, list[Event]]:
@@ -206,12 +209,36 @@ def insert_events(
         if not fresh:
             continue
         fresh = database.thread_links.fill(connection, thread_id, fresh)
-        numbered = [e.model_copy(update={"sequence": last + i}) for i, e in enumerate(fresh, 1)]
-        connection.execute(_INSERT, [event_to_row(e) for e in numbered])
-        project_subagents(database, connection, numbered)
-        project_effects(database, connection, numbered)
-        project_budgets(database, connection, numbered)
-        project_queue_depth(connection, numbered)
+        # Numbered, and each one's row with its wire JSON made once, in one pass.
+        numbered: list[Event] = []
+        rows: list[dict[str, Any]] = []
+        types: set[str] = set()
+        subagent_events = False
+        for i, event in enumerate(fresh, 1):
+            event = event.model_copy(update={"sequence": last + i})
+            numbered.append(event)
+            types.add(event.type)
+            subagent_events = subagent_events or event.type.startswith(SUBAGENT_EVENT_PREFIX)
+            rows.append(
+                {
+                    "thread_id": event.thread_id,
+                    "sequence": event.sequence,
+                    "event_id": event.event_id,
+                    "type": event.type,
+                    "timestamp": event.timestamp,
+                    "data": event.to_wire(),
+                }
+            )
+        connection.execute(_INSERT, rows)
+        # Each projection only where its events are: most batches have none of them.
+        if subagent_events:
+            project_subagents(database, connection, numbered)
+        if not types.isdisjoint(STATUS_OF_EVENT):
+            project_effects(database, connection, numbered)
+        if LIMIT_CHANGED in types:
+            project_budgets(database, connection, numbered)
+        if QUEUE_CHANGED in types:
+            project_queue_depth(connection, numbered)
         database.note_stored(connection, numbered)
         if database.postgres:
             # Delivered at commit, so a listener never hears of a sequence it cannot read yet.

@@ -75,20 +75,18 @@ class Messages:
     def update(self, thread_id: str, message_id: str, **changes: Any) -> Message | None:
         """Apply `changes` (validated as `Message` fields) and return the message, or None."""
 
-        def once() -> Message | None:
-            with self._db.write() as connection:
-                return update_message(connection, thread_id, message_id, changes)
+        def once(connection: Connection) -> Message | None:
+            return update_message(connection, thread_id, message_id, changes)
 
-        return self._db.retrying(once)
+        return self._db.write_retrying(once)
 
     def delete(self, thread_id: str, message_id: str) -> bool:
         """Delete a message and the tool results answering its tool calls; False if absent."""
 
-        def once() -> bool:
-            with self._db.write() as connection:
-                return bool(delete_message(connection, thread_id, message_id))
+        def once(connection: Connection) -> bool:
+            return bool(delete_message(connection, thread_id, message_id))
 
-        return self._db.retrying(once)
+        return self._db.write_retrying(once)
 
 
 # Transcript order: position, then write time, then id (positions are not unique: a stale

@@ -12,6 +12,7 @@ from sqlalchemy import RowMapping
 from weft.contract.context import ContextBoundary
 from weft.contract.events import Event
 from weft.contract.messages import Message
+from weft.contract.tenants import DEFAULT_TENANT
 
 
 class ThreadRow(BaseModel):
@@ -34,6 +35,9 @@ class ThreadRow(BaseModel):
     queue_depth: int = Field(
         default=0, description="entries waiting in the thread's queue, as of its last event"
     )
+    tenant: str = Field(
+        default=DEFAULT_TENANT, description="set at the thread's start, never changed"
+    )
 
     @field_validator("created_at", "updated_at")
     @classmethod
@@ -55,20 +59,6 @@ def message_to_row(message: Message) -> dict[str, Any]:
 def row_to_message(row: Mapping[Any, Any]) -> Message:
     """Rebuild a `Message` from its row."""
     return Message.model_validate(dict(row))
-
-
-def event_to_row(event: Event) -> dict[str, Any]:
-    """The column values for a numbered `event`: its wire JSON plus indexed ids."""
-    if event.sequence is None:
-        raise ValueError(f"event {event.event_id!r} has no sequence to store it at")
-    return {
-        "thread_id": event.thread_id,
-        "sequence": event.sequence,
-        "event_id": event.event_id,
-        "type": event.type,
-        "timestamp": event.timestamp,
-        "data": event.to_wire(),
-    }
 
 
 def row_to_event(data: dict[str, Any]) -> Event:

@@ -11,7 +11,7 @@ from weft.activities.crypto import Keyring
 from weft.contract.thread_env import carries_env
 from weft.store.database import Database
 from weft.store.sealed import seal, unseal
-from weft.store.tables import snapshots
+from weft.store.tables import definitions_versions, snapshots
 
 
 class Snapshots:
@@ -21,18 +21,34 @@ class Snapshots:
         self._db = database
         self._keyring = keyring
 
-    def put(self, snapshot_id: str, data: dict[str, Any]) -> None:
+    def put(
+        self, snapshot_id: str, data: dict[str, Any], *, version: tuple[str, str] | None = None
+    ) -> None:
         """Store a content-addressed snapshot; storing the same id again changes nothing.
 
         A snapshot whose definitions carry env is sealed when keys are configured.
+        `version` (digest, agent) records the definitions version that names it in the same
+        transaction (`store/definitions_versions.py`): one commit, and a version row never
+        names a snapshot that is not stored.
         """
         if carries_env(data):
             data = seal(data, self._keyring, bound_to=_bound_to(snapshot_id))
-        statement = self._db.insert_ignoring_duplicates(snapshots, ["snapshot_id"]).values(
-            snapshot_id=snapshot_id, data=data, created_at=datetime.now(UTC)
-        )
+        now = datetime.now(UTC)
+        statements = [
+            self._db.insert_ignoring_duplicates(snapshots, ["snapshot_id"]).values(
+                snapshot_id=snapshot_id, data=data, created_at=now
+            )
+        ]
+        if version is not None:
+            digest, agent = version
+            statements.append(
+                self._db.insert_ignoring_duplicates(definitions_versions, ["digest"]).values(
+                    digest=digest, agent=agent, snapshot_id=snapshot_id, created_at=now
+                )
+            )
         with self._db.write() as connection:
-            connection.execute(statement)
+            for statement in statements:
+                connection.execute(statement)
 
     def get(self, snapshot_id: str) -> dict[str, Any] | None:
         """The snapshot stored under `snapshot_id`, or None."""

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Engine
 
 from weft.activities.crypto import Keyring
+from weft.store.api_keys import ApiKeys
+from weft.store.audit import AuditLog
 from weft.store.boundaries import Boundaries
 from weft.store.budgets import Budgets
 from weft.store.database import Database
@@ -25,6 +27,7 @@ from weft.store.effects import Effects
 from weft.store.events import Events
 from weft.store.files import FileStore
 from weft.store.idempotency import IdempotencyKeys
+from weft.store.jobs import Jobs
 from weft.store.messages import Messages
 from weft.store.migrate import upgrade
 from weft.store.rate_limits import RateLimits
@@ -73,6 +76,12 @@ class Store:
         self.rate_limits = RateLimits(self._database)
         # Tasks and their logs (docs/tasks.md).
         self.tasks = Tasks(self._database)
+        # Jobs: batches of items, each run as a task (docs/jobs.md).
+        self.jobs = Jobs(self._database)
+        # The HTTP API's keys, by tenant and scope (docs/tenants.md).
+        self.api_keys = ApiKeys(self._database)
+        # Who did each control action over HTTP.
+        self.audit = AuditLog(self._database)
         self.step_reads = StepReads(self._database, self.threads, self.transcripts)
 
     @classmethod

@@ -162,9 +162,12 @@ threads = Table(
     Column("last_outcome", FreeText),
     # Projected from the thread's newest `queue.changed` (queue_rows.py), never upserted.
     Column("queue_depth", Integer, nullable=False, server_default=text("0")),
+    # Set once, at the thread's start (docs/tenants.md); never changed by an upsert.
+    Column("tenant", String(ID_LENGTH), nullable=False, server_default=text("'default'")),
     Index("ix_threads_created_at", "created_at"),
     Index("ix_threads_agent_created_at", "agent", "created_at"),
     Index("ix_threads_status_created_at", "status", "created_at"),
+    Index("ix_threads_tenant_created_at", "tenant", "created_at"),
 )
 
 # Content-addressed, immutable bytes. Files of any thread point here, so copying a file
@@ -377,4 +380,38 @@ tasks = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     Index("ix_tasks_status_updated", "status", "updated_at"),
+)
+
+# API keys of the HTTP API (store/api_keys.py, docs/tenants.md): only a hash of each
+# secret is kept; a key is refused once expired or revoked.
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("key_id", String(64), primary_key=True),
+    Column("tenant", String(ID_LENGTH), nullable=False),
+    Column("scopes", JSON, nullable=False),  # list of scope names
+    Column("secret_hash", String(64), nullable=False),  # sha256 of the secret, hex
+    Column("description", FreeText),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime),
+    Column("revoked_at", UTCDateTime),
+    Index("ix_api_keys_tenant", "tenant"),
+)
+
+# Who did each control action of the HTTP API (store/audit.py): every authenticated POST,
+# with its outcome, written when its reply starts.
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("audit_id", String(64), primary_key=True),
+    Column("at", UTCDateTime, nullable=False),
+    Column("subject", String(64), nullable=False),  # a key id, or `token`
+    Column("tenant", String(ID_LENGTH)),  # the key's tenant; null for the server's token
+    Column("method", String(8), nullable=False),
+    Column("route", String(ID_LENGTH), nullable=False),  # the route's template
+    Column("path", FreeText, nullable=False),
+    Column("thread_id", String(ID_LENGTH)),  # the thread the path names, if any
+    Column("status", Integer, nullable=False),
+    Index("ix_audit_log_thread_at", "thread_id", "at"),
+    Index("ix_audit_log_at", "at"),
 )

@@ -14,13 +14,23 @@ from datetime import UTC, datetime
 from sqlalchemy import Connection, select
 
 from weft.contract.events import Event
-from weft.contract.tasks import TERMINAL_STATUSES, TaskRecord, apply_event, rebuild
+from weft.contract.tasks import (
+    TERMINAL_STATUSES,
+    TaskError,
+    TaskRecord,
+    apply_event,
+    find_cycle,
+    rebuild,
+)
 from weft.store.database import Database
 from weft.store.events import insert_events
 from weft.store.rows import row_to_event
 from weft.store.tables import events, tasks
 
 _READ_LIMIT = 10_000
+# Every change to the dependency graph takes this lock first, so a cycle check and the
+# edge it allows are one step: two links that each look fine alone cannot close a cycle.
+_GRAPH_LOCK = "weft:tasks:graph"
 
 
 class Tasks:
@@ -46,6 +56,76 @@ class Tasks:
                         self._db, connection, task_id, [e for e in stored if e.thread_id == task_id]
                     )
                 return stored
+
+        return self._db.retrying(once)
+
+    def create(self, created: Event) -> TaskRecord:
+        """Store a task's `task.created` and its row, unless its id is taken or its
+        dependencies close a cycle (checked in the same transaction): TaskError naming
+        the field."""
+        record = TaskRecord.model_validate(created.payload["task"])
+
+        def once() -> None:
+            with self._db.write() as connection:
+                self._db.lock_thread(connection, _GRAPH_LOCK)
+                taken = select(tasks.c.task_id).where(tasks.c.task_id == record.task_id)
+                if connection.scalar(taken) is not None:
+                    raise TaskError(f"task {record.task_id} exists already", field="taskId")
+                graph = {**_graph(connection), record.task_id: record.dependencies}
+                _refuse_cycle(record.task_id, graph, "dependencies")
+                stored = insert_events(self._db, connection, {record.task_id: [created]})
+                _fold(self._db, connection, record.task_id, stored)
+
+        self._db.retrying(once)
+        return record
+
+    def link(self, event: Event) -> Event | None:
+        """Store a `task.dependency.updated` edge change with its row, checked against the
+        graph in the same transaction: TaskError naming why when the edge is refused (a
+        cycle, an edge already there or not there). Returns the event as stored (None when
+        it was stored before: a retried write)."""
+        task_id, payload = event.thread_id, event.payload or {}
+        edge, added = str(payload["dependsOn"]), payload.get("change") == "added"
+
+        def once() -> Event | None:
+            with self._db.write() as connection:
+                self._db.lock_thread(connection, _GRAPH_LOCK)
+                if _event_stored(connection, task_id, event.event_id):
+                    return None
+                graph = _graph(connection)
+                if task_id not in graph:
+                    raise TaskError(f"no task {task_id!r}", field="taskId")
+                known = graph[task_id]
+                if added and edge in known:
+                    raise TaskError(f"task {task_id} depends on {edge} already", field="dependsOn")
+                if not added and edge not in known:
+                    raise TaskError(f"task {task_id} does not depend on {edge}", field="dependsOn")
+                if added:
+                    _refuse_cycle(task_id, {**graph, task_id: [*known, edge]}, "dependsOn")
+                stored = insert_events(self._db, connection, {task_id: [event]})
+                _fold(self._db, connection, task_id, stored)
+                return stored[0] if stored else None
+
+        return self._db.retrying(once)
+
+    def lose(self, attempt_end: Event, lost: Event) -> Event | None:
+        """Record an attempt as lost (its end and `task.lost`, one commit) unless its end
+        is stored already: then nothing is written and that stored end is returned (the
+        lost worker wrote it before it died, so the attempt's outcome is known)."""
+        task_id = lost.thread_id
+
+        def once() -> Event | None:
+            with self._db.write() as connection:
+                self._db.lock_thread(connection, task_id)
+                query = select(events.c.data).where(
+                    events.c.thread_id == task_id, events.c.event_id == attempt_end.event_id
+                )
+                known = connection.scalar(query)
+                if known is not None:
+                    return row_to_event(known)
+                stored = insert_events(self._db, connection, {task_id: [attempt_end, lost]})
+                _fold(self._db, connection, task_id, stored)
+                return None
 
         return self._db.retrying(once)
 
@@ -81,8 +161,7 @@ class Tasks:
     def graph(self) -> dict[str, builtins.list[str]]:
         """Every task's dependencies (task id → the ids it depends on)."""
         with self._db.read() as connection:
-            rows = connection.scalars(select(tasks.c.data))
-            return {str(d["taskId"]): list(d.get("dependencies") or []) for d in rows}
+            return _graph(connection)
 
     def dependents(self, task_id: str) -> builtins.list[str]:
         """The unfinished tasks that depend on `task_id`."""
@@ -105,6 +184,24 @@ class Tasks:
     def rebuild(self, task_id: str) -> TaskRecord | None:
         """The task as its log alone says (the row is a cache of this)."""
         return rebuild([e.to_wire() for e in self.events(task_id)])
+
+
+def _graph(connection: Connection) -> dict[str, list[str]]:
+    rows = connection.scalars(select(tasks.c.data))
+    return {str(d["taskId"]): list(d.get("dependencies") or []) for d in rows}
+
+
+def _refuse_cycle(task_id: str, graph: dict[str, list[str]], field: str) -> None:
+    cycle = find_cycle(task_id, graph)
+    if cycle is not None:
+        raise TaskError(f"dependency cycle: {' → '.join(cycle)}", field=field)
+
+
+def _event_stored(connection: Connection, task_id: str, event_id: str) -> bool:
+    query = select(events.c.event_id).where(
+        events.c.thread_id == task_id, events.c.event_id == event_id
+    )
+    return connection.scalar(query) is not None
 
 
 def _fold(database: Database, connection: Connection, task_id: str, fresh: list[Event]) -> None:

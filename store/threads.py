@@ -35,10 +35,12 @@ class Threads:
         self.env_rows = ThreadEnvRows()
 
     def upsert(self, row: ThreadRow) -> None:
-        """Insert the row, or update every column of it but `created_at`."""
+        """Insert the row, or update every column of it but `created_at` and `tenant`
+        (a thread's tenant is the one it started with)."""
         values = thread_to_row(row)
         values["env"] = seal(row.env, self._keyring, bound_to=_bound_to(row.thread_id))
-        changed = {k: v for k, v in values.items() if k not in ("thread_id", "created_at")}
+        kept = ("thread_id", "created_at", "tenant")
+        changed = {k: v for k, v in values.items() if k not in kept}
         statement = (
             self._db.insert(threads)
             .values(values)
@@ -56,6 +58,13 @@ class Threads:
         """The thread's row as `connection`'s transaction sees it, or None."""
         row = connection.execute(_THREAD_ROW, {"thread_id": thread_id}).mappings().first()
         return None if row is None else self._thread(row)
+
+    def tenant(self, thread_id: str) -> str | None:
+        """The tenant the thread belongs to, or None when it has no row."""
+        query = select(threads.c.tenant).where(threads.c.thread_id == thread_id)
+        with self._db.read() as connection:
+            found: str | None = connection.execute(query).scalar_one_or_none()
+        return found
 
     def env_row(self, thread_id: str, version: Hashable | None) -> ThreadEnvRow | None:
         """The user and own env of the thread, from the copy kept at `version`

@@ -188,3 +188,50 @@ async def test_idempotent_posts_act_once(
             return record is not None and record.terminal and len(record.attempts) == 2
 
         await until(attempts_ended, "the retry's one attempt ended", timeout=60)
+
+
+async def test_task_commands_over_http(start_worker, temporal_client, weft_config, scripted_server):
+    """The commands as routes: a refused input is 422 naming its field, a state that
+    forbids the command 409, an unknown task 404; each answers with the task (202)."""
+    script = {"replies": [{"text": "late", "delay_ms": 60_000}]}
+    async with _stack(start_worker, temporal_client, weft_config, scripted_server, script) as stack:
+        held = await _create(
+            stack,
+            {
+                "objective": "Answer.",
+                "assignee": "helper",
+                "autoStart": False,
+                "acceptance": {"schema": {"type": "object", "required": ["answer"]}},
+            },
+        )
+        task_id = held["taskId"]
+        assert held["status"] == "accepted" and held["autoStart"] is False
+
+        async def post(command: str, body: dict[str, Any], status: int) -> dict[str, Any]:
+            reply = await stack.http.post(f"/tasks/{task_id}/{command}", json=body)
+            assert reply.status_code == status, (command, reply.text)
+            answer: dict[str, Any] = reply.json()
+            return answer
+
+        refused = await post("update", {"objective": ""}, 422)
+        assert refused["fields"] == ["objective"]
+        updated = await post("update", {"objective": "Answer now.", "by": "ops"}, 202)
+        assert updated["objective"] == "Answer now."
+        cycle = await post("link", {"dependsOn": task_id}, 422)
+        assert cycle["fields"] == ["dependsOn"] and "dependency cycle" in cycle["error"]
+        assert "not paused" in (await post("resume", {}, 409))["error"]
+        assert (await post("pause", {"by": "ops"}, 202))["status"] == "paused"
+        assert (await post("start", {"by": "ops"}, 202))["status"] == "paused"
+        assert (await post("progress", {"message": "waiting"}, 202))["taskId"] == task_id
+        bad = await post("complete", {"structured": {"other": 1}}, 422)
+        assert bad["fields"] == ["structured"] and "answer" in bad["error"]
+        done = await post("complete", {"structured": {"answer": 1}, "by": "ops"}, 202)
+        assert done["status"] == "completed" and done["endedBy"] == "ops"
+        assert done["attempts"] == [] and done["output"]["structured"] == {"answer": 1}
+        assert "completed" in (await post("fail", {}, 409))["error"]
+
+        unknown = "task-000000000000"
+        for command in ("start", "pause", "resume", "fail", "complete", "update", "progress"):
+            body = {"progress": {"message": "x"}, "update": {"objective": "x"}}.get(command, {})
+            reply = await stack.http.post(f"/tasks/{unknown}/{command}", json=body)
+            assert reply.status_code == 404 and unknown in reply.json()["error"], reply.text

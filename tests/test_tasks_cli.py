@@ -64,3 +64,38 @@ async def test_task_commands(start_worker, scripted_server, weft_config, tmp_pat
         config, "task", "create", "helper", "x", "--depends-on", "task-0000000000zz"
     )
     assert code == 1 and err.startswith("weft: invalid task: ") and "dependencies" in err
+
+
+async def test_task_command_verbs(start_worker, scripted_server, weft_config, tmp_path):
+    """A held task is updated, paused, resumed and completed from the command line, each
+    printing the task; a refusal is one `weft:` line naming why."""
+    worker = await start_worker(
+        agent_definitions(add_script(scripted_server, {"replies": [{"text": "ok"}]}))
+    )
+    config = tmp_path / "cli.yml"
+    temporal = {"address": weft_config.temporal.address, "taskQueue": worker.task_queue}
+    config.write_text(
+        yaml.safe_dump({"temporal": temporal, "store": {"url": weft_config.store_url()}})
+    )
+    code, out, err = await weft_cli(config, "task", "create", "helper", "Hold.", "--no-start")
+    assert code == 0, err
+    task_id = out.strip()
+    code, out, err = await weft_cli(
+        config, "task", "update", task_id, "--max-attempts", "3", "--by", "ops"
+    )
+    assert code == 0 and json.loads(out)["constraints"]["maxAttempts"] == 3, err
+    code, _, err = await weft_cli(config, "task", "link", task_id, task_id)
+    assert code == 1 and err.startswith("weft: dependency cycle: "), err
+    code, out, err = await weft_cli(config, "task", "pause", task_id, "--reason", "wait")
+    assert code == 0 and json.loads(out)["status"] == "paused", err
+    code, out, err = await weft_cli(config, "task", "resume", task_id)
+    assert code == 0 and json.loads(out)["status"] == "accepted", err
+    code, _, err = await weft_cli(config, "task", "complete", task_id, "--structured", "{")
+    assert code == 1 and "--structured: not JSON" in err, err
+    code, out, err = await weft_cli(
+        config, "task", "complete", task_id, "--response", "done", "--by", "ops"
+    )
+    done = json.loads(out)
+    assert code == 0 and done["status"] == "completed" and done["endedBy"] == "ops", err
+    code, _, err = await weft_cli(config, "task", "progress", task_id, "late")
+    assert code == 1 and "is completed" in err, err

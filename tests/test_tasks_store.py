@@ -3,14 +3,22 @@ commit, idempotent, equal to a rebuild from the log; the graph and dependents re
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from weft.contract.events import Event
-from weft.contract.tasks import TaskRecord, find_cycle
+from weft.contract.tasks import (
+    TaskError,
+    TaskRecord,
+    attempt_end_event_id,
+    find_cycle,
+    task_snapshot,
+)
 from weft.store import Store
 
 AT = "2026-11-27T10:00:00.000Z"
@@ -123,3 +131,96 @@ def test_an_attempt_end_without_its_start_changes_no_attempt(store: Store) -> No
     row = store.tasks.get(task_id)
     assert row is not None and row.attempts == []
     assert [e.type for e in store.tasks.events(task_id)] == ["task.created", "task.attempt.failed"]
+
+
+def _edge(task_id: str, n: int, depends_on: str, change: str = "added") -> Event:
+    payload = {"dependsOn": depends_on, "change": change}
+    return _event(task_id, n, "task.dependency.updated", payload)
+
+
+def test_create_refuses_a_taken_id_and_a_cycle_naming_the_field(store: Store) -> None:
+    """`create` checks the id and the graph in its own transaction; each refusal names
+    the field and stores nothing."""
+    a, b = "task-0000000000a1", "task-0000000000b1"
+    store.tasks.create(_created(a, [b]))
+    with pytest.raises(TaskError, match="exists already") as taken:
+        store.tasks.create(_created(a))
+    assert taken.value.field == "taskId"
+    with pytest.raises(TaskError, match=f"dependency cycle: {b} → {a} → {b}") as cycle:
+        store.tasks.create(_created(b, [a]))
+    assert cycle.value.field == "dependencies" and store.tasks.get(b) is None
+    assert store.tasks.events(b) == []
+
+
+def test_links_change_the_row_and_refuse_cycles(store: Store) -> None:
+    """An edge added or removed folds into the row; an edge that closes a cycle, one
+    already there, or one not there to remove is refused naming `dependsOn`; a link
+    stored once is not stored again."""
+    a, b, c = "task-0000000000a2", "task-0000000000b2", "task-0000000000c2"
+    store.tasks.record([_created(a), _created(b, [a]), _created(c, [b])])
+    added = store.tasks.link(_edge(a, 1, "task-0000000000d2"))
+    assert added is not None and added.sequence is not None
+    assert store.tasks.link(_edge(a, 1, "task-0000000000d2")) is None
+    refusals = [
+        (_edge(a, 2, c), f"dependency cycle: {a} → {c} → {b} → {a}"),
+        (_edge(b, 1, a), "depends on task-0000000000a2 already"),
+        (_edge(b, 2, c, "removed"), "does not depend on"),
+    ]
+    for event, message in refusals:
+        with pytest.raises(TaskError, match=message) as refused:
+            store.tasks.link(event)
+        assert refused.value.field == "dependsOn"
+    store.tasks.link(_edge(b, 3, a, "removed"))
+    assert store.tasks.graph()[b] == [] and store.tasks.graph()[a] == ["task-0000000000d2"]
+    assert store.tasks.rebuild(b) == store.tasks.get(b)
+
+
+def test_concurrent_links_cannot_close_a_cycle(store: Store) -> None:
+    """Two links that each look fine alone but together close a cycle, made at once:
+    the graph lock makes one wait for the other, which then sees the cycle."""
+    a, b = "task-0000000000a3", "task-0000000000b3"
+    store.tasks.record([_created(a), _created(b)])
+    for round_ in range(5):
+        barrier = threading.Barrier(2)
+
+        def link(
+            task_id: str, depends_on: str, n: int = round_, gate: threading.Barrier = barrier
+        ) -> str:
+            gate.wait()
+            try:
+                store.tasks.link(_edge(task_id, 10 + n, depends_on))
+            except TaskError as err:
+                return str(err)
+            return "linked"
+
+        with ThreadPoolExecutor(2) as pool:
+            outcomes = sorted(pool.map(link, [a, b], [b, a]))
+        assert outcomes[1] == "linked" and outcomes[0].startswith("dependency cycle"), outcomes
+        graph = store.tasks.graph()
+        linked = a if graph[a] else b
+        store.tasks.link(_edge(linked, 100 + round_, b if linked == a else a, "removed"))
+
+
+def test_lose_records_the_loss_unless_the_attempt_ended(store: Store) -> None:
+    """`lose` stores an attempt's lost end and `task.lost` together; when the attempt's
+    end was stored first, it stores nothing and returns that end."""
+    task_id = "task-0000000000e4"
+    attempt = {"attemptId": f"{task_id}.a1", "number": 1, "runId": "r", "threadId": "t"}
+    started = _event(task_id, 1, "task.attempt.started", {"attempt": {**attempt, "startedAt": AT}})
+    store.tasks.record([_created(task_id), started])
+    end = Event.model_validate(
+        {
+            **_event(task_id, 2, "task.attempt.failed", {}).model_dump(),
+            "event_id": attempt_end_event_id(f"{task_id}.a1"),
+            "payload": {"attempt": {"attemptId": f"{task_id}.a1", "status": "lost"}},
+        }
+    )
+    lost = _event(task_id, 3, "task.lost", {"reason": "no heartbeat"})
+    assert store.tasks.lose(end, lost) is None
+    row = store.tasks.get(task_id)
+    assert row is not None and row.status == "lost" and row.attempts[0].status == "lost"
+    assert [r.task_id for r in task_snapshot([row]).lost] == [task_id]
+    again = _event(task_id, 4, "task.lost", {"reason": "again"})
+    known = store.tasks.lose(end, again)
+    assert known is not None and known.payload["attempt"]["status"] == "lost"
+    assert [e.type for e in store.tasks.events(task_id)].count("task.lost") == 1

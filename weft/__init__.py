@@ -88,6 +88,9 @@ _EXPORTS: dict[str, str] = {
     "TaskError": "weft.client.tasks",
     "Tasks": "weft.client.tasks",
     "TaskRecord": "weft.contract.tasks",
+    "JobError": "weft.client.jobs",
+    "Jobs": "weft.client.jobs",
+    "JobRecord": "weft.contract.jobs",
     "RespondActionResult": "weft.contract.actions",
     "Event": "weft.contract.events",
     "ForkRefused": "weft.contract.forks",
@@ -117,6 +120,7 @@ if TYPE_CHECKING:
     from weft.activities.crypto import Keyring
     from weft.client.ask import ThreadFailed, TurnWaitTimeout
     from weft.client.bundles import BundleRef
+    from weft.client.jobs import JobError, Jobs
     from weft.client.schedules import ScheduleError, Schedules
     from weft.client.starts import ThreadStartRefused
     from weft.client.tasks import TaskError, Tasks
@@ -124,6 +128,7 @@ if TYPE_CHECKING:
     from weft.contract.bundles import BundleError
     from weft.contract.events import Event
     from weft.contract.forks import ForkRefused, ForkResult
+    from weft.contract.jobs import JobRecord
     from weft.contract.mcp import McpServerDef
     from weft.contract.tasks import TaskRecord
     from weft.contract.thread import ThreadOptions, ThreadRead, ThreadResult
@@ -168,6 +173,9 @@ __all__ = [
     "FunctionHook",
     "FunctionTool",
     "HookBlocked",
+    "JobError",
+    "JobRecord",
+    "Jobs",
     "Keyring",
     "McpServerDef",
     "ProviderConfig",

@@ -66,6 +66,7 @@ class Thread:
         task_queue: str = DEFAULT_TASK_QUEUE,
         store: Store | None = None,
         accept_timeout: float = CONFIRM_TIMEOUT,
+        tenant: str | None = None,
     ) -> Thread:
         """Start a thread of `agent` (its workflow id is the thread id; None generates a
         readable one, `<agent>-<12 hex>`).
@@ -83,6 +84,8 @@ class Thread:
         model call together with the tool calls it asked for is one step.
         `task_queue` must be the worker's (`worker.task_queue`; default `agents`, that of
         `weft.Worker` without a config, while the CLI's `temporal-dev.yml` uses `weft-dev`).
+        `tenant` is the tenant the thread (and its subagents) belong to (None: `default`;
+        docs/tenants.md).
         """
         fields: dict[str, Any] = {"env": dict(env or {})}
         if session_id is not None:
@@ -91,6 +94,8 @@ class Thread:
             fields["user_id"] = user_id
         if options is not None:
             fields["options"] = options
+        if tenant is not None:
+            fields["tenant"] = tenant
         threads = Threads(client, task_queue=task_queue, store=store)
         started = await start_confirmed(
             threads,

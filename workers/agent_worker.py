@@ -22,6 +22,8 @@ from weft.activities.effect_run import EffectActivities
 from weft.activities.env import ToolEnv, ToolSource, ToolSources
 from weft.activities.files_copy import FileCopyActivities
 from weft.activities.hooks import HookRegistry
+from weft.activities.job_admit import JobAdmitActivities
+from weft.activities.job_records import JobRecordActivities
 from weft.activities.mcp.catalog_activity import CatalogActivities
 from weft.activities.mcp.catalog_store import CatalogStore
 from weft.activities.mcp.pool import McpSessionPool
@@ -31,7 +33,9 @@ from weft.activities.sandbox import SandboxPool
 from weft.activities.snapshots import SnapshotCache
 from weft.activities.spans import Spans
 from weft.activities.task_attempts import TaskAttemptActivities
+from weft.activities.task_commands import TaskCommands
 from weft.activities.task_records import TaskRecordActivities
+from weft.activities.task_tools import TaskTools
 from weft.activities.thread_records import ThreadRecordActivities
 from weft.activities.tool_call import ToolActivities
 from weft.activities.tool_replay import ToolReplays
@@ -59,6 +63,7 @@ from weft.workers.secrets import load_keyring
 from weft.workers.telemetry import activity_spans, has_tracing, tracing_interceptor
 from weft.workers.telemetry import tracer_provider as tracer_provider_for
 from weft.workflows.agent_thread import AgentThreadWorkflow
+from weft.workflows.jobs.job_run import JobRunWorkflow
 from weft.workflows.scheduled_delivery import ScheduledDeliveryWorkflow
 from weft.workflows.scheduled_thread import scheduled_thread_workflow
 from weft.workflows.tasks.task_run import TaskRunWorkflow
@@ -83,11 +88,14 @@ def tool_env(
     *,
     spans: Spans,
     replays: ToolReplays | None = None,
+    tasks: ToolSource | None = None,
 ) -> ToolEnv:
     """The worker's Env: an eval's replayed results first (they stand for the live tool),
-    then MCP calls, then function tools; a name none claims is an `unknown_tool` error."""
+    then MCP calls, then the task tools, then function tools; a name none claims is an
+    `unknown_tool` error."""
     sources: list[ToolSource] = [ReplayedTools(replays)] if replays is not None else []
-    sources += [McpTools(mcp, spans=spans), FunctionTools(store, definitions, spans=spans)]
+    sources += [McpTools(mcp, spans=spans), *([tasks] if tasks else [])]
+    sources += [FunctionTools(store, definitions, spans=spans)]
     return ToolEnv(ToolSources(sources))
 
 
@@ -215,13 +223,22 @@ class AgentWorker:
         catalogs = CatalogStore(store)
         hooks = HookRegistry(store, self.definitions.hooks, spans=spans)
         records = ThreadRecordActivities(store, self.definitions, snapshots, hooks=hooks)
-        models = ModelActivities(store, providers, snapshots, hooks=hooks, catalogs=catalogs)
+        models = ModelActivities(
+            store, providers, snapshots, served=records.served, hooks=hooks, catalogs=catalogs
+        )
         compaction = CompactionActivities(store, providers, snapshots, catalogs=catalogs)
         tools = ToolActivities(
             store,
             self.definitions,
             snapshots,
-            env=tool_env(store, self.definitions, mcp, spans=spans, replays=self._tool_replays),
+            env=tool_env(
+                store,
+                self.definitions,
+                mcp,
+                spans=spans,
+                replays=self._tool_replays,
+                tasks=TaskTools(TaskCommands(client, store, task_queue=self.task_queue)),
+            ),
             sandbox=pool,
             hooks=hooks,
             spans=spans,
@@ -233,6 +250,8 @@ class AgentWorker:
         variable_requests = VariableRequestActivities(store)
         task_records = TaskRecordActivities(store)
         task_attempts = TaskAttemptActivities(store, client)
+        job_records = JobRecordActivities(store)
+        job_admit = JobAdmitActivities(store)
         gate = eager_gate(self._recovery)
         self._recovering = RecoveryInterceptor(
             client,
@@ -252,6 +271,7 @@ class AgentWorker:
                 ScheduledDeliveryWorkflow,
                 scheduled_thread_workflow(versioned=version is not None),
                 TaskRunWorkflow,
+                JobRunWorkflow,
             ],
             activities=[
                 records.init_thread,
@@ -266,9 +286,15 @@ class AgentWorker:
                 copies.copy_files,
                 variable_requests.request_variables,
                 task_records.record,
+                task_records.link,
+                task_records.lose,
                 task_records.dependencies,
                 task_records.dependents,
                 task_attempts.attempt,
+                job_records.record,
+                job_records.load,
+                job_records.claim,
+                job_admit.admit,
             ],
             workflow_runner=workflow_runner(client.data_converter),
             max_cached_workflows=self._max_cached,

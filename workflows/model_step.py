@@ -12,6 +12,8 @@ from temporalio.exceptions import ActivityError, CancelledError
 
 from weft.contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult
 from weft.contract.context_state import ContextState
+from weft.contract.definitions_version import DefinitionsRefreshInput
+from weft.contract.mcp_book import McpBook
 from weft.contract.messages import Message, Side
 from weft.contract.prompt_tools import PromptScope
 from weft.contract.thread import Counters
@@ -20,6 +22,7 @@ from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.activity_calls import Carried, Limits, start_within_budget
 from weft.workflows.budget import BudgetRoot, BudgetSeen
 from weft.workflows.context_keeper import ContextKeeper, Spend, add_usage, overflow_details
+from weft.workflows.definitions_refresh import DefinitionsRefresh
 from weft.workflows.failures import failure_text, hook_blocks
 from weft.workflows.in_flight import InFlight
 from weft.workflows.mcp_tools import McpTools
@@ -31,6 +34,15 @@ from weft.workflows.views import Facts, Identity, Pending, Starts, Transcript
 class ModelInterrupted(Exception):
     """submit_turn(policy=interrupt) cancelled the call; the drained messages went back to
     the outbox, and the step restarts with whatever is queued now."""
+
+
+class _DefinitionsChanged(Exception):
+    """The session's first call found newer definitions and was not made: the thread now
+    runs them, and the call is made again with them (`messages` still to carry)."""
+
+    def __init__(self, messages: list[Message]) -> None:
+        super().__init__("definitions changed")
+        self.messages = messages
 
 
 class PromptModelFailed(Exception):
@@ -58,6 +70,9 @@ class ModelView(
     def window(self) -> ContextState: ...
 
     @property
+    def mcp(self) -> McpBook: ...
+
+    @property
     def stop(self) -> ThreadStop: ...
 
     def forget_message(self, message_id: str) -> None: ...
@@ -74,9 +89,11 @@ class ModelCaller:
         context: ContextKeeper,
         mcp: McpTools,
         outbox: Outbox,
+        definitions: DefinitionsRefresh,
     ) -> None:
         self._mem = mem
         self._outbox = outbox
+        self._definitions = definitions
         self._agents = agents
         self._in_flight = in_flight
         self._context = context
@@ -99,11 +116,54 @@ class ModelCaller:
         messages are not the caller's transcript, so they are neither fitted nor counted,
         and a newer message waits for the main loop instead of interrupting.
         """
+        mem = self._mem
+        check = None if scope is not None else await self._session_check(side, turn_id)
+        message_id, position = mem.new_id("msg"), mem.reserve_position()
+        messages = [*mem.take_outbox_messages(), *new_messages]
+        while True:
+            try:
+                return await self._call(
+                    side, turn_id, step_id, messages, scope, (message_id, position), check
+                )
+            except _DefinitionsChanged as changed:
+                # The same message id and position: the call that was not made took none.
+                messages, check = changed.messages, None
+
+    async def _session_check(self, side: Side, turn_id: str) -> DefinitionsRefreshInput | None:
+        """The definitions check this call carries, when it is the session's first and the
+        session left one (definitions_refresh.py). When another activity would run first
+        (a compaction, an MCP listing), or the session's events were written already, the
+        local activity asks now instead: a move then still precedes what depends on it."""
+        pending = self._definitions.session_check(turn_id)
+        if pending is None:
+            return None
+        mem, snapshot = self._mem, self._agents.snapshot()
+        prompt = self._agents.prompt(side)
+        state = mem.window
+        other_first = (
+            state.requested is not None
+            or state.over_budget(snapshot.models[prompt.model])
+            or bool(mem.mcp.to_list(prompt, snapshot.mcp_servers))
+        )
+        if other_first or not self._definitions.unwritten(pending):
+            await self._definitions.check_now(pending)
+            return None
+        return self._definitions.check_input(pending)
+
+    async def _call(
+        self,
+        side: Side,
+        turn_id: str,
+        step_id: str,
+        messages: list[Message],
+        scope: PromptScope | None,
+        reserved: tuple[str, int],
+        check: DefinitionsRefreshInput | None,
+    ) -> ModelCallResult | None:
         mem, snapshot = self._mem, self._agents.snapshot()
         prompt = snapshot.prompts[scope.prompt] if scope else self._agents.prompt(side)
         candidates = [prompt.model, *snapshot.models[prompt.model].fallbacks]
-        message_id, position = mem.new_id("msg"), mem.reserve_position()
-        messages = [*mem.take_outbox_messages(), *new_messages]
+        message_id, position = reserved
         if scope is None:
             messages = await self._context.fit(prompt.model, side, turn_id, step_id, messages)
         # The prompt's MCP tools are listed the first time it calls its model (and again
@@ -140,6 +200,7 @@ class ModelCaller:
                 budget_root=budget.budget_root(mem),
                 mcp_catalogs=self._mcp.catalog_ids(),
                 env_writes=mem.counters.env_writes,
+                definitions_check=check,
             )
             handle, carried = await start_within_budget(
                 mem,
@@ -156,11 +217,14 @@ class ModelCaller:
             )
             # Persisted messages are not carried again by a fallback.
             messages = carried.messages
+            pending, check = check, None  # asked once: a fallback is past the check
             self._in_flight.track(handle, model=scope is None, turn_work=True)
             try:
                 result = await handle
             except ActivityError as err:
                 mem.return_outbox(carried.events)
+                if pending is not None and self._definitions.answered(err):
+                    raise _DefinitionsChanged(messages) from None
                 stopped = self._in_flight.turn_stop
                 if stopped is not None and not mem.is_terminated():
                     # interrupt_turn: the turn ends; what the step drained is kept below.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
 AGENT = SearchAttributeKey.for_keyword("WeftAgent")
 STATUS = SearchAttributeKey.for_keyword("WeftStatus")
@@ -17,6 +17,9 @@ FORKED_FROM = SearchAttributeKey.for_keyword("WeftForkedFrom")
 # The digest of the definitions the thread runs with (docs/deploys.md): list the threads
 # still on a version with `WeftDefinitionsDigest = '<digest>'`.
 DEFINITIONS_DIGEST = SearchAttributeKey.for_keyword("WeftDefinitionsDigest")
+# The tenant the thread belongs to (docs/tenants.md), set with the start, never upserted:
+# the API lists a tenant's threads with `WeftTenant = '<tenant>'`.
+TENANT = SearchAttributeKey.for_keyword("WeftTenant")
 
 # Workers register these at start-up (workers/search_attributes.py); an unregistered key
 # would fail every workflow task of the thread.
@@ -28,7 +31,14 @@ ALL_KEYS = (
     AWAITING_ACTION,
     FORKED_FROM,
     DEFINITIONS_DIGEST,
+    TENANT,
 )
+
+
+def start_attributes(tenant: str | None) -> TypedSearchAttributes | None:
+    """What a thread starts with (its tenant), or None for one without a tenant: `default`,
+    and the start command it always had."""
+    return None if tenant is None else TypedSearchAttributes([SearchAttributePair(TENANT, tenant)])
 
 
 def upsert_initial(agent: str, parent_thread_id: str | None, session_id: str | None) -> None:

@@ -81,6 +81,7 @@ async def take_snapshot(mem: InitView) -> DefinitionSnapshot:
                 parent=start.parent,
                 budget=start.options.budget,
                 budget_root=start.budget_root,
+                tenant=start.tenant,
             ),
             result_type=ThreadInitResult,
             start_to_close_timeout=timedelta(seconds=30),

@@ -89,7 +89,8 @@ def build_parts(
     # One step: the human gate, the model (with MCP catalogues), the tools, the drain.
     gate = HumanGate(mem, agents, host, outbox)
     mcp = McpTools(mem, agents, gate, background, outbox)
-    model = ModelCaller(mem, agents, in_flight, context, mcp, outbox)
+    definitions = DefinitionsRefresh(mem)
+    model = ModelCaller(mem, agents, in_flight, context, mcp, outbox, definitions)
     prompts = PromptToolRunner(mem, agents, model)
     tools = ToolRunner(mem, agents, gate, in_flight, host, prompts, outbox)
     intake = Intake(mem, queue, tools)
@@ -101,7 +102,6 @@ def build_parts(
         mem, agents, queue, steps, effects, control, continuation, reporter, host, outbox
     )
     budget = BudgetControl(mem, background, outbox)
-    definitions = DefinitionsRefresh(mem)
 
     mcp.register(control)
     control.handle_signals(continuation.signal_handlers())

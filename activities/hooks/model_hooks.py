@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+from functools import cached_property
 from typing import Any
 
 from temporalio.exceptions import ApplicationError
@@ -48,7 +49,25 @@ class ModelHooks:
         attempt_id: str,
     ) -> None:
         self._store = store
-        prompt = call.scope.prompt if call.scope else None
+        self._registry = registry
+        self._snapshot = snapshot
+        self._make_event = make_event
+        self._call = call
+        self._event_prefix = f"{attempt_id}:hooks"
+        self._prompt = call.scope.prompt if call.scope else None
+        # Most agents hook nothing: a snapshot without hooks has none in scope.
+        self._in_scope = (
+            scope_of(snapshot, call.agent, call.side, self._prompt) if snapshot.hooks else []
+        )
+        # No hook is in scope: no hook point runs, nothing waits to be written, and the
+        # runner is built only if asked for.
+        self.idle = not self._in_scope
+
+    @cached_property
+    def runner(self) -> HookRunner:
+        """The runner of the hooks in scope, with the ThreadState they get built at the
+        first hook that runs."""
+        store, snapshot, call = self._store, self._snapshot, self._call
 
         async def state() -> ThreadState:
             built = await asyncio.to_thread(
@@ -58,21 +77,19 @@ class ModelHooks:
                 thread_id=call.thread_id,
                 agent=call.agent,
                 side=call.side,
-                prompt=prompt,
+                prompt=self._prompt,
                 session_id=call.session_id,
                 turn_id=call.turn_id,
-                event_prefix=f"{attempt_id}:hooks",
+                event_prefix=self._event_prefix,
                 where="model.call",
             )
-            built.use_hooks(self.runner)  # update_message runs the update hooks too
+            built.use_hooks(runner)  # update_message runs the update hooks too
             return built
 
-        self.runner: HookRunner = registry.runner(
-            snapshot,
-            scope_of(snapshot, call.agent, call.side, prompt),
-            state=state,
-            make_event=make_event,
+        runner = self._registry.runner(
+            snapshot, self._in_scope, state=state, make_event=self._make_event
         )
+        return runner
 
     async def new_messages(
         self, messages: list[Message], events: list[Event]
@@ -83,7 +100,11 @@ class ModelHooks:
         When a hook refuses one, the rest and every event are stored, then the activity
         fails with `hook_blocked` (the workflow ends the turn; the thread goes on).
         """
-        if not messages or not self.runner.has("before_create_message", "after_create_message"):
+        if (
+            self.idle
+            or not messages
+            or not self.runner.has("before_create_message", "after_create_message")
+        ):
             return messages, events, False
         # The hooks see the whole content of an uploaded message, not its preview.
         messages, events = await asyncio.to_thread(
@@ -99,12 +120,16 @@ class ModelHooks:
 
     async def created(self, messages: list[Message]) -> None:
         """`after_create_message` on messages just stored; their events are written now."""
+        if self.idle:
+            return
         await after_create(self.runner, messages)
         await self.runner.flush()
 
     async def reply(self, message: Message) -> tuple[Message | None, ApplicationError | None]:
         """The assistant's reply as `before_create_message` hooks left it; (None, the
         error to raise once everything else is stored) when one refused it."""
+        if self.idle:
+            return message, None
         kept, blocks = await before_create(self.runner, [message])
         return (kept[0], None) if kept else (None, blocked_error(blocks))
 

@@ -8,22 +8,25 @@ thread (`variables_provided`), which boots the child at once.
 from __future__ import annotations
 
 import asyncio
-import hmac
 from typing import Any
-from urllib.parse import parse_qs
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPBearer
 from sqlalchemy import text
-from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
-from starlette.requests import cookie_parser
-from starlette.types import ASGIApp, Receive, Scope, Send
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from weft.api.auth import (
+    HEALTH_PATH,
+    PAGE_PATH,
+    TOKEN_COOKIE,
+    Authenticator,
+    RequireCredential,
+    authorize,
+)
 from weft.api.gateway.models import ErrorBody, Health, ProvideValues, ValuesAccepted
 from weft.contract.subagents import SIGNAL_VARIABLES_PROVIDED, VariableRequest, VariablesProvided
 from weft.store import Store
@@ -44,16 +47,12 @@ class GatewayError(Exception):
 
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    return {status: {"model": ErrorBody} for status in (401, *statuses)}
+    return {status: {"model": ErrorBody} for status in (401, 403, *statuses)}
 
 
-# Unauthenticated: load balancers probe it, and it tells nothing about any thread.
-HEALTH_PATH = "/healthz"
-# The browser page cannot send a header: it gets the token once in its URL and keeps it in
-# an HttpOnly, SameSite=Lax cookie (sent with its fetches and EventSource; from another site
-# only on a top-level GET, so no other site can POST with it).
-TOKEN_COOKIE = "weft_token"
-PAGE_PATH = "/inbox"
+# `HEALTH_PATH` is unauthenticated: load balancers probe it, and it tells nothing about any
+# thread. The inbox page keeps its credential in `TOKEN_COOKIE`: sent with its fetches and
+# EventSource; from another site only on a top-level GET, so no other site can POST with it.
 
 
 def create_app(
@@ -65,17 +64,20 @@ def create_app(
     summary: str = "Complete scoped-variable requests of weft threads (Runtime §7.5)",
 ) -> FastAPI:
     """The gateway app over `store` and `temporal_client`; every route but `/healthz`
-    needs `token`."""
-    if not token:
-        raise ValueError("the gateway needs a bearer token")
-    # Declares the scheme in the OpenAPI document; `_RequireToken` enforces it on every
-    # path before anything else runs (a body is not even read without the token).
-    bearer = HTTPBearer(auto_error=False, description="the token given to `weft serve`")
+    needs `token` (admin over every tenant) or an API key with the route's scope
+    (api/auth.py)."""
+    authenticator = Authenticator(store, token)
+    # Declares the scheme in the OpenAPI document; `RequireCredential` enforces it on every
+    # path before anything else runs (a body is not even read without a credential), and
+    # `authorize` checks the route's scope and the tenant of the thread it names.
+    bearer = HTTPBearer(
+        auto_error=False, description="the token given to `weft serve`, or an API key"
+    )
     app = FastAPI(
         title=title,
         summary=summary,
         version="1",
-        dependencies=[Depends(bearer)],
+        dependencies=[Depends(bearer), Depends(authorize(store, temporal_client))],
         # The document is served below, behind the token; the HTML docs would load
         # scripts from a CDN and could not send the token anyway.
         openapi_url=None,
@@ -83,7 +85,7 @@ def create_app(
         redoc_url=None,
         max_body_size=MAX_BODY_BYTES,
     )
-    app.add_middleware(_RequireToken, token=token)
+    app.add_middleware(RequireCredential, authenticator=authenticator)
     _install_error_handlers(app)
 
     @app.get("/openapi.json", include_in_schema=False)
@@ -178,52 +180,6 @@ async def _signal_parent(
             f"signalling thread {parent_thread_id!r} failed ({err.message}); the values are "
             "stored and the thread may not have been told",
         ) from None
-
-
-class _RequireToken:
-    """ASGI middleware: 401 unless the token is presented, compared in constant time.
-
-    The token comes as `Authorization: Bearer <token>`, as the page's cookie, or (only for
-    `GET /inbox`, which then moves it into the cookie) as `?token=`. `/healthz` is open.
-    """
-
-    def __init__(self, app: ASGIApp, *, token: str) -> None:
-        self._app = app
-        self._token = token.encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not self._authorised(scope):
-            body = ErrorBody(error="bearer token required")
-            reply = JSONResponse(
-                body.model_dump(),
-                status_code=401,
-                headers={"WWW-Authenticate": 'Bearer realm="weft"'},
-            )
-            await reply(scope, receive, send)
-            return
-        await self._app(scope, receive, send)
-
-    def _authorised(self, scope: Scope) -> bool:
-        path, method = scope.get("path", ""), scope.get("method", "")
-        if path == HEALTH_PATH and method in ("GET", "HEAD"):
-            return True
-        if path == PAGE_PATH and method == "GET":
-            # A token in the page's address is the one to judge (and to keep, see
-            # inbox_routes), even over an older cookie of a previous token.
-            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            if "token" in query:
-                return self._matches(query["token"][0])
-        headers = Headers(scope=scope)
-        scheme, _, presented = headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and presented.strip():
-            return self._matches(presented.strip())
-        cookie = cookie_parser(headers.get("cookie", "")).get(TOKEN_COOKIE, "")
-        return bool(cookie) and self._matches(cookie)
-
-    def _matches(self, presented: str) -> bool:
-        return bool(presented) and hmac.compare_digest(
-            presented.encode("utf-8", "surrogateescape"), self._token
-        )
 
 
 def _install_error_handlers(app: FastAPI) -> None:

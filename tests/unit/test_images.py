@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from weft.activities.context import project_messages
 from weft.activities.images import MAX_IMAGE_BYTES, ImageView
+from weft.activities.message_views import project_messages
 from weft.contract.messages import Message
 
 PNG = b"\x89PNG\r\n\x1a\nfake"

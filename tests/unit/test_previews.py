@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from weft.activities.context import model_view
+from weft.activities.message_views import model_view
 from weft.activities.previews import page_chars, preview_message, read_page
 from weft.contract.activities import ToolResult
 from weft.contract.context import ContextOptions
@@ -110,7 +110,7 @@ def test_a_page_wrapped_as_a_tool_result_is_never_previewed_again(content):
     ref = "weft://threads/" + "t" * 64 + "/messages/" + "m" * 64
     page = read_page(content, 1_000, None, max_chars)
     result = ToolResult(status="success", result={"ref": ref, **page})
-    # What the model is sent: the result's JSON text (activities/context.py, model_view).
+    # What the model is sent: the result's JSON text (activities/message_views.py, model_view).
     message = model_view(stored(result.model_dump_json(exclude_none=True)))
     assert preview_message(message, MODEL_CAP) == (message, False)
     assert json.loads(message.content or "")["text"] == content[1_000 : page["nextOffset"]]

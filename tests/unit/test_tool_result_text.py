@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from weft.activities.compaction_plan import render_lines
-from weft.activities.context import model_view, tool_message_text, tool_result_text
 from weft.activities.context_window import Frame, build_window, request_tokens
+from weft.activities.message_views import model_view, tool_message_text, tool_result_text
 from weft.activities.previews import preview_message
 from weft.activities.read_output import read_output
 from weft.contract.activities import ToolResult

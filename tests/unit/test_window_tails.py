@@ -1,4 +1,4 @@
-"""A thread's kept window (activities/window_tails.py), extended step after step, sends
+"""A thread's kept window (activities/message_views.py), extended step after step, sends
 and measures exactly what a window built afresh does: as the transcript grows, when a
 message is edited or deleted, with image attachments whose recency moves, and in dual_ai."""
 
@@ -10,8 +10,7 @@ import pytest
 
 from weft.activities.context_window import Frame, KeptAs, Window, build_window
 from weft.activities.images import ImageView
-from weft.activities.message_views import MessageViews
-from weft.activities.window_tails import WindowTails
+from weft.activities.message_views import MessageViews, WindowTails
 from weft.contract.context import ContextBoundary
 from weft.contract.definitions import PromptDef
 from weft.contract.messages import Message, Side, ToolCall, ToolCallFunction

@@ -30,7 +30,7 @@ from weft.contract.subagents import (
 )
 from weft.contract.thread import WORKFLOW_TYPE, ThreadStartInput
 from weft.contract.ui_text import secret_values, thread_summary
-from weft.workflows import ui_summaries
+from weft.workflows import search_attributes, ui_summaries
 from weft.workflows.active_agent import ActiveAgent
 from weft.workflows.background import BackgroundTasks
 from weft.workflows.failures import failure_text
@@ -136,6 +136,7 @@ class SubagentSpawner:
             options=start.options,
             # The child spends from its parent's tree: a parent's budget bounds all of it.
             budget_root=start.budget_root or mem.thread_id,
+            tenant=start.tenant,  # a tree belongs to one tenant
         )
         agent = snapshot.agents.get(config.name)
         entry = RegistryEntry(
@@ -161,6 +162,7 @@ class SubagentSpawner:
                 id=reference,
                 task_queue=workflow.info().task_queue,
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                search_attributes=search_attributes.start_attributes(start.tenant),
                 static_summary=thread_summary(
                     f"{config.name} · subagent {request.name}", child.messages, secret_values(env)
                 ),

@@ -3,6 +3,7 @@ workflow's `TaskRecord` by the same fold as the store's row, and written by `tas
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -27,8 +28,12 @@ def now_iso() -> str:
 class TaskLog:
     """The workflow's view of its task: what its events have said so far."""
 
-    def __init__(self, record: TaskRecord) -> None:
+    def __init__(self, record: TaskRecord, *, ordered: bool = False) -> None:
         self.record = record
+        # With commands arriving while the task runs (pause, resume, link, …), two writes
+        # can be in flight at once: one at a time, so the store folds them in the order
+        # the workflow did. Runs from before the commands existed keep their order.
+        self._ordered = asyncio.Lock() if ordered else None
 
     def event(
         self, kind: str, payload: dict[str, Any], *, attempt_id: str | None = None
@@ -59,8 +64,22 @@ class TaskLog:
             self.record = folded
         return {**event, "status": self.record.status}
 
+    def stated(self, *events: dict[str, Any]) -> list[dict[str, Any]]:
+        """`events` with the status each would leave, without folding them yet."""
+        record: TaskRecord | None = self.record
+        out = []
+        for event in events:
+            record = apply_event(record, event) or record
+            out.append({**event, "status": record.status if record else None})
+        return out
+
     async def write(self, *events: dict[str, Any]) -> None:
         """Fold `events` and store them in one commit (`task.record`, a local activity)."""
+        async with self.turn():
+            await self.write_in_turn(*events)
+
+    async def write_in_turn(self, *events: dict[str, Any]) -> None:
+        """`write`, by a writer whose turn it is already (inside `turn()`)."""
         stated = [self.fold(e) for e in events]
         await workflow.execute_local_activity(
             ACTIVITY_TASK_RECORD,
@@ -69,8 +88,28 @@ class TaskLog:
             summary=", ".join(e["type"] for e in stated),
         )
 
+    def turn(self) -> _Turn:
+        """This writer's turn to fold and store (every writer, when the run is ordered):
+        `async with log.turn(): ...`."""
+        return _Turn(self._ordered)
+
     async def emit(
         self, kind: str, payload: dict[str, Any], *, attempt_id: str | None = None
     ) -> None:
         """Write one event of `kind`."""
         await self.write(self.event(kind, payload, attempt_id=attempt_id))
+
+
+class _Turn:
+    """Holds the log's write lock, if it has one, for the `async with` body."""
+
+    def __init__(self, lock: asyncio.Lock | None) -> None:
+        self._lock = lock
+
+    async def __aenter__(self) -> None:
+        if self._lock is not None:
+            await self._lock.acquire()
+
+    async def __aexit__(self, *_exc: object) -> None:
+        if self._lock is not None:
+            self._lock.release()

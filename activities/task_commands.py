@@ -1,0 +1,449 @@
+"""The task commands (docs/tasks.md), over Temporal and the store: what `weft.Tasks`, the
+CLI, the HTTP routes and the agents' task tools all run.
+
+`create` checks the task (ids, the acceptance schema) and stores its `task.created` with
+the cycle check in one transaction, then starts its `TaskRun` workflow; every later fact is
+the workflow's. The commands a running task decides (start, update, delegate, link,
+unlink, pause, resume, complete, fail) are updates of its workflow, refused there, before
+history, when its state forbids them; `cancel` and progress are signals. Reads come from
+the store's `tasks` rows, folded from the tasks' events. A refusal is a `TaskError` whose
+`field` names the input refused (None: the task's state refused it).
+"""
+
+from __future__ import annotations
+
+import builtins
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import jsonschema
+from pydantic import BaseModel, ValidationError
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from weft.contract.events import Event
+from weft.contract.tasks import (
+    SIGNAL_APPEND_PROGRESS,
+    SIGNAL_CANCEL_TASK,
+    TASK_REFUSED,
+    TASK_WORKFLOW_TYPE,
+    TERMINAL_STATUSES,
+    UNSUCCESSFUL_STATUSES,
+    UPDATE_COMPLETE_TASK,
+    UPDATE_DELEGATE_TASK,
+    UPDATE_FAIL_TASK,
+    UPDATE_LINK_TASKS,
+    UPDATE_PAUSE_TASK,
+    UPDATE_RESUME_TASK,
+    UPDATE_START_TASK,
+    UPDATE_UNLINK_TASKS,
+    UPDATE_UPDATE_TASK,
+    CancelTask,
+    CompleteTask,
+    DelegateTask,
+    LinkTasks,
+    TaskAcceptance,
+    TaskChanges,
+    TaskCommand,
+    TaskConstraints,
+    TaskError,
+    TaskNotFound,
+    TaskProgress,
+    TaskRecord,
+    TaskRunInput,
+    TaskSnapshot,
+    TaskSpec,
+    check_task_id,
+    task_snapshot,
+)
+from weft.contract.validation import describe_validation_error
+from weft.store import Store
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def new_task_id() -> str:
+    """A fresh `task-<12 hex>` id."""
+    return f"task-{uuid.uuid4().hex[:12]}"
+
+
+class TaskCommands:
+    """Tasks of one task queue, with the store their facts are written to."""
+
+    def __init__(self, client: Client, store: Store, *, task_queue: str = "agents") -> None:
+        self._client = client
+        self._store = store
+        self._task_queue = task_queue
+
+    async def create(
+        self,
+        objective: str,
+        assignee: str,
+        *,
+        task_id: str | None = None,
+        dependencies: Sequence[str] = (),
+        acceptance_schema: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> TaskRecord:
+        """Create a task and start it (unless `auto_start=False`: then it waits for
+        `start`); `fields` are the other `TaskSpec` fields (`scope`, `constraints` as dicts
+        or models). A dependency may name a task created later."""
+        spec = _spec(
+            {
+                "objective": objective,
+                "assignee": assignee,
+                "dependencies": list(dependencies),
+                "acceptance": {"schema": acceptance_schema},
+                **fields,
+            }
+        )
+        try:
+            task_id = check_task_id(task_id) if task_id else new_task_id()
+        except ValueError as err:
+            raise TaskError(str(err), field="taskId") from None
+        at = now_iso()
+        record = TaskRecord.model_validate(
+            {**spec.model_dump(mode="json"), "taskId": task_id, "createdAt": at, "updatedAt": at}
+        )
+        self._store.tasks.create(_created(record))  # refuses a taken id or a cycle
+        try:
+            await self._client.start_workflow(
+                TASK_WORKFLOW_TYPE,
+                TaskRunInput(task=record).model_dump(mode="json"),
+                id=task_id,
+                task_queue=self._task_queue,
+                static_summary=f"task {task_id} · {assignee}",
+            )
+        except Exception as err:
+            self._store.tasks.record([_failed_to_start(record, err)])
+            raise TaskError(f"task {task_id} could not start: {err}") from err
+        return self.get(task_id)
+
+    def find(self, task_id: str) -> TaskRecord | None:
+        """The task as the store has it, or None."""
+        return self._store.tasks.get(task_id)
+
+    def get(self, task_id: str) -> TaskRecord:
+        """The task as the store has it; `TaskNotFound` naming the id."""
+        record = self._store.tasks.get(task_id)
+        if record is None:
+            raise TaskNotFound(f"no task {task_id!r}")
+        return record
+
+    def list(
+        self,
+        *,
+        statuses: Sequence[str] | None = None,
+        session_id: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[TaskRecord]:
+        """Tasks, most recently changed first."""
+        return self._store.tasks.list(statuses=statuses, session_id=session_id, limit=limit)
+
+    def snapshot(self, *, session_id: str | None = None, limit: int = 500) -> TaskSnapshot:
+        """`task_snapshot`: active, waiting, failed, lost and recent terminal tasks, the
+        graph, the current attempts and delivery, from the store."""
+        return task_snapshot(self.list(session_id=session_id, limit=limit))
+
+    def events(self, task_id: str) -> builtins.list[Event]:
+        """The task's log, oldest first."""
+        self.get(task_id)
+        return self._store.tasks.events(task_id)
+
+    async def cancel(self, task_id: str, reason: str | None = None) -> None:
+        """Ask the task to stop: it ends `cancelled`, closing its running attempt's thread."""
+        self._unfinished(task_id, "cancel")
+        await self._handle(task_id).signal(
+            SIGNAL_CANCEL_TASK, CancelTask(reason=reason).model_dump(mode="json")
+        )
+
+    async def append_progress(
+        self, task_id: str, message: str, data: dict[str, Any] | None = None
+    ) -> None:
+        """Add a progress entry to an unfinished task (`task.progress`)."""
+        try:
+            entry = TaskProgress(message=message, data=data)
+        except ValidationError as err:
+            raise TaskError(
+                f"progress of {task_id}: {describe_validation_error(err)}", field=_loc(err)
+            ) from None
+        self._unfinished(task_id, "append progress to")
+        await self._handle(task_id).signal(SIGNAL_APPEND_PROGRESS, entry.model_dump(mode="json"))
+
+    async def retry(self, task_id: str, reason: str | None = None) -> TaskRecord:
+        """Run a failed, timed out or cancelled task again: a new run of its workflow
+        makes new attempts (up to `maxAttempts` more); the earlier ones stay."""
+        record = self.get(task_id)
+        if record.status not in UNSUCCESSFUL_STATUSES:
+            raise TaskError(
+                f"task {task_id} is {record.status}: only a failed, timed out or cancelled "
+                "task can be retried"
+            )
+        start = TaskRunInput(task=record, retry_reason=reason or "retried")
+        try:
+            await self._client.start_workflow(
+                TASK_WORKFLOW_TYPE,
+                start.model_dump(mode="json"),
+                id=task_id,
+                task_queue=self._task_queue,
+                static_summary=f"task {task_id} · {record.assignee} (retry)",
+            )
+        except WorkflowAlreadyStartedError:
+            raise TaskError(
+                f"task {task_id} is still finishing its last run; retry it again"
+            ) from None
+        return record
+
+    async def start(
+        self, task_id: str, *, by: str | None = None, reason: str | None = None
+    ) -> TaskRecord:
+        """Start a task created with `auto_start=False`: it is queued behind its
+        dependencies (`task.queued` names who started it)."""
+        return await self._decide(task_id, "start", UPDATE_START_TASK, TaskCommand, by, reason)
+
+    async def update(
+        self,
+        task_id: str,
+        *,
+        objective: str | None = None,
+        constraints: TaskConstraints | dict[str, Any] | None = None,
+        acceptance: TaskAcceptance | dict[str, Any] | None = None,
+        by: str | None = None,
+        reason: str | None = None,
+    ) -> TaskRecord:
+        """Change the objective, constraints or acceptance (each replaced whole) of a task
+        whose attempts have not started (`task.updated`)."""
+        fields = {"objective": objective, "constraints": constraints, "acceptance": acceptance}
+        changes = _model(TaskChanges, {**fields, "by": by, "reason": reason})
+        if not changes.changes():
+            raise TaskError(
+                f"update of {task_id}: nothing to change (objective, constraints, acceptance)",
+                field="body",
+            )
+        if changes.acceptance is not None:
+            _check_schema(changes.acceptance.schema_)
+        return await self._update(task_id, "update", UPDATE_UPDATE_TASK, changes)
+
+    async def delegate(
+        self,
+        task_id: str,
+        to: str,
+        *,
+        by: str | None = None,
+        reason: str | None = None,
+        start: bool = False,
+    ) -> TaskRecord:
+        """Hand a task whose attempts have not started to agent `to` (`task.delegated`):
+        its attempts run as `to`. `start`: also start a task created not to start."""
+        command = _model(DelegateTask, {"to": to, "by": by, "reason": reason})
+        record = await self._update(task_id, "delegate", UPDATE_DELEGATE_TASK, command)
+        if start and not record.auto_start and record.status == "accepted":
+            record = await self.start(task_id, by=by, reason=reason)
+        return record
+
+    async def link(
+        self,
+        task_id: str,
+        depends_on: str,
+        *,
+        by: str | None = None,
+        reason: str | None = None,
+    ) -> TaskRecord:
+        """Make a task whose attempts have not started depend on `depends_on`
+        (`task.dependency.updated`); a cycle is refused, naming it."""
+        command = _model(LinkTasks, {"dependsOn": depends_on, "by": by, "reason": reason})
+        return await self._update(task_id, "link", UPDATE_LINK_TASKS, command)
+
+    async def unlink(
+        self,
+        task_id: str,
+        depends_on: str,
+        *,
+        by: str | None = None,
+        reason: str | None = None,
+    ) -> TaskRecord:
+        """Remove the dependency of a task whose attempts have not started on `depends_on`."""
+        command = _model(LinkTasks, {"dependsOn": depends_on, "by": by, "reason": reason})
+        return await self._update(task_id, "unlink", UPDATE_UNLINK_TASKS, command)
+
+    async def pause(
+        self, task_id: str, *, by: str | None = None, reason: str | None = None
+    ) -> TaskRecord:
+        """Pause a task: no new attempt starts until `resume`; a running attempt runs to
+        its end (an accepted answer still completes the task)."""
+        return await self._decide(task_id, "pause", UPDATE_PAUSE_TASK, TaskCommand, by, reason)
+
+    async def resume(
+        self, task_id: str, *, by: str | None = None, reason: str | None = None
+    ) -> TaskRecord:
+        """Resume a paused task: it returns to where it was."""
+        return await self._decide(task_id, "resume", UPDATE_RESUME_TASK, TaskCommand, by, reason)
+
+    async def complete(
+        self,
+        task_id: str,
+        *,
+        response: str | None = None,
+        structured: Any = None,
+        by: str | None = None,
+        reason: str | None = None,
+    ) -> TaskRecord:
+        """Complete an unfinished task with an operator's output (`task.completed` with
+        `by`); with an acceptance schema, `structured` must be valid against it. A running
+        attempt ends `cancelled` and its thread is closed."""
+        command = _model(
+            CompleteTask,
+            {"response": response, "structured": structured, "by": by, "reason": reason},
+        )
+        schema = self._unfinished(task_id, "complete").acceptance.schema_
+        if schema is not None:
+            _check_output(command.structured, schema)
+        return await self._update(task_id, "complete", UPDATE_COMPLETE_TASK, command)
+
+    async def fail(
+        self, task_id: str, *, by: str | None = None, reason: str | None = None
+    ) -> TaskRecord:
+        """Fail an unfinished task (`task.failed` with `by`); it can be retried."""
+        return await self._decide(task_id, "fail", UPDATE_FAIL_TASK, TaskCommand, by, reason)
+
+    async def wait(self, task_id: str) -> TaskRecord:
+        """Wait for the task's current run to end; the task as it then is."""
+        self.get(task_id)
+        await self._handle(task_id).result()
+        return self.get(task_id)
+
+    async def _decide(
+        self,
+        task_id: str,
+        verb: str,
+        update: str,
+        model: type[TaskCommand],
+        by: str | None,
+        reason: str | None,
+    ) -> TaskRecord:
+        return await self._update(
+            task_id, verb, update, _model(model, {"by": by, "reason": reason})
+        )
+
+    async def _update(self, task_id: str, verb: str, update: str, command: BaseModel) -> TaskRecord:
+        """Run a command on the task's workflow; its refusal as a TaskError naming the
+        field (None: the task's state)."""
+        self._unfinished(task_id, verb)
+        payload = command.model_dump(mode="json", by_alias=True, exclude_none=True)
+        try:
+            await self._handle(task_id).execute_update(update, payload)
+        except WorkflowUpdateFailedError as err:
+            cause = err.cause
+            if isinstance(cause, ApplicationError) and cause.type == TASK_REFUSED:
+                field = cause.details[0] if cause.details else None
+                raise TaskError(cause.message, field=field) from None
+            raise TaskError(f"cannot {verb} task {task_id}: {cause or err}") from None
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+            record = self.get(task_id)
+            raise TaskError(
+                f"cannot {verb} task {task_id}: it is {record.status} and its run has ended"
+            ) from None
+        return self.get(task_id)
+
+    def _handle(self, task_id: str) -> WorkflowHandle[Any, Any]:
+        return self._client.get_workflow_handle(task_id)
+
+    def _unfinished(self, task_id: str, verb: str) -> TaskRecord:
+        record = self.get(task_id)
+        if record.status in TERMINAL_STATUSES:
+            raise TaskError(f"cannot {verb} task {task_id}: it is {record.status}")
+        return record
+
+
+def now_iso() -> str:
+    """Current UTC time as ISO-8601 with milliseconds and a Z suffix."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _loc(err: ValidationError) -> str:
+    """The input field the first error is about, dotted (`constraints.maxAttempts`)."""
+    return ".".join(str(p) for p in err.errors()[0]["loc"]) or "body"
+
+
+def _model(model: type[_M], fields: dict[str, Any]) -> _M:
+    """A command's input, checked; TaskError naming the field."""
+    given = {k: v for k, v in fields.items() if v is not None}
+    try:
+        return model.model_validate(given)
+    except ValidationError as err:
+        raise TaskError(
+            f"invalid command: {describe_validation_error(err)}", field=_loc(err)
+        ) from None
+
+
+def _spec(fields: dict[str, Any]) -> TaskSpec:
+    """The checked spec; TaskError naming the field or the schema's problem."""
+    try:
+        spec = TaskSpec.model_validate(fields)
+    except ValidationError as err:
+        raise TaskError(
+            f"invalid task: {describe_validation_error(err)}", field=_loc(err)
+        ) from None
+    _check_schema(spec.acceptance.schema_)
+    return spec
+
+
+def _check_schema(schema: dict[str, Any] | None) -> None:
+    """An acceptance schema must be a valid JSON Schema; TaskError naming where not."""
+    if schema is None:
+        return
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as err:
+        where = "/".join(str(p) for p in err.absolute_path) or "(root)"
+        raise TaskError(
+            f"acceptance.schema at {where}: {err.message}", field="acceptance.schema"
+        ) from None
+
+
+def _check_output(structured: Any, schema: dict[str, Any]) -> None:
+    """An operator's output must meet the task's acceptance schema, like an attempt's."""
+    if structured is None:
+        raise TaskError(
+            "the task has an acceptance schema: complete it with a `structured` output "
+            "valid against it",
+            field="structured",
+        )
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(schema).iter_errors(structured)
+    )
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+        raise TaskError(
+            f"the output does not meet the task's schema at {where}: {error.message}",
+            field="structured",
+        )
+
+
+def _created(record: TaskRecord) -> Event:
+    return _event(record, "task.created", {"task": record.model_dump(mode="json")}, "accepted")
+
+
+def _failed_to_start(record: TaskRecord, err: Exception) -> Event:
+    return _event(record, "task.failed", {"reason": f"could not start: {err}"}, "failed")
+
+
+def _event(record: TaskRecord, kind: str, payload: dict[str, Any], status: str) -> Event:
+    """An event of the task's log written by the client (creation, or a failed start)."""
+    return Event.model_validate(
+        {
+            "type": kind,
+            "eventId": f"{record.task_id}:{kind}:{uuid.uuid4().hex[:8]}",
+            "timestamp": now_iso(),
+            "threadId": record.task_id,  # the task's own log
+            "sessionId": record.scope.session_id,
+            "status": status,
+            "payload": payload,
+            "taskId": record.task_id,
+        }
+    )

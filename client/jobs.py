@@ -1,0 +1,330 @@
+"""Jobs from Python (`weft.Jobs`): create a job from items, read its status and results,
+watch its progress, cancel and resume it, over Temporal and the store (docs/jobs.md).
+
+`create` checks every item and the job's options before anything starts, stores the job,
+its items and `job.created` in one transaction, and starts its `JobRun` workflow; every
+later fact is the workflow's. Reads come from the store's `jobs` and `job_items` rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+import uuid
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from pydantic import ValidationError
+from temporalio.client import Client, WorkflowHandle
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from weft.activities.rate_limits import parse_keyed_rate
+from weft.contract.events import Event
+from weft.contract.jobs import (
+    BATCH_KIND,
+    JOB_WORKFLOW_TYPE,
+    MAX_ITEMS,
+    SIGNAL_CANCEL_JOB,
+    CancelJob,
+    JobItem,
+    JobItemSpec,
+    JobRate,
+    JobRecord,
+    JobRunInput,
+    JobSpec,
+    check_job_id,
+    item_id_of,
+    item_task_id,
+)
+from weft.contract.validation import describe_validation_error
+from weft.store import Store
+from weft.store.jobs import JobExists
+
+
+class JobError(ValueError):
+    """A job command was refused; the message names the job, item or field at fault."""
+
+
+class JobNotFound(JobError, LookupError):
+    """No job has this id."""
+
+
+def new_job_id() -> str:
+    """A fresh `job-<12 hex>` id."""
+    return f"job-{uuid.uuid4().hex[:12]}"
+
+
+def parse_rate(text: str) -> JobRate:
+    """`openai=500rpm,200000tpm` as a job's rate; JobError saying what is wrong."""
+    try:
+        key, limit = parse_keyed_rate(text)
+    except ValueError as err:
+        raise JobError(f"rate: {err}") from None
+    return JobRate(
+        key=key,
+        requests_per_minute=limit.requests_per_minute,
+        tokens_per_minute=limit.tokens_per_minute,
+    )
+
+
+def parse_item(value: Any, where: str) -> JobItemSpec:
+    """One item: a string (its input) or an object with `input`, `key`, `metadata`;
+    JobError naming `where` and the field."""
+    if isinstance(value, str):
+        value = {"input": value}
+    if not isinstance(value, dict):
+        raise JobError(f'{where}: an item is a JSON string or an object with "input"')
+    try:
+        return JobItemSpec.model_validate(value)
+    except ValidationError as err:
+        raise JobError(f"{where}: {describe_validation_error(err)}") from None
+
+
+def read_items(lines: Iterable[str], source: str = "items") -> list[JobItemSpec]:
+    """Items from JSON Lines (blank lines skipped); JobError naming the line number and
+    what is wrong with it, or a repeated key."""
+    items: list[JobItemSpec] = []
+    keys: dict[str, int] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{source} line {number}"
+        try:
+            value = json.loads(line)
+        except ValueError as err:
+            raise JobError(f"{where}: not JSON ({err})") from None
+        item = parse_item(value, where)
+        if item.key is not None:
+            if item.key in keys:
+                raise JobError(f"{where}: key {item.key!r} is also on line {keys[item.key]}")
+            keys[item.key] = number
+        items.append(item)
+        if len(items) > MAX_ITEMS:
+            raise JobError(f"{source}: more than {MAX_ITEMS} items")
+    if not items:
+        raise JobError(f"{source}: no items (one JSON value a line)")
+    return items
+
+
+def read_items_file(path: str | Path) -> list[JobItemSpec]:
+    """Items from a JSONL file; JobError naming the file and line."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return read_items(handle, str(path))
+    except OSError as err:
+        raise JobError(f"{path}: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise JobError(f"{path}: not UTF-8 text ({err.reason})") from None
+
+
+def result_line(item: JobItem) -> dict[str, Any]:
+    """An item's result as one JSON Lines object: status, output or error."""
+    line: dict[str, Any] = {"itemId": item.item_id, "index": item.index}
+    if item.key is not None:
+        line["key"] = item.key
+    line |= {"status": item.status, "taskId": item.task_id, "attempts": item.attempts}
+    if item.output is not None:
+        line["output"] = item.output.response
+        if item.output.structured is not None:
+            line["structured"] = item.output.structured
+        line["threadId"] = item.output.thread_id
+    if item.error is not None:
+        line["error"] = item.error
+    if item.metadata is not None:
+        line["metadata"] = item.metadata
+    return line
+
+
+class Jobs:
+    """Jobs of one task queue, with the store their facts are written to."""
+
+    def __init__(self, client: Client, store: Store, *, task_queue: str = "agents") -> None:
+        self._client = client
+        self._store = store
+        self._task_queue = task_queue
+
+    async def create(
+        self,
+        assignee: str,
+        items: Sequence[str | dict[str, Any] | JobItemSpec],
+        *,
+        concurrency: int = 4,
+        job_id: str | None = None,
+        rate: str | JobRate | dict[str, Any] | None = None,
+        acceptance_schema: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> JobRecord:
+        """Create a job of `items` for `assignee` and start it; `fields` are the other
+        `JobSpec` fields (`constraints`, `session_id`, `items_per_run`)."""
+        specs = [
+            i if isinstance(i, JobItemSpec) else parse_item(i, f"items[{n}]")
+            for n, i in enumerate(items)
+        ]
+        if not specs:
+            raise JobError("items: a job needs at least one item")
+        spec = _spec(
+            {
+                "assignee": assignee,
+                "concurrency": concurrency,
+                "rate": parse_rate(rate) if isinstance(rate, str) else rate,
+                "acceptance": {"schema": acceptance_schema},
+                **fields,
+            }
+        )
+        try:
+            job_id = check_job_id(job_id) if job_id else new_job_id()
+        except ValueError as err:
+            raise JobError(str(err)) from None
+        at = now_iso()
+        record = JobRecord.model_validate(
+            {
+                **spec.model_dump(mode="json"),
+                "jobId": job_id,
+                "createdAt": at,
+                "updatedAt": at,
+                "counts": {"total": len(specs), "pending": len(specs)},
+            }
+        )
+        rows = [
+            JobItem(
+                item_id=item_id_of(job_id, n),
+                job_id=job_id,
+                index=n,
+                task_id=item_task_id(job_id, n),
+                input=s.input,
+                key=s.key,
+                metadata=s.metadata,
+            )
+            for n, s in enumerate(specs)
+        ]
+        try:
+            await asyncio.to_thread(self._store.jobs.create, record, rows, _created(record))
+        except JobExists as err:
+            raise JobError(str(err)) from None
+        await self._start(record, JobRunInput(job_id=job_id), "")
+        return self.get(job_id)
+
+    def get(self, job_id: str) -> JobRecord:
+        """The job as the store has it; `JobNotFound` naming the id."""
+        record = self._store.jobs.get(job_id)
+        if record is None:
+            raise JobNotFound(f"no job {job_id!r}")
+        return record
+
+    def list(self, *, statuses: Sequence[str] | None = None, limit: int = 100) -> list[JobRecord]:
+        """Jobs, most recently changed first."""
+        return self._store.jobs.list(statuses=statuses, limit=limit)
+
+    def items(self, job_id: str) -> Iterator[JobItem]:
+        """Every item of the job, in the order given."""
+        self.get(job_id)
+        return self._store.jobs.all_items(job_id)
+
+    def results(self, job_id: str) -> Iterator[str]:
+        """The job's results as JSON Lines: one line per item, its status and output."""
+        for item in self.items(job_id):
+            yield json.dumps(result_line(item), ensure_ascii=False)
+
+    def events(self, job_id: str, *, after: int = 0) -> builtins.list[Event]:
+        """The job's log, oldest first."""
+        self.get(job_id)
+        return self._store.jobs.events(job_id, after=after)
+
+    async def cancel(self, job_id: str, reason: str | None = None) -> None:
+        """Stop launching items and cancel the running ones' tasks: the job ends
+        `cancelled`; items not yet started stay pending (a resume runs them)."""
+        record = self.get(job_id)
+        if record.terminal:
+            raise JobError(f"cannot cancel job {job_id}: it is {record.status}")
+        await self._handle(job_id).signal(
+            SIGNAL_CANCEL_JOB, CancelJob(reason=reason).model_dump(mode="json")
+        )
+
+    async def resume(self, job_id: str, reason: str | None = None) -> JobRecord:
+        """Run a cancelled or failed job again: its items that did not complete (pending,
+        cancelled, failed) run; completed ones stay as they are."""
+        record = self.get(job_id)
+        if record.status not in ("cancelled", "failed"):
+            raise JobError(
+                f"job {job_id} is {record.status}: only a cancelled or failed job can be resumed"
+            )
+        start = JobRunInput(job_id=job_id, resume_reason=reason or "resumed")
+        await self._start(record, start, " (resumed)")
+        return self.get(job_id)
+
+    async def wait(self, job_id: str) -> JobRecord:
+        """Wait for the job's runs to end; the job as it then is."""
+        self.get(job_id)
+        await self._handle(job_id).result()
+        return self.get(job_id)
+
+    async def watch(self, job_id: str, *, every: float = 0.5) -> AsyncIterator[JobRecord]:
+        """The job each time its status or counts change, until it ends (the last one
+        yielded is terminal)."""
+        last: tuple[Any, ...] | None = None
+        while True:
+            record = self.get(job_id)
+            now = (record.status, record.counts)
+            if now != last:
+                last = now
+                yield record
+            if record.terminal:
+                return
+            await asyncio.sleep(every)
+
+    async def _start(self, record: JobRecord, start: JobRunInput, note: str) -> None:
+        try:
+            await self._client.start_workflow(
+                JOB_WORKFLOW_TYPE,
+                start.model_dump(mode="json"),
+                id=record.job_id,
+                task_queue=self._task_queue,
+                static_summary=f"job {record.job_id} · {record.assignee}{note}",
+            )
+        except WorkflowAlreadyStartedError:
+            raise JobError(f"job {record.job_id} is still running its last run") from None
+        except Exception as err:
+            raise JobError(f"job {record.job_id} could not start: {err}") from err
+
+    def _handle(self, job_id: str) -> WorkflowHandle[Any, Any]:
+        return self._client.get_workflow_handle(job_id)
+
+
+def now_iso() -> str:
+    """Current UTC time as ISO-8601 with milliseconds and a Z suffix."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _spec(fields: dict[str, Any]) -> JobSpec:
+    """The checked spec; JobError naming the field or the schema's problem."""
+    try:
+        spec = JobSpec.model_validate(fields)
+    except ValidationError as err:
+        raise JobError(f"invalid job: {describe_validation_error(err)}") from None
+    schema = spec.acceptance.schema_
+    if schema is not None:
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as err:
+            where = "/".join(str(p) for p in err.absolute_path) or "(root)"
+            raise JobError(f"acceptance.schema at {where}: {err.message}") from None
+    return spec
+
+
+def _created(record: JobRecord) -> Event:
+    return Event.model_validate(
+        {
+            "type": "job.created",
+            "eventId": f"{record.job_id}:job.created",
+            "timestamp": record.created_at,
+            "threadId": record.job_id,  # the job's own log
+            "sessionId": record.session_id,
+            "status": "accepted",
+            "jobId": record.job_id,
+            "payload": {"kind": BATCH_KIND, "job": record.model_dump(mode="json")},
+        }
+    )
