@@ -117,8 +117,11 @@ class TaskTools:
             return _answer(record)
         if name == COMPLETE_TASK_TOOL:
             complete = _args(CompleteArgs, raw)
+            record = self._own(thread, complete.task)
+            if record.status == "completed" and record.ended_by == thread:
+                return _answer(record)  # this call, retried after it completed the task
             record = await self._tasks.complete(
-                self._own(thread, complete.task).task_id,
+                record.task_id,
                 response=complete.response,
                 structured=complete.structured,
                 by=thread,
@@ -128,6 +131,8 @@ class TaskTools:
         delegate = _args(DelegateArgs, raw)
         record = self._own(thread, delegate.task)
         agent = _agent(request, delegate.agent)
+        if record.delegated_to == agent and record.status != "accepted":
+            return _answer(record)  # this call, retried after it delegated and started it
         record = await self._tasks.delegate(
             record.task_id, agent, by=thread, reason=delegate.reason, start=True
         )

@@ -15,7 +15,10 @@ round runs three sides back to back:
   session, on an in-process AgentWorker with a SQLite store. Its first token is taken at
   two points: the commit of the first `model.delta` (the store's commit hook: from then on
   any reader can see it), and its arrival on the Python stream (`Thread.events`, which
-  polls SQLite every 50 ms; PostgreSQL's feed is notified instead).
+  polls SQLite every 50 ms; PostgreSQL's feed is notified instead);
+- weft over HTTP: `POST /threads/{id}/turns` to `weft serve`'s app (served in this
+  process, as `weft serve` builds it) until the first `model.delta` on an SSE client of
+  `GET /threads/{id}/events` (SQLite: the API's one poller, every 50 ms).
 
 Per round, each side's first-token time less that round's model-alone time, and the ratio
 weft / hand-written (the target: at most 1.2x, and under 40 ms absolute); the medians of
@@ -37,7 +40,8 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,6 +76,7 @@ from weft.definitions import (  # noqa: E402
 from weft.workers.agent_worker import AgentWorker  # noqa: E402
 
 SCRIPT = "bench_ttft"
+TOKEN = "bench-ttft-token"
 AGENT = "talker"
 SYSTEM = "You are a talkative assistant."
 TARGET_RATIO = 1.2
@@ -117,6 +122,7 @@ class Round:
     hand_ms: float
     weft_commit_ms: float
     weft_stream_ms: float
+    weft_http_ms: float
     hand: Phases
     weft: Phases
 
@@ -127,6 +133,10 @@ class Round:
     @property
     def stream_ratio(self) -> float:
         return (self.weft_stream_ms - self.model_ms) / (self.hand_ms - self.model_ms)
+
+    @property
+    def http_ratio(self) -> float:
+        return (self.weft_http_ms - self.model_ms) / (self.hand_ms - self.model_ms)
 
 
 @dataclass
@@ -304,6 +314,73 @@ async def ask_weft(
     return (committed - began) * 1000, (stream_first[0] - began) * 1000, phases, last
 
 
+async def ask_http(http: httpx.AsyncClient, thread_id: str, cursor: int) -> tuple[float, int]:
+    """One turn over HTTP: (ms from the POST to the first `model.delta` on SSE, cursor)."""
+    first: list[float] = []
+    connected = asyncio.Event()
+    last = cursor
+
+    async def read() -> None:
+        nonlocal last
+        headers = {"Accept": "text/event-stream", "Last-Event-ID": str(cursor)}
+        url = f"/threads/{thread_id}/events"
+        async with http.stream("GET", url, headers=headers, timeout=None) as response:
+            assert response.status_code == 200, response.status_code
+            async for line in response.aiter_lines():
+                if line.startswith("retry:"):
+                    connected.set()
+                elif line.startswith("id: "):
+                    last = int(line[4:])
+                elif line.startswith("event: "):
+                    kind = line[len("event: ") :]
+                    if kind == "model.delta" and not first:
+                        first.append(time.perf_counter())
+                    if kind in ("turn.completed", "turn.failed"):
+                        return
+
+    reader = asyncio.create_task(read())
+    await asyncio.wait_for(connected.wait(), 30)
+    await asyncio.sleep(0.1)  # the stream waits in the feed, as a client's would
+    began = time.perf_counter()
+    posted = await http.post(
+        f"/threads/{thread_id}/turns", json={"role": "user", "content": "hello"}
+    )
+    assert posted.status_code == 202, posted.text
+    await asyncio.wait_for(reader, 30)
+    return (first[0] - began) * 1000, last
+
+
+@asynccontextmanager
+async def served_api(
+    client: Client, store: Any, task_queue: str
+) -> AsyncIterator[httpx.AsyncClient]:
+    """`weft serve`'s app over this worker's store, in this process; an HTTP client of it."""
+    from weft.api import create_api
+    from weft.api.context import ApiContext
+    from weft.api.event_feed import open_event_feed
+    from weft.api.gateway import GatewayServer
+
+    feed = await open_event_feed(store)
+    ctx = ApiContext(
+        store=store,
+        client=client,
+        threads=Threads(client, task_queue=task_queue, store=store),
+        feed=feed,
+        task_queue=task_queue,
+    )
+    try:
+        async with (
+            GatewayServer(create_api(ctx, TOKEN), port=0) as server,
+            httpx.AsyncClient(
+                base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60
+            ) as http,
+        ):
+            yield http
+            server.stop()
+    finally:
+        await feed.close()
+
+
 def phases_of(history: WorkflowHistory, wall: float, activity: str, total_s: float) -> Phases:
     """The ask's phases, from the workflow task that scheduled its activity: the server
     hands the update to a workflow task, whose completion schedules the activity."""
@@ -402,27 +479,40 @@ async def main(rounds: int, chunk_delay_ms: int) -> None:
                 thread_id = started.id
                 await wait_until(started, lambda s: s.status == "waiting_input")
                 cursor = 0
-                print("warming up (3 asks each) ...", flush=True)
-                for _ in range(3):
-                    await model_alone(provider)
-                    await ask_hand(client, hand, tokens)
-                    *_, cursor = await ask_weft(client, threads, store, thread_id, tokens, cursor)
-                results: list[Round] = []
-                for n in range(rounds):
-                    model_ms = await model_alone(provider)
-                    hand_ms, hand_phases = await ask_hand(client, hand, tokens)
-                    commit_ms, stream_ms, weft_phases, cursor = await ask_weft(
-                        client, threads, store, thread_id, tokens, cursor
-                    )
-                    results.append(
-                        Round(model_ms, hand_ms, commit_ms, stream_ms, hand_phases, weft_phases)
-                    )
-                    print(
-                        f"round {n + 1}/{rounds}: model {model_ms:.1f} ms, hand-written "
-                        f"{hand_ms:.1f}, weft to commit {commit_ms:.1f}, to stream "
-                        f"{stream_ms:.1f}",
-                        flush=True,
-                    )
+                async with served_api(client, store, worker.task_queue) as api:
+                    print("warming up (3 asks each) ...", flush=True)
+                    for _ in range(3):
+                        await model_alone(provider)
+                        await ask_hand(client, hand, tokens)
+                        *_, cursor = await ask_weft(
+                            client, threads, store, thread_id, tokens, cursor
+                        )
+                        _, cursor = await ask_http(api, thread_id, cursor)
+                    results: list[Round] = []
+                    for n in range(rounds):
+                        model_ms = await model_alone(provider)
+                        hand_ms, hand_phases = await ask_hand(client, hand, tokens)
+                        commit_ms, stream_ms, weft_phases, cursor = await ask_weft(
+                            client, threads, store, thread_id, tokens, cursor
+                        )
+                        http_ms, cursor = await ask_http(api, thread_id, cursor)
+                        results.append(
+                            Round(
+                                model_ms,
+                                hand_ms,
+                                commit_ms,
+                                stream_ms,
+                                http_ms,
+                                hand_phases,
+                                weft_phases,
+                            )
+                        )
+                        print(
+                            f"round {n + 1}/{rounds}: model {model_ms:.1f} ms, hand-written "
+                            f"{hand_ms:.1f}, weft to commit {commit_ms:.1f}, to stream "
+                            f"{stream_ms:.1f}, over HTTP {http_ms:.1f}",
+                            flush=True,
+                        )
                 await hand.signal(SIGNAL_STOP)
                 await client.get_workflow_handle(thread_id).signal("terminate", {})
     report(results, chunk_delay_ms)
@@ -436,6 +526,7 @@ def report(results: list[Round], chunk_delay_ms: int) -> None:
     hand = med([r.hand_ms - r.model_ms for r in results])
     commit = med([r.weft_commit_ms - r.model_ms for r in results])
     stream = med([r.weft_stream_ms - r.model_ms for r in results])
+    over_http = med([r.weft_http_ms - r.model_ms for r in results])
     ratio, stream_ratio = med([r.ratio for r in results]), med([r.stream_ratio for r in results])
     print(
         f"\n== time to first token, {len(results)} rounds (medians; the scripted reply streams "
@@ -445,12 +536,14 @@ def report(results: list[Round], chunk_delay_ms: int) -> None:
     print(f"hand-written workflow: ask -> first delta in its activity   {hand:8.1f} ms")
     print(f"weft: thread.ask -> first model.delta committed             {commit:8.1f} ms")
     print(f"weft: thread.ask -> first model.delta on the Python stream  {stream:8.1f} ms")
+    print(f"weft: POST /threads/{{id}}/turns -> first model.delta on SSE {over_http:7.1f} ms")
     verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
     print(
         f"ratio weft (commit) / hand-written: {ratio:.2f}x, median of paired ratios "
         f"(target <= {TARGET_RATIO}x: {verdict})"
     )
     print(f"ratio weft (Python stream) / hand-written: {stream_ratio:.2f}x")
+    print(f"ratio weft (HTTP and SSE) / hand-written: {med([r.http_ratio for r in results]):.2f}x")
     absolute = "met" if commit < TARGET_MS else "NOT met"
     print(
         f"weft absolute (commit, less the model): {commit:.1f} ms (target < {TARGET_MS:.0f} ms: {absolute})"

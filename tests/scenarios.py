@@ -607,6 +607,34 @@ async def _truthful(client: Any, scripted: ScriptedModelServer, config: Any, pro
         await terminate(probe, worker, handle)
 
 
+DEFINITIONS_CHECK = "definitions_check"
+
+
+async def _definitions_check(
+    client: Any, scripted: ScriptedModelServer, config: Any, probe: Probe
+) -> None:
+    """The definitions check in a session's first `model.call`: a session on the worker
+    that started the thread (the check passes), then one on a worker with a changed prompt
+    (the call is refused unsent, the thread moves, `policy.changed`, the call again)."""
+    model = add_script(scripted, {"replies": [{"text": "ok"}]})
+    queue = f"{probe.queue}-{DEFINITIONS_CHECK}"
+    async with AgentWorker(
+        client, config, definitions=agent_definitions(model), task_queue=queue, scripted=scripted
+    ):
+        handle = await start_thread(client, queue, messages=[{"role": "user", "content": "one"}])
+        await wait_until(handle, idle_after(1))
+        await handle.signal("queue_message", {"role": "user", "content": "two"})
+        await wait_until(handle, idle_after(2))
+    changed = agent_definitions(model, tools=["weather", "note"])
+    async with AgentWorker(
+        client, config, definitions=changed, task_queue=queue, scripted=scripted
+    ) as worker:
+        await handle.signal("queue_message", {"role": "user", "content": "three"})
+        await wait_until(handle, idle_after(3))
+        await probe.quiet(worker, handle)
+        await terminate(probe, worker, handle)
+
+
 Driver = Callable[[Any, ScriptedModelServer, Any, Probe], Awaitable[None]]
 
 
@@ -637,4 +665,5 @@ DRIVERS: dict[str, Driver] = {
     EFFECTS: _effects,
     MCP: _mcp,
     TRUTHFUL: _truthful,
+    DEFINITIONS_CHECK: _definitions_check,
 }

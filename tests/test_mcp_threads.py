@@ -9,12 +9,13 @@ human action answered with `respond_action`.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 from typing import Any
 
 import pytest
-from mcp_support import http_server, http_server_def, server_children, stdio_server
+from mcp_support import http_server, http_server_def, server_children, stdio_server, wait_gone
 from support import (
     add_script,
     agent_definitions,
@@ -263,6 +264,10 @@ async def test_a_killed_stdio_server_is_started_again_on_the_next_call(
     await wait_until(handle, idle_after(1))
     first_pid = int(_tool_results(worker, handle.id)[0].split('"result":"')[1].split('"')[0])
     os.kill(first_pid, signal.SIGKILL)
+    # SIGKILL is delivered asynchronously: a process not yet exited still takes the next
+    # request into its pipe, and a call sent then is honestly lost mid-call. Exited (and
+    # reaped), its pipe is closed, which the worker's session sees before any new call.
+    assert await asyncio.to_thread(wait_gone, first_pid, 10.0)
     await handle.signal("queue_message", {"role": "user", "content": "second"})
     await wait_until(handle, idle_after(2))
     second = _tool_results(worker, handle.id)[1]

@@ -38,6 +38,7 @@ def test_histories_are_committed():
         "mcp",
         "truthful_log",
         "continued_as_new_before_truthful_run1",
+        "definitions_check",
     } <= names
 
 

@@ -249,3 +249,17 @@ async def test_operator_completes_and_fails_tasks(start_worker, temporal_client,
     assert failed.status == "failed" and failed.ended_by == "ops" and failed.attempts == []
     assert _payloads(tasks, held.task_id, "task.failed") == [{"by": "ops", "reason": "not needed"}]
     await _replays(temporal_client, created.task_id)
+
+
+async def test_updated_deadline_moves_the_running_deadline(
+    start_worker, temporal_client, scripted_server
+):
+    """A deadline given by `update` replaces the run's: counted from the run's start, it
+    times the task out though it had none when created."""
+    script = add_script(scripted_server, {"replies": [{"text": "late", "delay_ms": 60_000}]})
+    tasks = await _tasks(start_worker, temporal_client, scripted_server, script)
+    held = await tasks.create("Slow.", "helper", auto_start=False)
+    await tasks.update(held.task_id, constraints={"deadlineSeconds": 1})
+    done = await _ended(tasks, held.task_id)
+    assert done.status == "timed_out" and done.attempts == []
+    assert _types(tasks, held.task_id)[-2:] == ["task.updated", "task.timed_out"]

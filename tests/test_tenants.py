@@ -4,7 +4,7 @@ Two tenants' keys against a real `weft serve` app (uvicorn on loopback, a worker
 scripted model, the session's dev server): one never sees, lists or steers the other's
 threads (404, worded as for an unknown thread), a missing scope is 403 naming it, a
 revoked or expired key is 401 at its next request. Then the `weft key` commands, a
-subagent inheriting its parent's tenant, and migration 0016 on SQLite and PostgreSQL.
+subagent inheriting its parent's tenant, and migration 0015 on SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -465,14 +465,14 @@ def test_key_commands_create_list_and_revoke(
     assert code == 1 and "no key 'k0000000000000000'" in err
 
 
-# -- migration 0016 ----------------------------------------------------------------------
+# -- migration 0015 ----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_migration_gives_existing_threads_the_default_tenant(
     backend: str, tmp_path: Path, postgres_databases: Callable[[], str]
 ) -> None:
-    previous = ScriptDirectory.from_config(alembic_config()).get_revision("0016").down_revision
+    previous = ScriptDirectory.from_config(alembic_config()).get_revision("0015").down_revision
     assert isinstance(previous, str)
     url = f"sqlite:///{tmp_path / 'old.db'}" if backend == "sqlite" else postgres_databases()
     engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://"))

@@ -282,8 +282,10 @@ class TaskRunWorkflow:
         self._check_pause(raw)  # the validator may have run before the run began
         command = _parse(TaskCommand, raw)
         log = self._open()
-        self._paused_from = log.record.status
-        await log.emit("task.paused", _who(command))
+        async with log.turn():
+            self._check_pause(raw)  # again in turn: the task may have ended meanwhile
+            self._paused_from = log.record.status
+            await log.write_in_turn(log.event("task.paused", _who(command)))
         return log.record.model_dump(mode="json")
 
     @pause_task.validator
@@ -301,8 +303,11 @@ class TaskRunWorkflow:
         self._check_resume(raw)  # the validator may have run before the run began
         command = _parse(TaskCommand, raw)
         log = self._open()
-        await log.emit("task.resumed", {"status": self._resumed_status(log), **_who(command)})
-        self._paused_from = None  # after the event: no new attempt is recorded before it
+        async with log.turn():
+            self._check_resume(raw)  # again in turn: the task may have ended meanwhile
+            status = self._resumed_status(log)
+            await log.write_in_turn(log.event("task.resumed", {"status": status, **_who(command)}))
+            self._paused_from = None  # after the event: no attempt is recorded before it
         self._wakes += 1
         return log.record.model_dump(mode="json")
 
@@ -447,24 +452,36 @@ class TaskRunWorkflow:
                     return
             await self._wait_for_dependencies(log, announce=False)
 
+    async def _start_attempt(self, log: TaskLog, started: dict[str, Any], attempt_id: str) -> None:
+        """`task.attempt.started`, checked not paused in the turn that writes it: a pause
+        that came in while the task was being written to starts no attempt."""
+        while True:
+            await self._gate()
+            async with log.turn():
+                if self._paused_from is None:
+                    started["attempt"]["startedAt"] = now_iso()
+                    event = log.event("task.attempt.started", started, attempt_id=attempt_id)
+                    await log.write_in_turn(event)
+                    return
+
     async def _attempt(self, log: TaskLog) -> AttemptResult:
         task = log.record
         number = len(task.attempts) + 1
         attempt_id = f"{task.task_id}.a{number}"
         thread_id = f"{task.task_id}-a{number}"
-        await log.emit(
-            "task.attempt.started",
-            {
-                "attempt": {
-                    "attemptId": attempt_id,
-                    "number": number,
-                    "runId": workflow.info().run_id,
-                    "threadId": thread_id,
-                    "startedAt": now_iso(),
-                }
-            },
-            attempt_id=attempt_id,
-        )
+        started = {
+            "attempt": {
+                "attemptId": attempt_id,
+                "number": number,
+                "runId": workflow.info().run_id,
+                "threadId": thread_id,
+                "startedAt": now_iso(),
+            }
+        }
+        if self._commands:
+            await self._start_attempt(log, started, attempt_id)
+        else:
+            await log.emit("task.attempt.started", started, attempt_id=attempt_id)
         try:
             result = await self._run_attempt(task, number, attempt_id, thread_id)
             log.fold(result.event)

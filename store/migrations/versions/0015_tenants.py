@@ -1,33 +1,20 @@
 """Tenants: API keys (hashes only), the tenant of every thread, and the audit log of the
 HTTP API's control actions.
 
-Revision ID: 0016
-Revises: the newest earlier revision
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-11-27
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0016"
-
-
-def _previous() -> str:
-    """The newest revision numbered below this one in this folder."""
-    numbers = sorted(
-        path.name[:4]
-        for path in Path(__file__).parent.glob("[0-9][0-9][0-9][0-9]_*.py")
-        if path.name[:4] < revision
-    )
-    return numbers[-1]
-
-
-down_revision: str | None = _previous()
+revision: str = "0015"
+down_revision: str | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
