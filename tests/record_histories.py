@@ -1,4 +1,5 @@
-"""Records the histories that tests/test_replay.py replays: `python tests/record_histories.py`.
+"""Records the histories that tests/test_replay.py replays: `python tests/record_histories.py`
+(and the `TaskRun` histories of tests/histories/tasks/, which tests/test_replay_tasks.py replays).
 
 Run it after a deliberate, versioned change to the workflow (with `workflow.patched`), and
 commit the new files next to the old ones: old histories must keep replaying. Name
@@ -18,6 +19,7 @@ sys.path.insert(0, str(HERE))
 
 from scenarios import DRIVERS, LONG_THREAD, SUBAGENTS, Probe  # noqa: E402
 from support import local_stack, run_histories, scratch_config  # noqa: E402
+from task_scenarios import TASK_COMMANDS, drive_task_commands  # noqa: E402
 
 
 async def record(out: Path, only: set[str]) -> None:
@@ -26,6 +28,18 @@ async def record(out: Path, only: set[str]) -> None:
         for name, drive in DRIVERS.items():
             if not only or name in only:
                 await drive(client, scripted, _config(address), _recorder(client, name, out))
+        if not only or TASK_COMMANDS in only:
+            await _record_tasks(client, scripted, address, out / "tasks")
+
+
+async def _record_tasks(client: Any, scripted: Any, address: str, out: Path) -> None:
+    """The task scenario's `TaskRun` histories (each task ran once: one run each)."""
+    recorded = await drive_task_commands(client, scripted, _config(address), "record")
+    out.mkdir(exist_ok=True)
+    for name, task_id in recorded.items():
+        history = await client.get_workflow_handle(task_id).fetch_history()
+        (out / f"{name}.json").write_text(history.to_json())
+        print(f"recorded {name}: {len(history.events)} events")
 
 
 def _config(address: str) -> Any:

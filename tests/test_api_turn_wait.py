@@ -2,9 +2,10 @@
 a turn queued behind a pending permission cannot end, so the reply must be `202 waiting`
 once the default passes, not a request left open for as long as the permission waits.
 
-Temporal's update long poll answers "no outcome yet" after its own interval (about 20 s on
-the dev server) and the SDK polls again with a fresh deadline, so only a default longer than
-that interval shows the bug; the test sets one a little longer, not the real 60 s."""
+Temporal's update long poll answers "no outcome yet" after its own interval (20 s by
+default) and the SDK polls again with a fresh deadline, so only a default longer than that
+interval shows the bug; the test runs a dev server of its own with a 2 s interval and sets a
+default a little longer, not the real 60 s."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ import asyncio
 import hashlib
 import time
 import uuid
+from collections.abc import AsyncIterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from api_support import api_stack, read_until
-from support import StartWorker, add_script, agent_definitions, start_thread
+from support import add_script, agent_definitions, start_thread
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import UpdateWorkflowExecutionLifecycleStage
 from temporalio.api.update.v1 import UpdateRef, WaitPolicy
@@ -25,11 +28,19 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from weft.api import control_routes
-from weft.workers.config import WeftConfig
+from weft.transport.connection import connect
+from weft.workers.agent_worker import AgentWorker
+from weft.workers.config import DevServerConfig, WeftConfig, load_config
+from weft.workers.dev_server import DevServer, free_port
 from weft.workers.scripted_model import ScriptedModelServer
+from weft.workers.search_attributes import ensure_search_attributes
 
-# Longer than the dev server's update long-poll interval (20 s), far below 60 s.
-SHORT_DEFAULT = 24.0
+ROOT = Path(__file__).resolve().parents[1]
+
+# The update long-poll interval of the test's own dev server (Temporal's default is 20 s),
+# and a default turn wait longer than it, far below 60 s.
+LONG_POLL_SECONDS = 2
+SHORT_DEFAULT = 5.0
 
 ASK_WEATHER = {
     "replies": [
@@ -39,19 +50,53 @@ ASK_WEATHER = {
 }
 
 
+@pytest.fixture
+async def short_poll_client() -> AsyncIterator[Client]:
+    """A client of a dev server of this test's own whose update long polls answer "no
+    outcome yet" after LONG_POLL_SECONDS (the session's server keeps Temporal's 20 s)."""
+    tuned = load_config(ROOT / "temporal-dev.yml", environ={}).temporal.dev_server
+    dynamic = {
+        **tuned.dynamic_config,
+        "history.longPollExpirationInterval": f"{LONG_POLL_SECONDS}s",
+    }
+    config = DevServerConfig(
+        ui_port=free_port(),
+        db_file=None,
+        search_attributes=tuned.search_attributes,
+        dynamic_config=dynamic,
+    )
+    server = DevServer(config, address=f"127.0.0.1:{free_port()}", persistent=False, ui=False)
+    await server.start()
+    try:
+        client = await connect(server.address)
+        await ensure_search_attributes(client, "default")
+        yield client
+    finally:
+        await server.stop()
+
+
 async def test_wait_completed_keeps_its_default_timeout_behind_a_pending_permission(
-    start_worker: StartWorker,
-    temporal_client: Client,
+    short_poll_client: Client,
     weft_config: WeftConfig,
     scripted_server: ScriptedModelServer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A turn queued behind a permission ask answers 202 waiting once the default passes."""
     monkeypatch.setattr(control_routes, "DEFAULT_TURN_WAIT_SECONDS", SHORT_DEFAULT)
+    assert SHORT_DEFAULT > 2 * LONG_POLL_SECONDS  # the SDK polls again at least twice
     policy = {"mode": "auto", "rules": [{"tool": "weather", "decision": "ask"}]}
     script = add_script(scripted_server, ASK_WEATHER)
-    worker = await start_worker(agent_definitions(script, permissions=policy))
-    async with api_stack(temporal_client, weft_config, worker.task_queue) as stack:
+    temporal_client = short_poll_client
+    async with (
+        AgentWorker(
+            temporal_client,
+            weft_config,
+            definitions=agent_definitions(script, permissions=policy),
+            scripted=scripted_server,
+            task_queue=f"tq-{uuid.uuid4().hex[:12]}",
+        ) as worker,
+        api_stack(temporal_client, weft_config, worker.task_queue) as stack,
+    ):
         started = await stack.http.post("/threads", json={"agent": "helper", "messages": ["go"]})
         assert started.status_code == 201, started.text
         thread_id = started.json()["threadId"]

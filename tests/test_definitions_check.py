@@ -20,6 +20,8 @@ from support import (
 )
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
+from test_context_compaction import chat_script
+from test_context_compaction import definitions as compacting
 from test_definitions_versions import events_of, send, serving, system_prompts, versioned
 
 from weft.activities.served_definitions import ServedDefinitions
@@ -203,6 +205,97 @@ async def test_a_queued_tool_first_leaves_the_check_to_the_local_activity(
         (changed,) = [e for e in events if e.type == "policy.changed"]
         tool_started = [e for e in events if e.type == "tool.started"]
         assert tool_started and (changed.sequence or 0) < (tool_started[-1].sequence or 0)
+        await assert_every_run_replays(temporal_client, handle)
+        await handle.signal("terminate", {"reason": "done"})
+
+
+async def test_after_a_move_the_call_fits_the_new_model_window(
+    temporal_client, weft_config, scripted_server
+):
+    """The new definitions' model has a smaller window: after the refused call the thread
+    moves, then compacts for the new window (after `policy.changed` and the session's
+    `turn.started`, as at a boundary) and calls with the new prompt."""
+    script = f"ctx-{uuid.uuid4().hex[:10]}"
+    scripted_server.set_script(script, chat_script())
+    v1 = compacting(script, prompt="You are version one.")
+    v2 = compacting(script, window=2_048, prompt="You are version two.")
+    d2 = snapshot_digest(v2.snapshot("helper"))
+    text = "The quick brown fox jumps over the lazy dog. " * 90  # about 1,000 tokens
+    queue = f"tq-{uuid.uuid4().hex[:12]}"
+    async with serving(temporal_client, weft_config, scripted_server, v1, queue):
+        handle = await start_thread(
+            temporal_client, queue, messages=[{"role": "user", "content": text}]
+        )
+        await wait_until(handle, idle_after(1))
+    async with serving(temporal_client, weft_config, scripted_server, v2, queue) as worker:
+        await send(handle, text)
+        state = await wait_until(handle, idle_after(2))
+        assert state.definitions_digest == d2
+        history = await handle.fetch_history()
+        assert refresh_markers(history) == 0
+        assert [f["type"] for f in model_call_failures(history)] == [DEFINITIONS_CHANGED]
+        events = events_of(worker, handle.id)
+        (changed,) = [e for e in events if e.type == "policy.changed"]
+        second_turn = [e for e in events if e.type == "turn.started"][1]
+        (compacted,) = [e for e in events if e.type == "context.compaction.completed"]
+        assert (changed.sequence or 0) < (second_turn.sequence or 0) < (compacted.sequence or 0)
+        assert second_turn.payload["definitionsDigest"] == d2
+        # The new prompt, with the summary of what the compaction for its window replaced.
+        assert system_prompts(scripted_server, script)[-1].startswith("You are version two.\n")
+        await assert_every_run_replays(temporal_client, handle)
+        await handle.signal("terminate", {"reason": "done"})
+
+
+async def test_a_compaction_first_leaves_the_check_to_the_local_activity(
+    temporal_client, weft_config, scripted_server
+):
+    """A session whose first step must compact before its model call asks by the local
+    activity just before, and the move still takes its place ahead of the session's
+    events: `policy.changed`, then `turn.started` naming the new digest, then the
+    compaction, which runs with the new definitions."""
+    script = f"ctx-{uuid.uuid4().hex[:10]}"
+    scripted_server.set_script(script, chat_script())
+    v1 = compacting(script, prompt="You are version one.")
+    v2 = compacting(script, prompt="You are version two.")
+    d2 = snapshot_digest(v2.snapshot("helper"))
+    text = "The quick brown fox jumps over the lazy dog. " * 110  # about 1,200 tokens
+    queue = f"tq-{uuid.uuid4().hex[:12]}"
+    async with serving(temporal_client, weft_config, scripted_server, v1, queue):
+        handle = await start_thread(
+            temporal_client, queue, messages=[{"role": "user", "content": text}]
+        )
+        state = await wait_until(handle, idle_after(1))
+        turns, grown = 1, state.context["lastRequestTokens"]
+        # Sessions until the next message would not fit: its first step compacts.
+        for _ in range(20):
+            if state.context["lastRequestTokens"] + grown > state.context["promptBudget"]:
+                break
+            before = state.context["lastRequestTokens"]
+            await send(handle, text)
+            turns += 1
+            state = await wait_until(handle, idle_after(turns))
+            grown = state.context["lastRequestTokens"] - before
+        assert state.context["compactions"] == 0
+    async with serving(temporal_client, weft_config, scripted_server, v2, queue) as worker:
+        await send(handle, text)
+        state = await wait_until(handle, idle_after(turns + 1))
+        assert state.definitions_digest == d2
+        assert state.context["compactions"] == 1
+        history = await handle.fetch_history()
+        assert refresh_markers(history) == 1
+        assert model_call_failures(history) == []
+        events = events_of(worker, handle.id)
+        (changed,) = [e for e in events if e.type == "policy.changed"]
+        running = [
+            e for e in events if e.type == "session.updated" and e.payload["status"] == "running"
+        ]
+        last_turn = [e for e in events if e.type == "turn.started"][-1]
+        (compacted,) = [e for e in events if e.type == "context.compaction.completed"]
+        assert (changed.sequence or 0) < (running[-1].sequence or 0)
+        assert (running[-1].sequence or 0) < (last_turn.sequence or 0)
+        assert (last_turn.sequence or 0) < (compacted.sequence or 0)
+        assert last_turn.payload["definitionsDigest"] == d2
+        assert system_prompts(scripted_server, script)[-1].startswith("You are version two.\n")
         await assert_every_run_replays(temporal_client, handle)
         await handle.signal("terminate", {"reason": "done"})
 

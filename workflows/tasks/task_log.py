@@ -17,7 +17,9 @@ from weft.contract.tasks import (
     apply_event,
 )
 
-_RECORD_TIMEOUT = timedelta(seconds=30)
+# Every local activity of the run (`task.record`, `task.link`, `task.lose`, the dependency
+# reads) is given this long.
+LOCAL_TIMEOUT = timedelta(seconds=30)
 
 
 def now_iso() -> str:
@@ -84,7 +86,7 @@ class TaskLog:
         await workflow.execute_local_activity(
             ACTIVITY_TASK_RECORD,
             TaskEventsInput(events=stated),
-            start_to_close_timeout=_RECORD_TIMEOUT,
+            start_to_close_timeout=LOCAL_TIMEOUT,
             summary=", ".join(e["type"] for e in stated),
         )
 
