@@ -27,8 +27,15 @@ from test_definitions_versions import events_of, send, serving, system_prompts, 
 from weft.activities.served_definitions import ServedDefinitions
 from weft.activities.snapshots import SnapshotCache
 from weft.contract.definitions_version import DEFINITIONS_CHANGED, snapshot_digest
+from weft.contract.thread import ThreadRead
 from weft.definitions import Definitions, define_agent, define_model, define_prompt
 from weft.store import Store
+
+
+def context_of(state: ThreadRead) -> dict[str, Any]:
+    """The thread's `context` read model (tokens against the budget, compactions)."""
+    assert state.context is not None
+    return state.context
 
 
 def refresh_markers(history: WorkflowHistory) -> int:
@@ -265,22 +272,22 @@ async def test_a_compaction_first_leaves_the_check_to_the_local_activity(
             temporal_client, queue, messages=[{"role": "user", "content": text}]
         )
         state = await wait_until(handle, idle_after(1))
-        turns, grown = 1, state.context["lastRequestTokens"]
+        turns, grown = 1, context_of(state)["lastRequestTokens"]
         # Sessions until the next message would not fit: its first step compacts.
         for _ in range(20):
-            if state.context["lastRequestTokens"] + grown > state.context["promptBudget"]:
+            if context_of(state)["lastRequestTokens"] + grown > context_of(state)["promptBudget"]:
                 break
-            before = state.context["lastRequestTokens"]
+            before = context_of(state)["lastRequestTokens"]
             await send(handle, text)
             turns += 1
             state = await wait_until(handle, idle_after(turns))
-            grown = state.context["lastRequestTokens"] - before
-        assert state.context["compactions"] == 0
+            grown = context_of(state)["lastRequestTokens"] - before
+        assert context_of(state)["compactions"] == 0
     async with serving(temporal_client, weft_config, scripted_server, v2, queue) as worker:
         await send(handle, text)
         state = await wait_until(handle, idle_after(turns + 1))
         assert state.definitions_digest == d2
-        assert state.context["compactions"] == 1
+        assert context_of(state)["compactions"] == 1
         history = await handle.fetch_history()
         assert refresh_markers(history) == 1
         assert model_call_failures(history) == []

@@ -10,6 +10,7 @@ ALLOWED_ROOTS = {
     "__future__",
     "asyncio",
     "collections",
+    "contextlib",
     "dataclasses",
     "datetime",
     "json",
