@@ -10,6 +10,7 @@ from starlette.middleware.cors import CORSMiddleware
 from weft.api import (
     bundle_routes,
     control_routes,
+    deletion_routes,
     deployment_routes,
     event_routes,
     fork_routes,
@@ -40,6 +41,7 @@ def create_api(
         thread_routes,
         inventory_routes,
         control_routes,
+        deletion_routes,
         event_routes,
         inbox_routes,
         bundle_routes,
@@ -55,7 +57,7 @@ def create_api(
         app.add_middleware(
             CORSMiddleware,
             allow_origins=[cors_origin],
-            allow_methods=["GET", "POST"],
+            allow_methods=["GET", "POST", "DELETE"],
             allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID"],
             expose_headers=["Idempotent-Replayed"],
             max_age=600,

@@ -7,7 +7,8 @@ anything else runs, or answers 401. `authorize` (an app-wide dependency) then ch
 matched route's scope (403 naming it) and, for a tenant's key, that a thread named in the
 path is its tenant's: any other thread answers 404 exactly as an unknown one does, so a
 key never learns whether another tenant's thread exists. Every authenticated POST (a
-control action) is recorded in the store's audit log with who sent it and its status.
+control action) and DELETE is recorded in the store's audit log with who sent it and its
+status.
 """
 
 from __future__ import annotations
@@ -79,10 +80,13 @@ ROUTE_SCOPES: dict[tuple[str, str], RouteScope] = {
     ("POST", "/threads/{thread_id}/interrupt"): "threads:write",
     ("POST", "/threads/{thread_id}/upgrade"): "threads:write",
     ("POST", "/threads/{thread_id}/terminate"): "threads:write",
+    ("DELETE", "/threads/{thread_id}"): "threads:write",
     ("POST", "/threads/{thread_id}/actions/{action_id}"): "actions:respond",
     ("GET", "/threads/{parent_thread_id}/variables/{request_id}"): "threads:read",
     ("POST", "/threads/{parent_thread_id}/variables/{request_id}"): "threads:write",
 }
+# The control actions the audit log records: every authenticated POST, and deletions.
+AUDITED_METHODS = ("POST", "DELETE")
 # Path parameters that name a thread: a tenant's key reaches only its tenant's.
 THREAD_PARAMS = ("thread_id", "parent_thread_id")
 
@@ -176,7 +180,7 @@ class RequireCredential:
             await _unauthorized(message, send)
             return
         scope.setdefault("state", {})["principal"] = found
-        if method == "POST":
+        if method in AUDITED_METHODS:
             send = self._audited(scope, found, send)
         await self._app(scope, receive, send)
 

@@ -24,6 +24,7 @@ from weft.cli import (
     bundle_command,
     code_command,
     codec_command,
+    delete_command,
     deploy_command,
     effects_command,
     eval_command,
@@ -192,6 +193,7 @@ def _parser() -> argparse.ArgumentParser:
     terminate.add_argument("thread_id")
     terminate.add_argument("--reason")
     terminate.set_defaults(handler=_thread_terminate)
+    delete_command.register(actions)
     list_command.register(actions)
     ask_command.register(actions)
     respond_command.register(actions)
@@ -214,6 +216,7 @@ def _parser() -> argparse.ArgumentParser:
     serve_command.register(commands)
     key_command.register(commands)
     audit_command.register(commands)
+    delete_command.register_tenant(commands)
     return parser
 
 

@@ -8,7 +8,8 @@ Events are tailed from the store by cursor, because workflows cannot stream.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from weft.client import inventory
 from weft.client.ask import Policy, ask_thread
 from weft.client.bundles import BundleRef, export_thread, import_bundle
 from weft.client.context import context_snapshot
+from weft.client.deletion import DeletionReport, delete_thread
 from weft.client.forks import Forks
 from weft.client.lineage import with_lineage
 from weft.client.thread_ids import new_thread_id
@@ -67,6 +69,7 @@ from weft.contract.thread import (
 from weft.contract.turns import TurnResult
 from weft.contract.ui_text import secret_values, thread_summary
 from weft.store import Store
+from weft.store.event_signal import Feed, shared_feed
 from weft.workflows.search_attributes import start_attributes
 
 
@@ -260,6 +263,14 @@ class Threads:
         """Bring a bundle into this client's store as a closed thread (its id, or `as_id`)."""
         return await import_bundle(self._with_store("import_bundle"), path, as_id=as_id)
 
+    async def delete(self, thread_id: str, *, children: bool = False) -> DeletionReport:
+        """Terminate the thread if it runs and delete everything of it from Temporal and
+        the store (with `children`, its subagents too); needs a store (docs/deletion.md)."""
+        store = self._with_store("delete")
+        return await delete_thread(
+            self._client, store, thread_id, children=children, audit_subject="python"
+        )
+
     def _with_store(self, method: str) -> Store:
         if self._store is None:
             raise ValueError(f"Threads.{method} needs a store: Threads(client, store=...)")
@@ -382,7 +393,7 @@ async def tail_events(
     *,
     after: int | str = 0,
     follow: bool = True,
-    poll_interval: float = 0.05,
+    poll_interval: float | None = None,
     stop: asyncio.Event | None = None,
 ) -> AsyncIterator[Event]:
     """Events of a thread from cursor `after`; with `follow`, wait for new ones.
@@ -390,40 +401,86 @@ async def tail_events(
     `after` is a sequence number, or an event id such as `TurnResult.events_cursor`: the
     events after that event. The workflow writes its events in order, so while that event
     is not stored yet none after it is either: `follow` waits for it, otherwise nothing
-    is read.
+    is read. Followers wait in the process's feed for the store (`shared_feed`: PostgreSQL
+    NOTIFY, SQLite's change signal), which wakes them when their thread has new events;
+    `poll_interval`, when given, is the longest wait between two reads of the store.
     """
+    if not follow:
+        cursor = after if isinstance(after, int) else None
+        if cursor is None:
+            cursor = await asyncio.to_thread(store.events.sequence_of, thread_id, str(after))
+        if cursor is not None:
+            for event in await asyncio.to_thread(store.events.read, thread_id, after=cursor):
+                yield event
+        return
+    feed = shared_feed(store)
+    wait = _FOLLOW_WAIT if poll_interval is None else poll_interval
     if isinstance(after, int):
         cursor = after
     else:
-        found = await _sequence_of(store, thread_id, after, follow, poll_interval, stop)
+        found = await _sequence_of(feed, store, thread_id, after, wait, stop)
         if found is None:
             return
         cursor = found
     while True:
-        batch = await asyncio.to_thread(store.events.read, thread_id, after=cursor)
+        batch = await _until_stopped(feed.wait_for_events(thread_id, cursor, wait), stop)
+        if batch is None:  # stopped: what the store holds now, then the end
+            batch = await asyncio.to_thread(store.events.read, thread_id, after=cursor)
+            if not batch:
+                return
         for event in batch:
             cursor = event.sequence or cursor
             yield event
-        if not follow or (stop is not None and stop.is_set() and not batch):
-            return
-        if not batch:
-            await asyncio.sleep(poll_interval)
+
+
+# How long a follower waits in the feed before it reads the store anyway, in seconds.
+_FOLLOW_WAIT = 30.0
+
+
+async def _until_stopped(
+    waiting: Coroutine[Any, Any, list[Event]], stop: asyncio.Event | None
+) -> list[Event] | None:
+    """What `waiting` returns, or None once `stop` is set first."""
+    if stop is None:
+        return await waiting
+    if stop.is_set():
+        waiting.close()
+        return None
+    events = asyncio.ensure_future(waiting)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait((events, stopped), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        if not events.done():
+            events.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await events
+    return events.result() if not events.cancelled() else None
 
 
 async def _sequence_of(
+    feed: Feed,
     store: Store,
     thread_id: str,
     event_id: str,
-    follow: bool,
-    poll_interval: float,
+    wait: float,
     stop: asyncio.Event | None,
 ) -> int | None:
-    """The sequence of event `event_id`; with `follow`, wait until it is stored."""
-    while True:
-        found = await asyncio.to_thread(store.events.sequence_of, thread_id, event_id)
-        if found is not None or not follow or (stop is not None and stop.is_set()):
-            return found
-        await asyncio.sleep(poll_interval)
+    """The sequence of event `event_id`, waiting until it is stored (or `stop` is set)."""
+    # The last sequence first: an event stored after this read comes in the batches below.
+    cursor = await asyncio.to_thread(store.events.last_sequence, thread_id)
+    found = await asyncio.to_thread(store.events.sequence_of, thread_id, event_id)
+    while found is None:
+        batch = await _until_stopped(feed.wait_for_events(thread_id, cursor, wait), stop)
+        if batch is None:
+            return await asyncio.to_thread(store.events.sequence_of, thread_id, event_id)
+        for event in batch:
+            cursor = event.sequence or cursor
+            if event.event_id == event_id:
+                found = cursor
+                break
+    return found
 
 
 def _as_message(message: str | dict[str, Any]) -> dict[str, Any]:

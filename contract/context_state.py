@@ -67,10 +67,17 @@ class ContextState(CamelModel):
         """The estimated size of the next request, corrected by the learnt scale."""
         return math.ceil((self.last_request_tokens + self.pending_tokens) * self.token_scale)
 
+    def compaction_due(self, model: ModelDef) -> CompactionReason | None:
+        """Why to compact before the next request to `model`: a request for it, or the
+        request's projected size over the model's prompt budget; None when it fits."""
+        return self.requested or ("budget" if self.over_budget(model) else None)
+
     def over_budget(self, model: ModelDef) -> bool:
         """Whether the next request to `model` would exceed its prompt budget."""
-        budget = ContextLimits.for_model(model, learnt_limit=self.learnt_limit)
-        return self.projected_tokens() > budget.prompt_budget
+        projected = self.projected_tokens()
+        return (
+            projected > ContextLimits.for_model(model, learnt_limit=self.learnt_limit).prompt_budget
+        )
 
     def learn(
         self, provider_limit: int | None, provider_tokens: int | None, estimated_tokens: int | None

@@ -12,8 +12,9 @@ Caps (weft's choice; exceeding one raises `StoreLimitError` or `InvalidPathError
   are not UTF-8 text.
 
 Directories exist explicitly (`mkdir`) and implicitly: writing a file creates its missing
-parents. The root `/` always exists. Blobs are never deleted: unlinking a file removes its
-row only, since other files, threads or queued messages may share the bytes.
+parents. The root `/` always exists. Unlinking a file removes its row only, since other
+files, threads or queued messages may share the bytes; a blob is deleted only with the last
+thread that refers to it (store/deletion.py).
 """
 
 from __future__ import annotations
@@ -348,7 +349,12 @@ class FileStore:
 
     def _put_blob(self, connection: Connection, digest: str, data: bytes) -> None:
         # Ask first: re-sending megabytes only for ON CONFLICT to drop them is wasteful.
-        if connection.scalar(select(blobs.c.digest).where(blobs.c.digest == digest)):
+        # On PostgreSQL the reused blob is share-locked until this write commits, so a
+        # thread's deletion counting its references sees this file (store/deletion.py).
+        found = select(blobs.c.digest).where(blobs.c.digest == digest)
+        if self._db.postgres:
+            found = found.with_for_update(read=True)
+        if connection.scalar(found):
             return
         statement = self._db.insert_ignoring_duplicates(blobs, ["digest"]).values(
             digest=digest, size=len(data), data=data, created_at=datetime.now(UTC)

@@ -23,6 +23,7 @@ from weft.store.boundaries import Boundaries
 from weft.store.budgets import Budgets
 from weft.store.database import Database
 from weft.store.definitions_versions import DefinitionsVersions
+from weft.store.deletion import Deletion
 from weft.store.effects import Effects
 from weft.store.events import Events
 from weft.store.files import FileStore
@@ -82,6 +83,8 @@ class Store:
         self.api_keys = ApiKeys(self._database)
         # Who did each control action over HTTP.
         self.audit = AuditLog(self._database)
+        # Deleting a thread's rows and the blobs nobody else refers to (docs/deletion.md).
+        self.deletion = Deletion(self._database)
         self.step_reads = StepReads(self._database, self.threads, self.transcripts)
 
     @classmethod

@@ -194,6 +194,8 @@ files = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     PrimaryKeyConstraint("thread_id", "path", name="pk_files"),
+    # Whether anything still refers to a blob (store/deletion.py).
+    Index("ix_files_blob_digest", "blob_digest"),
 )
 
 # The subagent registry (Runtime §7.1), one row per child, projected from the parent's
@@ -339,6 +341,7 @@ file_history = Table(
     Column("mime_type", String(ID_LENGTH)),
     Column("at_sequence", BigInteger, nullable=False),
     Index("ix_file_history_thread_sequence", "thread_id", "at_sequence"),
+    Index("ix_file_history_blob_digest", "blob_digest"),
 )
 
 # A message as it was before each change of it (an update, or a delete), as `kv_history`

@@ -34,6 +34,7 @@ from weft.definitions import (
 WINDOW = 8_192
 OUTPUT = 512
 FILLER = "The quick brown fox jumps over the lazy dog while we count. " * 6
+TURNS = 200
 
 
 class DumpArgs(BaseModel):
@@ -161,22 +162,24 @@ def _last_user(record: dict[str, Any]) -> str:
     return content if isinstance(content, str) else str(content)
 
 
-async def test_four_hundred_turns_on_an_8k_window(start_worker, temporal_client, scripted_server):
-    """400 turns against an 8k model: every turn answers, no request is over the limit,
+async def test_two_hundred_turns_on_an_8k_window(start_worker, temporal_client, scripted_server):
+    """200 turns against an 8k model: every turn answers, no request is over the limit,
     boundaries exist, every original message stays in the store, and the runs replay."""
     chat = await chat_thread(
         start_worker,
         temporal_client,
         scripted_server,
         chat_script(),
-        options={"continueAsNewEvents": 1500},
+        # About four compactions and four runs in 200 turns: several boundaries, and runs
+        # that continue as new with one in force.
+        options={"continueAsNewEvents": 750},
     )
     script, worker, started, handle = chat.script, chat.worker, chat.started, chat.handle
     state = await read(handle)
-    for turn in range(400):
+    for turn in range(TURNS):
         state = await ask(handle, f"turn {turn}: {FILLER}", state.counters.turns)
         assert state.stop_reason != "step_error", state.incidents
-    assert state.counters.turns == 400
+    assert state.counters.turns == TURNS
 
     requests = chat_requests(scripted_server, script)
     assert all(r["status"] == 200 for r in scripted_server.requests if r["model"] == script)
@@ -192,7 +195,7 @@ async def test_four_hundred_turns_on_an_8k_window(start_worker, temporal_client,
     messages = worker.store.messages.list(started.id)
     assert [m.position for m in messages] == list(range(len(messages)))
     users = [m.content for m in messages if m.role == "user"]
-    assert users == [f"turn {n}: {FILLER}" for n in range(400)]
+    assert users == [f"turn {n}: {FILLER}" for n in range(TURNS)]
 
     # Compaction events validate, and there is one completed event per boundary.
     validator = event_schema_validator()

@@ -91,7 +91,8 @@ async def test_sigkill_mid_job_loses_and_repeats_nothing(
         await first.kill()
         await second.start()
         done = await asyncio.wait_for(jobs.wait(job_id), timeout=150)
-        assert done.status == "completed", done
+        failed = [(i.index, i.error) for i in jobs.items(job_id) if i.status != "completed"]
+        assert done.status == "completed", failed
         assert done.counts.completed == ITEMS
         events = jobs.events(job_id)
         completions = Counter(

@@ -11,6 +11,7 @@ from temporalio.client import Client
 from weft._config import DEFAULT_TASK_QUEUE
 from weft.client.actions import respond_checked, response
 from weft.client.bundles import BundleRef, import_bundle
+from weft.client.deletion import DeletionReport
 from weft.client.starts import CONFIRM_TIMEOUT, start_confirmed
 from weft.client.threads import Threads, tail_events
 from weft.contract.actions import RespondActionResult
@@ -243,6 +244,11 @@ class Thread:
         """Soft shutdown: cancels the work in flight, records it, and closes the workflow;
         `result()` waits for that."""
         await self._threads.terminate(self.id, reason)
+
+    async def delete(self, *, children: bool = False) -> DeletionReport:
+        """Terminate this thread if it runs and delete everything of it, in Temporal and
+        the store (`children`: its subagents too); needs `store` (docs/deletion.md)."""
+        return await self._threads.delete(self.id, children=children)
 
     async def result(self) -> ThreadResult:
         """Wait until the thread has closed (after `terminate`) and return its result."""

@@ -99,6 +99,8 @@ class AgentThreadWorkflow:
             else ThreadMemory(thread_id=thread_id, start=valid)
         )
         self._parts = build_parts(mem, self, refuse_if_not_started=self._refuse_if_not_started)
+        # A root thread's status is its session's (`session.updated`); fixed for the run.
+        self._root = mem.parent_id is None
         if carried is None and self._start_error is None:
             for message in valid.messages:
                 self._parts.queue.add_message(message)
@@ -230,8 +232,9 @@ class AgentThreadWorkflow:
                 break
             if effects.has_due():  # an effect's alarm fired (Runtime §2, the fourth trigger)
                 await effects.run_due()
-            resumed = None if self._parts.queue else self._parts.budget.take_resume()
-            if self._parts.queue or resumed is not None:
+            queued = bool(self._parts.queue)
+            resumed = None if queued else self._parts.budget.take_resume()
+            if queued or resumed is not None:
                 if resumed is None:  # a new session: the turn boundary for definitions
                     await definitions.at_turn_boundary()
                 await self._parts.session.run(resume=resumed)
@@ -325,7 +328,7 @@ class AgentThreadWorkflow:
             mem.status = status
             search_attributes.upsert_status(status)
             shown = session_status(status, mem.active_turn is not None)
-            if mem.truthful_log and mem.parent_id is None and shown is not None:
+            if mem.truthful_log and self._root and shown is not None:
                 mem.emit("session.updated", {"status": shown, "threadStatus": status})
 
     def emit_snapshot(self) -> None:

@@ -88,24 +88,23 @@ class ContextKeeper:
 
     async def fit(
         self,
+        reason: CompactionReason,
         model_name: str,
         side: Side,
         turn_id: str | None,
         step_id: str | None,
         messages: list[Message],
     ) -> list[Message]:
-        """Compact first when the next request to `model_name` would not fit.
+        """Compact for `reason` before the next request to `model_name` (the reason
+        `ContextState.compaction_due` gave).
 
         `messages` are new messages not yet in the store; returns those still to carry
         (none once a compaction persisted them).
         """
-        state = self._mem.window
-        model = self._agents.snapshot().models[model_name]
-        reason = state.requested or ("budget" if state.over_budget(model) else None)
         # A run under the truthful-log patch (asked at its start) is new code: it asks no
         # patch here, where a marker could land in another workflow task on replay (a tool's
         # `state.compact()` then failed replay: nondeterminism). Older runs ask as before.
-        if reason is None or not (self._mem.truthful_log or workflow.patched(PATCH_ID)):
+        if not (self._mem.truthful_log or workflow.patched(PATCH_ID)):
             return messages
         return await self._compact(reason, model_name, side, turn_id, step_id, messages)
 

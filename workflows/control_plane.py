@@ -375,7 +375,7 @@ class ControlPlane:
 
 def refused_after_terminate(mem: Terminated, name: str) -> bool:
     """Warn and return True when the thread is terminated and `name` must be ignored."""
-    if not mem.is_terminated():
+    if mem.terminated_at is None:  # the stamp this warning states
         return False
     mem.warn(
         "after_terminate", name, f"thread was terminated at {mem.terminated_at}; {name} ignored"

@@ -168,24 +168,27 @@ class DefinitionsRefresh:
 
     # ---- the session's check, asked by its first model call (model_step.py) -----------
 
-    def session_check(self, turn_id: str) -> SessionCheck | None:
-        """The check this turn's first model call is to make, if the session left one."""
+    async def first_call_check(
+        self, turn_id: str, *, other_first: bool
+    ) -> tuple[DefinitionsRefreshInput | None, bool]:
+        """The check the model call of turn `turn_id` is to carry, if it is the session's
+        first and the session left one; and whether the local activity asked instead (an
+        await: the definitions may have moved meanwhile). It asks when another activity
+        runs first (`other_first`: a compaction, an MCP listing) or the session's events
+        were written already: a move then still precedes what depends on it."""
         pending = self._session
-        return pending if pending is not None and pending.turn_id == turn_id else None
-
-    def unwritten(self, pending: SessionCheck) -> bool:
-        """Whether the session's events still wait in the outbox, its turn's start too."""
-        started = _turn_started(self._mem.outbox, pending.turn_id)
-        return started is not None and started >= pending.mark
-
-    def check_input(self, pending: SessionCheck) -> DefinitionsRefreshInput | None:
-        """What the model call compares with its worker's definitions (taken once)."""
-        snapshot, digest = self._mem.snapshot, self._mem.definitions_digest
+        if pending is None or pending.turn_id != turn_id:
+            return None, False
         self._session = None
-        if snapshot is None or digest is None:
-            return None
-        self._asked = pending
-        return _refresh_input(self._mem.thread_id, snapshot, digest)
+        started = _turn_started(self._mem.outbox, pending.turn_id)
+        if other_first or started is None or started < pending.mark:
+            await self.check_now(pending)
+            return None, True
+        snapshot = self._mem.snapshot
+        check = None if snapshot is None else self._input(snapshot)
+        if check is not None:
+            self._asked = pending
+        return check, False
 
     async def check_now(self, pending: SessionCheck) -> None:
         """Something other than the model call comes first: ask by the local activity, and
@@ -243,7 +246,7 @@ class DefinitionsRefresh:
         try:
             result: DefinitionsRefreshResult = await workflow.execute_local_activity(
                 ACTIVITY_DEFINITIONS_REFRESH,
-                _refresh_input(mem.thread_id, snapshot, previous),
+                self._input(snapshot),
                 result_type=DefinitionsRefreshResult,
                 start_to_close_timeout=timedelta(seconds=30),
                 retry_policy=RetryPolicy(maximum_attempts=5),
@@ -295,20 +298,21 @@ class DefinitionsRefresh:
             changes=result.changes,
         )
 
+    def _input(self, snapshot: DefinitionSnapshot) -> DefinitionsRefreshInput | None:
+        """What the worker compares with its own definitions (None before a digest)."""
+        digest = self._mem.definitions_digest
+        if digest is None:
+            return None
+        return DefinitionsRefreshInput(
+            thread_id=self._mem.thread_id,
+            agent=snapshot.agent.name,
+            snapshot_id=snapshot.snapshot_id,
+            digest=digest,
+        )
+
     def _warn(self, code: str, message: str) -> None:
         entry = self._mem.incident(code, message)
         self._mem.emit("runtime.warning", {"code": code, "message": message, "incident": entry})
-
-
-def _refresh_input(
-    thread_id: str, snapshot: DefinitionSnapshot, digest: str
-) -> DefinitionsRefreshInput:
-    return DefinitionsRefreshInput(
-        thread_id=thread_id,
-        agent=snapshot.agent.name,
-        snapshot_id=snapshot.snapshot_id,
-        digest=digest,
-    )
 
 
 def _tools_queued(queue: deque[QueueEntry]) -> bool:

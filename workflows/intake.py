@@ -67,11 +67,13 @@ class Intake:
                 )
             elif entry.message is not None:
                 msg = entry.message
+                # A queued assistant message speaks for side A (and so wakes side B); user
+                # and system messages belong to no side, and every side sees them as such.
                 drained.messages.append(
                     mem.new_message(
                         role=msg.role,
                         content=msg.content,
-                        side=_side_of(msg.role),
+                        side="a" if msg.role == "assistant" else None,
                         turn_id=turn_id,
                         attachments=msg.attachments,
                         silent=msg.silent,
@@ -110,9 +112,3 @@ def _too_large(queue_id: str, turn_id: str, message: QueuedMessage, budget: int)
         f"{megabytes(budget)}; it was not sent to the model (upload large content as an "
         "attachment)"
     )
-
-
-def _side_of(role: str) -> Side | None:
-    # A queued assistant message speaks for side A (and so wakes side B); user and system
-    # messages belong to no side, and every side sees them as what they are.
-    return "a" if role == "assistant" else None

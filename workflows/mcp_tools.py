@@ -104,14 +104,18 @@ class McpTools:
 
     # ---- catalogues ------------------------------------------------------------------
 
-    def catalog_ids(self) -> dict[str, str]:
-        """Server → catalogue id, for `model.call`."""
-        return self._mem.mcp.ids()
-
-    async def ensure(self, prompt: PromptDef, *, side: Side, turn_id: str, step_id: str) -> None:
-        """List the servers `prompt` uses that have no catalogue yet or are due again."""
-        mem, snapshot = self._mem, self._agents.snapshot()
-        wanted = mem.mcp.to_list(prompt, snapshot.mcp_servers)
+    async def ensure(
+        self,
+        prompt: PromptDef,
+        wanted: dict[str, CatalogReason],
+        *,
+        side: Side,
+        turn_id: str,
+        step_id: str,
+    ) -> None:
+        """List the servers `prompt` uses that have no catalogue yet or are due again
+        (`wanted`: what `McpBook.to_list` says of it)."""
+        mem = self._mem
         # New runs ask no patch mid-run (see ContextKeeper.fit); older runs as before.
         if not wanted or not (mem.truthful_log or workflow.patched(PATCH_ID)):
             return

@@ -6,19 +6,23 @@ streams from the provider and writes the assistant message; its result is the me
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from temporalio.exceptions import ActivityError, CancelledError
 
 from weft.contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult
+from weft.contract.context import CompactionReason
 from weft.contract.context_state import ContextState
+from weft.contract.definitions import ModelDef, PromptDef
 from weft.contract.definitions_version import DefinitionsRefreshInput
+from weft.contract.mcp import CatalogReason
 from weft.contract.mcp_book import McpBook
 from weft.contract.messages import Message, Side
 from weft.contract.prompt_tools import PromptScope
 from weft.contract.thread import Counters
 from weft.workflows import budget, ui_summaries
-from weft.workflows.active_agent import ActiveAgent
+from weft.workflows.active_agent import ActiveAgent, InForce
 from weft.workflows.activity_calls import Carried, Limits, start_within_budget
 from weft.workflows.budget import BudgetRoot, BudgetSeen
 from weft.workflows.context_keeper import ContextKeeper, Spend, add_usage, overflow_details
@@ -51,6 +55,19 @@ class PromptModelFailed(Exception):
     def __init__(self, text: str) -> None:
         super().__init__(text)
         self.text = text
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One model call's agent in force, prompt and model, and the compaction (its reason)
+    and MCP listings that must run before it: worked out once, and again only after an
+    await that may have changed them (a move to newer definitions)."""
+
+    agent: InForce
+    prompt: PromptDef
+    model: ModelDef
+    compaction: CompactionReason | None
+    listings: dict[str, CatalogReason]
 
 
 class ModelView(
@@ -99,6 +116,8 @@ class ModelCaller:
         self._context = context
         self._mcp = mcp
         self._limits = Limits.of_models(mem.start.options)
+        # Fixed for the run: the start input names it, else the thread is its own root.
+        self._budget_root = budget.budget_root(mem)
 
     async def call(
         self,
@@ -110,45 +129,54 @@ class ModelCaller:
     ) -> ModelCallResult | None:
         """The assistant's reply; None when every model failed (the stop reason says why).
 
-        Raises `ModelInterrupted` when a newer message interrupted the call. Inside a
-        prompt tool (`scope`) it calls that prompt's model, raises `PromptModelFailed`
-        when every model failed, and leaves the thread's context alone: a prompt tool's
-        messages are not the caller's transcript, so they are neither fitted nor counted,
-        and a newer message waits for the main loop instead of interrupting.
+        The agent in force is resolved once here and handed to the parts the call crosses
+        (again only when the definitions moved). Raises `ModelInterrupted` when a newer
+        message interrupted the call. Inside a prompt tool (`scope`) it calls that prompt's
+        model, raises `PromptModelFailed` when every model failed, and leaves the thread's
+        context alone: a prompt tool's messages are not the caller's transcript, so they
+        are neither fitted nor counted, and a newer message waits for the main loop instead
+        of interrupting.
         """
         mem = self._mem
-        check = None if scope is not None else await self._session_check(side, turn_id)
+        plan = self._plan(side, scope)
+        check = None
+        if scope is None:
+            check, asked = await self._definitions.first_call_check(
+                turn_id, other_first=plan.compaction is not None or bool(plan.listings)
+            )
+            if asked:  # the local activity ran: the definitions may have moved meanwhile
+                plan = self._plan(side, scope)
         message_id, position = mem.new_id("msg"), mem.reserve_position()
         messages = [*mem.take_outbox_messages(), *new_messages]
         while True:
             try:
                 return await self._call(
-                    side, turn_id, step_id, messages, scope, (message_id, position), check
+                    side, turn_id, step_id, messages, scope, (message_id, position), check, plan
                 )
             except _DefinitionsChanged as changed:
                 # The same message id and position: the call that was not made took none.
                 messages, check = changed.messages, None
+                plan = self._plan(side, scope)  # with the definitions it moved to
 
-    async def _session_check(self, side: Side, turn_id: str) -> DefinitionsRefreshInput | None:
-        """The definitions check this call carries, when it is the session's first and the
-        session left one (definitions_refresh.py). When another activity would run first
-        (a compaction, an MCP listing), or the session's events were written already, the
-        local activity asks now instead: a move then still precedes what depends on it."""
-        pending = self._definitions.session_check(turn_id)
-        if pending is None:
-            return None
-        mem, snapshot = self._mem, self._agents.snapshot()
-        prompt = self._agents.prompt(side)
-        state = mem.window
-        other_first = (
-            state.requested is not None
-            or state.over_budget(snapshot.models[prompt.model])
-            or bool(mem.mcp.to_list(prompt, snapshot.mcp_servers))
+    def _plan(self, side: Side, scope: PromptScope | None) -> _Plan:
+        """The agent in force, the prompt and model to call, and what must run first."""
+        agent = self._agents.in_force(side)
+        snapshot = agent.snapshot
+        prompt = snapshot.prompts[scope.prompt] if scope else agent.prompt
+        model = snapshot.models[prompt.model] if scope else agent.model
+        # A prompt that uses no MCP server has nothing to list.
+        listings = self._listings(agent, prompt) if scope or agent.mcp_servers else {}
+        return _Plan(
+            agent=agent,
+            prompt=prompt,
+            model=model,
+            compaction=None if scope else self._mem.window.compaction_due(model),
+            listings=listings,
         )
-        if other_first or not self._definitions.unwritten(pending):
-            await self._definitions.check_now(pending)
-            return None
-        return self._definitions.check_input(pending)
+
+    def _listings(self, agent: InForce, prompt: PromptDef) -> dict[str, CatalogReason]:
+        """The MCP servers `prompt` uses that must be listed before it calls its model."""
+        return self._mem.mcp.to_list(prompt, agent.snapshot.mcp_servers)
 
     async def _call(
         self,
@@ -159,24 +187,31 @@ class ModelCaller:
         scope: PromptScope | None,
         reserved: tuple[str, int],
         check: DefinitionsRefreshInput | None,
+        plan: _Plan,
     ) -> ModelCallResult | None:
-        mem, snapshot = self._mem, self._agents.snapshot()
-        prompt = snapshot.prompts[scope.prompt] if scope else self._agents.prompt(side)
-        candidates = [prompt.model, *snapshot.models[prompt.model].fallbacks]
+        mem, snapshot, prompt = self._mem, plan.agent.snapshot, plan.prompt
+        candidates = [prompt.model, *plan.model.fallbacks]
         message_id, position = reserved
-        if scope is None:
-            messages = await self._context.fit(prompt.model, side, turn_id, step_id, messages)
-        # The prompt's MCP tools are listed the first time it calls its model (and again
-        # when a refresh is due), so the request below can offer them.
-        await self._mcp.ensure(prompt, side=side, turn_id=turn_id, step_id=step_id)
+        listings = plan.listings
+        if plan.compaction is not None:
+            messages = await self._context.fit(
+                plan.compaction, prompt.model, side, turn_id, step_id, messages
+            )
+            if plan.agent.mcp_servers:  # a `refresh_tools` may have come meanwhile
+                listings = self._listings(plan.agent, prompt)
+        if listings:
+            # The prompt's MCP tools are listed the first time it calls its model (and
+            # again when a refresh is due), so the request below can offer them.
+            await self._mcp.ensure(prompt, listings, side=side, turn_id=turn_id, step_id=step_id)
         last_error = "no model was tried"
         overflow_retried = False
         index = 0
         while index < len(candidates):
+            stopped = self._in_flight.turn_stop
             if mem.is_terminated():  # terminate arrived during a compaction
                 mem.stop.aborted_by_user()
                 break
-            if self._in_flight.turn_stop is not None:  # interrupt_turn: call nothing more
+            if stopped is not None:  # interrupt_turn: call nothing more
                 mem.stop.interrupted()
                 break
             model_name = candidates[index]
@@ -197,8 +232,8 @@ class ModelCaller:
                 outbox=carried.events,
                 window=mem.window.window(mem.start.options.context),
                 scope=scope,
-                budget_root=budget.budget_root(mem),
-                mcp_catalogs=self._mcp.catalog_ids(),
+                budget_root=self._budget_root,
+                mcp_catalogs=mem.mcp.ids(),
                 env_writes=mem.counters.env_writes,
                 definitions_check=check,
             )

@@ -58,8 +58,8 @@ class ThreadQueue:
         runtime: a subagent's report); `policy` the submit policy it came with.
         """
         mem = self._mem
-        starts_now = mem.is_idle() and not mem.queue
         entry = self._entry(message=message)
+        starts_now = mem.is_idle() and not mem.queue
         self._append(entry)
         if mem.truthful_log:  # new in runs that asked the patch: old histories replay as was
             mem.emit(

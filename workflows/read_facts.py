@@ -72,18 +72,19 @@ def session_facts(mem: SessionFacts) -> dict[str, Any]:
 def definition_facts(mem: DefinitionFacts) -> dict[str, Any]:
     """The running agent's display fields and its active side's permission policy (the
     rules' origin and mode, not the session's approvals, which their own events state)."""
-    snapshot = mem.snapshot
+    snapshot, digest = mem.snapshot, mem.definitions_digest
     if snapshot is None:
         return {}
     own = snapshot.agent
     prompt = snapshot.prompts[own.side(mem.active_side or "a").prompt]
+    running = snapshot.agent_def(mem.active_agent)
     policy = permission_state(mem, own.permissions, prompt.permissions)
     policy.pop("sessionAllowedTools", None)
     policy.pop("pendingApprovals", None)
-    info = agent_info(snapshot.agent_def(mem.active_agent))
+    info = agent_info(running)
     facts: dict[str, Any] = {"agentInfo": info.model_dump(by_alias=True), "permissions": policy}
-    if mem.definitions_digest is not None:
-        facts["definitionsDigest"] = mem.definitions_digest
+    if digest is not None:
+        facts["definitionsDigest"] = digest
     return facts
 
 

@@ -131,7 +131,7 @@ class SessionLoop:
         while not mem.is_terminated():
             side_steps += 1
             mem.count_step(side)
-            stop = await self._steps.run(side, turn_id, side_steps)
+            stop = await self._steps.run(side, turn_id, mem.new_id("step"), side_steps)
             if stop is None and self._effects.has_due():
                 # A safe point: between two steps, nothing in flight. Effects whose alarms
                 # fired during the step run now; what they queue joins the next step.

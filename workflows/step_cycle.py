@@ -29,8 +29,6 @@ class StepView(Identity, Protocol):
     @property
     def stop_reason(self) -> StopReason | None: ...
 
-    def new_id(self, prefix: str) -> str: ...
-
     def is_terminated(self) -> bool: ...
 
 
@@ -55,10 +53,10 @@ class StepCycle:
         self._tools = tools
         self._control = control
 
-    async def run(self, side: Side, turn_id: str, side_steps: int) -> Stop | None:
-        """Runtime §3 steps 1-7 for one model call; a Stop, or None to continue."""
+    async def run(self, side: Side, turn_id: str, step_id: str, side_steps: int) -> Stop | None:
+        """Runtime §3 steps 1-7 for one model call (the turn's step `step_id`, counted and
+        named by the turn loop); a Stop, or None to continue."""
         mem = self._mem
-        step_id = mem.new_id("step")
         drained = await self._intake.drain(side, turn_id, step_id)  # 1
         new_messages = await self._agent_tools.start_immediate(side, turn_id, drained.messages)
         if mem.is_terminated():

@@ -23,8 +23,8 @@ class TurnLog(TurnFacts, Protocol):
 
 
 def turn_started(log: TurnLog, turn_id: str, payload: dict[str, Any]) -> None:
-    log.emit("turn.started", payload, turn_id=turn_id)
     log.turns.started(log)
+    log.emit("turn.started", payload, turn_id=turn_id)
 
 
 def turn_completed(log: TurnLog, turn_id: str, stop: StopReason, payload: dict[str, Any]) -> None:

@@ -1,0 +1,320 @@
+"""Deleting a thread, or a tenant's threads, so that nothing of them is left
+(docs/deletion.md).
+
+A thread's deletion runs in an order that a crash at any point leaves resumable: deleting
+the thread again finishes the job.
+
+1. Close it: the `terminate` signal (a soft shutdown that also closes its subagents),
+   waited for up to `grace` seconds; then Temporal's terminate. A closed thread's store
+   row fences off the writes of any activity still in flight (store/outcome_fence.py).
+2. With `children`, each child in the same way, depth first, before its parent: the
+   parent's rows are how the children are found, so they go last.
+3. Its store rows, idempotency records and the blobs nobody else refers to, in one
+   transaction (store/deletion.py).
+4. Every Temporal execution of its id (each run, as visibility lists them, and the
+   current one), waited for until Temporal no longer describes or lists any.
+
+A thread nothing is left of, in the store or in Temporal, is `ThreadNotFound`: a retry of
+a finished deletion says so, the same way for every caller (the HTTP API's 404).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from weft.contract.tenants import DEFAULT_TENANT, check_tenant
+from weft.contract.thread import SIGNAL_TERMINATE, WORKFLOW_TYPE
+from weft.store import Store
+from weft.store.audit import AuditEntry
+
+# How long a thread may take to close after the terminate signal before it is terminated
+# outright (a thread with no worker never answers the signal).
+DEFAULT_GRACE_SECONDS = 30.0
+# How long Temporal may take to forget a deleted execution (describe and visibility).
+FORGET_TIMEOUT_SECONDS = 60.0
+DELETE_REASON = "thread deleted"
+# A thread id: 1 to 255 characters, no control characters.
+_THREAD_ID = re.compile(r"^[^\x00-\x1f\x7f]{1,255}$")
+# One that can go into a visibility query as a string literal; another is found by
+# `describe` alone (its current run).
+_QUERY_SAFE = re.compile(r"^[^'\"\\]*$")
+
+
+class ThreadNotFound(LookupError):
+    """Nothing of the thread is left, in the store or in Temporal."""
+
+
+@dataclass
+class ThreadDeleted:
+    """One thread's deletion: its store rows (by table), idempotency records and blobs
+    deleted, and its Temporal executions deleted."""
+
+    thread_id: str
+    rows: dict[str, int] = field(default_factory=dict)
+    idempotency_keys: int = 0
+    blobs: int = 0
+    executions: int = 0
+
+
+@dataclass
+class DeletionReport:
+    """What a deletion did: every thread deleted, children before their parent."""
+
+    threads: list[ThreadDeleted] = field(default_factory=list)
+    api_keys: int = 0
+
+    @property
+    def thread_ids(self) -> list[str]:
+        return [t.thread_id for t in self.threads]
+
+    def wire(self) -> dict[str, object]:
+        """As JSON (the CLI's `--json`, the HTTP reply)."""
+        return {
+            "deleted": [
+                {
+                    "threadId": t.thread_id,
+                    "rows": t.rows,
+                    "idempotencyKeys": t.idempotency_keys,
+                    "blobs": t.blobs,
+                    "executions": t.executions,
+                }
+                for t in self.threads
+            ],
+            **({"apiKeys": self.api_keys} if self.api_keys else {}),
+        }
+
+
+def check_thread_id(thread_id: str) -> str:
+    """`thread_id` if it can name a thread, else ValueError naming it."""
+    if not _THREAD_ID.fullmatch(thread_id):
+        raise ValueError(f"thread id {thread_id!r}: 1 to 255 characters, no control characters")
+    return thread_id
+
+
+async def delete_thread(
+    client: Client,
+    store: Store,
+    thread_id: str,
+    *,
+    children: bool = False,
+    grace: float = DEFAULT_GRACE_SECONDS,
+    audit_subject: str | None = None,
+) -> DeletionReport:
+    """Delete the thread (and with `children`, its subagents, recursively) from Temporal
+    and the store; `ThreadNotFound` when nothing of it is left.
+
+    `audit_subject` (`cli`, `python`…) records the deletion in the audit log; the HTTP API
+    records its requests itself and passes None.
+    """
+    check_thread_id(thread_id)
+    if not await _known(client, store, thread_id):
+        raise ThreadNotFound(f"no thread {thread_id!r}")
+    report = DeletionReport()
+    await _delete_tree(client, store, thread_id, children, grace, report, seen=set())
+    if audit_subject is not None:
+        await _audit(store, audit_subject, thread_id, f"/threads/{thread_id}")
+    return report
+
+
+async def delete_tenant(
+    client: Client,
+    store: Store,
+    tenant: str,
+    *,
+    grace: float = DEFAULT_GRACE_SECONDS,
+    audit_subject: str | None = None,
+) -> DeletionReport:
+    """Delete every thread of `tenant` (in the store or in Temporal's visibility), their
+    children included, then the tenant's API keys."""
+    check_tenant(tenant)
+    stored = await asyncio.to_thread(store.deletion.tenant_threads, tenant)
+    listed = [w.id async for w in client.list_workflows(_tenant_query(tenant))]
+    report = DeletionReport()
+    seen: set[str] = set()
+    for thread_id in sorted(set(stored) | set(listed)):
+        if thread_id not in seen and _THREAD_ID.fullmatch(thread_id):
+            await _delete_tree(client, store, thread_id, True, grace, report, seen)
+    report.api_keys = await asyncio.to_thread(store.deletion.delete_tenant_keys, tenant)
+    if audit_subject is not None:
+        await _audit(store, audit_subject, None, f"/tenants/{tenant}")
+    return report
+
+
+async def _delete_tree(
+    client: Client,
+    store: Store,
+    thread_id: str,
+    children: bool,
+    grace: float,
+    report: DeletionReport,
+    seen: set[str],
+) -> None:
+    seen.add(thread_id)
+    await close_thread(client, thread_id, grace)
+    if children:
+        for child in await asyncio.to_thread(store.deletion.children, thread_id):
+            if child not in seen and _THREAD_ID.fullmatch(child):
+                await _delete_tree(client, store, child, True, grace, report, seen)
+    rows = await asyncio.to_thread(store.deletion.delete_thread, thread_id)
+    executions = await delete_executions(client, thread_id)
+    report.threads.append(
+        ThreadDeleted(
+            thread_id=thread_id,
+            rows=rows.rows,
+            idempotency_keys=rows.idempotency_keys,
+            blobs=rows.blobs,
+            executions=executions,
+        )
+    )
+
+
+async def close_thread(client: Client, thread_id: str, grace: float) -> None:
+    """Ask the thread to terminate and wait up to `grace` seconds for it to close, then
+    terminate its workflow outright; nothing for a closed or unknown thread."""
+    handle = client.get_workflow_handle(thread_id)
+    if await _status(client, thread_id) != WorkflowExecutionStatus.RUNNING:
+        return
+    try:
+        await handle.signal(SIGNAL_TERMINATE, {"reason": DELETE_REASON})
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile
+            raise
+    if await _closed_within(client, thread_id, grace):
+        return
+    try:
+        await handle.terminate(reason=DELETE_REASON)
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+    if not await _closed_within(client, thread_id, FORGET_TIMEOUT_SECONDS):
+        raise RuntimeError(f"thread {thread_id!r} did not close after terminate; retry")
+
+
+async def delete_executions(client: Client, thread_id: str) -> int:
+    """Delete every Temporal execution of `thread_id` and wait until Temporal neither
+    describes nor lists one; the number of runs deleted."""
+    asked: set[str] = set()
+    deadline = asyncio.get_running_loop().time() + FORGET_TIMEOUT_SECONDS
+    delay = 0.05
+    while True:
+        runs = await _listed_runs(client, thread_id)
+        current = await _current_run(client, thread_id)
+        if current is not None:
+            runs.add(current)
+        if not runs:
+            return len(asked)
+        for run_id in sorted(r for r in runs - asked if r):
+            await _delete_run(client, thread_id, run_id)
+            asked.add(run_id)
+        if asyncio.get_running_loop().time() > deadline:
+            raise RuntimeError(
+                f"Temporal still holds {len(runs)} execution(s) of thread {thread_id!r}; "
+                "deleting it again finishes the job"
+            )
+        # Temporal deletes in the background: wait for it to forget, then look again.
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.25)
+
+
+async def _delete_run(client: Client, thread_id: str, run_id: str) -> None:
+    request = DeleteWorkflowExecutionRequest(
+        namespace=client.namespace,
+        workflow_execution=WorkflowExecution(workflow_id=thread_id, run_id=run_id),
+    )
+    try:
+        await client.workflow_service.delete_workflow_execution(request)
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:  # not found: deleted already
+            raise
+
+
+async def _known(client: Client, store: Store, thread_id: str) -> bool:
+    if await asyncio.to_thread(store.deletion.known, thread_id):
+        return True
+    if await _current_run(client, thread_id) is not None:
+        return True
+    return bool(await _listed_runs(client, thread_id))
+
+
+async def _listed_runs(client: Client, thread_id: str) -> set[str]:
+    """The run ids visibility lists for the thread's id (none for an id a query cannot
+    quote: its current run is still found by `describe`)."""
+    if not _QUERY_SAFE.fullmatch(thread_id):
+        return set()
+    return {w.run_id async for w in client.list_workflows(f"WorkflowId = '{thread_id}'")}
+
+
+async def _current_run(client: Client, thread_id: str) -> str | None:
+    try:
+        described = await client.get_workflow_handle(thread_id).describe()
+    except RPCError as err:
+        if err.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
+            return None
+        raise
+    return described.run_id
+
+
+async def _status(client: Client, thread_id: str) -> WorkflowExecutionStatus | None:
+    try:
+        described = await client.get_workflow_handle(thread_id).describe()
+    except RPCError as err:
+        if err.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
+            return None
+        raise
+    return described.status
+
+
+async def _closed_within(client: Client, thread_id: str, timeout: float) -> bool:
+    deadline = asyncio.get_running_loop().time() + timeout
+    delay = 0.05
+    while await _status(client, thread_id) == WorkflowExecutionStatus.RUNNING:
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.5)
+    return True
+
+
+def _tenant_query(tenant: str) -> str:
+    """The tenant's threads (a thread started without a tenant is `default`'s); tasks,
+    jobs and schedules' workflows are not threads and stay."""
+    if tenant == DEFAULT_TENANT:
+        clause = f"(WeftTenant = '{DEFAULT_TENANT}' OR WeftTenant IS NULL)"
+    else:
+        clause = f"WeftTenant = '{tenant}'"
+    return f"WorkflowType = '{WORKFLOW_TYPE}' AND {clause}"
+
+
+async def _audit(store: Store, subject: str, thread_id: str | None, path: str) -> None:
+    entry = AuditEntry(
+        at=datetime.now(UTC),
+        subject=subject,
+        tenant=None,
+        method="DELETE",
+        route="/tenants/{tenant}" if thread_id is None else "/threads/{thread_id}",
+        path=path,
+        thread_id=thread_id,
+        status=200,
+    )
+    await asyncio.to_thread(store.audit.record, entry)
+
+
+__all__ = [
+    "DEFAULT_GRACE_SECONDS",
+    "DeletionReport",
+    "ThreadDeleted",
+    "ThreadNotFound",
+    "check_thread_id",
+    "close_thread",
+    "delete_executions",
+    "delete_tenant",
+    "delete_thread",
+]
