@@ -22,20 +22,28 @@ from weft.api import (
 )
 from weft.api.context import ApiContext
 from weft.api.gateway.app import create_app
+from weft.api.jwt_auth import JwtVerifier
 from weft.api.tracing import RequestSpans
 
 
 def create_api(
-    ctx: ApiContext, token: str, *, cors_origin: str | None = None, tracer: Tracer | None = None
+    ctx: ApiContext,
+    token: str,
+    *,
+    cors_origin: str | None = None,
+    tracer: Tracer | None = None,
+    jwt: JwtVerifier | None = None,
 ) -> FastAPI:
-    """The whole `weft serve` app over `ctx`; every route but `/healthz` needs `token`.
-    With a `tracer`, each request is a server span continuing its `traceparent`."""
+    """The whole `weft serve` app over `ctx`; every route but `/healthz` needs `token`, an
+    API key or (with `jwt`) an issuer's JWT. With a `tracer`, each request is a server
+    span continuing its `traceparent`."""
     app = create_app(
         ctx.store,
         ctx.client,
         token,
         title="weft",
         summary="Start, steer and follow weft threads over HTTP and Server-Sent Events",
+        jwt=jwt,
     )
     routers = (
         thread_routes,

@@ -1,7 +1,9 @@
 """Who calls, and what they may do: the credential of every request (docs/tenants.md).
 
 A request's bearer is either the server's own token, which acts as admin over every
-tenant, or an API key (`store/api_keys.py`), which acts for its tenant with its scopes.
+tenant, an API key (`store/api_keys.py`), which acts for its tenant with its scopes, or,
+when `serve.jwt` is configured, an issuer's JWT, which acts for the tenant and with the
+scopes its claims name (`jwt_auth.py`).
 `RequireCredential` (ASGI middleware) turns the credential into a `Principal` before
 anything else runs, or answers 401. `authorize` (an app-wide dependency) then checks the
 matched route's scope (403 naming it) and, for a tenant's key, that a thread named in the
@@ -32,6 +34,7 @@ from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
 
+from weft.api.jwt_auth import JwtRefused, JwtVerifier, jwt_header
 from weft.contract.tenants import DEFAULT_TENANT
 from weft.contract.tenants import Scope as KeyScope
 from weft.store import Store
@@ -93,12 +96,14 @@ THREAD_PARAMS = ("thread_id", "parent_thread_id")
 
 @dataclass(frozen=True)
 class Principal:
-    """Who a request acts as: `subject` (a key id, or `token`), the tenant it is confined
-    to (None: every tenant) and its scopes."""
+    """Who a request acts as: `subject` (a key id, `token`, or a JWT's `jwt:<sub>`), the
+    tenant it is confined to (None: every tenant), its scopes, and the kind of credential
+    (`credential`, for messages)."""
 
     subject: str
     tenant: str | None
     scopes: frozenset[str]
+    credential: str = "key"
 
     @property
     def admin(self) -> bool:
@@ -118,19 +123,23 @@ ADMIN_TOKEN = Principal(subject=TOKEN_SUBJECT, tenant=None, scopes=frozenset({"a
 
 @dataclass(frozen=True)
 class Refused:
-    """Why a request has no principal: the 401's message."""
+    """Why a request has no principal: the reply's message and status (401, or 503 when
+    a JWT's keys cannot be fetched)."""
 
     message: str
+    status: int = 401
 
 
 class Authenticator:
-    """Resolves a presented credential: the server's token, else an API key in the store."""
+    """Resolves a presented credential: the server's token, else a JWT (by its shape),
+    else an API key in the store."""
 
-    def __init__(self, store: Store, token: str) -> None:
+    def __init__(self, store: Store, token: str, *, jwt: JwtVerifier | None = None) -> None:
         if not token:
             raise ValueError("the gateway needs a bearer token")
         self.store = store
         self._token = token.encode()
+        self._jwt = jwt
 
     def token_matches(self, presented: str) -> bool:
         return bool(presented) and hmac.compare_digest(
@@ -140,12 +149,24 @@ class Authenticator:
     async def resolve(self, presented: str) -> Principal | Refused:
         if self.token_matches(presented):
             return ADMIN_TOKEN
+        header = jwt_header(presented)
+        if header is not None:
+            return await self._jwt_principal(presented, header)
         found = await asyncio.to_thread(self.store.api_keys.authenticate, presented)
         if isinstance(found, KeyRefused):
             if found.reason == "unknown":
                 return Refused("bearer token required")
             return Refused(f"API key {found.key_id} is {found.reason}")
         return _principal(found)
+
+    async def _jwt_principal(self, presented: str, header: dict[str, Any]) -> Principal | Refused:
+        if self._jwt is None:
+            return Refused("JWT bearer tokens are not accepted here (serve.jwt is not configured)")
+        try:
+            who = await self._jwt.verify(presented, header)
+        except JwtRefused as refused:
+            return Refused(refused.message, refused.status)
+        return Principal(who.subject, who.tenant, who.scopes, credential="JWT")
 
 
 def _principal(key: ApiKey) -> Principal:
@@ -176,8 +197,8 @@ class RequireCredential:
         presented = _presented(scope)
         found = await self._auth.resolve(presented) if presented else None
         if not isinstance(found, Principal):
-            message = found.message if found else "bearer token required"
-            await _unauthorized(message, send)
+            refused = found or Refused("bearer token required")
+            await _unauthorized(refused.message, send, status=refused.status)
             return
         scope.setdefault("state", {})["principal"] = found
         if method in AUDITED_METHODS:
@@ -236,12 +257,12 @@ def _presented(scope: Scope) -> str:
     return str(cookie_parser(headers.get("cookie", "")).get(TOKEN_COOKIE, ""))
 
 
-async def _unauthorized(message: str, send: Send) -> None:
+async def _unauthorized(message: str, send: Send, *, status: int = 401) -> None:
     body = json.dumps({"error": message, "fields": []}).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 401,
+            "status": status,
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
@@ -285,7 +306,7 @@ def authorize(store: Store, client: Client) -> Callable[[Request], Awaitable[Non
         if needed != ANY and not who.may(needed):
             raise HTTPException(
                 403,
-                f"key {who.subject} lacks the scope {needed!r} that {request.method} {path} needs",
+                f"{who.credential} {who.subject} lacks the scope {needed!r} that {request.method} {path} needs",
             )
         tenant = who.confined_to
         if tenant is None:

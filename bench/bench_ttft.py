@@ -19,7 +19,8 @@ round runs three sides back to back:
   PostgreSQL's feed is notified instead);
 - weft over HTTP: `POST /threads/{id}/turns` to `weft serve`'s app (served in this
   process, as `weft serve` builds it) until the first `model.delta` on an SSE client of
-  `GET /threads/{id}/events` (SQLite: the API's one feed, the same change signal).
+  `GET /threads/{id}/events` (SQLite: the API's one feed, the same change signal), and
+  that POST's own first commit, so each side's delivery after its commit is printed.
 
 Per round, each side's first-token time less that round's model-alone time, and the ratio
 weft / hand-written (the target: at most 1.2x, and under 40 ms absolute); the medians of

@@ -36,6 +36,7 @@ from weft.cli import (
     key_command,
     list_command,
     respond_command,
+    retention_command,
     schedule_command,
     send_command,
     serve_command,
@@ -217,6 +218,7 @@ def _parser() -> argparse.ArgumentParser:
     key_command.register(commands)
     audit_command.register(commands)
     delete_command.register_tenant(commands)
+    retention_command.register(commands)
     return parser
 
 

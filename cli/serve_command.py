@@ -8,11 +8,14 @@ import asyncio
 import os
 import secrets
 import signal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from weft.cli.temporal_client import client_from_config
 from weft.workers.config import WeftConfig
 from weft.workers.secrets import load_keyring
+
+if TYPE_CHECKING:
+    from weft.api.jwt_auth import JwtVerifier
 
 TOKEN_ENV = "WEFT_GATEWAY_TOKEN"
 
@@ -62,6 +65,7 @@ async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
     store = await asyncio.to_thread(Store.open, config.store_url(), keyring=keyring)
     store.database.stamp_event = stamp_event  # events the API writes carry its span
     feed = await open_event_feed(store)
+    jwt = jwt_verifier(config)
     try:
         ctx = ApiContext(
             store=store,
@@ -75,6 +79,7 @@ async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
             token,
             cors_origin=args.cors_origin,
             tracer=weft_tracer(tracing) if tracing else None,
+            jwt=jwt,
         )
         server = GatewayServer(app, host=args.host, port=args.port)
         sealing = f"keys {', '.join(keyring.key_ids)}" if keyring else "NO keys: values unsealed"
@@ -89,8 +94,16 @@ async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
                 flush=True,
             )
             print(f"weft serve: inbox page at {server.url}/inbox?token={page_token}", flush=True)
+            if jwt is not None:
+                print(
+                    f"weft serve: JWTs of {jwt.issuer} for {jwt.audience} "
+                    f"(keys {jwt.keys.url}; {', '.join(jwt.algorithms)})",
+                    flush=True,
+                )
             await server.wait()
     finally:
+        if jwt is not None:
+            await jwt.aclose()
         await feed.close()
         store.close()
         if tracing is not None:
@@ -98,4 +111,25 @@ async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
     return 0
 
 
-__all__ = ["TOKEN_ENV", "register", "serve"]
+def jwt_verifier(config: WeftConfig) -> JwtVerifier | None:
+    """The verifier of `serve.jwt`'s tokens, or None when JWTs are not configured."""
+    settings = config.serve.jwt
+    if settings is None:
+        return None
+    from weft.api.jwt_auth import JwtVerifier  # the API's imports only where it is served
+
+    return JwtVerifier(
+        issuer=settings.issuer,
+        audience=settings.audience,
+        jwks_url=settings.jwks_url,
+        tenant_claim=settings.tenant_claim,
+        scopes_claim=settings.scopes_claim,
+        scope_prefix=settings.scope_prefix,
+        algorithms=tuple(settings.algorithms),
+        leeway_seconds=settings.leeway_seconds,
+        cache_seconds=settings.cache_seconds,
+        min_refresh_seconds=settings.min_refresh_seconds,
+    )
+
+
+__all__ = ["TOKEN_ENV", "jwt_verifier", "register", "serve"]

@@ -10,12 +10,19 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from weft.contract.actions import PermissionPolicy
 from weft.contract.budget import Budget
 from weft.contract.hooks import HookSpec
 from weft.contract.mcp import McpRef, McpServerDef
+from weft.contract.retention import RetentionPolicy
 from weft.contract.wire import CamelModel
 
 NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
@@ -203,6 +210,19 @@ class AgentDef(CamelModel):
         description="when a thread takes newer definitions: at its next turn (`latest`), or "
         "only when `weft thread upgrade` moves it (`pinned`)",
     )
+    retention: RetentionPolicy | None = Field(
+        default=None,
+        description="how long closed threads of this agent are kept (docs/deletion.md)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_retention(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out when unset, so the digests and snapshot ids of agents without it stay
+        # as they were before the field existed.
+        data: dict[str, Any] = handler(self)
+        if "retention" in data and data["retention"] is None:
+            del data["retention"]
+        return data
 
     @model_validator(mode="after")
     def _dual_ai_has_side_b(self) -> AgentDef:

@@ -110,6 +110,12 @@ FIELDS: dict[str, Support] = {
         "workflows/definitions_refresh.py",
         "weft: `latest` (newer definitions at the next turn) or `pinned` (until upgraded)",
     ),
+    "AgentDef.retention": _I(
+        "activities/retention.py", "weft: closed threads deleted after a TTL (docs/deletion.md)"
+    ),
+    "RetentionPolicy.closedThreadsTtl": _I(
+        "contract/retention.py", "weft: how long after closing (the shorter of agent and tenant)"
+    ),
     "SideConfig.prompt": _I(_ACTIVE, "the side's prompt"),
     "SideConfig.label": _I(_READ, "thread_read agentInfo.sides"),
     "SideConfig.stopOnResponse": _I(_STOP, "stop rule 2"),

@@ -208,13 +208,12 @@ class PollingFeed:
         self.store = store  # the store it follows
         database = store.engine.url.database or ""
         self._path = None if database in ("", ":memory:") else database
-        self._check = check_interval if self._path else max(check_interval, _MEMORY_CHECK_INTERVAL)
+        self._check = check_interval
         self._safety = poll_interval
         self._waiters = Waiters(store, on_wait=self._start_watching)
         self._lock = threading.Lock()
         self._watcher: threading.Thread | None = None
         self._stop = threading.Event()
-        self._advances = _Advances()
         self.checks = 0  # change signals read
         self.polls = 0  # events queries run (on a change, or the safety net)
         self.pollers_started = 0  # times the watcher (re)started after an idle spell
@@ -256,10 +255,13 @@ class PollingFeed:
         """The watcher thread: the change signal, the events query when it moved."""
         connection = self._signal_connection()
         try:
+            advances = _Advances()  # this run's: a watcher started after it keeps its own
             version: object = None
             next_poll = 0.0
             idle_since: float | None = None
-            while not self._stop.wait(self._check):
+            while not self._stop.wait(
+                self._check if connection else max(self._check, _MEMORY_CHECK_INTERVAL)
+            ):
                 threads = self._waiters.snapshot
                 now = time.monotonic()
                 if not threads:
@@ -271,13 +273,16 @@ class PollingFeed:
                     continue
                 idle_since = None
                 current = self._data_version(connection)
+                if current is None and connection is not None:
+                    connection.close()  # polling from now on: no signal, no spin
+                    connection = None
                 self.checks += 1
-                if current == version and now < next_poll:
+                if current is not None and current == version and now < next_poll:
                     continue
                 # The version is read before the query: a commit after it changes the version
                 # again, so the next check runs the query once more.
                 version, next_poll = current, now + self._safety
-                if not self._poll(loop, threads):
+                if not self._poll(loop, threads, advances):
                     return
         finally:
             if connection is not None:
@@ -285,9 +290,10 @@ class PollingFeed:
             with self._lock:
                 if self._watcher is threading.current_thread():
                     self._watcher = None
-            self._advances.clear()
 
-    def _poll(self, loop: asyncio.AbstractEventLoop, threads: tuple[str, ...]) -> bool:
+    def _poll(
+        self, loop: asyncio.AbstractEventLoop, threads: tuple[str, ...], advances: _Advances
+    ) -> bool:
         """The events query, its advances handed to the loop; False once the loop is gone."""
         try:
             lasts = self.store.events.last_sequences(threads)
@@ -295,7 +301,7 @@ class PollingFeed:
             log.warning("event feed: polling the store failed", exc_info=True)
             return True
         self.polls += 1
-        advanced = self._advances.advanced(threads, lasts)
+        advanced = advances.advanced(threads, lasts)
         if advanced:
             try:
                 loop.call_soon_threadsafe(self._wake, advanced)
@@ -324,15 +330,15 @@ class PollingFeed:
 
     @staticmethod
     def _data_version(connection: sqlite3.Connection | None) -> object:
-        """What changes when another connection commits; a new object (always a change) when
-        the signal cannot be read, so the feed falls back to polling."""
+        """What changes when another connection commits to the file; None without a signal
+        (no file, or it failed), which runs the query at every check."""
         if connection is None:
-            return object()
+            return None
         try:
             row = connection.execute("PRAGMA data_version").fetchone()
         except sqlite3.Error:
-            log.warning("event feed: PRAGMA data_version failed", exc_info=True)
-            return object()
+            log.warning("event feed: PRAGMA data_version failed; polling", exc_info=True)
+            return None
         return row[0]
 
 

@@ -32,6 +32,7 @@ from weft.store.jobs import Jobs
 from weft.store.messages import Messages
 from weft.store.migrate import upgrade
 from weft.store.rate_limits import RateLimits
+from weft.store.retention import RetentionPolicies
 from weft.store.snapshots import Snapshots
 from weft.store.step_reads import StepReads
 from weft.store.subagents import Subagents
@@ -85,6 +86,8 @@ class Store:
         self.audit = AuditLog(self._database)
         # Deleting a thread's rows and the blobs nobody else refers to (docs/deletion.md).
         self.deletion = Deletion(self._database)
+        # Each tenant's TTL for closed threads, and the threads past theirs (docs/deletion.md).
+        self.retention = RetentionPolicies(self._database)
         self.step_reads = StepReads(self._database, self.threads, self.transcripts)
 
     @classmethod

@@ -168,6 +168,8 @@ threads = Table(
     Index("ix_threads_agent_created_at", "agent", "created_at"),
     Index("ix_threads_status_created_at", "status", "created_at"),
     Index("ix_threads_tenant_created_at", "tenant", "created_at"),
+    # Closed threads by close time: what retention sweeps read (store/retention.py).
+    Index("ix_threads_status_updated_at", "status", "updated_at"),
 )
 
 # Content-addressed, immutable bytes. Files of any thread point here, so copying a file
@@ -417,4 +419,14 @@ audit_log = Table(
     Column("status", Integer, nullable=False),
     Index("ix_audit_log_thread_at", "thread_id", "at"),
     Index("ix_audit_log_at", "at"),
+)
+
+# Each tenant's retention: how long its closed threads are kept (store/retention.py).
+retention_policies = Table(
+    "retention_policies",
+    metadata,
+    Column("tenant", String(ID_LENGTH), primary_key=True),
+    Column("closed_threads_ttl", String(64), nullable=False),  # as set: `90d`
+    Column("ttl_seconds", BigInteger, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
 )

@@ -35,8 +35,9 @@ from weft.workers.sandbox_runner import workflow_runner
 from weft.workers.scripted_model import ScriptedModelServer
 from weft.workflows.agent_thread import AgentThreadWorkflow
 
-# 20 in CI (about a minute); WEFT_DEPLOY_THREADS=100 runs the full size.
-THREADS = int(os.environ.get("WEFT_DEPLOY_THREADS", "20"))
+# 12 in CI: each way of waiting on v1 for each agent, twice; WEFT_DEPLOY_THREADS=100 runs
+# the full size.
+THREADS = int(os.environ.get("WEFT_DEPLOY_THREADS", "12"))
 KINDS = ("human", "effect", "chat")
 FIRST_MESSAGE = {"human": "note please", "effect": "plan a wake", "chat": "chat one"}
 # v2's definitions differ from v1's in the prompt both agents use; `pinned_deployer` keeps

@@ -273,3 +273,19 @@ async def test_a_shared_feed_runs_only_while_someone_follows(
             assert (await asyncio.wait_for(got, 30)).sequence == sequence
             await follower.aclose()
             await _until(lambda: not running(), "stopped after the linger")
+
+
+async def test_a_store_without_a_file_is_polled() -> None:
+    """`:memory:` has no change signal another connection could read: the feed runs the
+    events query at every (slower) check instead, and still delivers."""
+    with Store.open("sqlite://") as store:
+        feed = await open_event_feed(store, poll_interval=NEVER)
+        assert isinstance(feed, PollingFeed)
+        try:
+            thread = _thread()
+            wait = asyncio.create_task(feed.wait_for_events(thread, 0, 60))
+            await _until(lambda: feed.polls >= 2, "polling")
+            await asyncio.to_thread(store.events.append, [_event(thread)])
+            assert [e.sequence for e in await asyncio.wait_for(wait, 30)] == [1]
+        finally:
+            await feed.close()

@@ -3,6 +3,7 @@ lines live and after terminate (from the store), `--json` for the snapshot, name
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import yaml
@@ -30,7 +31,17 @@ async def test_thread_tools_and_environment_live_and_closed(
     )
     await thread.ask("hi")  # the first model call lists the MCP server
     for source in ("live", "store"):
-        code, out, err = await weft_cli(config, "thread", "tools", thread.id)
+        # Each command is a process of its own that mostly imports weft: run side by side.
+        commands = [
+            ("thread", "tools", thread.id),
+            ("thread", "tools", thread.id, "--json"),
+            ("thread", "environment", thread.id),
+            ("thread", "environment", thread.id, "--json"),
+        ]
+        tools, tools_json, environment, environment_json = await asyncio.gather(
+            *(weft_cli(config, *command) for command in commands)
+        )
+        code, out, err = tools
         assert code == 0, err
         assert f"({source})" in out and "permission mode auto" in out
         lines = {line.split()[0]: line for line in out.splitlines()[1:] if line.startswith("  ")}
@@ -38,14 +49,14 @@ async def test_thread_tools_and_environment_live_and_closed(
         assert "DISABLED" in lines["auditor"] and "AUDIT_ON" in lines["auditor"]
         assert "from mcp tools.add" in lines["t_add"]
         assert "from prompt advisor" in lines["advisor"]
-        code, out, err = await weft_cli(config, "thread", "tools", thread.id, "--json")
+        code, out, err = tools_json
         assert code == 0, err
         check_inventory(json.loads(out), source)
-        code, out, err = await weft_cli(config, "thread", "environment", thread.id)
+        code, out, err = environment
         assert code == 0, err
         assert "env API_TOKEN (secret, from thread)" in out and "filesystem / " in out
         assert SECRET not in out
-        code, out, err = await weft_cli(config, "thread", "environment", thread.id, "--json")
+        code, out, err = environment_json
         assert code == 0, err
         check_environment(json.loads(out), source)
         if source == "live":

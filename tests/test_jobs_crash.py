@@ -52,11 +52,25 @@ def _definitions(root: Path) -> Path:
     return root
 
 
+def _mid_stream(jobs: Jobs, store: Store, job_id: str) -> bool:
+    """Whether a running item's attempt thread is streaming its answer (its attempt's
+    activity is then waiting on the worker about to be killed)."""
+    for item in jobs.items(job_id):
+        task = store.tasks.get(item.task_id) if item.status == "running" else None
+        attempt = task.current_attempt() if task else None
+        if attempt is not None and attempt.status == "running":
+            types = {e.type for e in store.events.read(attempt.thread_id, limit=1000)}
+            if "model.delta" in types and "model.completed" not in types:
+                return True
+    return False
+
+
 async def test_sigkill_mid_job_loses_and_repeats_nothing(
     tmp_path: Path, dev_server: DevServer, temporal_client: Client
 ) -> None:
     """Killed with items running, the job resumes on a second worker and every item
-    completes exactly once, each by one task attempt."""
+    completes exactly once; an attempt lost with the killed worker never completed, and
+    its item's task ran again."""
     definitions = _definitions(tmp_path / "definitions")
     store_url = f"sqlite:///{tmp_path / 'weft.db'}"
     task_queue = f"jobs-crash-{tmp_path.name[-8:]}"
@@ -79,15 +93,21 @@ async def test_sigkill_mid_job_loses_and_repeats_nothing(
     try:
         jobs = Jobs(temporal_client, store, task_queue=task_queue)
         items = [f"item {n}" for n in range(ITEMS)]
-        created = await jobs.create("job_agent", items, concurrency=3, items_per_run=5)
+        # A lost attempt is declared 3 s after its worker's last heartbeat.
+        created = await jobs.create(
+            "job_agent",
+            items,
+            concurrency=3,
+            items_per_run=5,
+            constraints={"lostAfterSeconds": 3},
+        )
         job_id = created.job_id
         for _ in range(1200):
-            counts = jobs.get(job_id).counts
-            if counts.completed >= 2 and counts.running > 0:
+            if jobs.get(job_id).counts.completed >= 2 and _mid_stream(jobs, store, job_id):
                 break
             await asyncio.sleep(0.05)
         else:
-            raise AssertionError("the job never had items done and items running")
+            raise AssertionError("the job never had items done and an answer mid-stream")
         await first.kill()
         await second.start()
         done = await asyncio.wait_for(jobs.wait(job_id), timeout=150)
@@ -99,13 +119,20 @@ async def test_sigkill_mid_job_loses_and_repeats_nothing(
             e.to_wire()["jobItemId"] for e in events if e.type == "job.item.completed"
         )
         assert completions == Counter({item_id_of(job_id, n): 1 for n in range(ITEMS)})
+        lost_attempts = 0
         for item in jobs.items(job_id):
             assert item.output is not None and item.output.response == f"answer {item.index}"
             task = store.tasks.get(item.task_id)
-            assert task is not None and [a.status for a in task.attempts] == ["completed"]
-            # One thread answered the item: a single assistant message in its transcript.
-            replies = [m for m in store.messages.list(task.attempts[0].thread_id)]
+            assert task is not None
+            # Attempts lost with the killed worker never completed; one attempt did.
+            statuses = [a.status for a in task.attempts]
+            assert statuses[-1] == "completed" and set(statuses[:-1]) <= {"lost"}, statuses
+            lost_attempts += len(statuses) - 1
+            # The completing thread answered once: one assistant message in its transcript.
+            replies = store.messages.list(task.attempts[-1].thread_id)
             assert [m.role for m in replies] == ["user", "assistant"]
+        # The attempt killed mid-answer was lost, and its item's task ran again.
+        assert lost_attempts >= 1
     finally:
         store.close()
         await first.stop()

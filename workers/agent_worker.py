@@ -29,6 +29,7 @@ from weft.activities.mcp.catalog_store import CatalogStore
 from weft.activities.mcp.pool import McpSessionPool
 from weft.activities.model_call import ModelActivities
 from weft.activities.rate_limits import RateLimiter
+from weft.activities.retention import RetentionActivities
 from weft.activities.sandbox import SandboxPool
 from weft.activities.snapshots import SnapshotCache
 from weft.activities.spans import Spans
@@ -64,6 +65,7 @@ from weft.workers.telemetry import activity_spans, has_tracing, tracing_intercep
 from weft.workers.telemetry import tracer_provider as tracer_provider_for
 from weft.workflows.agent_thread import AgentThreadWorkflow
 from weft.workflows.jobs.job_run import JobRunWorkflow
+from weft.workflows.retention import RetentionSweepWorkflow
 from weft.workflows.scheduled_delivery import ScheduledDeliveryWorkflow
 from weft.workflows.scheduled_thread import scheduled_thread_workflow
 from weft.workflows.tasks.task_run import TaskRunWorkflow
@@ -252,6 +254,7 @@ class AgentWorker:
         task_attempts = TaskAttemptActivities(store, client)
         job_records = JobRecordActivities(store)
         job_admit = JobAdmitActivities(store)
+        retention = RetentionActivities(store, client, self.definitions.agents)
         gate = eager_gate(self._recovery)
         self._recovering = RecoveryInterceptor(
             client,
@@ -272,6 +275,7 @@ class AgentWorker:
                 scheduled_thread_workflow(versioned=version is not None),
                 TaskRunWorkflow,
                 JobRunWorkflow,
+                RetentionSweepWorkflow,
             ],
             activities=[
                 records.init_thread,
@@ -295,6 +299,8 @@ class AgentWorker:
                 job_records.load,
                 job_records.claim,
                 job_admit.admit,
+                retention.find,
+                retention.delete,
             ],
             workflow_runner=workflow_runner(client.data_converter),
             max_cached_workflows=self._max_cached,

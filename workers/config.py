@@ -9,9 +9,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from weft.activities.rate_limits import RateLimit
@@ -203,6 +204,65 @@ class TelemetryConfig(_Config):
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
 
 
+# Public-key algorithms only: never `none`, never HS* (a public key must not become a
+# shared secret).
+JwtAlgorithm = Literal[
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"
+]
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+
+
+class JwtConfig(_Config):
+    """OIDC/JWT bearer tokens accepted by `weft serve` (docs/tenants.md): who issues them,
+    for which audience, where the issuer's public keys are, and which claims carry the
+    tenant and the scopes."""
+
+    issuer: str = Field(min_length=1, description="the `iss` every token must carry")
+    audience: str = Field(min_length=1, description="the `aud` every token must carry")
+    jwks_url: str = Field(
+        description="the issuer's JSON Web Key Set; https, or http on a loopback address"
+    )
+    tenant_claim: str = Field(default="tenant", min_length=1)
+    scopes_claim: str = Field(
+        default="scope",
+        min_length=1,
+        description="a space-separated string or a list of strings; an unknown scope is refused",
+    )
+    scope_prefix: str = Field(
+        default="",
+        description="if set, only entries starting with it are weft's (the prefix "
+        "removed); the claim's other entries (`openid`, `profile`, …) are ignored",
+    )
+    algorithms: list[JwtAlgorithm] = Field(default=["RS256", "ES256"], min_length=1)
+    leeway_seconds: float = Field(default=30, ge=0, le=300)
+    cache_seconds: float = Field(
+        default=300, gt=0, description="how long fetched keys are used before a refetch"
+    )
+    min_refresh_seconds: float = Field(
+        default=30,
+        ge=0,
+        description="the least time between two fetches of the key set (a flood of tokens "
+        "naming unknown keys fetches it once)",
+    )
+
+    @field_validator("jwks_url")
+    @classmethod
+    def _jwks_url(cls, url: str) -> str:
+        parsed = urlsplit(url)
+        if parsed.scheme not in ("https", "http") or not parsed.hostname:
+            raise ValueError(f"must be an https:// URL, not {url!r}")
+        if parsed.scheme == "http" and parsed.hostname not in LOOPBACK_HOSTS:
+            # Keys fetched in the clear could be swapped for an attacker's on the way.
+            raise ValueError(f"must be https:// (http only on a loopback address), not {url!r}")
+        return url
+
+
+class ServeConfig(_Config):
+    """`weft serve`: what it accepts besides its token and API keys."""
+
+    jwt: JwtConfig | None = None
+
+
 class WeftConfig(_Config):
     """Everything a worker, the CLI or the demo needs."""
 
@@ -212,6 +272,7 @@ class WeftConfig(_Config):
     codec: CodecConfig = Field(default_factory=CodecConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     deployment: DeploymentConfig = Field(default_factory=DeploymentConfig)
+    serve: ServeConfig = Field(default_factory=ServeConfig)
     definitions: str = "workers/demo/definitions"
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     root: Path = Field(default_factory=Path.cwd, exclude=True)

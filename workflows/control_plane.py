@@ -159,7 +159,7 @@ class ControlPlane:
         message = parse_single(name, values, QueuedMessage)
         if not refused_after_terminate(self._mem, name):
             self._check_size(name, message)
-            self._queue.add_message(message, source=name)
+            self._queue.add_message(message, source=name, measured=True)
 
     def _queue_tool(self, name: str, values: list[Any]) -> None:
         tool = parse_single(name, values, QueuedTool)
@@ -336,7 +336,7 @@ class ControlPlane:
     def _queue_message_intent(self, intent: Intent) -> None:
         message = parse_single("queueMessage", [intent.data], QueuedMessage)
         self._check_size(f"{intent.kind} intent", message)
-        self._queue.add_message(message, source="queue_message_intent")
+        self._queue.add_message(message, source="queue_message_intent", measured=True)
 
     def _queue_tool_intent(self, intent: Intent) -> None:
         tool = parse_single("queueTool", [intent.data], QueuedTool)

@@ -1,8 +1,9 @@
 """Runtime §3 step 1: drain the thread's queue into the step's new messages.
 
 Queued tools run at once through the normal tool flow; a queued message too large to
-schedule is refused (only the start input or a tool's intent can bring one: signals are
-checked on arrival).
+schedule is refused. Signals and tools' intents are measured on arrival (and refused
+there), so only the others are measured here: the start input's messages, a subagent's
+report, `submit_turn`'s message, a continued run's queue.
 """
 
 from __future__ import annotations
@@ -59,25 +60,23 @@ class Intake:
             return drained
         budget = mem.start.options.payload_budget_bytes
         while queue:
-            entry = queue.pop()
+            entry, measured = queue.take()
             mem.turns.join(entry.turn_id, turn_id)
-            if entry.message is not None and encoded_size(entry.message) > budget:
-                drained.oversized.append(
-                    _too_large(entry.queue_id, entry.turn_id, entry.message, budget)
-                )
-            elif entry.message is not None:
-                msg = entry.message
+            message = entry.message
+            if message is not None and not measured and encoded_size(message) > budget:
+                drained.oversized.append(_too_large(entry.queue_id, entry.turn_id, message, budget))
+            elif message is not None:
                 # A queued assistant message speaks for side A (and so wakes side B); user
                 # and system messages belong to no side, and every side sees them as such.
                 drained.messages.append(
                     mem.new_message(
-                        role=msg.role,
-                        content=msg.content,
-                        side="a" if msg.role == "assistant" else None,
+                        role=message.role,
+                        content=message.content,
+                        side="a" if message.role == "assistant" else None,
                         turn_id=turn_id,
-                        attachments=msg.attachments,
-                        silent=msg.silent,
-                        metadata=msg.metadata,
+                        attachments=message.attachments,
+                        silent=message.silent,
+                        metadata=message.metadata,
                     )
                 )
             elif entry.tool is not None:

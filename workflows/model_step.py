@@ -126,19 +126,21 @@ class ModelCaller:
         step_id: str,
         new_messages: list[Message],
         scope: PromptScope | None = None,
+        *,
+        agent: InForce | None = None,
     ) -> ModelCallResult | None:
         """The assistant's reply; None when every model failed (the stop reason says why).
 
-        The agent in force is resolved once here and handed to the parts the call crosses
-        (again only when the definitions moved). Raises `ModelInterrupted` when a newer
-        message interrupted the call. Inside a prompt tool (`scope`) it calls that prompt's
-        model, raises `PromptModelFailed` when every model failed, and leaves the thread's
-        context alone: a prompt tool's messages are not the caller's transcript, so they
-        are neither fitted nor counted, and a newer message waits for the main loop instead
-        of interrupting.
+        `agent` is the agent in force as the step resolved it (resolved here when not
+        given); the call hands it to the parts it crosses, and resolves it again only when
+        the definitions moved. Raises `ModelInterrupted` when a newer message interrupted
+        the call. Inside a prompt tool (`scope`) it calls that prompt's model, raises
+        `PromptModelFailed` when every model failed, and leaves the thread's context alone:
+        a prompt tool's messages are not the caller's transcript, so they are neither fitted
+        nor counted, and a newer message waits for the main loop instead of interrupting.
         """
         mem = self._mem
-        plan = self._plan(side, scope)
+        plan = self._plan(side, scope, agent)
         check = None
         if scope is None:
             check, asked = await self._definitions.first_call_check(
@@ -158,9 +160,9 @@ class ModelCaller:
                 messages, check = changed.messages, None
                 plan = self._plan(side, scope)  # with the definitions it moved to
 
-    def _plan(self, side: Side, scope: PromptScope | None) -> _Plan:
+    def _plan(self, side: Side, scope: PromptScope | None, agent: InForce | None = None) -> _Plan:
         """The agent in force, the prompt and model to call, and what must run first."""
-        agent = self._agents.in_force(side)
+        agent = agent or self._agents.in_force(side)
         snapshot = agent.snapshot
         prompt = snapshot.prompts[scope.prompt] if scope else agent.prompt
         model = snapshot.models[prompt.model] if scope else agent.model

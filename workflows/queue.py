@@ -42,6 +42,10 @@ class ThreadQueue:
 
     def __init__(self, mem: QueueView) -> None:
         self._mem = mem
+        # Queue ids of this run's messages measured against the payload budget on arrival
+        # (a signal's, an intent's): the drain need not encode them again. Not carried: a
+        # continued run measures what it was handed.
+        self._measured: set[str] = set()
 
     def __bool__(self) -> bool:
         return bool(self._mem.queue)
@@ -50,15 +54,23 @@ class ThreadQueue:
         return len(self._mem.queue)
 
     def add_message(
-        self, message: QueuedMessage, *, source: str = "runtime", policy: str = "enqueue"
+        self,
+        message: QueuedMessage,
+        *,
+        source: str = "runtime",
+        policy: str = "enqueue",
+        measured: bool = False,
     ) -> QueueEntry:
         """Queue a message as a turn of its own; `turn.submitted` says so.
 
         `source` is what sent it (`submit_turn`, `queue_message`, a tool's intent, or the
-        runtime: a subagent's report); `policy` the submit policy it came with.
+        runtime: a subagent's report); `policy` the submit policy it came with; `measured`
+        that it was found within the payload budget on arrival.
         """
         mem = self._mem
         entry = self._entry(message=message)
+        if measured:
+            self._measured.add(entry.queue_id)
         starts_now = mem.is_idle() and not mem.queue
         self._append(entry)
         if mem.truthful_log:  # new in runs that asked the patch: old histories replay as was
@@ -85,7 +97,15 @@ class ThreadQueue:
 
     def pop(self) -> QueueEntry:
         """The oldest entry, removed (no event: the drain records one for all it took)."""
-        return self._mem.queue.popleft()
+        return self.take()[0]
+
+    def take(self) -> tuple[QueueEntry, bool]:
+        """The oldest entry, removed as `pop` does, and whether it was measured against the
+        payload budget on arrival."""
+        entry = self._mem.queue.popleft()
+        measured = entry.queue_id in self._measured
+        self._measured.discard(entry.queue_id)
+        return entry, measured
 
     def head(self) -> QueueEntry:
         return self._mem.queue[0]

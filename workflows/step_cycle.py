@@ -59,19 +59,24 @@ class StepCycle:
         mem = self._mem
         drained = await self._intake.drain(side, turn_id, step_id)  # 1
         new_messages = await self._agent_tools.start_immediate(side, turn_id, drained.messages)
+        # The agent this step calls, resolved once the queued tools ran (one may hand off).
+        agent = self._agents.in_force(side)
         if mem.is_terminated():
             return Stop("session", "aborted_by_user")
         while True:
             if drained.oversized:
                 return self._intake.refuse(drained, turn_id=turn_id, step_id=step_id)
             try:
-                reply = await self._model.call(side, turn_id, step_id, new_messages)  # 2-4
+                reply = await self._model.call(  # 2-4
+                    side, turn_id, step_id, new_messages, agent=agent
+                )
                 break
             except ModelInterrupted:
                 # The drained messages went back to the outbox: restart the step with
                 # whatever is queued now.
                 drained = await self._intake.drain(side, turn_id, step_id)
                 new_messages = drained.messages
+                agent = self._agents.in_force(side)
         if reply is None:
             return Stop("session", mem.stop_reason or "step_error")
         outcomes = await self._tools.run_calls(  # 5-6

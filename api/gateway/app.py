@@ -28,6 +28,7 @@ from weft.api.auth import (
     authorize,
 )
 from weft.api.gateway.models import ErrorBody, Health, ProvideValues, ValuesAccepted
+from weft.api.jwt_auth import JwtVerifier
 from weft.contract.subagents import SIGNAL_VARIABLES_PROVIDED, VariableRequest, VariablesProvided
 from weft.store import Store
 from weft.store.variable_requests import AlreadyProvided, InvalidValues, RequestNotFound
@@ -62,11 +63,12 @@ def create_app(
     *,
     title: str = "weft gateway",
     summary: str = "Complete scoped-variable requests of weft threads (Runtime §7.5)",
+    jwt: JwtVerifier | None = None,
 ) -> FastAPI:
     """The gateway app over `store` and `temporal_client`; every route but `/healthz`
-    needs `token` (admin over every tenant) or an API key with the route's scope
-    (api/auth.py)."""
-    authenticator = Authenticator(store, token)
+    needs `token` (admin over every tenant), an API key with the route's scope, or (with
+    `jwt`) an issuer's JWT with it (api/auth.py)."""
+    authenticator = Authenticator(store, token, jwt=jwt)
     # Declares the scheme in the OpenAPI document; `RequireCredential` enforces it on every
     # path before anything else runs (a body is not even read without a credential), and
     # `authorize` checks the route's scope and the tenant of the thread it names.

@@ -42,7 +42,7 @@ from weft.contract.jobs import (
     item_end_event_id,
     item_status_of_task,
 )
-from weft.contract.tasks import SIGNAL_CANCEL_TASK, TASK_WORKFLOW_TYPE, TaskRecord
+from weft.contract.tasks import SIGNAL_CANCEL_TASK, TASK_WORKFLOW_TYPE, TaskRecord, TaskRunInput
 from weft.contract.validation import describe_validation_error
 from weft.workflows.failures import failure_text
 
@@ -52,6 +52,10 @@ _LOCAL = timedelta(seconds=30)
 _HISTORY_EVENTS = 10_000
 _ADMIT_HEARTBEAT = timedelta(seconds=10)
 _ADMIT_LIMIT = timedelta(minutes=10)
+# An item whose task failed only because its last attempt was lost with its worker runs
+# its task again, this many times at most.
+_LOSS_RELAUNCHES = 3
+_LOST_REASON = "its last attempt was lost with its worker"
 
 
 def _now() -> str:
@@ -190,42 +194,60 @@ class JobRunWorkflow:
                 await self._end(job, item, TaskRecord.model_validate(item.settled))
                 return
             assert item.start is not None
-            try:
-                handle = await workflow.start_child_workflow(
-                    TASK_WORKFLOW_TYPE,
-                    item.start.model_dump(mode="json"),
-                    id=item.task_id,
-                    task_queue=workflow.info().task_queue,
-                    # The job cancels its items' tasks itself, with the task's own cancel,
-                    # which records their ends; a closed job run leaves none behind.
-                    parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-                    static_summary=f"{job.assignee} · item {item.index} of {job.job_id}",
-                )
-            except FailureError as err:
-                if is_cancelled_exception(err):
-                    raise
-                await self._failed(job, item, f"its task could not start: {failure_text(err)}")
-                return
-            self._children[item.item_id] = handle
-            await self._emit(
-                "job.item.started",
-                {"jobItem": self._item_data(item)},
-                item=item,
-                event_id=f"{item.item_id}:started:{item.launch}",
-            )
-            if self._cancel is not None:
-                await self._cancel_tasks()
-            try:
-                result = await handle
-            except FailureError as err:
-                if is_cancelled_exception(err):
-                    raise
-                await self._failed(job, item, f"its task's run failed: {failure_text(err)}")
-                return
-            await self._end(job, item, TaskRecord.model_validate(result))
+            start, losses = item.start, 0
+            while True:
+                try:
+                    handle = await self._start_task(job, item, start)
+                except FailureError as err:
+                    if is_cancelled_exception(err):
+                        raise
+                    error = f"its task could not start: {failure_text(err)}"
+                    await self._failed(job, item, error)
+                    return
+                if losses == 0:
+                    await self._emit(
+                        "job.item.started",
+                        {"jobItem": self._item_data(item)},
+                        item=item,
+                        event_id=f"{item.item_id}:started:{item.launch}",
+                    )
+                if self._cancel is not None:
+                    await self._cancel_tasks()
+                try:
+                    task = TaskRecord.model_validate(await handle)
+                except FailureError as err:
+                    if is_cancelled_exception(err):
+                        raise
+                    await self._failed(job, item, f"its task's run failed: {failure_text(err)}")
+                    return
+                if not _lost(task) or losses == _LOSS_RELAUNCHES or self._cancel is not None:
+                    break
+                # Its last attempt was lost with its worker (docs/tasks.md): that is no
+                # verdict on the item, so its task runs again rather than failing it.
+                losses += 1
+                start = TaskRunInput(task=task, retry_reason=_LOST_REASON)
+            await self._end(job, item, task)
         finally:
             self._children.pop(item.item_id, None)
             self._running.pop(item.item_id, None)
+
+    async def _start_task(
+        self, job: JobRecord, item: ClaimedItem, start: TaskRunInput
+    ) -> workflow.ChildWorkflowHandle[Any, Any]:
+        """Start a run of the item's task, registered so a cancel reaches it."""
+        handle = await workflow.start_child_workflow(
+            TASK_WORKFLOW_TYPE,
+            start.model_dump(mode="json"),
+            id=item.task_id,
+            task_queue=workflow.info().task_queue,
+            # The job cancels its items' tasks itself, with the task's own cancel, which
+            # records their ends; a closed job run leaves none behind.
+            parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+            static_summary=f"{job.assignee} · item {item.index} of {job.job_id}",
+        )
+        self._children[item.item_id] = handle
+        self._cancel_sent.discard(item.item_id)
+        return handle
 
     async def _end(self, job: JobRecord, item: ClaimedItem, task: TaskRecord) -> None:
         status = item_status_of_task(task.status)
@@ -339,6 +361,12 @@ class JobRunWorkflow:
             start_to_close_timeout=_LOCAL,
             summary=kind,
         )
+
+
+def _lost(task: TaskRecord) -> bool:
+    """Whether the task failed because its last attempt was lost with its worker."""
+    last = task.current_attempt()
+    return task.status == "failed" and last is not None and last.status == "lost"
 
 
 # The job's status each event leaves it in (the envelope's `status`).
