@@ -4,7 +4,7 @@
 `find` reads the next closed threads past their TTL: the agent's `retention` from the
 definitions this worker serves (the definitions in force), the tenant's from the store.
 `delete` deletes one of them, its children with it, through the deletion machinery
-(client/deletion.py: close, store rows and blobs, every Temporal run), and records each
+(activities/thread_deletion.py: close, store rows and blobs, every Temporal run), and records each
 deleted thread in the audit log as `retention`. A thread nothing is left of was deleted
 by someone else meanwhile: that is no failure.
 """
@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from temporalio import activity
 from temporalio.client import Client
 
-from weft.client.deletion import ThreadNotFound, delete_thread
+from weft.activities.thread_deletion import ThreadNotFound, delete_thread
 from weft.contract.definitions import AgentDef
 from weft.contract.retention import (
     ACTIVITY_RETENTION_DELETE,

@@ -1,5 +1,5 @@
 """`DELETE /threads/{thread_id}`: terminate the thread if it runs and delete everything of
-it, in Temporal and the store (client/deletion.py, docs/deletion.md).
+it, in Temporal and the store (activities/thread_deletion.py, docs/deletion.md).
 
 A tenant's key deletes only its tenant's threads: `authorize` answers 404 for another's
 before this route runs. A thread nothing is left of is a 404 too, so a retried deletion
@@ -13,11 +13,11 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.service import RPCError
 
+from weft.activities.thread_deletion import ThreadNotFound, delete_thread
 from weft.api.context import ApiContext
 from weft.api.gateway.app import GatewayError
 from weft.api.models import error_responses
 from weft.api.thread_routes import ThreadId
-from weft.client.deletion import ThreadNotFound, delete_thread
 
 
 class DeletedThread(BaseModel):

@@ -10,8 +10,7 @@ import json
 import sys
 from typing import Any
 
-from weft.cli.temporal_client import client_from_config
-from weft.client.deletion import (
+from weft.activities.thread_deletion import (
     DEFAULT_GRACE_SECONDS,
     DeletionReport,
     ThreadNotFound,
@@ -19,6 +18,7 @@ from weft.client.deletion import (
     delete_tenant,
     delete_thread,
 )
+from weft.cli.temporal_client import client_from_config
 from weft.contract.tenants import check_tenant
 from weft.store import Store
 from weft.workers.config import WeftConfig

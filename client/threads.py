@@ -16,11 +16,11 @@ from typing import Any
 from temporalio.client import Client, WorkflowHandle
 
 from weft.activities.spill import SPILL_THRESHOLD_BYTES, spill_queued_content
+from weft.activities.thread_deletion import DeletionReport, delete_thread
 from weft.client import inventory
 from weft.client.ask import Policy, ask_thread
 from weft.client.bundles import BundleRef, export_thread, import_bundle
 from weft.client.context import context_snapshot
-from weft.client.deletion import DeletionReport, delete_thread
 from weft.client.forks import Forks
 from weft.client.lineage import with_lineage
 from weft.client.thread_ids import new_thread_id

@@ -1,6 +1,6 @@
 """The API's event feed on real stores: pushed by PostgreSQL NOTIFY (and surviving a dropped
-LISTEN connection), polled by one shared task on SQLite that wakes only the threads that
-advanced."""
+LISTEN connection), watched by one shared thread on SQLite that wakes only the threads that
+advanced (here with a 10 ms safety net, so it queries at every tick)."""
 
 from __future__ import annotations
 

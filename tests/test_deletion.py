@@ -26,9 +26,9 @@ from support import add_script, agent_definitions, idle_after, start_thread, wai
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from weft.activities import thread_deletion
+from weft.activities.thread_deletion import ThreadNotFound, delete_thread
 from weft.cli.main import run as weft_cli
-from weft.client import deletion as client_deletion
-from weft.client.deletion import ThreadNotFound, delete_thread
 from weft.client.threads import Threads
 from weft.definitions import define_tool
 from weft.store import Store
@@ -169,7 +169,7 @@ async def test_deleted_thread_leaves_no_byte(
 
     if backend == "postgres":
         # A crash after the store's part, before Temporal's: the retry below finishes.
-        await client_deletion.close_thread(temporal_client, doomed.id, grace=30)
+        await thread_deletion.close_thread(temporal_client, doomed.id, grace=30)
         rows = store.deletion.delete_thread(doomed.id)
         assert rows.rows["messages"] >= 4 and rows.rows["kv"] == 1 and rows.blobs == 2
         assert [w async for w in temporal_client.list_workflows(f"WorkflowId = '{doomed.id}'")]

@@ -86,6 +86,8 @@ _EXPORTS: dict[str, str] = {
     "ScheduleError": "weft.client.schedules",
     "Schedules": "weft.client.schedules",
     "TaskError": "weft.client.tasks",
+    "ThreadNotFound": "weft.activities.thread_deletion",
+    "DeletionReport": "weft.activities.thread_deletion",
     "Tasks": "weft.client.tasks",
     "TaskRecord": "weft.contract.tasks",
     "JobError": "weft.client.jobs",
@@ -118,6 +120,7 @@ if TYPE_CHECKING:
     from weft._thread import Thread, import_thread
     from weft._worker import Worker
     from weft.activities.crypto import Keyring
+    from weft.activities.thread_deletion import DeletionReport, ThreadNotFound
     from weft.client.ask import ThreadFailed, TurnWaitTimeout
     from weft.client.bundles import BundleRef
     from weft.client.jobs import JobError, Jobs
@@ -165,6 +168,7 @@ __all__ = [
     "BundleError",
     "BundleRef",
     "DefinitionError",
+    "DeletionReport",
     "Definitions",
     "Event",
     "ForkRefused",
@@ -190,6 +194,7 @@ __all__ = [
     "Tasks",
     "Thread",
     "ThreadFailed",
+    "ThreadNotFound",
     "ThreadOptions",
     "ThreadRead",
     "ThreadResult",

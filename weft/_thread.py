@@ -9,9 +9,9 @@ from typing import Any, Literal
 from temporalio.client import Client
 
 from weft._config import DEFAULT_TASK_QUEUE
+from weft.activities.thread_deletion import DeletionReport
 from weft.client.actions import respond_checked, response
 from weft.client.bundles import BundleRef, import_bundle
-from weft.client.deletion import DeletionReport
 from weft.client.starts import CONFIRM_TIMEOUT, start_confirmed
 from weft.client.threads import Threads, tail_events
 from weft.contract.actions import RespondActionResult
