@@ -37,17 +37,18 @@ from weft.activities.providers import ChatProvider, ChatReply, ChatRequest, Delt
 from weft.activities.providers.facts import failure_facts, reply_facts
 from weft.activities.served_definitions import ServedDefinitions
 from weft.activities.snapshots import SnapshotCache
-from weft.activities.spill import spill_if_large
+from weft.activities.spill import resolve_content_refs, spill_if_large
 from weft.activities.streaming import DeltaBatcher, Heartbeater, delta_event
 from weft.activities.structured_output import checked_reply
 from weft.contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult
-from weft.contract.budget import BudgetState
+from weft.contract.budget import BUDGET_EXHAUSTED, BudgetState
 from weft.contract.context import CONTEXT_TOO_LONG, ContextReport
 from weft.contract.definitions import ModelDef
 from weft.contract.definitions_version import DEFINITIONS_CHANGED, DefinitionsRefreshInput
 from weft.contract.events import Event
 from weft.contract.messages import Message
 from weft.store import Store
+from weft.store.tenant_quotas import QuotaExceeded, TenantQuota
 
 
 def truncated(
@@ -133,6 +134,11 @@ class ModelActivities:
         )
         # The routing facts go first: the model was chosen before it was requested.
         start = [*routing_events(call, snapshot, ids), started]
+        tenant_spent = await asyncio.to_thread(
+            self._store.tenant_quotas.spent_of_thread, call.thread_id
+        )
+        if tenant_spent is not None:
+            await asyncio.to_thread(self._refuse_over_tenant_quota, call, ids, start, tenant_spent)
         request, report, lead = await self._requests.prepare(
             call, snapshot, mcp, model, start, hooks
         )
@@ -294,6 +300,48 @@ class ModelActivities:
                 "source": "estimate",
             },
             type=CONTEXT_TOO_LONG,
+            non_retryable=True,
+        )
+
+    def _refuse_over_tenant_quota(
+        self, call: ModelCallInput, ids: AttemptIds, start: list[Event], quota: TenantQuota
+    ) -> None:
+        """The tenant has spent its budget (docs/tenants.md#quotas): store what the step
+        brings (its messages are kept) with `quota.blocked` in place of `model.requested`,
+        and refuse the call as a spent thread budget is refused, so the workflow ends the
+        turn `budget_exhausted` and the model is not called."""
+        limit = quota.spent_limit()
+        assert limit is not None  # spent_of_thread returns only a spent quota
+        spent, cap = (
+            (quota.tokens, quota.max_tokens)
+            if limit == "maxTokens"
+            else (quota.cost_usd, quota.max_cost_usd)
+        )
+        assert cap is not None
+        blocked = attempt_event(
+            call,
+            ids,
+            "blocked",
+            "quota.blocked",
+            {
+                "rootThreadId": call.budget_root or call.thread_id,
+                "tenant": quota.tenant,
+                "limit": "tokens" if limit == "maxTokens" else "costUsd",
+                "spent": spent,
+                "limitValue": cap,
+                "scope": "tenant",
+            },
+        )
+        *before, _requested = start
+        messages, events = resolve_content_refs(
+            self._store, call.new_messages, [*call.outbox, *before, blocked]
+        )
+        self._store.events.record(messages, events)
+        refused = QuotaExceeded(quota.tenant, limit, spent, cap)
+        raise ApplicationError(
+            f"{refused}; the model was not called",
+            {"tenant": quota.tenant, "quota": limit, "spent": spent, "limit": cap},
+            type=BUDGET_EXHAUSTED,
             non_retryable=True,
         )
 

@@ -1,7 +1,7 @@
 """The event stream: delivery latency from store commit to SSE client, and fan-out.
 
 Run: `.venv/bin/python bench/bench_stream.py [--skip-postgres] [--events 200]`. For SQLite
-(one poller, every 50 ms) and PostgreSQL (LISTEN/NOTIFY) it serves the API in its own
+(one feed, a change signal) and PostgreSQL (LISTEN/NOTIFY) it serves the API in its own
 process (the same app `weft serve` builds, with a real Temporal dev server for the thread
 lookups), writes events straight into the store from this process, one at a time, and
 reads them with HTTP SSE clients (httpx) here. Latency runs from the moment the writer's

@@ -27,6 +27,7 @@ from weft.store.events import events_by_thread, insert_events
 from weft.store.messages import insert_messages, message_rows
 from weft.store.outcome_fence import any_closed, locked
 from weft.store.tables import budgets
+from weft.store.tenant_quotas import charge_tenant
 
 # Makes the ledger's own events (quota.low, limit.changed, quota.blocked) as facts of the
 # write that caused them: (id suffix, type, payload) -> Event.
@@ -154,6 +155,10 @@ class Budgets:
             if charge is None:
                 return stored, None
             charged = any(e.event_id == charge.event_id for e in stored)
+            if charged:  # the tenant's budget counts every charge of its trees too
+                charge_tenant(
+                    connection, charge.root_thread_id, charge.tokens, charge.cost_usd or 0.0
+                )
             # A charge returns the ledger it leaves; a retried attempt's only reads it.
             row = (
                 _add(connection, charge, now)

@@ -37,6 +37,7 @@ from weft.store.snapshots import Snapshots
 from weft.store.step_reads import StepReads
 from weft.store.subagents import Subagents
 from weft.store.tasks import Tasks
+from weft.store.tenant_quotas import TenantQuotas
 from weft.store.threads import Threads
 from weft.store.transcripts import Transcripts
 from weft.store.urls import create_store_engine
@@ -88,6 +89,8 @@ class Store:
         self.deletion = Deletion(self._database)
         # Each tenant's TTL for closed threads, and the threads past theirs (docs/deletion.md).
         self.retention = RetentionPolicies(self._database)
+        # Each tenant's active-thread limit and budget (docs/tenants.md#quotas).
+        self.tenant_quotas = TenantQuotas(self._database)
         self.step_reads = StepReads(self._database, self.threads, self.transcripts)
 
     @classmethod

@@ -430,3 +430,17 @@ retention_policies = Table(
     Column("ttl_seconds", BigInteger, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
+
+# Each tenant's quotas and what its threads spent since they were set
+# (store/tenant_quotas.py, docs/tenants.md#quotas).
+tenant_quotas = Table(
+    "tenant_quotas",
+    metadata,
+    Column("tenant", String(ID_LENGTH), primary_key=True),
+    Column("max_active_threads", Integer),  # null: no limit
+    Column("max_tokens", BigInteger),
+    Column("max_cost_usd", Float),
+    Column("tokens", BigInteger, nullable=False),
+    Column("cost_usd", Float, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)

@@ -20,7 +20,7 @@ from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 
 from weft.contract.messages import MessagePage
 from weft.workflows.agent_thread import TRUTHFUL_LOG_PATCH
-from weft.workflows.definitions_refresh import DEFINITIONS_VERSION_PATCH
+from weft.workflows.definitions_refresh import DEFINITIONS_CHECK_PATCH, DEFINITIONS_VERSION_PATCH
 from weft.workflows.history_gauge import GAUGE_PATCH
 from weft.workflows.subagents.spawner import CHILD_ID_PATCH
 
@@ -130,9 +130,9 @@ async def test_a_long_turn_across_many_runs_loses_nothing(
     print(f"signals during a transition: {first} in a first task, {rejected} rejected CAN")
     assert first + rejected >= 1, "no signal arrived during a transition"
     # Each run decides from the history gauge, asked for in its first workflow task: the
-    # run's first command is that patch's marker, the truthful-log, child-id and
-    # definitions-version patches (asked once per run) follow in the same task, no later patch
-    # marker is written.
+    # run's first command is that patch's marker, the truthful-log, child-id,
+    # definitions-version and definitions-check patches (asked once per run) follow in the
+    # same task, no later patch marker is written.
     # (A patch asked for where a run decides could land where a replay does not ask.)
     scheduled = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     completed = EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
@@ -147,6 +147,7 @@ async def test_a_long_turn_across_many_runs_loses_nothing(
             TRUTHFUL_LOG_PATCH,
             CHILD_ID_PATCH,
             DEFINITIONS_VERSION_PATCH,
+            DEFINITIONS_CHECK_PATCH,
         ]
         assert markers[0][0] == first_command.event_id
         assert len(task_done) == 1 or markers[-1][0] < task_done[1]
