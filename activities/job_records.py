@@ -91,7 +91,12 @@ class JobRecordActivities:
                 "taskId": item.task_id,
                 "objective": item.input,
                 "assignee": job.assignee,
-                "scope": {"sessionId": job.session_id} if job.session_id else {},
+                # An item's task is its job's tenant's (none: `default`, left out).
+                "scope": {
+                    k: v
+                    for k, v in (("sessionId", job.session_id), ("tenant", job.tenant))
+                    if v is not None
+                },
                 "constraints": job.constraints.model_dump(mode="json"),
                 "acceptance": job.acceptance.model_dump(mode="json", by_alias=True),
                 "createdAt": at,

@@ -37,6 +37,7 @@ from weft.api.models import (
     TurnWaiting,
     error_responses,
 )
+from weft.api.quotas import require_budget_quota
 from weft.api.thread_routes import ID_PATH_PATTERN, ThreadId
 from weft.client.actions import response
 from weft.client.ask import ThreadFailed, TurnWaitTimeout, ask_thread
@@ -81,7 +82,7 @@ def router(ctx: ApiContext) -> APIRouter:
         "/threads/{thread_id}/messages",
         status_code=202,
         response_model=SubmitTurnResult,
-        responses=error_responses(*_CONTROL_ERRORS),
+        responses=error_responses(*_CONTROL_ERRORS, 429),
         summary="Queue a message (submit_turn, enqueue): it starts a turn or waits its turn",
     )
     async def queue_message(
@@ -89,6 +90,7 @@ def router(ctx: ApiContext) -> APIRouter:
     ) -> Response:
         async def act() -> Reply:
             await require_running(ctx, thread_id)
+            await require_budget_quota(ctx, thread_id)
             message = await _queued(ctx, body)
             result = await _submit(
                 ctx, thread_id, message, "enqueue", request.derived_id("message")
@@ -103,13 +105,14 @@ def router(ctx: ApiContext) -> APIRouter:
         response_model=SubmitTurnResult | TurnWaiting,
         responses={
             200: {"model": TurnResult, "description": "wait=completed: how the turn ended"},
-            **error_responses(*_CONTROL_ERRORS),
+            **error_responses(*_CONTROL_ERRORS, 429),
         },
         summary="Submit a turn with a policy; wait until it is queued, or until it ends",
     )
     async def submit_turn(thread_id: ThreadId, body: TurnInput, request: Idempotent) -> Response:
         async def act() -> Reply:
             await require_running(ctx, thread_id)
+            await require_budget_quota(ctx, thread_id)
             message = await _queued(ctx, body)
             update_id = request.derived_id("turn")
             if body.wait == "accepted":

@@ -37,6 +37,7 @@ from weft.api.models import (
     ThreadSummary,
     error_responses,
 )
+from weft.api.quotas import refused as quota_refused
 from weft.client.liveness import QUERY_TIMEOUT, UNANSWERED
 from weft.client.resume import snapshot, thread_read
 from weft.client.starts import ThreadStartRefused, start_confirmed
@@ -52,6 +53,7 @@ from weft.contract.messages import Message
 from weft.contract.thread import QUERY_THREAD_READ, ThreadRead
 from weft.contract.validation import describe_validation_error
 from weft.store.file_paths import InvalidPathError, normalize_path
+from weft.store.tenant_quotas import QuotaExceeded
 
 # How long `POST /threads` waits for a worker's verdict before answering unconfirmed.
 CONFIRM_SECONDS = 10.0
@@ -105,7 +107,7 @@ def router(ctx: ApiContext) -> APIRouter:
         "/threads",
         status_code=201,
         response_model=ThreadStarted,
-        responses=error_responses(*POST_ERRORS, 503),
+        responses=error_responses(*POST_ERRORS, 429, 503),
         summary="Start a thread; the worker's verdict on it is waited for",
     )
     async def start_thread(body: StartThread, request: Idempotent, http: Request) -> Response:
@@ -238,6 +240,8 @@ async def _start(
         raise GatewayError(
             422, f"the worker refused agent {body.agent!r}: {err.reason}", fields=["agent"]
         ) from None
+    except QuotaExceeded as err:  # nothing started: the tenant is at a quota
+        raise quota_refused(err) from None
     except WorkflowAlreadyStartedError:
         if derived is not None:
             return await _started_before(ctx, derived)

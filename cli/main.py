@@ -35,6 +35,7 @@ from weft.cli import (
     job_command,
     key_command,
     list_command,
+    quota_command,
     respond_command,
     retention_command,
     schedule_command,
@@ -218,6 +219,7 @@ def _parser() -> argparse.ArgumentParser:
     key_command.register(commands)
     audit_command.register(commands)
     delete_command.register_tenant(commands)
+    quota_command.register(commands)  # under `weft tenant`: after register_tenant
     retention_command.register(commands)
     return parser
 

@@ -53,6 +53,7 @@ from weft.contract.messages import (
     QueuedMessage,
     SubmitTurnResult,
 )
+from weft.contract.tenants import DEFAULT_TENANT
 from weft.contract.thread import (
     QUERY_MESSAGES,
     QUERY_THREAD_READ,
@@ -101,6 +102,10 @@ class Threads:
         queued = [await self._spilled(_as_message(m)) for m in messages]
         start = ThreadStartInput.model_validate({"agent": agent, "messages": queued, **fields})
         thread_id = thread_id or new_thread_id(start.agent)
+        if self._store is not None:  # QuotaExceeded when the tenant is at a quota
+            await asyncio.to_thread(
+                self._store.tenant_quotas.check_start, start.tenant or DEFAULT_TENANT
+            )
         if start.session_id is None:  # the workflow derives the same; here it is searchable
             start.session_id = default_session_id(thread_id)
         return await self._client.start_workflow(
@@ -120,6 +125,7 @@ class Threads:
 
     async def send(self, thread_id: str, content: str, *, role: str = "user") -> None:
         """Queue a message with the `queue_message` signal."""
+        await self._within_budget_quota(thread_id)
         message = await self._queued(role, content)
         await self.handle(thread_id).signal(SIGNAL_QUEUE_MESSAGE, message)
 
@@ -127,6 +133,7 @@ class Threads:
         self, thread_id: str, content: str, *, role: str = "user"
     ) -> SubmitTurnResult:
         """Queue a message with the `submit_turn` update; rejected when terminated."""
+        await self._within_budget_quota(thread_id)
         message = await self._queued(role, content)
         # Handles by id are untyped: the converter builds the model (`result_type`), and
         # `model_validate` passes that instance through, typed.
@@ -156,6 +163,7 @@ class Threads:
         `temporalio.client.WorkflowUpdateFailedError`; one whose workflow failed (its
         worker refused the thread) raises `ThreadFailed` with the reason.
         """
+        await self._within_budget_quota(thread_id)
         message = await self._queued("user", text)
         return await ask_thread(
             self._client,
@@ -367,6 +375,12 @@ class Threads:
         # `result()` takes no `result_type`: the handle carries it.
         handle = self._client.get_workflow_handle(thread_id, result_type=ThreadResult)
         return ThreadResult.model_validate(await handle.result())
+
+    async def _within_budget_quota(self, thread_id: str) -> None:
+        """QuotaExceeded when the thread's tenant has spent its budget (with a store):
+        its model call would only refuse the message (docs/tenants.md#quotas)."""
+        if self._store is not None:
+            await asyncio.to_thread(self._store.tenant_quotas.check_budget_of_thread, thread_id)
 
     async def _queued(self, role: str, content: str) -> QueuedMessage:
         """The message to signal: large content goes to the store first when there is one."""

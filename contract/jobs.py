@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from weft.contract.tasks import TaskAcceptance, TaskConstraints, TaskOutput, TaskRunInput
+from weft.contract.tenants import TenantName
 from weft.contract.wire import CamelModel
 
 JOB_WORKFLOW_TYPE = "JobRun"
@@ -77,6 +78,9 @@ class JobSpec(CamelModel):
     )
     acceptance: TaskAcceptance = Field(default_factory=TaskAcceptance)
     session_id: str | None = Field(default=None, min_length=1, max_length=255)
+    tenant: TenantName | None = Field(
+        default=None, description="the tenant the job and its items' tasks belong to"
+    )
     rate: JobRate | None = None
     items_per_run: int = Field(
         default=200,

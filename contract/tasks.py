@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from weft.contract.budget import Budget
+from weft.contract.tenants import TenantName
 from weft.contract.wire import CamelModel
 
 TASK_WORKFLOW_TYPE = "TaskRun"
@@ -106,6 +107,11 @@ class TaskScope(CamelModel):
     session_id: str | None = Field(default=None, min_length=1, max_length=255)
     thread_id: str | None = Field(default=None, min_length=1, max_length=255)
     parent_task_id: str | None = Field(default=None, min_length=1, max_length=255)
+    # None is `default`'s: the attempts of a task without one start as before tenants
+    # (no tenant in their input, no `WeftTenant`), so older runs replay unchanged.
+    tenant: TenantName | None = Field(
+        default=None, description="the tenant the task and its attempt threads belong to"
+    )
 
 
 class TaskConstraints(CamelModel):

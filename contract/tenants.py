@@ -16,7 +16,9 @@ DEFAULT_TENANT = "default"
 TENANT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
 
 # What a key may do. `admin` is every scope over every tenant, as the server's own token.
-Scope = Literal["threads:read", "threads:write", "actions:respond", "admin"]
+Scope = Literal[
+    "threads:read", "threads:write", "actions:respond", "tasks:read", "tasks:write", "admin"
+]
 SCOPES: tuple[Scope, ...] = get_args(Scope)
 
 

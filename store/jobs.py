@@ -25,6 +25,7 @@ from sqlalchemy import (
     UniqueConstraint,
     func,
     select,
+    text,
     update,
 )
 
@@ -37,6 +38,7 @@ from weft.contract.jobs import (
     JobRecord,
 )
 from weft.contract.tasks import TaskOutput
+from weft.contract.tenants import DEFAULT_TENANT
 from weft.store.database import Database
 from weft.store.events import insert_events
 from weft.store.rows import row_to_event
@@ -52,7 +54,10 @@ jobs = Table(
     Column("data", JSON, nullable=False),  # the JobRecord
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    # The job's tenant (none: `default`), set at its creation (docs/tenants.md).
+    Column("tenant", String(ID_LENGTH), nullable=False, server_default=text("'default'")),
     Index("ix_jobs_status_updated", "status", "updated_at"),
+    Index("ix_jobs_tenant_updated", "tenant", "updated_at"),
 )
 
 # One row per item, in the order given: its input, status and outcome.
@@ -100,6 +105,7 @@ class Jobs:
                         job_id=record.job_id,
                         status=record.status,
                         assignee=record.assignee,
+                        tenant=record.tenant or DEFAULT_TENANT,
                         data=record.model_dump(mode="json"),
                         created_at=now,
                         updated_at=now,
@@ -134,6 +140,14 @@ class Jobs:
 
         return self._db.retrying(once)
 
+    def tenant(self, job_id: str) -> str | None:
+        """The tenant the job belongs to, or None when there is no such job."""
+        with self._db.read() as connection:
+            found: str | None = connection.scalar(
+                select(jobs.c.tenant).where(jobs.c.job_id == job_id)
+            )
+        return found
+
     def get(self, job_id: str) -> JobRecord | None:
         """The job's row, or None when no such job was created."""
         with self._db.read() as connection:
@@ -141,12 +155,18 @@ class Jobs:
         return None if data is None else JobRecord.model_validate(data)
 
     def list(
-        self, *, statuses: Sequence[str] | None = None, limit: int = 100
+        self,
+        *,
+        statuses: Sequence[str] | None = None,
+        tenant: str | None = None,
+        limit: int = 100,
     ) -> builtins.list[JobRecord]:
-        """Jobs, most recently changed first."""
+        """Jobs, most recently changed first (of one `tenant`, when given)."""
         query = select(jobs.c.data).order_by(jobs.c.updated_at.desc(), jobs.c.job_id)
         if statuses is not None:
             query = query.where(jobs.c.status.in_(builtins.list(statuses)))
+        if tenant is not None:
+            query = query.where(jobs.c.tenant == tenant)
         with self._db.read() as connection:
             return [JobRecord.model_validate(d) for d in connection.scalars(query.limit(limit))]
 

@@ -384,7 +384,10 @@ tasks = Table(
     Column("data", JSON, nullable=False),  # the TaskRecord, as the events made it
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    # The task's `scope.tenant` (none: `default`), set at its creation (docs/tenants.md).
+    Column("tenant", String(ID_LENGTH), nullable=False, server_default=text("'default'")),
     Index("ix_tasks_status_updated", "status", "updated_at"),
+    Index("ix_tasks_tenant_updated", "tenant", "updated_at"),
 )
 
 # API keys of the HTTP API (store/api_keys.py, docs/tenants.md): only a hash of each

@@ -22,6 +22,7 @@ from weft.contract.tasks import (
     find_cycle,
     rebuild,
 )
+from weft.contract.tenants import DEFAULT_TENANT
 from weft.store.database import Database
 from weft.store.events import insert_events
 from weft.store.rows import row_to_event
@@ -135,15 +136,27 @@ class Tasks:
             data = connection.scalar(select(tasks.c.data).where(tasks.c.task_id == task_id))
         return None if data is None else TaskRecord.model_validate(data)
 
+    def tenant(self, task_id: str) -> str | None:
+        """The tenant the task belongs to, or None when there is no such task."""
+        with self._db.read() as connection:
+            found: str | None = connection.scalar(
+                select(tasks.c.tenant).where(tasks.c.task_id == task_id)
+            )
+        return found
+
     def list(
         self,
         *,
         statuses: Sequence[str] | None = None,
         session_id: str | None = None,
+        tenant: str | None = None,
         limit: int = 100,
     ) -> builtins.list[TaskRecord]:
-        """Tasks, most recently changed first, optionally of `statuses` or one session."""
+        """Tasks, most recently changed first, optionally of `statuses`, one session or
+        one tenant."""
         query = select(tasks.c.data).order_by(tasks.c.updated_at.desc(), tasks.c.task_id)
+        if tenant is not None:
+            query = query.where(tasks.c.tenant == tenant)
         if statuses is not None:
             query = query.where(tasks.c.status.in_(list(statuses)))
         if session_id is not None:
@@ -222,5 +235,11 @@ def _fold(database: Database, connection: Connection, task_id: str, fresh: list[
         "data": record.model_dump(mode="json"),
         "updated_at": now,
     }
-    insert = database.insert(tasks).values(task_id=task_id, created_at=now, **values)
+    # The tenant is the created task's, never changed by a later event.
+    insert = database.insert(tasks).values(
+        task_id=task_id,
+        created_at=now,
+        tenant=record.scope.tenant or DEFAULT_TENANT,
+        **values,
+    )
     connection.execute(insert.on_conflict_do_update(index_elements=["task_id"], set_=values))

@@ -45,6 +45,7 @@ from weft.contract.thread import (
     ThreadStartInput,
 )
 from weft.workflows.failures import failure_text
+from weft.workflows.search_attributes import start_attributes
 from weft.workflows.tasks.task_log import LOCAL_TIMEOUT, TaskLog, now_iso
 from weft.workflows.tasks.task_views import RunFacts
 
@@ -209,14 +210,20 @@ class AttemptLoop:
         """Start the attempt's thread and run `task.attempt` on it."""
         commands = self._run.commands
         options = ThreadOptions(budget=task.constraints.budget)
+        # The attempt's thread is its task's tenant's; a task without one (None) starts
+        # it exactly as before tenants: no tenant in its input, no search attribute.
         child = ThreadStartInput(
-            agent=task.assignee, session_id=task.scope.session_id, options=options
+            agent=task.assignee,
+            session_id=task.scope.session_id,
+            options=options,
+            tenant=task.scope.tenant,
         )
         await workflow.start_child_workflow(
             WORKFLOW_TYPE,
             child.model_dump(mode="json", by_alias=True, exclude_none=True),
             id=thread_id,
             task_queue=workflow.info().task_queue,
+            search_attributes=start_attributes(task.scope.tenant),
             # Not TERMINATE: the task closes the thread itself with the soft terminate,
             # which records the thread's end; a hard termination would record nothing.
             parent_close_policy=workflow.ParentClosePolicy.ABANDON,

@@ -1,4 +1,5 @@
-"""Tenant quotas: each tenant's active-thread limit and budget, and what it spent.
+"""Tenant quotas (each tenant's active-thread limit and budget, and what it spent), and
+the tenant of each task and job (`default` for those made before tenants).
 
 Revision ID: 0018
 Revises: 0017
@@ -29,7 +30,19 @@ def upgrade() -> None:
         sa.Column("cost_usd", sa.Float, nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
     )
+    for table in ("tasks", "jobs"):
+        with op.batch_alter_table(table) as batch:
+            batch.add_column(
+                sa.Column(
+                    "tenant", sa.String(255), nullable=False, server_default=sa.text("'default'")
+                )
+            )
+        op.create_index(f"ix_{table}_tenant_updated", table, ["tenant", "updated_at"])
 
 
 def downgrade() -> None:
+    for table in ("tasks", "jobs"):
+        op.drop_index(f"ix_{table}_tenant_updated", table_name=table)
+        with op.batch_alter_table(table) as batch:
+            batch.drop_column("tenant")
     op.drop_table("tenant_quotas")
