@@ -54,11 +54,13 @@ from weft.contract.tasks import (
     TaskProgress,
     TaskRecord,
     TaskRunInput,
+    TaskScope,
     TaskSnapshot,
     TaskSpec,
     check_task_id,
     task_snapshot,
 )
+from weft.contract.tenants import DEFAULT_TENANT, check_tenant
 from weft.contract.validation import describe_validation_error
 from weft.store import Store
 
@@ -86,11 +88,15 @@ class TaskCommands:
         task_id: str | None = None,
         dependencies: Sequence[str] = (),
         acceptance_schema: dict[str, Any] | None = None,
+        tenant: str | None = None,
         **fields: Any,
     ) -> TaskRecord:
         """Create a task and start it (unless `auto_start=False`: then it waits for
         `start`); `fields` are the other `TaskSpec` fields (`scope`, `constraints` as dicts
-        or models). A dependency may name a task created later."""
+        or models). A dependency may name a task created later.
+
+        `tenant` (docs/tenants.md) is the task's and its attempt threads'; none given, a
+        task scoped to a thread is that thread's tenant's, any other `default`'s."""
         spec = _spec(
             {
                 "objective": objective,
@@ -100,6 +106,7 @@ class TaskCommands:
                 **fields,
             }
         )
+        spec.scope = self._tenant_scope(spec.scope, tenant)
         try:
             task_id = check_task_id(task_id) if task_id else new_task_id()
         except ValueError as err:
@@ -122,6 +129,26 @@ class TaskCommands:
             raise TaskError(f"task {task_id} could not start: {err}") from err
         return self.get(task_id)
 
+    def _tenant_scope(self, scope: TaskScope, tenant: str | None) -> TaskScope:
+        """`scope` with the task's tenant: `tenant`, else its thread's; TaskError naming
+        `tenant` for a bad name or one that contradicts `scope.tenant`."""
+        if tenant is not None:
+            try:
+                check_tenant(tenant)
+            except ValueError as err:
+                raise TaskError(str(err), field="tenant") from None
+            if scope.tenant not in (None, tenant):
+                raise TaskError(
+                    f"scope.tenant {scope.tenant!r} is not the tenant {tenant!r} the task is "
+                    "created for",
+                    field="scope.tenant",
+                )
+        elif scope.tenant is None and scope.thread_id is not None:
+            tenant = self._store.threads.tenant(scope.thread_id)
+        if tenant is None or tenant == DEFAULT_TENANT:
+            return scope  # `default`'s: left out, as before tenants
+        return scope.model_copy(update={"tenant": tenant})
+
     def find(self, task_id: str) -> TaskRecord | None:
         """The task as the store has it, or None."""
         return self._store.tasks.get(task_id)
@@ -138,15 +165,20 @@ class TaskCommands:
         *,
         statuses: Sequence[str] | None = None,
         session_id: str | None = None,
+        tenant: str | None = None,
         limit: int = 100,
     ) -> builtins.list[TaskRecord]:
-        """Tasks, most recently changed first."""
-        return self._store.tasks.list(statuses=statuses, session_id=session_id, limit=limit)
+        """Tasks, most recently changed first (of one `tenant`, when given)."""
+        return self._store.tasks.list(
+            statuses=statuses, session_id=session_id, tenant=tenant, limit=limit
+        )
 
-    def snapshot(self, *, session_id: str | None = None, limit: int = 500) -> TaskSnapshot:
+    def snapshot(
+        self, *, session_id: str | None = None, tenant: str | None = None, limit: int = 500
+    ) -> TaskSnapshot:
         """`task_snapshot`: active, waiting, failed, lost and recent terminal tasks, the
         graph, the current attempts and delivery, from the store."""
-        return task_snapshot(self.list(session_id=session_id, limit=limit))
+        return task_snapshot(self.list(session_id=session_id, tenant=tenant, limit=limit))
 
     def events(self, task_id: str) -> builtins.list[Event]:
         """The task's log, oldest first."""

@@ -133,7 +133,7 @@ async def delete_tenant(
     audit_subject: str | None = None,
 ) -> DeletionReport:
     """Delete every thread of `tenant` (in the store or in Temporal's visibility), their
-    children included, then the tenant's API keys."""
+    children included, then the tenant's API keys, quota and retention policy."""
     check_tenant(tenant)
     stored = await asyncio.to_thread(store.deletion.tenant_threads, tenant)
     listed = [w.id async for w in client.list_workflows(_tenant_query(tenant))]
@@ -142,7 +142,7 @@ async def delete_tenant(
     for thread_id in sorted(set(stored) | set(listed)):
         if thread_id not in seen and _THREAD_ID.fullmatch(thread_id):
             await _delete_tree(client, store, thread_id, True, grace, report, seen)
-    report.api_keys = await asyncio.to_thread(store.deletion.delete_tenant_keys, tenant)
+    report.api_keys = await asyncio.to_thread(store.deletion.delete_tenant_records, tenant)
     if audit_subject is not None:
         await _audit(store, audit_subject, None, f"/tenants/{tenant}")
     return report

@@ -17,6 +17,7 @@ from weft.api import (
     inbox_routes,
     inventory_routes,
     job_routes,
+    subagent_routes,
     task_routes,
     thread_routes,
 )
@@ -48,6 +49,7 @@ def create_api(
     routers = (
         thread_routes,
         inventory_routes,
+        subagent_routes,
         control_routes,
         deletion_routes,
         event_routes,

@@ -6,9 +6,9 @@ when `serve.jwt` is configured, an issuer's JWT, which acts for the tenant and w
 scopes its claims name (`jwt_auth.py`).
 `RequireCredential` (ASGI middleware) turns the credential into a `Principal` before
 anything else runs, or answers 401. `authorize` (an app-wide dependency) then checks the
-matched route's scope (403 naming it) and, for a tenant's key, that a thread named in the
-path is its tenant's: any other thread answers 404 exactly as an unknown one does, so a
-key never learns whether another tenant's thread exists. Every authenticated POST (a
+matched route's scope (403 naming it) and, for a tenant's key, that a thread, task or job
+named in the path is its tenant's: any other answers 404 exactly as an unknown one does,
+so a key never learns whether another tenant's thread, task or job exists. Every authenticated POST (a
 control action) and DELETE is recorded in the store's audit log with who sent it and its
 status.
 """
@@ -54,7 +54,7 @@ TOKEN_COOKIE = "weft_token"
 TOKEN_SUBJECT = "token"  # the server's own token, in audit records
 
 # What each route needs, by method and path template. A route missing here needs `admin`:
-# a route nobody has scoped for tenants yet (forks, bundles, deployments, tasks) stays
+# a route nobody has scoped for tenants yet (forks, bundles, deployments) stays
 # with the operator rather than showing one tenant another's work.
 ANY: Final = "any"  # any valid credential
 OPEN: Final = "open"  # no credential at all
@@ -73,6 +73,7 @@ ROUTE_SCOPES: dict[tuple[str, str], RouteScope] = {
     ("GET", "/threads/{thread_id}/files/{path:path}"): "threads:read",
     ("GET", "/threads/{thread_id}/tools"): "threads:read",
     ("GET", "/threads/{thread_id}/environment"): "threads:read",
+    ("GET", "/threads/{thread_id}/subagents"): "threads:read",
     ("GET", "/threads/{thread_id}/events"): "threads:read",
     ("POST", "/threads/{thread_id}/messages"): "threads:write",
     ("POST", "/threads/{thread_id}/turns"): "threads:write",
@@ -87,6 +88,29 @@ ROUTE_SCOPES: dict[tuple[str, str], RouteScope] = {
     ("POST", "/threads/{thread_id}/actions/{action_id}"): "actions:respond",
     ("GET", "/threads/{parent_thread_id}/variables/{request_id}"): "threads:read",
     ("POST", "/threads/{parent_thread_id}/variables/{request_id}"): "threads:write",
+    # Tasks and jobs: a job's items are tasks, so one pair of scopes covers both.
+    ("POST", "/tasks"): "tasks:write",
+    ("GET", "/tasks"): "tasks:read",
+    ("GET", "/tasks/{task_id}"): "tasks:read",
+    ("GET", "/tasks/{task_id}/events"): "tasks:read",
+    ("POST", "/tasks/{task_id}/cancel"): "tasks:write",
+    ("POST", "/tasks/{task_id}/retry"): "tasks:write",
+    ("POST", "/tasks/{task_id}/start"): "tasks:write",
+    ("POST", "/tasks/{task_id}/update"): "tasks:write",
+    ("POST", "/tasks/{task_id}/delegate"): "tasks:write",
+    ("POST", "/tasks/{task_id}/link"): "tasks:write",
+    ("POST", "/tasks/{task_id}/unlink"): "tasks:write",
+    ("POST", "/tasks/{task_id}/pause"): "tasks:write",
+    ("POST", "/tasks/{task_id}/resume"): "tasks:write",
+    ("POST", "/tasks/{task_id}/complete"): "tasks:write",
+    ("POST", "/tasks/{task_id}/fail"): "tasks:write",
+    ("POST", "/tasks/{task_id}/progress"): "tasks:write",
+    ("POST", "/jobs"): "tasks:write",
+    ("GET", "/jobs"): "tasks:read",
+    ("GET", "/jobs/{job_id}"): "tasks:read",
+    ("GET", "/jobs/{job_id}/results"): "tasks:read",
+    ("POST", "/jobs/{job_id}/cancel"): "tasks:write",
+    ("POST", "/jobs/{job_id}/resume"): "tasks:write",
 }
 # The control actions the audit log records: every authenticated POST, and deletions.
 AUDITED_METHODS = ("POST", "DELETE")
@@ -315,6 +339,15 @@ def authorize(store: Store, client: Client) -> Callable[[Request], Awaitable[Non
             thread_id = request.path_params.get(name)
             if isinstance(thread_id, str):
                 await check_thread_tenant(store, client, thread_id, tenant)
+        task_id = request.path_params.get("task_id")
+        if isinstance(task_id, str):
+            # Worded as an unknown task's 404 (`TaskNotFound`), so nothing is learnt.
+            if await asyncio.to_thread(store.tasks.tenant, task_id) != tenant:
+                raise HTTPException(404, f"no task {task_id!r}")
+        job_id = request.path_params.get("job_id")
+        if isinstance(job_id, str):
+            if await asyncio.to_thread(store.jobs.tenant, job_id) != tenant:
+                raise HTTPException(404, f"no job {job_id!r}")
 
     return dependency
 

@@ -130,7 +130,8 @@ class IdempotentRequest:
         try:
             reply = await action()
         except GatewayError as err:
-            if err.status < 500:
+            # A 429 (a tenant's quota) is a "not now", like a 5xx: the same key may retry.
+            if err.status < 500 and err.status != 429:
                 await self._record(claim, err.status, err.body.model_dump(mode="json"))
             else:
                 await asyncio.to_thread(self._store.idempotency.release, key, claim.claim_id)

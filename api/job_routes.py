@@ -7,11 +7,12 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Path, Query
+from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import Field
 from temporalio.service import RPCError
 
+from weft.api.auth import principal
 from weft.api.context import ApiContext
 from weft.api.gateway.app import GatewayError
 from weft.api.idempotency import IdempotentRequest, Reply, idempotency
@@ -54,8 +55,10 @@ def router(ctx: ApiContext) -> APIRouter:
         responses=error_responses(*POST_ERRORS, 503),
         summary="Create a job of items and start it (a bad item is refused, naming it)",
     )
-    async def create_job(body: CreateJob, request: Idempotent) -> Response:
-        return await request.run(lambda: _create(ctx, jobs, body, request))
+    async def create_job(body: CreateJob, request: Idempotent, http: Request) -> Response:
+        # A tenant's key creates its tenant's jobs; an admin's is the body's `tenant`'s.
+        tenant = principal(http).confined_to
+        return await request.run(lambda: _create(ctx, jobs, body, request, tenant))
 
     @routes.get(
         "/jobs",
@@ -64,12 +67,14 @@ def router(ctx: ApiContext) -> APIRouter:
         summary="`list_jobs`: jobs, most recently changed first",
     )
     async def list_jobs(
+        http: Request,
         status: Annotated[
             list[JobStatus] | None, Query(description="only jobs in these statuses")
         ] = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
     ) -> list[JobRecord]:
-        return await asyncio.to_thread(jobs.list, statuses=status, limit=limit)
+        tenant = principal(http).confined_to  # a tenant's key lists its own only
+        return await asyncio.to_thread(jobs.list, statuses=status, tenant=tenant, limit=limit)
 
     @routes.get(
         "/jobs/{job_id}",
@@ -131,8 +136,14 @@ def router(ctx: ApiContext) -> APIRouter:
 
 
 async def _create(
-    ctx: ApiContext, jobs: Jobs, body: CreateJob, request: IdempotentRequest
+    ctx: ApiContext, jobs: Jobs, body: CreateJob, request: IdempotentRequest, tenant: str | None
 ) -> Reply:
+    if tenant is not None and body.tenant not in (None, tenant):
+        raise GatewayError(
+            422,
+            f"tenant {body.tenant!r}: this key creates jobs of tenant {tenant!r}",
+            fields=["tenant"],
+        )
     # The key names the job, so a retry after a crash between storing it and recording
     # the reply finds the job it made instead of making a second one.
     job_id = body.job_id
@@ -148,6 +159,8 @@ async def _create(
             mode="json",
             exclude={"items", "rate", "job_id", "assignee", "concurrency", "acceptance"},
         )
+        if tenant is not None:
+            fields["tenant"] = tenant
         record = await jobs.create(
             body.assignee,
             items,

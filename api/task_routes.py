@@ -16,6 +16,7 @@ from pydantic import Field
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError
 
+from weft.api.auth import principal
 from weft.api.context import ApiContext, thread_status
 from weft.api.event_routes import (
     SSE_DESCRIPTION,
@@ -111,8 +112,11 @@ def router(ctx: ApiContext) -> APIRouter:
         responses=error_responses(*POST_ERRORS, 503),
         summary="Create a task and start it (an unknown assignee fails its attempt, naming it)",
     )
-    async def create_task(body: CreateTask, request: Idempotent) -> Response:
-        return await request.run(lambda: _create(ctx, tasks, body, request))
+    async def create_task(body: CreateTask, request: Idempotent, http: Request) -> Response:
+        # A tenant's key creates its tenant's tasks; an admin's task is the body's
+        # `scope.tenant`'s (or its thread's, or `default`'s).
+        tenant = principal(http).confined_to
+        return await request.run(lambda: _create(ctx, tasks, body, request, tenant))
 
     @routes.get(
         "/tasks",
@@ -121,13 +125,18 @@ def router(ctx: ApiContext) -> APIRouter:
         summary="`task_snapshot`: tasks by where they stand, the graph, current attempts",
     )
     async def list_tasks(
+        http: Request,
         status: Annotated[
             list[TaskStatus] | None, Query(description="only tasks in these statuses")
         ] = None,
         session: Annotated[str | None, Query(max_length=1000)] = None,
     ) -> TaskSnapshot:
         records = await asyncio.to_thread(
-            tasks.list, statuses=status, session_id=session, limit=500
+            tasks.list,
+            statuses=status,
+            session_id=session,
+            tenant=principal(http).confined_to,  # a tenant's key lists its own only
+            limit=500,
         )
         return task_snapshot(records)
 
@@ -297,7 +306,11 @@ def router(ctx: ApiContext) -> APIRouter:
 
 
 async def _create(
-    ctx: ApiContext, tasks: Tasks, body: CreateTask, request: IdempotentRequest
+    ctx: ApiContext,
+    tasks: Tasks,
+    body: CreateTask,
+    request: IdempotentRequest,
+    tenant: str | None,
 ) -> Reply:
     # The key names the task, so a retry after a crash between starting and recording
     # finds the task it made instead of making a second one.
@@ -316,6 +329,7 @@ async def _create(
             scope=body.scope,
             constraints=body.constraints,
             auto_start=body.auto_start,
+            tenant=tenant,
         )
     except TaskError as err:
         # Only a failed start carries its cause; every refusal of the input is `from None`.

@@ -41,6 +41,7 @@ from weft.cli import (
     schedule_command,
     send_command,
     serve_command,
+    subagents_command,
     tail_command,
     task_command,
     upgrade_command,
@@ -202,6 +203,7 @@ def _parser() -> argparse.ArgumentParser:
     budget_command.register(actions)
     effects_command.register(actions)
     inventory_command.register(actions)
+    subagents_command.register(actions)
     interrupt_command.register(actions)
     upgrade_command.register(actions)
     bundle_command.register(actions)

@@ -159,7 +159,8 @@ class Jobs:
         **fields: Any,
     ) -> JobRecord:
         """Create a job of `items` for `assignee` and start it; `fields` are the other
-        `JobSpec` fields (`constraints`, `session_id`, `items_per_run`)."""
+        `JobSpec` fields (`constraints`, `session_id`, `items_per_run`, `tenant`: the job's
+        and its items' tasks', `default` when left out)."""
         specs = [
             i if isinstance(i, JobItemSpec) else parse_item(i, f"items[{n}]")
             for n, i in enumerate(items)
@@ -215,9 +216,15 @@ class Jobs:
             raise JobNotFound(f"no job {job_id!r}")
         return record
 
-    def list(self, *, statuses: Sequence[str] | None = None, limit: int = 100) -> list[JobRecord]:
-        """Jobs, most recently changed first."""
-        return self._store.jobs.list(statuses=statuses, limit=limit)
+    def list(
+        self,
+        *,
+        statuses: Sequence[str] | None = None,
+        tenant: str | None = None,
+        limit: int = 100,
+    ) -> list[JobRecord]:
+        """Jobs, most recently changed first (of one `tenant`, when given)."""
+        return self._store.jobs.list(statuses=statuses, tenant=tenant, limit=limit)
 
     def items(self, job_id: str) -> Iterator[JobItem]:
         """Every item of the job, in the order given."""

@@ -23,6 +23,7 @@ from weft.client.bundles import BundleRef, export_thread, import_bundle
 from weft.client.context import context_snapshot
 from weft.client.forks import Forks
 from weft.client.lineage import with_lineage
+from weft.client.subagent_summary import subagent_summary
 from weft.client.thread_ids import new_thread_id
 from weft.contract.budget import (
     UPDATE_SET_BUDGET,
@@ -53,6 +54,7 @@ from weft.contract.messages import (
     QueuedMessage,
     SubmitTurnResult,
 )
+from weft.contract.subagent_summary import SubagentJobSummary
 from weft.contract.tenants import DEFAULT_TENANT
 from weft.contract.thread import (
     QUERY_MESSAGES,
@@ -255,6 +257,12 @@ class Threads:
         """The `execution_environment_snapshot` (env names, never values): live, or from the
         store once the thread is closed; None and `ValueError` as for `tool_inventory`."""
         return await inventory.execution_environment(self._client, self._store, thread_id)
+
+    async def subagent_summary(self, thread_id: str) -> SubagentJobSummary | None:
+        """The `subagent_job_summary` (child graph, tasks, assigned threads,
+        recoverability), read from the store, with Temporal's status of each open child.
+        None for a thread the store does not know; `ValueError` without a store."""
+        return await subagent_summary(self._client, self._store, thread_id)
 
     async def export(self, thread_id: str, path: str | Path) -> BundleRef:
         """Write the thread's bundle to `path` (001's `export_replay`; docs/export-import.md)

@@ -42,7 +42,9 @@ from weft.store.tables import (
     message_history,
     messages,
     metadata,
+    retention_policies,
     subagents,
+    tenant_quotas,
     thread_links,
     threads,
     transcript_revisions,
@@ -157,9 +159,14 @@ class Deletion:
                 connection.scalars(select(threads.c.thread_id).where(threads.c.tenant == tenant))
             )
 
-    def delete_tenant_keys(self, tenant: str) -> int:
-        """Delete every API key of `tenant`; the number deleted."""
+    def delete_tenant_records(self, tenant: str) -> int:
+        """Delete what `tenant` has beside its threads: its API keys, its quota and spend,
+        its retention policy. The number of API keys deleted."""
         with self._db.write() as connection:
+            connection.execute(delete(tenant_quotas).where(tenant_quotas.c.tenant == tenant))
+            connection.execute(
+                delete(retention_policies).where(retention_policies.c.tenant == tenant)
+            )
             return int(
                 connection.execute(delete(api_keys).where(api_keys.c.tenant == tenant)).rowcount
             )

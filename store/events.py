@@ -11,7 +11,7 @@ from weft.contract.events import Event
 from weft.contract.messages import Message
 from weft.store.budget_rows import LIMIT_CHANGED, project_budgets
 from weft.store.database import Database
-from weft.store.driver_sql import driver_rows, placeholders
+from weft.store.driver_sql import cursor_rows, placeholders
 from weft.store.effect_rows import STATUS_OF_EVENT, project_effects
 from weft.store.messages import (
     delete_message,
@@ -266,14 +266,14 @@ def _known_and_last(
     connection: Connection, thread_id: str, event_ids: list[str]
 ) -> tuple[set[str], int]:
     """Which of `event_ids` (never empty: a thread's batch holds an event) the thread has
-    stored, and its last sequence, in one query (every write runs it: driver SQL, see
-    driver_sql.py)."""
+    stored, and its last sequence, in one query (every write runs it: on the driver's
+    cursor, see driver_sql.py)."""
     sql = (
         "SELECT event_id, sequence FROM events WHERE thread_id = ? "
         f"AND event_id IN ({placeholders(len(event_ids))}) "
         "UNION ALL SELECT NULL, MAX(sequence) FROM events WHERE thread_id = ?"
     )
-    rows = driver_rows(connection, sql, [thread_id, *event_ids, thread_id])
+    rows = cursor_rows(connection, sql, [thread_id, *event_ids, thread_id])
     stored = {row[0] for row in rows if row[0] is not None}
     top = max((row[1] or 0 for row in rows if row[0] is None), default=0)
     return stored, int(top)

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from weft.contract.events import Event
 from weft.store.database import Database
-from weft.store.tables import messages, threads
+from weft.store.driver_sql import cursor_rows, placeholders
 
 # The events that state a tool call's outcome, stored only with the result message they
 # describe (see `answered_elsewhere`).
@@ -37,13 +37,15 @@ def answered_elsewhere(connection: Connection, rows: list[dict[str, Any]]) -> An
     for row in results:
         by_thread.setdefault(row["thread_id"], {})[row["id"]] = row["tool_call_id"]
     answered: Answered = set()
+    # Every tool call's final write runs this: the driver's cursor (driver_sql.py), whose
+    # IN list Core would expand and compile again on each call.
     for thread_id, calls in by_thread.items():
-        stored = connection.execute(
-            select(messages.c.id).where(
-                messages.c.thread_id == thread_id, messages.c.id.in_(list(calls))
-            )
-        ).scalars()
-        answered.update((thread_id, calls[message_id]) for message_id in stored)
+        stored = cursor_rows(
+            connection,
+            f"SELECT id FROM messages WHERE thread_id = ? AND id IN ({placeholders(len(calls))})",
+            [thread_id, *calls],
+        )
+        answered.update((thread_id, calls[row[0]]) for row in stored)
     return answered
 
 
@@ -75,9 +77,12 @@ def any_closed(connection: Connection, thread_ids: Collection[str]) -> bool:
     """Whether one of `thread_ids` has closed (its row says so)."""
     if not thread_ids:
         return False
-    found = connection.execute(
-        select(threads.c.thread_id)
-        .where(threads.c.thread_id.in_(list(thread_ids)), threads.c.status.in_(CLOSED_STATUSES))
-        .limit(1)
-    ).first()
-    return found is not None
+    # Every final write runs this: the driver's cursor, as in `answered_elsewhere`.
+    ids = list(thread_ids)
+    found = cursor_rows(
+        connection,
+        f"SELECT thread_id FROM threads WHERE thread_id IN ({placeholders(len(ids))}) "
+        f"AND status IN ({placeholders(len(CLOSED_STATUSES))}) LIMIT 1",
+        [*ids, *CLOSED_STATUSES],
+    )
+    return bool(found)

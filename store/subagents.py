@@ -17,7 +17,7 @@ from sqlalchemy import Connection, select
 
 from weft.contract.events import Event
 from weft.store.database import Database
-from weft.store.tables import subagents
+from weft.store.tables import subagents, tasks
 
 # A subagent entry as its events carry it (`contract.subagents.SubagentEntry`, as JSON).
 SubagentEntry = dict[str, Any]
@@ -55,6 +55,20 @@ class Subagents:
                     .limit(1)
                 )
         return dict(data) if data is not None else None
+
+    def tasks_created_by(self, thread_ids: Sequence[str]) -> builtins.list[dict[str, Any]]:
+        """The task records whose `scope.threadId` is one of `thread_ids` (the tasks those
+        threads created with the task tools), oldest first."""
+        if not thread_ids:
+            return []
+        creator = tasks.c.data[("scope", "threadId")].as_string()
+        query = (
+            select(tasks.c.data)
+            .where(creator.in_(list(thread_ids)))
+            .order_by(tasks.c.created_at, tasks.c.task_id)
+        )
+        with self._db.read() as connection:
+            return [dict(data) for data in connection.scalars(query)]
 
 
 # Events of these types carry a subagent entry, projected into the subagents table.

@@ -388,6 +388,9 @@ async def test_cli_deletes_a_tenant(temporal_client, weft_config, tmp_path, caps
         _seed(store, "acme-2", tenant="acme")
         _seed(store, "other-1", tenant="globex")
         store.api_keys.create("acme", ["threads:read"])
+        store.tenant_quotas.set("acme", max_active_threads=5, max_tokens=None, max_cost_usd=None)
+        store.retention.set_tenant("acme", "30d")
+        store.retention.set_tenant("globex", "30d")
 
         assert (
             await asyncio.to_thread(weft_cli, ["--config", str(config), "tenant", "delete", "acme"])
@@ -406,6 +409,8 @@ async def test_cli_deletes_a_tenant(temporal_client, weft_config, tmp_path, caps
         assert store.deletion.tenant_threads("acme") == []
         assert store.deletion.tenant_threads("globex") == ["other-1"]
         assert store.api_keys.list(tenant="acme") == []
+        assert store.tenant_quotas.get("acme") is None
+        assert store.retention.tenants() == {"globex": "30d"}
 
         code = await asyncio.to_thread(
             weft_cli, ["--config", str(config), "thread", "delete", "other-1", "--yes", "--json"]

@@ -323,7 +323,7 @@ async def test_every_wrong_jwt_is_refused_saying_why(temporal_client, weft_confi
         "unknown scope": (
             _token(scope="threads:read deploy:all"),
             "JWT claim 'scope' holds unknown scopes 'deploy:all' (known: threads:read, "
-            "threads:write, actions:respond, admin)",
+            "threads:write, actions:respond, tasks:read, tasks:write, admin)",
         ),
         "scope not text": (
             _token(scope={"threads:read": True}),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import pytest
 import yaml
 from alembic import command
 from api_support import ApiStack, api_stack
-from sqlalchemy import create_engine, inspect
+from sqlalchemy import create_engine, inspect, text
 from support import add_script, agent_definitions, event_schema_validator, idle_after, wait_until
 from temporalio.client import WorkflowExecutionStatus
 
@@ -72,7 +73,8 @@ async def test_a_start_over_the_active_thread_quota_is_refused(
             assert first.status_code == second.status_code == 201, first.text
             running = [first.json()["threadId"], second.json()["threadId"]]
 
-            refused = await _start(acme)
+            retry_key = {"Idempotency-Key": f"start-{uuid.uuid4().hex}"}
+            refused = await acme.post("/threads", json={"agent": "helper"}, headers=retry_key)
             assert refused.status_code == 429, refused.text
             error = refused.json()["error"]
             assert "maxActiveThreads" in error and "2 of 2" in error and tenant in error
@@ -98,7 +100,8 @@ async def test_a_start_over_the_active_thread_quota_is_refused(
                 )
 
             await _until(one_active)
-            again = await _start(acme)
+            # The refused request's key was not spent on the refusal: its retry starts.
+            again = await acme.post("/threads", json={"agent": "helper"}, headers=retry_key)
             assert again.status_code == 201, again.text
 
 
@@ -215,7 +218,21 @@ def test_migration_adds_tenant_quotas_and_goes_back(
     try:
         upgrade(engine, "0017")
         assert "tenant_quotas" not in inspect(engine).get_table_names()
+        with engine.begin() as connection:  # a task from before tenants
+            connection.execute(
+                text(
+                    "INSERT INTO tasks (task_id, status, assignee, data, created_at, updated_at)"
+                    " VALUES ('task-old', 'queued', 'helper', '{}', :at, :at)"
+                ),
+                {"at": datetime.now(UTC)},
+            )
         upgrade(engine)
+        with engine.connect() as connection:
+            tenant = connection.execute(text("SELECT tenant FROM tasks")).scalar_one()
+        assert tenant == "default"
+        for table in ("tasks", "jobs"):
+            names = {i["name"] for i in inspect(engine).get_indexes(table)}
+            assert f"ix_{table}_tenant_updated" in names
         with Store(engine) as store:
             store.tenant_quotas.set("acme", max_active_threads=3, max_tokens=10, max_cost_usd=None)
             quota = store.tenant_quotas.get("acme")
@@ -225,5 +242,7 @@ def test_migration_adds_tenant_quotas_and_goes_back(
             config.attributes["connection"] = connection
             command.downgrade(config, "0017")
         assert "tenant_quotas" not in inspect(engine).get_table_names()
+        assert "tenant" not in {c["name"] for c in inspect(engine).get_columns("tasks")}
+        assert "tenant" not in {c["name"] for c in inspect(engine).get_columns("jobs")}
     finally:
         engine.dispose()

@@ -4,12 +4,15 @@ Counted, not timed: the SQL statements a worker issues for a turn of K tool step
 transcript rows it loads. Were any per-step read to grow with the thread, the statements
 would grow faster than K and the rows loaded would grow with K squared. The transcript's
 own reads run on the DBAPI cursor (store/driver_sql.py), which the engine's events do
-not see: the transcript cache's counts (rows loaded, full reads) stand for them.
+not see: the transcript cache's counts (rows loaded, full reads) stand for them, and the
+closed-thread fence (on the cursor too) is counted at its function.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import event
 from support import (
@@ -23,6 +26,8 @@ from support import (
 )
 from temporalio.client import Client
 
+from weft.store import budgets as budget_store
+from weft.store import events as event_store
 from weft.workers.scripted_model import ScriptedModelServer
 
 
@@ -49,24 +54,34 @@ async def _turn_of(
         statements[statement.split(None, 1)[0].upper()] += 1
         if statement.upper().startswith("BEGIN IMMEDIATE"):  # a SQLite write transaction
             statements["writes"] += 1
-        if statement.startswith("SELECT threads.thread_id \nFROM threads"):
-            # The closed-thread fence of a tool or model call's final write
-            # (store/outcome_fence.py): one indexed lookup per call, counted apart from reads
-            # of the row itself.
-            statements["closed_fences"] += 1
-        elif statement.startswith("SELECT threads."):
+        if statement.startswith("SELECT threads."):
             statements["thread_rows"] += 1
+
+    def counted(fence: Callable[..., bool]) -> Callable[..., bool]:
+        # The closed-thread fence of a tool or model call's final write
+        # (store/outcome_fence.py): one indexed lookup per call.
+        def any_closed(*args: Any) -> bool:
+            statements["closed_fences"] += 1
+            return fence(*args)
+
+        return any_closed
+
+    fences = [(m, m.any_closed) for m in (event_store, budget_store)]
 
     handle = await start_thread(
         temporal_client, worker.task_queue, options={"maxTotalSteps": steps + 5}
     )
     await wait_until(handle, lambda s: s.status == "waiting_input")
     event.listen(store_of(worker).engine, "before_cursor_execute", count)
+    for module, fence in fences:
+        module.any_closed = counted(fence)  # type: ignore[attr-defined]
     try:
         await handle.signal("queue_message", {"role": "user", "content": "take notes"})
         state = await wait_until(handle, idle_after(1), timeout=240)
     finally:
         event.remove(store_of(worker).engine, "before_cursor_execute", count)
+        for module, fence in fences:
+            module.any_closed = fence  # type: ignore[attr-defined]
     assert state.counters.steps == steps + 1
     transcripts = store_of(worker).transcripts.stats
     return {

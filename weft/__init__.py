@@ -87,6 +87,7 @@ _EXPORTS: dict[str, str] = {
     "Schedules": "weft.client.schedules",
     "TaskError": "weft.client.tasks",
     "ThreadNotFound": "weft.activities.thread_deletion",
+    "QuotaExceeded": "weft.store.tenant_quotas",
     "DeletionReport": "weft.activities.thread_deletion",
     "Tasks": "weft.client.tasks",
     "TaskRecord": "weft.contract.tasks",
@@ -151,6 +152,7 @@ if TYPE_CHECKING:
         define_tool,
     )
     from weft.store import Store
+    from weft.store.tenant_quotas import QuotaExceeded
     from weft.workers.config import ProviderConfig, WeftConfig
     from weft.workers.search_attributes import SearchAttributesMissing
 
@@ -183,6 +185,7 @@ __all__ = [
     "Keyring",
     "McpServerDef",
     "ProviderConfig",
+    "QuotaExceeded",
     "RespondActionResult",
     "ScheduleError",
     "Schedules",

@@ -20,6 +20,7 @@ from weft.contract.effects import ScheduleEffectResult
 from weft.contract.events import Event
 from weft.contract.inventory import ExecutionEnvironment, ToolInventory
 from weft.contract.messages import InterruptTurnResult
+from weft.contract.subagent_summary import SubagentJobSummary
 from weft.contract.thread import ThreadOptions, ThreadRead, ThreadResult
 from weft.contract.turns import TurnResult
 from weft.store import Store
@@ -224,6 +225,12 @@ class Thread:
         """The execution environment: env names (never values), the thread's filesystem,
         limits, and what the thread knows of running code. Live or stored, as `tools()`."""
         return await self._threads.execution_environment(self.id)
+
+    async def subagent_summary(self) -> SubagentJobSummary | None:
+        """The `subagent_job_summary`: the child graph, the tasks the graph's threads
+        created with each one's attempt thread, and whether each child can still make
+        progress (needs `store`; docs/read-models.md)."""
+        return await self._threads.subagent_summary(self.id)
 
     async def interrupt(
         self, *, reason: str | None = None, turn_id: str | None = None
