@@ -95,9 +95,10 @@ def short_path(path: str) -> str:
     marker = "site-packages/"
     if marker in path:
         return path[path.index(marker) + len(marker) :]
-    for root in (str(ROOT / "weft") + "/", str(ROOT) + "/"):
-        if path.startswith(root):
-            return path[len(root) :]
+    if "/weft/" in path:  # weft's own, through its package (this tree or another on the path)
+        return path[path.index("/weft/") + len("/weft/") :]
+    if path.startswith(str(ROOT) + "/"):
+        return path[len(str(ROOT)) + 1 :]
     match = re.search(r"/python3\.\d+/(.*)$", path)
     return match.group(1) if match else path
 

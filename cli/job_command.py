@@ -6,10 +6,11 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, TextIO, get_args
 
 from weft.cli.temporal_client import client_from_config
 from weft.client.jobs import Jobs, parse_rate, read_items_file
@@ -38,7 +39,9 @@ def register(commands: Any) -> None:
     run.set_defaults(handler=_run)
     status = actions.add_parser("status", help="the job's status and counts")
     status.add_argument("job_id")
-    status.add_argument("--watch", action="store_true", help="a progress line per change")
+    status.add_argument(
+        "--watch", action="store_true", help="a progress bar until the job ends (exit 0: completed)"
+    )
     status.add_argument("--json", action="store_true", help="the job record as JSON")
     status.set_defaults(handler=_status)
     listing = actions.add_parser("list", help="jobs, most recently changed first")
@@ -108,11 +111,117 @@ async def _status(args: argparse.Namespace, config: WeftConfig) -> int:
     return 0
 
 
-async def _watch(jobs: Jobs, job_id: str) -> int:
-    """A progress line each time the job changes; 0 when it completed, else 1."""
+BAR_WIDTH = 30
+# The bar's cells, by where the items stand: done (completed), failed or cancelled,
+# running, pending.
+_CELLS = (("completed", "#"), ("ended", "x"), ("running", ">"), ("pending", "."))
+
+
+def progress_bar(record: JobRecord, rate: float | None, width: int = BAR_WIDTH) -> str:
+    """One line with a bar of the job's items by where they stand, the percentage done,
+    the counts, the items ended per second since watching began (`rate`, None before it
+    can be told) and the time left at that rate."""
+    c = record.counts
+    parts = {
+        "completed": c.completed,
+        "ended": c.failed + c.cancelled,
+        "running": c.running,
+        "pending": c.pending,
+    }
+    cells = _cells(parts, c.total, width)
+    bar = "".join(mark * cells[name] for name, mark in _CELLS)
+    percent = 100 * c.done // c.total if c.total else 100
+    line = (
+        f"{record.job_id} [{bar}] {percent:3d}% {c.done}/{c.total} done: "
+        f"{c.completed} completed, {c.failed + c.cancelled} failed, "
+        f"{c.running} running, {c.pending} pending"
+    )
+    line += _pace(record, rate)
+    if record.terminal:
+        line += f" · {record.status}"
+        if record.reason:
+            line += f" — {record.reason}"
+    return line
+
+
+def plain_progress(record: JobRecord, rate: float | None) -> str:
+    """The progress line for a log or a pipe: `progress_line`, then the pace."""
+    return progress_line(record) + _pace(record, rate)
+
+
+def _pace(record: JobRecord, rate: float | None) -> str:
+    """` · N items/s · ETA …` (the ETA while the job runs), or "" before a rate is known."""
+    if rate is None:
+        return ""
+    pace = f" · {rate:.1f} items/s"
+    left = record.counts.total - record.counts.done
+    if not record.terminal and rate > 0 and left > 0:
+        pace += f" · ETA {_duration(left / rate)}"
+    return pace
+
+
+def _cells(parts: dict[str, int], total: int, width: int) -> dict[str, int]:
+    """`width` cells shared by `parts` in proportion (largest remainders), so the bar's
+    length never changes as counts move."""
+    if total <= 0:
+        return {name: (width if name == "completed" else 0) for name in parts}
+    exact = {name: n * width / total for name, n in parts.items()}
+    cells = {name: int(value) for name, value in exact.items()}
+    spare = width - sum(cells.values())
+    for name in sorted(exact, key=lambda n: exact[n] - cells[n], reverse=True)[:spare]:
+        cells[name] += 1
+    return cells
+
+
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+class ProgressView:
+    """Draws a job's progress: on a terminal one bar redrawn in place (`\r`), elsewhere a
+    plain line per change (a log or a pipe keeps every line, with no control codes)."""
+
+    def __init__(self, out: TextIO, *, terminal: bool, clock: Callable[[], float]) -> None:
+        self._out = out
+        self._terminal = terminal
+        self._clock = clock
+        self._start: tuple[float, int] | None = None  # when watching began, and done then
+        self._drawn = 0  # the length of the bar on screen, to blank what a shorter one leaves
+
+    def show(self, record: JobRecord) -> None:
+        now, done = self._clock(), record.counts.done
+        if self._start is None:
+            self._start = (now, done)
+        began, done_then = self._start
+        # The rate is told from what ended while watching, so a job watched halfway through
+        # is not credited with its earlier items.
+        rate = (done - done_then) / (now - began) if now > began and done > done_then else None
+        if self._terminal:
+            line = progress_bar(record, rate)
+            pad = " " * max(0, self._drawn - len(line))
+            self._out.write(f"\r{line}{pad}")
+            self._drawn = len(line)
+            if record.terminal:
+                self._out.write("\n")
+        else:
+            self._out.write(plain_progress(record, rate) + "\n")
+        self._out.flush()
+
+
+async def _watch(jobs: Jobs, job_id: str, out: TextIO | None = None) -> int:
+    """The job's progress until it ends; 0 when it completed, else 1."""
+    out = out or sys.stdout
+    view = ProgressView(out, terminal=out.isatty(), clock=time.monotonic)
     last: JobRecord | None = None
     async for record in jobs.watch(job_id):
-        print(progress_line(record), flush=True)
+        view.show(record)
         last = record
     return 0 if last is not None and last.status == "completed" else 1
 

@@ -88,7 +88,7 @@
         throw new Error("Not signed in: open the inbox link `weft serve` printed (with ?token=).");
       }
       const message = data && typeof data.error === "string" ? data.error : `HTTP ${response.status}`;
-      throw new Error(message);
+      throw Object.assign(new Error(message), { status: response.status });
     }
     return data;
   }
@@ -139,6 +139,142 @@
     for (const item of $("waiting").children) {
       if (item.dataset.threadId === selectedId) item.setAttribute("aria-current", "true");
       else item.removeAttribute("aria-current");
+    }
+  }
+
+  // ---------------------------------------------------------------- jobs
+  //
+  // The running and recent jobs the credential may see (`GET /jobs`, a tenant's own), each
+  // a bar of its items by where they stand, read again every second. A job's failed items
+  // are read from its results when its list is opened, and again when more have failed.
+
+  const JOBS_POLL_MS = 1000;
+  const JOBS_LIMIT = 20;
+  const JOB_PARTS = ["completed", "failed", "running", "pending"]; // failed: failed or cancelled
+  const jobRows = new Map(); // job id -> its row's parts
+
+  async function pollJobs() {
+    try {
+      const jobs = await api(`/jobs?limit=${JOBS_LIMIT}`);
+      renderJobs(Array.isArray(jobs) ? jobs : []);
+      clearError($("jobs-error"));
+    } catch (err) {
+      if (err.status === 403) {
+        // A key without `tasks:read` sees no jobs: no section, and no asking again.
+        $("jobs-section").hidden = true;
+        return;
+      }
+      showError($("jobs-error"), err);
+    }
+    setTimeout(pollJobs, JOBS_POLL_MS);
+  }
+
+  function renderJobs(jobs) {
+    const seen = new Set();
+    const items = jobs.map((job) => {
+      seen.add(job.jobId);
+      let row = jobRows.get(job.jobId);
+      if (!row) jobRows.set(job.jobId, (row = jobRow(job)));
+      updateJobRow(row, job);
+      return row.item;
+    });
+    for (const id of [...jobRows.keys()]) if (!seen.has(id)) jobRows.delete(id);
+    $("jobs").replaceChildren(...items);
+    $("jobs-empty").hidden = items.length > 0;
+  }
+
+  function jobRow(job) {
+    const segments = Object.fromEntries(JOB_PARTS.map((part) => [part, el("span", { className: `segment ${part}` })]));
+    const bar = el("div", { className: "job-bar", role: "progressbar" }, ...JOB_PARTS.map((part) => segments[part]));
+    bar.setAttribute("aria-valuemin", "0");
+    bar.setAttribute("aria-valuemax", "100");
+    const failures = el("ol", { className: "job-failures" });
+    const failed = el("details", { className: "job-failed", hidden: true }, el("summary", {}), failures);
+    const row = {
+      item: el("li", { data: { jobId: job.jobId } }),
+      title: el("strong", {}),
+      status: el("span", { className: "job-status" }),
+      percent: el("span", { className: "job-percent" }),
+      counts: el("small", { className: "job-counts" }),
+      reason: el("small", { className: "job-reason" }),
+      bar,
+      segments,
+      failed,
+      failures,
+      failuresRead: -1, // how many had failed when the list was last read
+      reading: false,
+    };
+    failed.addEventListener("toggle", () => failed.open && readFailures(row));
+    row.item.append(
+      el("div", { className: "job-head" }, row.title, " ", row.status, row.percent),
+      bar,
+      row.counts,
+      el("small", {}, String(job.jobId)),
+      row.reason,
+      failed,
+    );
+    return row;
+  }
+
+  function updateJobRow(row, job) {
+    const c = job.counts || {};
+    const n = (key) => (Number.isInteger(c[key]) ? c[key] : 0);
+    const total = n("total");
+    const ended = n("failed") + n("cancelled");
+    const done = n("completed") + ended;
+    const parts = { completed: n("completed"), failed: ended, running: n("running"), pending: n("pending") };
+    const percent = total ? Math.floor((100 * done) / total) : 100;
+    for (const part of JOB_PARTS) {
+      // CSSOM, not a style attribute: the page's CSP refuses inline style.
+      row.segments[part].style.width = total ? `${(100 * parts[part]) / total}%` : "0%";
+    }
+    row.bar.setAttribute("aria-valuenow", String(percent));
+    row.bar.setAttribute("aria-label", `${job.jobId}: ${percent}% done`);
+    row.title.textContent = String(job.assignee || "job");
+    row.status.textContent = String(job.status || "");
+    row.item.dataset.status = String(job.status || "");
+    row.percent.textContent = `${percent}%`;
+    row.counts.textContent =
+      `${done}/${total} done · ${parts.completed} completed, ${parts.failed} failed, ` +
+      `${parts.running} running, ${parts.pending} pending`;
+    row.reason.textContent = job.reason ? String(job.reason) : "";
+    row.reason.hidden = !job.reason;
+    row.failed.hidden = ended === 0;
+    row.failed.querySelector("summary").textContent = `${ended} failed item${ended === 1 ? "" : "s"}`;
+    if (row.failed.open && ended !== row.failuresRead) readFailures(row);
+  }
+
+  /** The job's failed and cancelled items, from its results (JSON Lines). */
+  async function readFailures(row) {
+    if (row.reading) return;
+    row.reading = true;
+    const jobId = row.item.dataset.jobId;
+    try {
+      const response = await fetch(`/jobs/${encodeURIComponent(jobId)}/results`, {
+        headers: { Accept: "application/x-ndjson" },
+        credentials: "same-origin",
+        cache: "no-store",
+      });
+      if (!response.ok) throw new Error(`results of ${jobId}: HTTP ${response.status}`);
+      const lines = (await response.text()).split("\n").filter((line) => line.trim());
+      const failures = lines.map((line) => JSON.parse(line)).filter((r) => r.status === "failed" || r.status === "cancelled");
+      row.failuresRead = failures.length;
+      row.failures.replaceChildren(
+        ...failures.map((r) =>
+          el(
+            "li",
+            { data: { itemId: String(r.itemId) } },
+            el("code", {}, r.key !== undefined ? String(r.key) : `#${r.index}`),
+            ` ${r.status}`,
+            r.attempts ? ` after ${r.attempts} attempt${r.attempts === 1 ? "" : "s"}` : "",
+            r.error ? el("div", { className: "job-error" }, String(r.error)) : null,
+          ),
+        ),
+      );
+    } catch (err) {
+      row.failures.replaceChildren(el("li", { className: "error" }, err instanceof Error ? err.message : String(err)));
+    } finally {
+      row.reading = false;
     }
   }
 
@@ -837,6 +973,7 @@
   $("message-text").addEventListener("input", () => ($("message-note").textContent = ""));
 
   pollWaiting();
+  pollJobs();
   const initial = threadFromHash();
   if (initial) openThread(initial);
 })();
