@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import yaml
 from temporalio.client import Client
 from worker_process import WorkerProcess
@@ -34,6 +35,8 @@ CONCURRENCY = max(3, ITEMS // 50)
 ITEMS_PER_RUN = max(4, ITEMS // 5)
 # Killed once this many items are done: mid-job at any size.
 KILL_AFTER = max(2, ITEMS // 10)
+# The full drill runs well past the default per-test timeout.
+pytestmark = pytest.mark.timeout(120 + 2 * ITEMS)
 
 
 def _definitions(root: Path) -> Path:
