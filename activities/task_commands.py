@@ -107,6 +107,8 @@ class TaskCommands:
             }
         )
         spec.scope = self._tenant_scope(spec.scope, tenant)
+        for dependency in spec.dependencies:
+            self._same_tenant(spec.scope.tenant, dependency, "dependencies")
         try:
             task_id = check_task_id(task_id) if task_id else new_task_id()
         except ValueError as err:
@@ -128,6 +130,14 @@ class TaskCommands:
             self._store.tasks.record([_failed_to_start(record, err)])
             raise TaskError(f"task {task_id} could not start: {err}") from err
         return self.get(task_id)
+
+    def _same_tenant(self, tenant: str | None, dependency: str, field: str) -> None:
+        """TaskError naming `field` when `dependency` is another tenant's task: a task
+        may wait only on its own tenant's (whose status its events would repeat). A task
+        not created yet may be named: a plan may be declared in any order."""
+        theirs = self._store.tasks.tenant(dependency)
+        if theirs is not None and theirs != (tenant or DEFAULT_TENANT):
+            raise TaskError(f"{field}: {dependency!r} is not a task of this tenant", field=field)
 
     def _tenant_scope(self, scope: TaskScope, tenant: str | None) -> TaskScope:
         """`scope` with the task's tenant: `tenant`, else its thread's; TaskError naming
@@ -287,6 +297,7 @@ class TaskCommands:
         """Make a task whose attempts have not started depend on `depends_on`
         (`task.dependency.updated`); a cycle is refused, naming it."""
         command = _model(LinkTasks, {"dependsOn": depends_on, "by": by, "reason": reason})
+        self._same_tenant(self._store.tasks.tenant(task_id), depends_on, "dependsOn")
         return await self._update(task_id, "link", UPDATE_LINK_TASKS, command)
 
     async def unlink(

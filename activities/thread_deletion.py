@@ -21,6 +21,7 @@ a finished deletion says so, the same way for every caller (the HTTP API's 404).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,6 +31,8 @@ from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
+from weft.contract.jobs import SIGNAL_CANCEL_JOB
+from weft.contract.tasks import SIGNAL_CANCEL_TASK
 from weft.contract.tenants import DEFAULT_TENANT, check_tenant
 from weft.contract.thread import SIGNAL_TERMINATE, WORKFLOW_TYPE
 from weft.store import Store
@@ -70,6 +73,7 @@ class DeletionReport:
 
     threads: list[ThreadDeleted] = field(default_factory=list)
     api_keys: int = 0
+    cancelled: list[str] = field(default_factory=list)  # jobs and tasks, by a tenant's deletion
 
     @property
     def thread_ids(self) -> list[str]:
@@ -89,6 +93,7 @@ class DeletionReport:
                 for t in self.threads
             ],
             **({"apiKeys": self.api_keys} if self.api_keys else {}),
+            **({"cancelled": self.cancelled} if self.cancelled else {}),
         }
 
 
@@ -135,9 +140,10 @@ async def delete_tenant(
     """Delete every thread of `tenant` (in the store or in Temporal's visibility), their
     children included, then the tenant's API keys, quota and retention policy."""
     check_tenant(tenant)
+    report = DeletionReport()
+    report.cancelled = await _cancel_work(client, store, tenant, grace)
     stored = await asyncio.to_thread(store.deletion.tenant_threads, tenant)
     listed = [w.id async for w in client.list_workflows(_tenant_query(tenant))]
-    report = DeletionReport()
     seen: set[str] = set()
     for thread_id in sorted(set(stored) | set(listed)):
         if thread_id not in seen and _THREAD_ID.fullmatch(thread_id):
@@ -146,6 +152,32 @@ async def delete_tenant(
     if audit_subject is not None:
         await _audit(store, audit_subject, None, f"/tenants/{tenant}")
     return report
+
+
+async def _cancel_work(client: Client, store: Store, tenant: str, grace: float) -> list[str]:
+    """Cancel the tenant's jobs and tasks that have not ended, before its threads go: a
+    running job would otherwise go on starting items (and their threads) for a tenant being
+    deleted. Their rows stay, ended, with their logs (docs/deletion.md). The ids cancelled."""
+    jobs = await asyncio.to_thread(store.jobs.list, tenant=tenant, limit=100_000)
+    tasks = await asyncio.to_thread(store.tasks.list, tenant=tenant, limit=100_000)
+    open_runs = [(job.job_id, SIGNAL_CANCEL_JOB) for job in jobs if not job.terminal] + [
+        (task.task_id, SIGNAL_CANCEL_TASK) for task in tasks if not task.terminal
+    ]
+    cancelled: list[str] = []
+    for run_id, signal in open_runs:
+        try:
+            await client.get_workflow_handle(run_id).signal(
+                signal, {"reason": f"tenant {tenant} deleted"}
+            )
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:  # already ended: nothing to stop
+                raise
+        else:
+            cancelled.append(run_id)
+    for run_id in cancelled:  # ended before the threads are listed: none starts after
+        with contextlib.suppress(Exception):  # ended cancelled, or still ending: go on
+            await asyncio.wait_for(client.get_workflow_handle(run_id).result(), grace)
+    return cancelled
 
 
 async def _delete_tree(

@@ -97,7 +97,12 @@ class ThreadRecordActivities:
         self, start: ThreadInitInput, snapshot: DefinitionSnapshot, digest: str
     ) -> BudgetState | None:
         self.served.record(snapshot, digest)
-        if self._store.threads.get(start.thread_id) is None:
+        existing = self._store.threads.get(start.thread_id)
+        if existing is not None and existing.tenant != (start.tenant or DEFAULT_TENANT):
+            raise _id_taken(start)  # another tenant's thread: its rows are not this one's
+        if existing is None:
+            if self._store.tasks.get(start.thread_id) or self._store.jobs.get(start.thread_id):
+                raise _id_taken(start)  # a task's or job's log is kept under its id
             self._store.threads.upsert(
                 ThreadRow(
                     thread_id=start.thread_id,
@@ -189,6 +194,18 @@ class ThreadRecordActivities:
                 changes = {k: v for k, v in batch.thread_row.items() if k in ThreadRow.model_fields}
                 changes["updated_at"] = datetime.now(UTC)
                 self._store.threads.upsert(current.model_copy(update=changes))
+
+
+def _id_taken(start: ThreadInitInput) -> ApplicationError:
+    """The refusal of a thread whose id names what it may not join: another tenant's
+    thread, or a task's or job's log. Worded the same for each, so that the refusal does
+    not tell a caller whether another tenant's thread exists."""
+    return ApplicationError(
+        f"thread id {start.thread_id!r} is taken: start the thread under another id",
+        type="ThreadIdTaken",
+        non_retryable=True,
+        category=ApplicationErrorCategory.BENIGN,
+    )
 
 
 def _unknown_agent(start: ThreadInitInput, err: DefinitionError) -> ApplicationError:

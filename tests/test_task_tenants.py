@@ -16,6 +16,7 @@ import pytest
 from api_support import ApiStack, api_stack
 from support import add_script, agent_definitions, until
 
+from weft.activities import thread_deletion
 from weft.api.auth import TENANT_ATTRIBUTE
 from weft.client.tasks import TaskError, Tasks
 from weft.store import Store
@@ -104,6 +105,17 @@ async def test_tasks_and_jobs_are_their_tenants_own(
             )
             assert refused.status_code == 422 and refused.json()["fields"] == ["tenant"]
 
+            # A task may not wait on another tenant's task (its events would repeat that
+            # task's status): refused at create and at link, naming the field.
+            refused = await globex.post("/tasks", json={**task_body, "dependencies": [task_id]})
+            assert refused.status_code == 422 and refused.json()["fields"] == ["dependencies"]
+            held = await globex.post("/tasks", json={**task_body, "autoStart": False})
+            assert held.status_code == 201, held.text
+            held_id = held.json()["taskId"]
+            refused = await globex.post(f"/tasks/{held_id}/link", json={"dependsOn": task_id})
+            assert refused.status_code == 422 and refused.json()["fields"] == ["dependsOn"]
+            assert store.tasks.get(held_id).dependencies == []  # type: ignore[union-attr]
+
             # The attempt thread and the item's task (and its thread) are acme's.
             done = await until(
                 lambda: (r := store.tasks.get(task_id)) and r.terminal and r, "task ended"
@@ -123,6 +135,13 @@ async def test_tasks_and_jobs_are_their_tenants_own(
             item_task = store.tasks.get(item.task_id)
             assert item_task is not None and item_task.attempts[0].thread_id is not None
             assert store.threads.tenant(item_task.attempts[0].thread_id) == acme_name
+
+            # Deleting globex cancels its open task first (no attempt may start for a
+            # tenant being deleted); its ended row stays, as the docs say.
+            report = await thread_deletion.delete_tenant(temporal_client, store, globex_name)
+            assert report.cancelled == [held_id]
+            assert store.tasks.get(held_id).status == "cancelled"  # type: ignore[union-attr]
+            assert store.tasks.get(task_id).status == "completed"  # type: ignore[union-attr]
 
 
 async def test_python_tasks_take_a_tenant(temporal_client, weft_config):

@@ -332,6 +332,48 @@ async def test_a_subagent_belongs_to_its_parents_tenant(
             assert (await globex.get(f"/threads/{child_id}/session")).status_code == 404
 
 
+async def test_a_thread_id_cannot_join_another_tenants_thread_or_a_task_log(
+    start_worker, temporal_client, weft_config, scripted_server
+):
+    """A closed thread's id may be started again by its own tenant only, and no thread
+    may start under a task's id (a task's log is kept under it): either is refused at
+    start with the same words, which do not say whose the id is."""
+    worker = await start_worker(agent_definitions(add_script(scripted_server, SCRIPT)))
+    async with api_stack(temporal_client, weft_config, worker.task_queue) as stack:
+        acme_key, globex_key = _key(stack, "acme", WRITE), _key(stack, "globex", WRITE)
+        async with _client(stack, acme_key) as acme, _client(stack, globex_key) as globex:
+            theirs = await _start(globex)
+            closed = await globex.post(f"/threads/{theirs}/terminate", json={})
+            assert closed.status_code == 202, closed.text
+            await temporal_client.get_workflow_handle(theirs).result()
+
+            taken = await acme.post("/threads", json={"agent": "helper", "threadId": theirs})
+            assert taken.status_code == 422, taken.text
+            assert f"thread id {theirs!r} is taken" in taken.text
+            assert stack.store.threads.tenant(theirs) == "globex"
+
+            task_id = f"task-{uuid.uuid4().hex[:12]}"
+            made = await stack.http.post(
+                "/tasks",
+                json={
+                    "objective": "x",
+                    "assignee": "helper",
+                    "taskId": task_id,
+                    "autoStart": False,
+                },
+            )
+            assert made.status_code == 201, made.text
+            cancelled = await stack.http.post(f"/tasks/{task_id}/cancel", json={})
+            assert cancelled.status_code in (200, 202), cancelled.text
+            await temporal_client.get_workflow_handle(task_id).result()  # its log stays
+            log = await acme.post("/threads", json={"agent": "helper", "threadId": task_id})
+            assert log.status_code == 422 and f"thread id {task_id!r} is taken" in log.text
+            assert stack.store.threads.get(task_id) is None
+
+            again = await globex.post("/threads", json={"agent": "helper", "threadId": theirs})
+            assert again.status_code == 201, again.text  # its own tenant may reopen it
+
+
 def test_an_unknown_tenant_name_is_refused_at_start():
     """A tenant name that could not be stored or searched is refused, naming the field."""
     from pydantic import ValidationError
