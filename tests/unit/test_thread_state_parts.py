@@ -16,7 +16,14 @@ from weft.store import Store
 ACTIVITIES = Path(__file__).resolve().parents[2] / "activities"
 MAX_LINES = 400
 # Bases a ThreadState-side class may have: typing and exceptions, never a project class.
-ALLOWED_BASES = {"Protocol", "Exception", "RuntimeError", "PermissionError", "ValueError"}
+ALLOWED_BASES = {
+    "Protocol",
+    "Exception",
+    "LookupError",
+    "RuntimeError",
+    "PermissionError",
+    "ValueError",
+}
 
 
 def _family(root: Path) -> list[Path]:
