@@ -24,8 +24,10 @@ from weft.workflows.definitions_refresh import DEFINITIONS_CHECK_PATCH, DEFINITI
 from weft.workflows.history_gauge import GAUGE_PATCH
 from weft.workflows.subagents.spawner import CHILD_ID_PATCH
 
-# Twelve runs or so (a run continues as new at 200 events), with messages queued meanwhile.
-STEPS = 150
+# Twenty runs or so (a run continues as new at 200 events), with messages queued meanwhile:
+# enough messages that a continue-as-new trims the carried index (CARRIED_INDEX), whatever
+# the machine's load, so the paged `messages` query is checked past its trimmed start.
+STEPS = 300
 
 
 def long_script() -> dict[str, Any]:
@@ -65,7 +67,7 @@ def lost_messages_report(sent: list[str], stored: list[str], runs: list[Any]) ->
 async def test_a_long_turn_across_many_runs_loses_nothing(
     start_worker, temporal_client, scripted_server
 ):
-    """A 150-step turn over many runs, with messages queued meanwhile, loses, repeats and
+    """A 300-step turn over many runs, with messages queued meanwhile, loses, repeats and
     reorders nothing, and the thread still answers afterwards."""
     worker = await start_worker(agent_definitions(add_script(scripted_server, long_script())))
     started = await start_thread(
