@@ -1,4 +1,5 @@
-"""What one model attempt spent, as `cost.recorded`, and the refusal of a spent budget.
+"""What one model attempt spent, as `cost.recorded`, who pays it, and the refusals of a
+spent budget and a spent tenant quota.
 
 `model.call` charges every attempt it sent, failed ones included (docs/budgets.md). A
 reply carries the provider's usage; a failed attempt has none, so its tokens are an
@@ -10,6 +11,7 @@ before anything streamed (an HTTP error status) counts as a call with 0 tokens.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from temporalio.exceptions import ApplicationError
@@ -21,6 +23,7 @@ from weft.contract.budget import BUDGET_EXHAUSTED, BudgetLimitName, BudgetState
 from weft.contract.context import ContextReport
 from weft.contract.definitions import ModelDef
 from weft.store.budgets import Charge
+from weft.store.tenant_quotas import QuotaExceeded, TenantQuota
 
 # Characters per token when counting streamed text without a tokenizer (as the estimator).
 _CHARS_PER_TOKEN = 4
@@ -34,6 +37,16 @@ class StreamMeter:
 
     def count(self, delta: Delta) -> None:
         self.chars += len(delta.text)
+
+
+@dataclass(frozen=True)
+class Payer:
+    """Who a call's attempts are charged to: its tree's ledger (None: histories from before
+    budgets, charged to none), and its tenant's quota row when the call's ledger read
+    found one (None: the tenant has no quota, and its charge costs no statement)."""
+
+    root_thread_id: str | None
+    quota_tenant: str | None
 
 
 class AttemptCost:
@@ -88,12 +101,14 @@ class AttemptCost:
             "rootThreadId": root_thread_id,
         }
 
-    def charge(self, root_thread_id: str | None, event_id: str) -> Charge | None:
+    def charge(self, payer: Payer, event_id: str) -> Charge | None:
         """The ledger charge, or None when the call is charged to no ledger."""
-        if root_thread_id is None:
+        if payer.root_thread_id is None:
             return None
         tokens = self.usage.input_tokens + self.usage.output_tokens
-        return Charge(root_thread_id, event_id, tokens, self.cost_usd)
+        return Charge(
+            payer.root_thread_id, event_id, tokens, self.cost_usd, quota_tenant=payer.quota_tenant
+        )
 
 
 def budget_exhausted(state: BudgetState, limit: BudgetLimitName) -> ApplicationError:
@@ -105,6 +120,23 @@ def budget_exhausted(state: BudgetState, limit: BudgetLimitName) -> ApplicationE
         f"the budget of thread {root} is spent ({limit}: {state.spent.value(limit):g} of "
         f"{cap:g}); the model was not called. Raise it with set_budget on thread {root}",
         state.model_dump(mode="json", by_alias=True),
+        type=BUDGET_EXHAUSTED,
+        non_retryable=True,
+    )
+
+
+def tenant_quota_exhausted(quota: TenantQuota) -> ApplicationError:
+    """The non-retryable refusal of a call whose tenant has spent its quota
+    (docs/tenants.md#quotas); the workflow ends the turn with `budget_exhausted`, as for a
+    spent thread budget."""
+    limit = quota.spent_limit()
+    blocked = quota.blocked_payload(quota.tenant)
+    assert limit is not None and blocked is not None  # called for a spent quota only
+    spent, cap = blocked["spent"], blocked["limitValue"]
+    refused = QuotaExceeded(quota.tenant, limit, spent, cap)
+    return ApplicationError(
+        f"{refused}; the model was not called",
+        {"tenant": quota.tenant, "quota": limit, "spent": spent, "limit": cap},
         type=BUDGET_EXHAUSTED,
         non_retryable=True,
     )

@@ -23,7 +23,7 @@ from weft.activities.clock import now_micros
 from weft.activities.hooks import HookRegistry
 from weft.activities.hooks.model_hooks import ModelHooks
 from weft.activities.mcp.catalog_store import CatalogStore
-from weft.activities.model_budget import AttemptCost, StreamMeter
+from weft.activities.model_budget import AttemptCost, Payer, StreamMeter
 from weft.activities.model_request import (
     AttemptIds,
     ModelRequests,
@@ -37,18 +37,17 @@ from weft.activities.providers import ChatProvider, ChatReply, ChatRequest, Delt
 from weft.activities.providers.facts import failure_facts, reply_facts
 from weft.activities.served_definitions import ServedDefinitions
 from weft.activities.snapshots import SnapshotCache
-from weft.activities.spill import resolve_content_refs, spill_if_large
+from weft.activities.spill import spill_if_large
 from weft.activities.streaming import DeltaBatcher, Heartbeater, delta_event
 from weft.activities.structured_output import checked_reply
 from weft.contract.activities import ACTIVITY_MODEL_CALL, ModelCallInput, ModelCallResult
-from weft.contract.budget import BUDGET_EXHAUSTED, BudgetState
+from weft.contract.budget import BudgetState
 from weft.contract.context import CONTEXT_TOO_LONG, ContextReport
 from weft.contract.definitions import ModelDef
 from weft.contract.definitions_version import DEFINITIONS_CHANGED, DefinitionsRefreshInput
 from weft.contract.events import Event
 from weft.contract.messages import Message
 from weft.store import Store
-from weft.store.tenant_quotas import QuotaExceeded, TenantQuota
 
 
 def truncated(
@@ -134,14 +133,13 @@ class ModelActivities:
         )
         # The routing facts go first: the model was chosen before it was requested.
         start = [*routing_events(call, snapshot, ids), started]
-        tenant_spent = await asyncio.to_thread(
-            self._store.tenant_quotas.spent_of_thread, call.thread_id
-        )
-        if tenant_spent is not None:
-            await asyncio.to_thread(self._refuse_over_tenant_quota, call, ids, start, tenant_spent)
-        request, report, lead = await self._requests.prepare(
+        # The tenant's quota is checked with the ledger, in the reads the request makes
+        # anyway (a spent one refuses the call there); the charge updates the quota row
+        # that read found, and nothing when it found none.
+        request, report, lead, quota = await self._requests.prepare(
             call, snapshot, mcp, model, start, hooks
         )
+        payer = Payer(call.budget_root, None if quota is None else quota.tenant)
         # What a shared rate limit on the provider counts and how long it may wait.
         request = request.model_copy(
             update={
@@ -164,7 +162,9 @@ class ModelActivities:
         async with batcher:
             if report.request_tokens * call.window.token_scale > report.prompt_budget:
                 await self._refuse_over_budget(call, ids, model, report, await batcher.take())
-            return await self._stream(call, ids, model, provider, request, report, hooks, batcher)
+            return await self._stream(
+                call, ids, model, provider, request, report, hooks, batcher, payer
+            )
 
     async def _check_definitions(self, thread: DefinitionsRefreshInput) -> None:
         """A session's first call: when this worker serves other definitions of the agent
@@ -193,8 +193,10 @@ class ModelActivities:
         report: ContextReport,
         hooks: ModelHooks,
         batcher: DeltaBatcher,
+        payer: Payer,
     ) -> ModelCallResult:
-        """Send the request, stream the reply into `batcher`, store the outcome."""
+        """Send the request, stream the reply into `batcher`, store the outcome (its cost
+        charged to `payer`)."""
         attempt = activity.info().attempt
         meter = StreamMeter()
         waiting_first = True
@@ -241,7 +243,7 @@ class ModelActivities:
             ]
             taken = await batcher.take()
             await asyncio.to_thread(
-                self._record_charged, call, ids, [], [*taken, failed, *facts], spent
+                self._record_charged, call, ids, [], [*taken, failed, *facts], spent, payer
             )
             raise err from None
         duration_ms = int((time.monotonic() - began) * 1000)
@@ -256,7 +258,7 @@ class ModelActivities:
             *hooks.runner.take_events(),
         ]
         result = await asyncio.to_thread(
-            self._finish, call, model, reply, message, ids, duration_ms, report, events
+            self._finish, call, model, reply, message, ids, duration_ms, report, events, payer
         )
         if result is None:
             await hooks.runner.flush()
@@ -303,48 +305,6 @@ class ModelActivities:
             non_retryable=True,
         )
 
-    def _refuse_over_tenant_quota(
-        self, call: ModelCallInput, ids: AttemptIds, start: list[Event], quota: TenantQuota
-    ) -> None:
-        """The tenant has spent its budget (docs/tenants.md#quotas): store what the step
-        brings (its messages are kept) with `quota.blocked` in place of `model.requested`,
-        and refuse the call as a spent thread budget is refused, so the workflow ends the
-        turn `budget_exhausted` and the model is not called."""
-        limit = quota.spent_limit()
-        assert limit is not None  # spent_of_thread returns only a spent quota
-        spent, cap = (
-            (quota.tokens, quota.max_tokens)
-            if limit == "maxTokens"
-            else (quota.cost_usd, quota.max_cost_usd)
-        )
-        assert cap is not None
-        blocked = attempt_event(
-            call,
-            ids,
-            "blocked",
-            "quota.blocked",
-            {
-                "rootThreadId": call.budget_root or call.thread_id,
-                "tenant": quota.tenant,
-                "limit": "tokens" if limit == "maxTokens" else "costUsd",
-                "spent": spent,
-                "limitValue": cap,
-                "scope": "tenant",
-            },
-        )
-        *before, _requested = start
-        messages, events = resolve_content_refs(
-            self._store, call.new_messages, [*call.outbox, *before, blocked]
-        )
-        self._store.events.record(messages, events)
-        refused = QuotaExceeded(quota.tenant, limit, spent, cap)
-        raise ApplicationError(
-            f"{refused}; the model was not called",
-            {"tenant": quota.tenant, "quota": limit, "spent": spent, "limit": cap},
-            type=BUDGET_EXHAUSTED,
-            non_retryable=True,
-        )
-
     async def _wall_seconds_left(self, root: str | None) -> float | None:
         """What is left of the tree's wall-time budget, or None when it has none: a rate
         limit that would make the call wait longer fails it, so the fallback answers."""
@@ -362,15 +322,18 @@ class ModelActivities:
         messages: list[Message],
         events: list[Event],
         spent: AttemptCost,
+        payer: Payer,
     ) -> BudgetState | None:
         """Store an attempt's messages and events with its `cost.recorded`, charging the
-        ledger in the same transaction (only when that event is new: retries count once)."""
-        root = call.budget_root
-        cost = attempt_event(call, ids, "cost", "cost.recorded", spent.payload(root))
+        ledger (and the tenant's quota row, when the call's read found one) in the same
+        transaction (only when that event is new: retries count once)."""
+        cost = attempt_event(
+            call, ids, "cost", "cost.recorded", spent.payload(payer.root_thread_id)
+        )
         _, state = self._store.budgets.record_charged(
             messages,
             [*events, cost],
-            spent.charge(root, cost.event_id),
+            spent.charge(payer, cost.event_id),
             now=datetime.now(UTC),
             make_event=lambda suffix, kind, data: attempt_event(call, ids, suffix, kind, data),
             # A reply that comes after the thread closed is not written; its cost is.
@@ -406,6 +369,7 @@ class ModelActivities:
         duration_ms: int,
         report: ContextReport,
         events: list[Event],
+        payer: Payer,
     ) -> ModelCallResult | None:
         spent = AttemptCost.of_reply(model, activity.info().attempt, reply)
         usage, cost = spent.usage, spent.cost_usd
@@ -427,14 +391,14 @@ class ModelActivities:
             },
         )
         if message is None:  # a before_create_message hook refused the reply
-            self._record_charged(call, ids, [], [*events, completed], spent)
+            self._record_charged(call, ids, [], [*events, completed], spent, payer)
             return None
         returned, spilled = spill_if_large(
             message,
             ids={"session_id": call.session_id, "turn_id": call.turn_id, "step_id": call.step_id},
         )
         budget = self._record_charged(
-            call, ids, [message], [*events, *filter(None, [spilled]), completed], spent
+            call, ids, [message], [*events, *filter(None, [spilled]), completed], spent, payer
         )
         return ModelCallResult(
             message=returned,

@@ -4,8 +4,8 @@ and the facts of one attempt (its ids and events, the routing facts).
 A step that brings messages (queued user messages) or events that change rows stores them
 first, since the context it reads must hold them; otherwise its events wait for the call's
 final write (activities/pending_events.py). The context (the thread row for its env, the
-budget ledger, the boundary in force, the transcript since it) is read in one snapshot
-(`store.step_reads`), then one call into the window module (`context_window.assemble`)
+budget ledger with its tenant's quota, the boundary in force, the transcript since it) is
+read in one snapshot (`store.step_reads`), then one call into the window module (`context_window.assemble`)
 gives everything the request holds of it: frame, window, tools, measure and selection.
 When no hook shapes the request, all of it runs in one thread hop.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 from temporalio import activity
 
@@ -36,7 +36,7 @@ from weft.activities.context_window import (
 from weft.activities.env_versions import env_version
 from weft.activities.hooks.model_hooks import ModelHooks
 from weft.activities.message_views import MessageViews, WindowTails
-from weft.activities.model_budget import budget_exhausted
+from weft.activities.model_budget import budget_exhausted, tenant_quota_exhausted
 from weft.activities.providers import ChatRequest
 from weft.activities.providers.definition_fields import definition_fields
 from weft.activities.scoped_window import load_scoped_window
@@ -50,6 +50,7 @@ from weft.contract.mcp import McpServerCatalog
 from weft.contract.messages import Message
 from weft.store import Store
 from weft.store.events import changes_rows
+from weft.store.tenant_quotas import TenantQuota
 from weft.store.transcripts import MessageJson, messages_of
 
 # Hooks that change what a request holds, run between reading the context and sending it.
@@ -61,6 +62,19 @@ _SHAPING_HOOKS: tuple[HookName, ...] = (
 
 # A window's tail: the transcript cache's texts, or messages a prompt tool's scope chose.
 _History = list[MessageJson] | list[Message]
+# The window's parts as read: the boundary in force, its pinned messages, the tail.
+_Loaded = tuple[ContextBoundary | None, list[Message], _History]
+
+
+class Prepared(NamedTuple):
+    """A model call's request, its report, the step's events left for the final write, and
+    the tenant's quota as the call's ledger read found it (the charge updates it by its
+    key, or nothing when it is None)."""
+
+    request: ChatRequest
+    report: ContextReport
+    lead: list[Event]
+    quota: TenantQuota | None
 
 
 class AttemptIds(TypedDict):
@@ -243,11 +257,12 @@ class ModelRequests:
         model: ModelDef,
         start: list[Event],
         hooks: ModelHooks,
-    ) -> tuple[ChatRequest, ContextReport, list[Event]]:
-        """The request and its report, and the step's events left for the final write.
+    ) -> Prepared:
+        """The request and its report, the step's events left for the final write, and
+        the tenant's quota read with the ledger.
 
         `start` are the call's own first events, `model.requested` last (a spent budget
-        stores `quota.blocked` in its place).
+        or tenant quota stores `quota.blocked` in its place and refuses the call).
         """
         if hooks.idle:
             # No hook runs between reading the context and sending it: one thread hop
@@ -259,7 +274,7 @@ class ModelRequests:
         messages, events, resolved = await hooks.new_messages(call.new_messages, call.outbox)
         lead = [*events, *start]
         if not hooks.runner.has(*_SHAPING_HOOKS):
-            request, report, lead = await asyncio.to_thread(
+            prepared = await asyncio.to_thread(
                 self._assemble,
                 call,
                 snapshot,
@@ -272,8 +287,8 @@ class ModelRequests:
             )
             await hooks.created(messages)
             await hooks.runner.flush()
-            return request, report, lead
-        framed, loaded, _ = await asyncio.to_thread(
+            return prepared
+        framed, loaded, _, quota = await asyncio.to_thread(
             self._load, call, snapshot, mcp, messages, lead, resolved, defer=False
         )
         await hooks.created(messages)
@@ -293,7 +308,7 @@ class ModelRequests:
         resolved_event = context_resolved(
             call, model, window, report, selection(boundary, pinned, history)
         )
-        return request, report, [resolved_event]
+        return Prepared(request, report, [resolved_event], quota)
 
     def _assemble(
         self,
@@ -306,10 +321,10 @@ class ModelRequests:
         resolved: bool,
         *,
         defer: bool = True,
-    ) -> tuple[ChatRequest, ContextReport, list[Event]]:
+    ) -> Prepared:
         """What the step brings stored, its context read, the request built: one thread
         hop, one call into the window module for everything the request holds of it."""
-        framed, (boundary, pinned, history), lead = self._load(
+        framed, (boundary, pinned, history), lead, quota = self._load(
             call, snapshot, mcp, messages, events, resolved, defer=defer
         )
         built: Assembled = assemble(
@@ -329,7 +344,7 @@ class ModelRequests:
         )
         request = chat_request(model, built.frame.prompt, built.window, built.tools)
         resolved_event = context_resolved(call, model, built.window, built.report, built.selection)
-        return request, built.report, [*lead, resolved_event]
+        return Prepared(request, built.report, [*lead, resolved_event], quota)
 
     def _load(
         self,
@@ -341,19 +356,23 @@ class ModelRequests:
         resolved: bool,
         *,
         defer: bool,
-    ) -> tuple[Framed, tuple[ContextBoundary | None, list[Message], _History], list[Event]]:
+    ) -> tuple[Framed, _Loaded, list[Event], TenantQuota | None]:
         """The frame and the window's messages, read after what the step brings is stored,
-        and the events left for the final write. One thread hop.
+        the events left for the final write, and the tenant's quota. One thread hop.
 
         With `defer`, a step that brings no messages and no events that change rows does
-        not write first: its events wait for the final write, and the ledger is read
-        with the context, in one snapshot (`store.step_reads`). A charge never depended on
-        reading the ledger in a write: it is one atomic update when the attempt ends.
+        not write first: its events wait for the final write, and the ledger (with the
+        tenant's quota) is read with the context, in one snapshot (`store.step_reads`). A
+        charge never depended on reading the ledger in a write: it is one atomic update
+        when the attempt ends. Either way the ledger and the quota are read once, in one
+        statement.
         """
         # Messages and events that project into rows (effects, ledgers, …) are stored
         # first: the step reads what they change.
         store_first = not defer or bool(messages) or changes_rows(events)
-        lead = self._record_checked(call, messages, events, resolved) if store_first else events
+        lead, quota = events, None
+        if store_first:
+            lead, quota = [], self._record_checked(call, messages, events, resolved)
         version = env_version(call.env_writes, activity.info())
         # Everything the frame depends on; None when the env may have changed unseen.
         key = (
@@ -369,46 +388,61 @@ class ModelRequests:
             )
         )
         if call.scope is not None:  # a prompt tool's window: its own messages too
-            if lead and self._spent(call.budget_root):
-                lead = self._record_checked(call, messages, events, resolved)  # refuses
+            if lead:
+                checked = self._store.budgets.check(
+                    call.budget_root, call.thread_id, now=datetime.now(UTC)
+                )
+                quota = checked.quota
+                if checked.tenant_spent or checked.refused_by is not None:
+                    lead, quota = [], self._record_checked(call, messages, events, resolved)
             env = self._store.threads.env_row(call.thread_id, version)
             scoped = load_scoped_window(self._store, call.thread_id, call.window, call.scope)
             framed = self._frames.get(
                 key, snapshot, env, call.agent, call.side, call.scope, mcp=mcp
             )
-            return framed, scoped, lead
+            return framed, scoped, lead, quota
         read = self._store.step_reads.read(
             call.thread_id,
             env_version=version,
             boundary_id=call.window.boundary_id,
-            budget_root=call.budget_root if lead else None,
+            budget_root=call.budget_root,
+            check_budget=bool(lead),  # else the write above read them
             now=datetime.now(UTC),
         )
-        if read.budget is not None and read.budget.spent_limit() is not None:
+        if lead:
+            quota = read.quota
+        spent = read.budget is not None and read.budget.spent_limit() is not None
+        if spent or (read.quota is not None and read.quota.spent_limit() is not None):
             # Refused in the write (quota.blocked), unless the budget was raised meanwhile.
-            lead = self._record_checked(call, messages, events, resolved)
+            lead, quota = [], self._record_checked(call, messages, events, resolved)
         framed = self._frames.get(key, snapshot, read.env, call.agent, call.side, mcp=mcp)
-        return framed, (read.boundary, read.pinned, read.transcript), lead
+        return framed, (read.boundary, read.pinned, read.transcript), lead, quota
 
     def _record_checked(
         self, call: ModelCallInput, messages: list[Message], events: list[Event], resolved: bool
-    ) -> list[Event]:
-        """Store what the step brings (nothing is left for the final write: returns []),
-        its messages' content refs resolved first unless `resolved`.
+    ) -> TenantQuota | None:
+        """Store what the step brings (nothing is left for the final write), its messages'
+        content refs resolved first unless `resolved`; the tenant's quota it read.
 
-        The budget ledger, when the call has one, is read in the same transaction, and a
-        spent budget stores `quota.blocked` instead of `model.requested` (the last event)
-        and refuses the call.
+        The budget ledger, when the call has one, and the tenant's quota are read in the
+        same transaction, and a spent quota or budget stores `quota.blocked` instead of
+        `model.requested` (the last event) and refuses the call.
         """
         # Only a message queued as a blob has a ref: most steps bring none.
         if not resolved and any(isinstance(m.metadata.get(CONTENT_REF), str) for m in messages):
             messages, events = resolve_content_refs(self._store, messages, events)
-        root = call.budget_root
-        if root is None:
-            self._store.events.record(messages, events)
-            return []
         *before, requested = events
         ids = attempt_ids(call, activity.info().attempt)
+        root = call.budget_root
+        if root is None:  # a history from before budgets: its tenant's quota alone
+            quota = self._store.budgets.check(None, call.thread_id, now=datetime.now(UTC)).quota
+            blocked = None if quota is None else quota.blocked_payload(call.thread_id)
+            if quota is not None and blocked is not None:
+                refused = attempt_event(call, ids, "blocked", "quota.blocked", blocked)
+                self._store.events.record(messages, [*before, refused])
+                raise tenant_quota_exhausted(quota)
+            self._store.events.record(messages, events)
+            return quota
         checked = self._store.budgets.record_checked(
             root,
             messages,
@@ -417,16 +451,11 @@ class ModelRequests:
             now=datetime.now(UTC),
             make_event=lambda suffix, kind, data: attempt_event(call, ids, suffix, kind, data),
         )
+        if checked.quota is not None and checked.tenant_spent:
+            raise tenant_quota_exhausted(checked.quota)
         if checked.state is not None and checked.refused_by is not None:
             raise budget_exhausted(checked.state, checked.refused_by)
-        return []
-
-    def _spent(self, root: str | None) -> bool:
-        """Whether the tree's ledger has a limit spent (then the write path refuses)."""
-        if root is None:
-            return False
-        state = self._store.budgets.get(root, now=datetime.now(UTC))
-        return state is not None and state.spent_limit() is not None
+        return checked.quota
 
     @staticmethod
     def _request(

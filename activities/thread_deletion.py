@@ -1,5 +1,5 @@
-"""Deleting a thread, or a tenant's threads, so that nothing of them is left
-(docs/deletion.md).
+"""Deleting a thread so that nothing of it is left (docs/deletion.md); a tenant's deletion
+(tenant_deletion.py) and a task's attempt threads (task_deletion.py) go through it too.
 
 A thread's deletion runs in an order that a crash at any point leaves resumable: deleting
 the thread again finishes the job.
@@ -21,7 +21,6 @@ a finished deletion says so, the same way for every caller (the HTTP API's 404).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,10 +30,7 @@ from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from weft.contract.jobs import SIGNAL_CANCEL_JOB
-from weft.contract.tasks import SIGNAL_CANCEL_TASK
-from weft.contract.tenants import DEFAULT_TENANT, check_tenant
-from weft.contract.thread import SIGNAL_TERMINATE, WORKFLOW_TYPE
+from weft.contract.thread import SIGNAL_TERMINATE
 from weft.store import Store
 from weft.store.audit import AuditEntry
 
@@ -68,12 +64,38 @@ class ThreadDeleted:
 
 
 @dataclass
+class TaskDeleted:
+    """One task's deletion: its store rows (by table) and idempotency records, its Temporal
+    runs, and the tasks that depended on it and lost that edge (`unlinked`)."""
+
+    task_id: str
+    rows: dict[str, int] = field(default_factory=dict)
+    idempotency_keys: int = 0
+    executions: int = 0
+    unlinked: list[str] = field(default_factory=list)
+
+
+@dataclass
+class JobDeleted:
+    """One job's deletion: its store rows (by table: its row, items and log) and
+    idempotency records, and its Temporal runs (its continue-as-new chain)."""
+
+    job_id: str
+    rows: dict[str, int] = field(default_factory=dict)
+    idempotency_keys: int = 0
+    executions: int = 0
+
+
+@dataclass
 class DeletionReport:
-    """What a deletion did: every thread deleted, children before their parent."""
+    """What a deletion did: every thread deleted, children before their parent; the tasks
+    and jobs deleted (activities/task_deletion.py), and those cancelled first."""
 
     threads: list[ThreadDeleted] = field(default_factory=list)
     api_keys: int = 0
-    cancelled: list[str] = field(default_factory=list)  # jobs and tasks, by a tenant's deletion
+    cancelled: list[str] = field(default_factory=list)  # jobs and tasks stopped first
+    tasks: list[TaskDeleted] = field(default_factory=list)
+    jobs: list[JobDeleted] = field(default_factory=list)
 
     @property
     def thread_ids(self) -> list[str]:
@@ -94,7 +116,28 @@ class DeletionReport:
             ],
             **({"apiKeys": self.api_keys} if self.api_keys else {}),
             **({"cancelled": self.cancelled} if self.cancelled else {}),
+            **({"tasks": [_task_wire(t) for t in self.tasks]} if self.tasks else {}),
+            **({"jobs": [_job_wire(j) for j in self.jobs]} if self.jobs else {}),
         }
+
+
+def _task_wire(task: TaskDeleted) -> dict[str, object]:
+    return {
+        "taskId": task.task_id,
+        "rows": task.rows,
+        "idempotencyKeys": task.idempotency_keys,
+        "executions": task.executions,
+        "unlinked": task.unlinked,
+    }
+
+
+def _job_wire(job: JobDeleted) -> dict[str, object]:
+    return {
+        "jobId": job.job_id,
+        "rows": job.rows,
+        "idempotencyKeys": job.idempotency_keys,
+        "executions": job.executions,
+    }
 
 
 def check_thread_id(thread_id: str) -> str:
@@ -123,64 +166,15 @@ async def delete_thread(
     if not await _known(client, store, thread_id):
         raise ThreadNotFound(f"no thread {thread_id!r}")
     report = DeletionReport()
-    await _delete_tree(client, store, thread_id, children, grace, report, seen=set())
+    await delete_tree(client, store, thread_id, children, grace, report, seen=set())
     if audit_subject is not None:
-        await _audit(store, audit_subject, thread_id, f"/threads/{thread_id}")
+        await audit_deletion(
+            store, audit_subject, thread_id, "/threads/{thread_id}", f"/threads/{thread_id}"
+        )
     return report
 
 
-async def delete_tenant(
-    client: Client,
-    store: Store,
-    tenant: str,
-    *,
-    grace: float = DEFAULT_GRACE_SECONDS,
-    audit_subject: str | None = None,
-) -> DeletionReport:
-    """Delete every thread of `tenant` (in the store or in Temporal's visibility), their
-    children included, then the tenant's API keys, quota and retention policy."""
-    check_tenant(tenant)
-    report = DeletionReport()
-    report.cancelled = await _cancel_work(client, store, tenant, grace)
-    stored = await asyncio.to_thread(store.deletion.tenant_threads, tenant)
-    listed = [w.id async for w in client.list_workflows(_tenant_query(tenant))]
-    seen: set[str] = set()
-    for thread_id in sorted(set(stored) | set(listed)):
-        if thread_id not in seen and _THREAD_ID.fullmatch(thread_id):
-            await _delete_tree(client, store, thread_id, True, grace, report, seen)
-    report.api_keys = await asyncio.to_thread(store.deletion.delete_tenant_records, tenant)
-    if audit_subject is not None:
-        await _audit(store, audit_subject, None, f"/tenants/{tenant}")
-    return report
-
-
-async def _cancel_work(client: Client, store: Store, tenant: str, grace: float) -> list[str]:
-    """Cancel the tenant's jobs and tasks that have not ended, before its threads go: a
-    running job would otherwise go on starting items (and their threads) for a tenant being
-    deleted. Their rows stay, ended, with their logs (docs/deletion.md). The ids cancelled."""
-    jobs = await asyncio.to_thread(store.jobs.list, tenant=tenant, limit=100_000)
-    tasks = await asyncio.to_thread(store.tasks.list, tenant=tenant, limit=100_000)
-    open_runs = [(job.job_id, SIGNAL_CANCEL_JOB) for job in jobs if not job.terminal] + [
-        (task.task_id, SIGNAL_CANCEL_TASK) for task in tasks if not task.terminal
-    ]
-    cancelled: list[str] = []
-    for run_id, signal in open_runs:
-        try:
-            await client.get_workflow_handle(run_id).signal(
-                signal, {"reason": f"tenant {tenant} deleted"}
-            )
-        except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:  # already ended: nothing to stop
-                raise
-        else:
-            cancelled.append(run_id)
-    for run_id in cancelled:  # ended before the threads are listed: none starts after
-        with contextlib.suppress(Exception):  # ended cancelled, or still ending: go on
-            await asyncio.wait_for(client.get_workflow_handle(run_id).result(), grace)
-    return cancelled
-
-
-async def _delete_tree(
+async def delete_tree(
     client: Client,
     store: Store,
     thread_id: str,
@@ -189,12 +183,14 @@ async def _delete_tree(
     report: DeletionReport,
     seen: set[str],
 ) -> None:
+    """Delete the thread (with `children`, its subagents first, skipping those in `seen`),
+    adding it to `report` and `seen`."""
     seen.add(thread_id)
     await close_thread(client, thread_id, grace)
     if children:
         for child in await asyncio.to_thread(store.deletion.children, thread_id):
             if child not in seen and _THREAD_ID.fullmatch(child):
-                await _delete_tree(client, store, child, True, grace, report, seen)
+                await delete_tree(client, store, child, True, grace, report, seen)
     rows = await asyncio.to_thread(store.deletion.delete_thread, thread_id)
     executions = await delete_executions(client, thread_id)
     report.threads.append(
@@ -212,21 +208,21 @@ async def close_thread(client: Client, thread_id: str, grace: float) -> None:
     """Ask the thread to terminate and wait up to `grace` seconds for it to close, then
     terminate its workflow outright; nothing for a closed or unknown thread."""
     handle = client.get_workflow_handle(thread_id)
-    if await _status(client, thread_id) != WorkflowExecutionStatus.RUNNING:
+    if await workflow_status(client, thread_id) != WorkflowExecutionStatus.RUNNING:
         return
     try:
         await handle.signal(SIGNAL_TERMINATE, {"reason": DELETE_REASON})
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile
             raise
-    if await _closed_within(client, thread_id, grace):
+    if await closed_within(client, thread_id, grace):
         return
     try:
         await handle.terminate(reason=DELETE_REASON)
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:
             raise
-    if not await _closed_within(client, thread_id, FORGET_TIMEOUT_SECONDS):
+    if not await closed_within(client, thread_id, FORGET_TIMEOUT_SECONDS):
         raise RuntimeError(f"thread {thread_id!r} did not close after terminate; retry")
 
 
@@ -271,9 +267,14 @@ async def _delete_run(client: Client, thread_id: str, run_id: str) -> None:
 async def _known(client: Client, store: Store, thread_id: str) -> bool:
     if await asyncio.to_thread(store.deletion.known, thread_id):
         return True
-    if await _current_run(client, thread_id) is not None:
+    return await temporal_knows(client, thread_id)
+
+
+async def temporal_knows(client: Client, workflow_id: str) -> bool:
+    """Whether Temporal describes or lists any execution of `workflow_id`."""
+    if await _current_run(client, workflow_id) is not None:
         return True
-    return bool(await _listed_runs(client, thread_id))
+    return bool(await _listed_runs(client, workflow_id))
 
 
 async def _listed_runs(client: Client, thread_id: str) -> set[str]:
@@ -294,9 +295,10 @@ async def _current_run(client: Client, thread_id: str) -> str | None:
     return described.run_id
 
 
-async def _status(client: Client, thread_id: str) -> WorkflowExecutionStatus | None:
+async def workflow_status(client: Client, workflow_id: str) -> WorkflowExecutionStatus | None:
+    """The status of the workflow's current run; None when Temporal knows none."""
     try:
-        described = await client.get_workflow_handle(thread_id).describe()
+        described = await client.get_workflow_handle(workflow_id).describe()
     except RPCError as err:
         if err.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
             return None
@@ -304,10 +306,11 @@ async def _status(client: Client, thread_id: str) -> WorkflowExecutionStatus | N
     return described.status
 
 
-async def _closed_within(client: Client, thread_id: str, timeout: float) -> bool:
+async def closed_within(client: Client, workflow_id: str, timeout: float) -> bool:
+    """Whether the workflow's current run is closed (or unknown) within `timeout` seconds."""
     deadline = asyncio.get_running_loop().time() + timeout
     delay = 0.05
-    while await _status(client, thread_id) == WorkflowExecutionStatus.RUNNING:
+    while await workflow_status(client, workflow_id) == WorkflowExecutionStatus.RUNNING:
         if asyncio.get_running_loop().time() > deadline:
             return False
         await asyncio.sleep(delay)
@@ -315,23 +318,16 @@ async def _closed_within(client: Client, thread_id: str, timeout: float) -> bool
     return True
 
 
-def _tenant_query(tenant: str) -> str:
-    """The tenant's threads (a thread started without a tenant is `default`'s); tasks,
-    jobs and schedules' workflows are not threads and stay."""
-    if tenant == DEFAULT_TENANT:
-        clause = f"(WeftTenant = '{DEFAULT_TENANT}' OR WeftTenant IS NULL)"
-    else:
-        clause = f"WeftTenant = '{tenant}'"
-    return f"WorkflowType = '{WORKFLOW_TYPE}' AND {clause}"
-
-
-async def _audit(store: Store, subject: str, thread_id: str | None, path: str) -> None:
+async def audit_deletion(
+    store: Store, subject: str, thread_id: str | None, route: str, path: str
+) -> None:
+    """Record a deletion by `subject` (`cli`, `python`) in the audit log: ids, no content."""
     entry = AuditEntry(
         at=datetime.now(UTC),
         subject=subject,
         tenant=None,
         method="DELETE",
-        route="/tenants/{tenant}" if thread_id is None else "/threads/{thread_id}",
+        route=route,
         path=path,
         thread_id=thread_id,
         status=200,
@@ -341,12 +337,19 @@ async def _audit(store: Store, subject: str, thread_id: str | None, path: str) -
 
 __all__ = [
     "DEFAULT_GRACE_SECONDS",
+    "FORGET_TIMEOUT_SECONDS",
     "DeletionReport",
+    "JobDeleted",
+    "TaskDeleted",
     "ThreadDeleted",
     "ThreadNotFound",
+    "audit_deletion",
     "check_thread_id",
     "close_thread",
+    "closed_within",
     "delete_executions",
-    "delete_tenant",
     "delete_thread",
+    "delete_tree",
+    "temporal_knows",
+    "workflow_status",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 from opentelemetry.trace import Tracer
+from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 
 from weft.api import (
@@ -12,6 +13,7 @@ from weft.api import (
     control_routes,
     deletion_routes,
     deployment_routes,
+    effect_routes,
     event_routes,
     fork_routes,
     inbox_routes,
@@ -24,6 +26,7 @@ from weft.api import (
 from weft.api.context import ApiContext
 from weft.api.gateway.app import create_app
 from weft.api.jwt_auth import JwtVerifier
+from weft.api.request_limits import LimitRequests, RequestLimiter, RequestLimits
 from weft.api.tracing import RequestSpans
 
 
@@ -34,10 +37,12 @@ def create_api(
     cors_origin: str | None = None,
     tracer: Tracer | None = None,
     jwt: JwtVerifier | None = None,
+    request_limits: RequestLimits | None = None,
 ) -> FastAPI:
     """The whole `weft serve` app over `ctx`; every route but `/healthz` needs `token`, an
     API key or (with `jwt`) an issuer's JWT. With a `tracer`, each request is a server
-    span continuing its `traceparent`."""
+    span continuing its `traceparent`. With `request_limits`, a key's or tenant's requests
+    over them are refused with 429 (api/request_limits.py)."""
     app = create_app(
         ctx.store,
         ctx.client,
@@ -53,6 +58,7 @@ def create_api(
         control_routes,
         deletion_routes,
         event_routes,
+        effect_routes,
         inbox_routes,
         bundle_routes,
         fork_routes,
@@ -62,6 +68,11 @@ def create_api(
     )
     for routes in routers:
         app.include_router(routes.router(ctx))
+    if request_limits is not None and request_limits.any:
+        # Innermost (appended, where `add_middleware` prepends): it counts the principal
+        # `RequireCredential` found, and a refusal is audited like any other reply.
+        limiter = RequestLimiter(ctx.store, request_limits)
+        app.user_middleware.append(Middleware(LimitRequests, limiter=limiter))
     if cors_origin:
         # Added last, so it runs first: a preflight is answered before the token is asked for.
         app.add_middleware(

@@ -54,8 +54,8 @@ TOKEN_COOKIE = "weft_token"
 TOKEN_SUBJECT = "token"  # the server's own token, in audit records
 
 # What each route needs, by method and path template. A route missing here needs `admin`:
-# a route nobody has scoped for tenants yet (forks, bundles, deployments) stays
-# with the operator rather than showing one tenant another's work.
+# a route that is no tenant's (deployments: the cluster's workers) stays with the operator
+# rather than letting one tenant act on every tenant's work.
 ANY: Final = "any"  # any valid credential
 OPEN: Final = "open"  # no credential at all
 RouteScope = KeyScope | str
@@ -88,12 +88,20 @@ ROUTE_SCOPES: dict[tuple[str, str], RouteScope] = {
     ("POST", "/threads/{thread_id}/actions/{action_id}"): "actions:respond",
     ("GET", "/threads/{parent_thread_id}/variables/{request_id}"): "threads:read",
     ("POST", "/threads/{parent_thread_id}/variables/{request_id}"): "threads:write",
+    ("GET", "/threads/{thread_id}/effects"): "threads:read",
+    # A fork (or rewind) is its source's tenant's; an import is the key's tenant's, under
+    # an id `thread_routes.check_chosen_id` allows.
+    ("POST", "/threads/{thread_id}/fork"): "threads:write",
+    ("POST", "/threads/{thread_id}/rewind"): "threads:write",
+    ("GET", "/threads/{thread_id}/export"): "threads:read",
+    ("POST", "/threads/import"): "threads:write",
     # Tasks and jobs: a job's items are tasks, so one pair of scopes covers both.
     ("POST", "/tasks"): "tasks:write",
     ("GET", "/tasks"): "tasks:read",
     ("GET", "/tasks/{task_id}"): "tasks:read",
     ("GET", "/tasks/{task_id}/events"): "tasks:read",
     ("POST", "/tasks/{task_id}/cancel"): "tasks:write",
+    ("DELETE", "/tasks/{task_id}"): "tasks:write",
     ("POST", "/tasks/{task_id}/retry"): "tasks:write",
     ("POST", "/tasks/{task_id}/start"): "tasks:write",
     ("POST", "/tasks/{task_id}/update"): "tasks:write",
@@ -110,6 +118,7 @@ ROUTE_SCOPES: dict[tuple[str, str], RouteScope] = {
     ("GET", "/jobs/{job_id}"): "tasks:read",
     ("GET", "/jobs/{job_id}/results"): "tasks:read",
     ("POST", "/jobs/{job_id}/cancel"): "tasks:write",
+    ("DELETE", "/jobs/{job_id}"): "tasks:write",
     ("POST", "/jobs/{job_id}/resume"): "tasks:write",
 }
 # The control actions the audit log records: every authenticated POST, and deletions.

@@ -16,12 +16,13 @@ from fastapi.responses import FileResponse, Response
 from pydantic import Field
 from starlette.background import BackgroundTask
 
+from weft.api.auth import principal
 from weft.api.context import ApiContext
 from weft.api.gateway.app import GatewayError
 from weft.api.idempotency import IdempotentRequest, Reply, idempotency
 from weft.api.models import POST_ERRORS, error_responses
-from weft.api.thread_routes import ID_PATH_PATTERN, ThreadId
-from weft.client.bundles import export_thread, import_bundle
+from weft.api.thread_routes import ID_PATH_PATTERN, ThreadId, check_chosen_id
+from weft.client.bundles import bundle_thread_id, export_thread, import_bundle
 from weft.contract.bundles import BundleError
 from weft.contract.wire import CamelModel
 from weft.store.bundle_rows import ThreadExists
@@ -95,20 +96,31 @@ def router(ctx: ApiContext, *, max_bundle_bytes: int = MAX_BUNDLE_BYTES) -> APIR
         if as_id is not None and not re.fullmatch(ID_PATH_PATTERN, as_id):
             raise GatewayError(422, f"as: {as_id!r} is not a thread id", fields=["as"])
 
+        # A tenant's key imports into its tenant (the bundle's tenant is not kept); the
+        # server's token and `admin` keep the one the bundle's thread row names.
+        tenant = principal(request).confined_to
+
         async def act() -> Reply:
             body = await request.body()
             if not body:
                 raise GatewayError(400, "body: send the bundle's bytes", fields=["body"])
-            return Reply(201, await _imported(body, as_id))
+            return Reply(201, await _imported(body, as_id, tenant))
 
         return await idem.run(act)
 
-    async def _imported(body: bytes, as_id: str | None) -> ImportResult:
+    async def _imported(body: bytes, as_id: str | None, tenant: str | None) -> ImportResult:
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "upload.weftbundle"
             await asyncio.to_thread(path.write_bytes, body)
             try:
-                ref = await import_bundle(ctx.store, path, as_id=as_id)
+                if tenant is not None:
+                    # The id is checked as a chosen start id is: the answer never says
+                    # whether another tenant holds it (thread_routes.check_chosen_id).
+                    thread_id: str = (
+                        as_id if as_id else await asyncio.to_thread(bundle_thread_id, path)
+                    )
+                    await check_chosen_id(ctx, thread_id, tenant, field="as")
+                ref = await import_bundle(ctx.store, path, as_id=as_id, tenant=tenant)
             except BundleError as err:
                 raise GatewayError(422, str(err), fields=["body"]) from None
             except ThreadExists as err:

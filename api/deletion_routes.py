@@ -32,10 +32,40 @@ class DeletedThread(BaseModel):
     executions: int = Field(description="Temporal executions (runs) deleted")
 
 
+class DeletedTask(BaseModel):
+    """One deleted task: what went of it."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    task_id: str = Field(alias="taskId")
+    rows: dict[str, int] = Field(description="store rows deleted, by table (its row, its log)")
+    idempotency_keys: int = Field(alias="idempotencyKeys")
+    executions: int = Field(description="Temporal executions (TaskRun runs) deleted")
+    unlinked: list[str] = Field(
+        default_factory=list,
+        description="the tasks that depended on it: their edge to it removed and recorded",
+    )
+
+
+class DeletedJob(BaseModel):
+    """One deleted job: what went of it (its items' tasks are listed under `tasks`)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    job_id: str = Field(alias="jobId")
+    rows: dict[str, int] = Field(description="store rows deleted, by table (row, items, log)")
+    idempotency_keys: int = Field(alias="idempotencyKeys")
+    executions: int = Field(description="Temporal executions (JobRun runs) deleted")
+
+
 class Deleted(BaseModel):
-    """Every thread deleted, children before their parent."""
+    """Every thread deleted, children before their parent; the jobs and tasks deleted, and
+    those that were cancelled first."""
 
     deleted: list[DeletedThread]
+    tasks: list[DeletedTask] = Field(default_factory=list)
+    jobs: list[DeletedJob] = Field(default_factory=list)
+    cancelled: list[str] = Field(default_factory=list, description="jobs and tasks stopped first")
 
 
 def router(ctx: ApiContext) -> APIRouter:
@@ -68,4 +98,4 @@ def router(ctx: ApiContext) -> APIRouter:
     return routes
 
 
-__all__ = ["Deleted", "DeletedThread", "router"]
+__all__ = ["Deleted", "DeletedJob", "DeletedTask", "DeletedThread", "router"]

@@ -12,14 +12,16 @@ from fastapi.responses import Response, StreamingResponse
 from pydantic import Field
 from temporalio.service import RPCError
 
+from weft.activities.thread_deletion import DeletionReport
 from weft.api.auth import principal
 from weft.api.context import ApiContext
+from weft.api.deletion_routes import Deleted
 from weft.api.gateway.app import GatewayError
 from weft.api.idempotency import IdempotentRequest, Reply, idempotency
 from weft.api.models import POST_ERRORS, error_responses
 from weft.api.thread_routes import ID_PATH_PATTERN
 from weft.client.jobs import JobError, JobNotFound, Jobs, parse_item, parse_rate
-from weft.contract.jobs import JobRate, JobRecord, JobSpec, JobStatus
+from weft.contract.jobs import JobRate, JobRecord, JobSpec, JobStatus, JobThreadNotFound
 from weft.contract.wire import CamelModel
 
 JobId = Annotated[str, Path(pattern=ID_PATH_PATTERN, description="the job id")]
@@ -84,6 +86,24 @@ def router(ctx: ApiContext) -> APIRouter:
     )
     async def read_job(job_id: JobId) -> JobRecord:
         return await _get(jobs, job_id)
+
+    @routes.delete(
+        "/jobs/{job_id}",
+        response_model=Deleted,
+        response_model_by_alias=True,
+        responses=error_responses(404, 422, 503),
+        summary="Delete a job: cancel it if open, then each item's task, its items, log "
+        "and runs (`withThreads`: the items' attempts' threads too)",
+    )
+    async def delete_job(
+        job_id: JobId,
+        with_threads: Annotated[
+            bool,
+            Query(alias="withThreads", description="the threads its items' attempts ran too"),
+        ] = False,
+    ) -> Deleted:
+        report = await _deleting(jobs.delete(job_id, with_threads=with_threads))
+        return Deleted.model_validate(report.wire())
 
     @routes.post(
         "/jobs/{job_id}/cancel",
@@ -170,6 +190,9 @@ async def _create(
             acceptance_schema=body.acceptance.schema_,
             **fields,
         )
+    except JobThreadNotFound as err:
+        # Worded as the 404 of an unknown thread's route, so a tenant learns nothing.
+        raise GatewayError(404, f"no thread {err.thread_id!r}", fields=["threadId"]) from None
     except JobError as err:
         if err.__cause__ is not None:  # a failed start carries its cause
             raise GatewayError(503, str(err)) from None
@@ -214,6 +237,21 @@ async def _get(jobs: Jobs, job_id: str) -> JobRecord:
         return await asyncio.to_thread(jobs.get, job_id)
     except JobNotFound as err:
         raise GatewayError(404, str(err)) from None
+
+
+async def _deleting(deletion: Awaitable[DeletionReport]) -> DeletionReport:
+    """Run a deletion: nothing left of the job is 404, a bad id 422, Temporal slow to
+    close or forget it 503 (deleting again finishes)."""
+    try:
+        return await deletion
+    except JobNotFound as err:
+        raise GatewayError(404, str(err)) from None
+    except JobError as err:
+        raise GatewayError(422, str(err), fields=["jobId"]) from None
+    except RuntimeError as err:
+        raise GatewayError(503, str(err)) from None
+    except RPCError as err:
+        raise GatewayError(503, f"Temporal did not answer ({err.message}); retry") from None
 
 
 async def _refusing(command: Awaitable[object]) -> None:

@@ -16,8 +16,11 @@ from pydantic import Field
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError
 
+from weft.activities.task_deletion import DeletionRefused
+from weft.activities.thread_deletion import DeletionReport
 from weft.api.auth import principal
 from weft.api.context import ApiContext, thread_status
+from weft.api.deletion_routes import Deleted
 from weft.api.event_routes import (
     SSE_DESCRIPTION,
     AfterParam,
@@ -149,6 +152,27 @@ def router(ctx: ApiContext) -> APIRouter:
     async def read_task(task_id: TaskId) -> TaskRecord:
         return await _get(tasks, task_id)
 
+    @routes.delete(
+        "/tasks/{task_id}",
+        response_model=Deleted,
+        response_model_by_alias=True,
+        responses=error_responses(404, 409, 422, 503),
+        summary="Delete a task: cancel it if open, then its rows, log and runs "
+        "(`withThreads`: its attempts' threads too; 409 while others depend on it, unless "
+        "`force`)",
+    )
+    async def delete_task(
+        task_id: TaskId,
+        force: Annotated[
+            bool, Query(description="delete it though others depend on it: their edges go")
+        ] = False,
+        with_threads: Annotated[
+            bool, Query(alias="withThreads", description="the threads its attempts ran too")
+        ] = False,
+    ) -> Deleted:
+        report = await _deleting(tasks.delete(task_id, force=force, with_threads=with_threads))
+        return Deleted.model_validate(report.wire())
+
     @routes.post(
         "/tasks/{task_id}/cancel",
         status_code=202,
@@ -186,10 +210,16 @@ def router(ctx: ApiContext) -> APIRouter:
         body_model: type[CamelModel],
         summary: str,
         run: Callable[[str, Any], Awaitable[object]],
+        *,
+        names: Callable[[Any], list[tuple[str, str]]] | None = None,
     ) -> None:
-        """`POST /tasks/{id}/<name>`: run the command, answer with the task (202)."""
+        """`POST /tasks/{id}/<name>`: run the command, answer with the task (202). `names`:
+        the (field, task id) pairs of the body a tenant's key may name only its own of."""
 
-        async def route(task_id: TaskId, request: Idempotent, body: Any) -> Response:
+        async def route(task_id: TaskId, request: Idempotent, body: Any, http: Request) -> Response:
+            if names is not None:
+                await _own_tasks(ctx, principal(http).confined_to, names(body))
+
             async def act() -> Reply:
                 await _refusing(run(task_id, body))
                 return Reply(202, await _get(tasks, task_id))
@@ -236,6 +266,7 @@ def router(ctx: ApiContext) -> APIRouter:
         LinkBody,
         "Add a dependency (a cycle is 422 naming it; 409 once the attempts started)",
         lambda t, b: tasks.link(t, b.depends_on, by=b.by, reason=b.reason),
+        names=lambda b: [("dependsOn", b.depends_on)],
     )
     command(
         "unlink",
@@ -319,6 +350,14 @@ async def _create(
         made = await asyncio.to_thread(ctx.store.tasks.get, task_id)
         if made is not None:
             return Reply(201, made)
+    if tenant is not None and body.scope.thread_id is not None:
+        if await asyncio.to_thread(ctx.store.threads.tenant, body.scope.thread_id) != tenant:
+            # Worded as for a thread that does not exist: another tenant's never shows.
+            message = f"scope.threadId: no thread {body.scope.thread_id!r}"
+            raise GatewayError(422, message, fields=["scope.threadId"])
+    parent = body.scope.parent_task_id
+    named = [("dependencies", d) for d in body.dependencies]
+    await _own_tasks(ctx, tenant, [*named, *([("scope.parentTaskId", parent)] if parent else [])])
     try:
         record = await tasks.create(
             body.objective,
@@ -337,6 +376,18 @@ async def _create(
             raise GatewayError(503, str(err)) from None
         raise GatewayError(422, str(err), fields=[err.field or "body"]) from None
     return Reply(201, record)
+
+
+async def _own_tasks(ctx: ApiContext, tenant: str | None, named: list[tuple[str, str]]) -> None:
+    """422 naming the field unless each task a tenant's key names in a body (a dependency,
+    a parent) is its tenant's: another tenant's is refused in the very words a task that
+    does not exist is, so a body never tells a key whether another tenant's task exists
+    (nor ties its work to it). Hence a tenant's plan is created dependencies first."""
+    if tenant is None:
+        return
+    for field, task_id in named:
+        if await asyncio.to_thread(ctx.store.tasks.tenant, task_id) != tenant:
+            raise GatewayError(422, f"{field}: no task {task_id!r}", fields=[field])
 
 
 def _task_id_of_key(request: IdempotentRequest) -> str | None:
@@ -362,6 +413,24 @@ async def _refusing(command: Awaitable[object]) -> None:
         if err.field is not None:
             raise GatewayError(422, str(err), fields=[err.field]) from None
         raise GatewayError(409, str(err)) from None
+    except RPCError as err:
+        raise GatewayError(503, f"Temporal did not answer ({err.message}); retry") from None
+
+
+async def _deleting(deletion: Awaitable[DeletionReport]) -> DeletionReport:
+    """Run a deletion: nothing left of the task is 404, a refusal for what it is or what
+    depends on it 409 naming the field that would change it, a bad id 422; Temporal slow
+    to close or forget it 503 (deleting again finishes)."""
+    try:
+        return await deletion
+    except TaskNotFound as err:
+        raise GatewayError(404, str(err)) from None
+    except DeletionRefused as err:
+        raise GatewayError(409, str(err), fields=[err.field or "taskId"]) from None
+    except TaskError as err:
+        raise GatewayError(422, str(err), fields=[err.field or "taskId"]) from None
+    except RuntimeError as err:
+        raise GatewayError(503, str(err)) from None
     except RPCError as err:
         raise GatewayError(503, f"Temporal did not answer ({err.message}); retry") from None
 

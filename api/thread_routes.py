@@ -11,7 +11,6 @@ import binascii
 import hmac
 import mimetypes
 import posixpath
-import secrets
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
@@ -24,7 +23,7 @@ from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from weft.api.auth import principal, tenant_query
+from weft.api.auth import principal, tenant_query, thread_tenant
 from weft.api.context import ApiContext, thread_status
 from weft.api.gateway.app import GatewayError
 from weft.api.idempotency import IdempotentRequest, Reply, idempotency
@@ -52,6 +51,7 @@ from weft.client.thread_status import (
 from weft.contract.messages import Message
 from weft.contract.thread import QUERY_THREAD_READ, ThreadRead
 from weft.contract.validation import describe_validation_error
+from weft.store import Store
 from weft.store.file_paths import InvalidPathError, normalize_path
 from weft.store.tenant_quotas import QuotaExceeded
 
@@ -102,6 +102,7 @@ def router(ctx: ApiContext) -> APIRouter:
     routes = APIRouter(tags=["threads"])
     Idempotent = Annotated[IdempotentRequest, Depends(idempotency(ctx.store))]
     base_query = _base_query(ctx.task_queue)
+    page_tokens = PageTokens(ctx.store)
 
     @routes.post(
         "/threads",
@@ -146,7 +147,7 @@ def router(ctx: ApiContext) -> APIRouter:
                 *([_AWAITING_QUERIES[awaiting]] if awaiting else []),
             ]
         )
-        return await _list(ctx, query, limit, page_token)
+        return await _list(ctx, page_tokens, query, limit, page_token)
 
     @routes.get(
         "/threads/{thread_id}",
@@ -226,6 +227,8 @@ async def _start(
     # Readable like every generated id (`<agent>-…`), and the same for the same key.
     derived = request.derived_id(thread_id_prefix(body.agent)) if body.thread_id is None else None
     thread_id = body.thread_id or derived
+    if tenant is not None and body.thread_id is not None:
+        await check_chosen_id(ctx, body.thread_id, tenant, field="threadId")
     try:
         started = await start_confirmed(
             ctx.threads,
@@ -263,6 +266,37 @@ async def _start(
     )
 
 
+def tenant_id_prefix(tenant: str) -> str:
+    """The start of the thread ids a tenant's key may choose for new threads: `<tenant>:`.
+    No tenant name holds a `:`, and no generated id does, so no other tenant's key (and
+    no id weft makes) lands in this space."""
+    return f"{tenant}:"
+
+
+async def check_chosen_id(ctx: ApiContext, thread_id: str, tenant: str, *, field: str) -> None:
+    """422 unless a key of `tenant` may name `thread_id` for a new thread (or import): one
+    of the tenant's own threads, or a free id in the tenant's own space (`<tenant>:…`).
+
+    Thread ids are one namespace shared by every tenant, so an answer that depended on
+    whether another tenant holds an id (a 409 for a taken id, a 201 for a free one) would
+    tell the key that tenant's thread exists. This answer depends only on what the key can
+    learn anyway: whether the id is its own thread (`GET /threads/{id}`) and its shape.
+    An id elsewhere is refused alike whether free, another tenant's, or a task's log."""
+    holder = await thread_tenant(ctx.store, ctx.client, thread_id)
+    if holder == tenant:
+        return
+    prefix = tenant_id_prefix(tenant)
+    if holder is None and thread_id.startswith(prefix):
+        return
+    raise GatewayError(
+        422,
+        f"{field}: thread id {thread_id!r} is not available to tenant {tenant!r}: a tenant's "
+        f"key names one of its own threads, or a new id that begins with {prefix!r} (thread "
+        "ids are shared by every tenant)",
+        fields=[field],
+    )
+
+
 async def _started_before(ctx: ApiContext, thread_id: str) -> Reply:
     """The thread this key started in an earlier attempt, as that attempt would answer."""
     handle = ctx.client.get_workflow_handle(thread_id)
@@ -292,8 +326,10 @@ def _base_query(task_queue: str) -> str:
     return threads_query(task_queue)
 
 
-async def _list(ctx: ApiContext, query: str, limit: int, page_token: str | None) -> ThreadList:
-    token = _open_token(query, page_token) if page_token else None
+async def _list(
+    ctx: ApiContext, tokens: "PageTokens", query: str, limit: int, page_token: str | None
+) -> ThreadList:
+    token = await tokens.open(query, page_token) if page_token else None
     listing = ctx.client.list_workflows(query, page_size=limit, next_page_token=token)
     try:
         await listing.fetch_next_page()
@@ -303,39 +339,50 @@ async def _list(ctx: ApiContext, query: str, limit: int, page_token: str | None)
     next_token = listing.next_page_token
     return ThreadList(
         threads=[_summary(execution) for execution in page],
-        next_page_token=_seal_token(query, next_token) if next_token else None,
+        next_page_token=await tokens.seal(query, next_token) if next_token else None,
     )
 
 
-# Page tokens are Temporal's, sealed with a key of this process: Temporal retries a call
-# with a token it cannot parse for seconds, so only tokens this server issued, for the
-# same filters, ever reach it. A token outlives neither a restart nor another replica.
-_TOKEN_KEY = secrets.token_bytes(32)
+# Page tokens are Temporal's, sealed with a key kept in the store (`serve_secrets`):
+# Temporal retries a call with a token it cannot parse for seconds, so only tokens a weft
+# server on this store issued, for the same filters (and tenant), ever reach it. Every
+# replica reads the same key, so a token is good at any of them and after a restart.
+PAGE_TOKEN_SECRET = "page-tokens"
 _TAG_BYTES = 16
 
 
-def _tag(query: str, token: bytes) -> bytes:
-    return hmac.digest(_TOKEN_KEY, query.encode() + b"\0" + token, "sha256")[:_TAG_BYTES]
+class PageTokens:
+    """Seals Temporal's page tokens to the query they page through, and opens them."""
 
+    def __init__(self, store: Store) -> None:
+        self._secrets = store.serve_secrets
+        self._key: bytes | None = None  # read from the store at the first listing
 
-def _seal_token(query: str, token: bytes) -> str:
-    return base64.urlsafe_b64encode(_tag(query, token) + token).decode().rstrip("=")
+    async def seal(self, query: str, token: bytes) -> str:
+        tag = await self._tag(query, token)
+        return base64.urlsafe_b64encode(tag + token).decode().rstrip("=")
 
+    async def open(self, query: str, text: str) -> bytes:
+        """Temporal's token inside `text`; 422 naming `pageToken` unless a server on this
+        store sealed it for `query`."""
+        try:
+            sealed = base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
+        except (binascii.Error, ValueError):
+            sealed = b""
+        tag, token = sealed[:_TAG_BYTES], sealed[_TAG_BYTES:]
+        if not token or not hmac.compare_digest(tag, await self._tag(query, token)):
+            raise GatewayError(
+                422,
+                "pageToken: not a token this server gave for these filters; list again "
+                "from the first page",
+                fields=["pageToken"],
+            )
+        return token
 
-def _open_token(query: str, text: str) -> bytes:
-    try:
-        sealed = base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
-    except (binascii.Error, ValueError):
-        sealed = b""
-    tag, token = sealed[:_TAG_BYTES], sealed[_TAG_BYTES:]
-    if not token or not hmac.compare_digest(tag, _tag(query, token)):
-        raise GatewayError(
-            422,
-            "pageToken: not a token this server gave for these filters (tokens do not "
-            "survive a restart); list again from the first page",
-            fields=["pageToken"],
-        )
-    return token
+    async def _tag(self, query: str, token: bytes) -> bytes:
+        if self._key is None:
+            self._key = await asyncio.to_thread(self._secrets.get, PAGE_TOKEN_SECRET)
+        return hmac.digest(self._key, query.encode() + b"\0" + token, "sha256")[:_TAG_BYTES]
 
 
 def _summary(execution: WorkflowExecution) -> ThreadSummary:
@@ -404,4 +451,4 @@ def _disposition(kind: str, path: str) -> str:
     return f"{kind}; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
-__all__ = ["CONFIRM_SECONDS", "router"]
+__all__ = ["CONFIRM_SECONDS", "check_chosen_id", "router", "tenant_id_prefix"]

@@ -8,11 +8,9 @@ from typing import Any
 
 from temporalio.client import WorkflowUpdateFailedError
 
-from weft.cli.temporal_client import client_from_config
+from weft.cli.thread_guard import acting_threads
 from weft.client.ask import TurnWaitTimeout
-from weft.client.threads import Threads
 from weft.contract.turns import TurnResult
-from weft.store import Store
 from weft.workers.config import WeftConfig
 
 
@@ -37,26 +35,21 @@ def register(actions: Any) -> None:
 
 async def run(args: argparse.Namespace, config: WeftConfig) -> int:
     """Print the answer; a turn that did not complete exits 1 with its stop reason."""
-    temporal = config.temporal
-    client = await client_from_config(config)
-    store = Store.open(config.store_url())
     try:
-        threads = Threads(client, task_queue=temporal.task_queue, store=store)
-        result = await threads.ask(
-            args.thread_id,
-            args.text,
-            policy=args.policy,
-            update_id=args.update_id,
-            timeout=args.timeout,
-        )
+        async with acting_threads(config) as threads:
+            result = await threads.ask(
+                args.thread_id,
+                args.text,
+                policy=args.policy,
+                update_id=args.update_id,
+                timeout=args.timeout,
+            )
     except TurnWaitTimeout as err:
         print(f"weft: {err}", file=sys.stderr)
         return 1
     except WorkflowUpdateFailedError as err:
         print(f"weft: thread {args.thread_id} refused the message: {err.cause}", file=sys.stderr)
         return 1
-    finally:
-        store.close()
     return _show(result, as_json=args.json)
 
 

@@ -1,5 +1,6 @@
-"""`weft audit`: who did each control action over HTTP (a key id, or `token`), on which
-thread, and how it ended (docs/tenants.md)."""
+"""`weft audit`: who did each control action (over HTTP a key id, `jwt:<sub>` or `token`;
+`cli:<os user>` from the CLI, `python` from the Python client), for which tenant, on which
+thread, and how it ended (docs/tenants.md#audit)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,15 @@ from weft.workers.config import WeftConfig
 def register(subparsers: Any) -> None:
     """Add `audit` to the main `weft` CLI's subparsers."""
     audit = subparsers.add_parser(
-        "audit", help="who did each control action of `weft serve`, newest last"
+        "audit", help="who did each control action (HTTP, CLI, Python), newest last"
     )
     audit.add_argument("--thread", help="only the actions on this thread")
-    audit.add_argument("--tenant", help="only the actions of this tenant's keys")
-    audit.add_argument("--subject", help="only the actions of this key id (or `token`)")
+    audit.add_argument(
+        "--tenant", help="only the actions for this tenant (default: `weft --tenant`'s)"
+    )
+    audit.add_argument(
+        "--subject", help="only the actions of this key id (or `token`, `cli:<user>`, `python`)"
+    )
     audit.add_argument("--limit", type=int, default=100, help="the newest N (default: 100)")
     audit.add_argument("--json", action="store_true", help="print them as JSON")
     audit.set_defaults(handler=show)

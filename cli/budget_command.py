@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowUpdateFailedError
 
 from weft.cli.temporal_client import client_from_config
+from weft.cli.thread_guard import acting_threads
 from weft.client.threads import Threads
 from weft.contract.budget import Budget, BudgetLimitName, BudgetState, SetBudget
 from weft.workers.config import WeftConfig
@@ -80,11 +81,11 @@ async def run(args: argparse.Namespace, config: WeftConfig) -> int:
         print(f"weft: {flag + ': ' if flag else ''}{message}", file=sys.stderr)
         return EXIT_USAGE
     # Checked before connecting: a bad limit needs no Temporal to be refused.
-    threads = Threads(await client_from_config(config), task_queue=config.temporal.task_queue)
     try:
-        state = await threads.set_budget(
-            args.thread_id, request.budget, clear=request.clear, resume=request.resume
-        )
+        async with acting_threads(config) as threads:
+            state = await threads.set_budget(
+                args.thread_id, request.budget, clear=request.clear, resume=request.resume
+            )
     except WorkflowUpdateFailedError as err:
         print(f"weft: thread {args.thread_id!r} refused: {err.cause or err}", file=sys.stderr)
         return EXIT_REFUSED

@@ -10,12 +10,12 @@ import json
 import sys
 from typing import Any
 
+from weft.activities.tenant_deletion import delete_tenant
 from weft.activities.thread_deletion import (
     DEFAULT_GRACE_SECONDS,
     DeletionReport,
     ThreadNotFound,
     check_thread_id,
-    delete_tenant,
     delete_thread,
 )
 from weft.cli.temporal_client import client_from_config
@@ -49,9 +49,11 @@ def register_tenant(subparsers: Any) -> None:
     actions = tenant.add_subparsers(dest="action", required=True)
     delete = actions.add_parser(
         "delete",
-        help="delete every thread of a tenant, and its API keys",
-        description="Delete every thread of the tenant (as `weft thread delete --children` "
-        "does), then its API keys. The audit log keeps its entries.",
+        help="delete every job, task and thread of a tenant, and its API keys",
+        description="Cancel the tenant's open jobs and tasks, delete each job (its items' "
+        "tasks with it) and task, every thread of the tenant (as `weft thread delete "
+        "--children` does), then its API keys, quota and retention policy. The audit log "
+        "keeps its entries.",
     )
     delete.add_argument("tenant", help="the tenant to delete")
     _common(delete)
@@ -59,22 +61,27 @@ def register_tenant(subparsers: Any) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
+    common_options(parser, "a running thread may take to close after the terminate signal")
+
+
+def common_options(parser: argparse.ArgumentParser, grace_of: str) -> None:
+    """`--yes`, `--grace` (how long `grace_of`) and `--json`: every deletion's options."""
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     parser.add_argument(
         "--grace",
         type=float,
         default=DEFAULT_GRACE_SECONDS,
         metavar="S",
-        help="how long a running thread may take to close after the terminate signal "
-        f"before it is terminated outright (default {DEFAULT_GRACE_SECONDS:g})",
+        help=f"how long {grace_of} before it is terminated outright "
+        f"(default {DEFAULT_GRACE_SECONDS:g})",
     )
     parser.add_argument("--json", action="store_true", help="print what was deleted as JSON")
 
 
 async def delete_thread_command(args: argparse.Namespace, config: WeftConfig) -> int:
     thread_id = check_thread_id(args.target)
-    _check_grace(args.grace)
-    if not _confirmed(
+    check_grace(args.grace)
+    if not confirmed(
         args, f"delete thread {thread_id!r}" + (" and its children" if args.children else "")
     ):
         return 1
@@ -93,14 +100,14 @@ async def delete_thread_command(args: argparse.Namespace, config: WeftConfig) ->
         except ThreadNotFound as err:
             print(f"weft: {err}", file=sys.stderr)
             return 1
-    _print(args, report)
+    print_report(args, report)
     return 0
 
 
 async def delete_tenant_command(args: argparse.Namespace, config: WeftConfig) -> int:
     tenant = check_tenant(args.tenant)
-    _check_grace(args.grace)
-    if not _confirmed(args, f"delete every thread and API key of tenant {tenant!r}"):
+    check_grace(args.grace)
+    if not confirmed(args, f"delete every thread and API key of tenant {tenant!r}"):
         return 1
     client = await client_from_config(config)
     store = await asyncio.to_thread(Store.open, config.store_url())
@@ -108,16 +115,17 @@ async def delete_tenant_command(args: argparse.Namespace, config: WeftConfig) ->
         report = await delete_tenant(
             client, store, tenant, grace=args.grace, audit_subject=AUDIT_SUBJECT
         )
-    _print(args, report)
+    print_report(args, report)
     return 0
 
 
-def _check_grace(grace: float) -> None:
+def check_grace(grace: float) -> None:
+    """`--grace` must be a number of seconds, 0 or more: ValueError naming it."""
     if not grace >= 0:
         raise ValueError(f"--grace {grace}: a number of seconds, 0 or more")
 
 
-def _confirmed(args: argparse.Namespace, what: str) -> bool:
+def confirmed(args: argparse.Namespace, what: str) -> bool:
     """Whether to go on: `--yes`, or a `y` typed at a terminal; without a terminal, no."""
     if args.yes:
         return True
@@ -131,20 +139,41 @@ def _confirmed(args: argparse.Namespace, what: str) -> bool:
     return False
 
 
-def _print(args: argparse.Namespace, report: DeletionReport) -> None:
+def print_report(args: argparse.Namespace, report: DeletionReport) -> None:
+    """The report as JSON (`--json`), or a line per job, task and thread deleted."""
     if args.json:
         print(json.dumps(report.wire(), indent=2))
         return
+    for job in report.jobs:
+        print(
+            f"deleted job {job.job_id}: {sum(job.rows.values())} rows, "
+            f"{job.executions} Temporal executions"
+        )
+    for task in report.tasks:
+        unlinked = f"; its edge removed from {', '.join(task.unlinked)}" if task.unlinked else ""
+        print(
+            f"deleted task {task.task_id}: {sum(task.rows.values())} rows, "
+            f"{task.executions} Temporal executions{unlinked}"
+        )
     for thread in report.threads:
         rows = sum(thread.rows.values())
         print(
             f"deleted {thread.thread_id}: {rows} rows, {thread.blobs} blobs, "
             f"{thread.executions} Temporal executions"
         )
-    if not report.threads:
+    if not report.threads and not report.tasks and not report.jobs:
         print("no threads to delete")
     if report.api_keys:
         print(f"deleted {report.api_keys} API keys")
 
 
-__all__ = ["delete_tenant_command", "delete_thread_command", "register", "register_tenant"]
+__all__ = [
+    "check_grace",
+    "common_options",
+    "confirmed",
+    "delete_tenant_command",
+    "delete_thread_command",
+    "print_report",
+    "register",
+    "register_tenant",
+]

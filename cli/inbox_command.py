@@ -43,6 +43,7 @@ def register(commands: Any) -> None:
         "--kind", choices=["ask_human", "tool_permission", "elicitation"], help="only this kind"
     )
     inbox.add_argument("--agent", help="only threads of this agent")
+    # Under `weft --tenant T`, only T's threads (cli/thread_guard.py).
     inbox.add_argument("--json", action="store_true", help="print the threads as JSON")
     inbox.set_defaults(handler=run)
 
@@ -51,7 +52,9 @@ async def run(args: argparse.Namespace, config: WeftConfig) -> int:
     """Print one line per pending action (or JSON); an empty inbox says so on stderr."""
     client = await client_from_config(config)
     kind = cast(ActionKind | None, args.kind)
-    thread_ids = await actions.waiting_threads(client, kind, agent=args.agent)
+    thread_ids = await actions.waiting_threads(
+        client, kind, agent=args.agent, tenant=args.acting_tenant
+    )
     store = await asyncio.to_thread(Store.open, config.store_url())
     try:
         reads = await _read_all(client, store, thread_ids)

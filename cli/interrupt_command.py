@@ -10,8 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from weft.cli.temporal_client import client_from_config
-from weft.client.threads import Threads
+from weft.cli.thread_guard import acting_threads
 from weft.contract.messages import InterruptTurnRequest, InterruptTurnResult
 from weft.workers.config import WeftConfig
 
@@ -45,8 +44,10 @@ async def run(args: argparse.Namespace, config: WeftConfig) -> int:
         print(f"weft: thread interrupt: {flag}: {problem['msg']}", file=sys.stderr)
         return EXIT_USAGE
     # The thread's refusals become one line in `thread_guard`.
-    threads = Threads(await client_from_config(config), task_queue=config.temporal.task_queue)
-    result = await threads.interrupt_turn(args.thread_id, reason=args.reason, turn_id=args.turn_id)
+    async with acting_threads(config) as threads:
+        result = await threads.interrupt_turn(
+            args.thread_id, reason=args.reason, turn_id=args.turn_id
+        )
     print(said(args.thread_id, result))
     return 0
 

@@ -1,4 +1,5 @@
-"""`weft job run|status|cancel|resume|results`: jobs from the command line (docs/jobs.md)."""
+"""`weft job run|status|cancel|resume|results|delete`: jobs from the command line
+(docs/jobs.md)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO, get_args
 
+from weft.cli.delete_command import check_grace, common_options, confirmed, print_report
 from weft.cli.temporal_client import client_from_config
 from weft.client.jobs import Jobs, parse_rate, read_items_file
 from weft.contract.jobs import JobRecord, JobStatus, progress_line
@@ -34,6 +36,9 @@ def register(commands: Any) -> None:
     run.add_argument("--deadline", type=float, help="seconds each item's task may run")
     run.add_argument("--schema", help="acceptance: a JSON Schema file every answer must meet")
     run.add_argument("--session", help="the session the items' tasks belong to")
+    run.add_argument(
+        "--thread", metavar="THREAD_ID", help="the thread the job belongs to (its summary lists it)"
+    )
     run.add_argument("--items-per-run", type=int, help="items a run starts before continuing")
     run.add_argument("--wait", action="store_true", help="print progress until the job ends")
     run.set_defaults(handler=_run)
@@ -59,6 +64,20 @@ def register(commands: Any) -> None:
     results = actions.add_parser("results", help="one JSON line per item: status and output")
     results.add_argument("job_id")
     results.set_defaults(handler=_results)
+    delete = actions.add_parser(
+        "delete",
+        help="cancel a job if open and delete everything of it (items, tasks, Temporal)",
+        description="Cancel the job if it is open, then delete each item's task (as `weft "
+        "task delete` does), the job's items, its log and every Temporal run of it; with "
+        "--with-threads, the threads its items' attempts ran too. Deleting again finishes "
+        "a deletion a crash interrupted (docs/deletion.md).",
+    )
+    delete.add_argument("job_id")
+    delete.add_argument(
+        "--with-threads", action="store_true", help="the threads its items' attempts ran too"
+    )
+    common_options(delete, "an open job may take to end after its cancel")
+    delete.set_defaults(handler=_delete)
 
 
 @asynccontextmanager
@@ -82,6 +101,8 @@ async def _run(args: argparse.Namespace, config: WeftConfig) -> int:
     fields: dict[str, Any] = {"constraints": constraints}
     if args.session:
         fields["session_id"] = args.session
+    if args.thread:
+        fields["thread_id"] = args.thread
     if args.items_per_run is not None:
         fields["items_per_run"] = args.items_per_run
     async with _jobs(config) as jobs:
@@ -254,6 +275,19 @@ async def _results(args: argparse.Namespace, config: WeftConfig) -> int:
     async with _jobs(config) as jobs:
         for line in jobs.results(args.job_id):
             sys.stdout.write(line + "\n")
+    return 0
+
+
+async def _delete(args: argparse.Namespace, config: WeftConfig) -> int:
+    check_grace(args.grace)
+    what = f"delete job {args.job_id!r}, its items and their tasks" + (
+        " and threads" if args.with_threads else ""
+    )
+    if not confirmed(args, what):
+        return 1
+    async with _jobs(config) as jobs:
+        report = await jobs.delete(args.job_id, with_threads=args.with_threads, grace=args.grace)
+    print_report(args, report)
     return 0
 
 

@@ -1,5 +1,6 @@
 """`weft key create | list | revoke`: the API keys of `weft serve`, by tenant and scope
-(docs/tenants.md). The CLI acts on the store directly, as the operator."""
+(docs/tenants.md). The CLI acts on the store directly, as the operator; a creation and a
+revocation are recorded in the audit log as `cli:<os user>`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from weft.cli.thread_guard import audit_trail
+from weft.client import audit_trail as audit
 from weft.client.schedule_inputs import parse_duration
 from weft.contract.tenants import SCOPES, check_tenant, parse_scopes
 from weft.store import Store
@@ -55,6 +58,9 @@ async def create_key(args: argparse.Namespace, config: WeftConfig) -> int:
             list(scopes),
             expires_at=expires_at,
             description=args.description,
+        )
+        await audit_trail(store).record(
+            audit.KEY_CREATE, audit.KEY_CREATE.done, tenant=tenant, key_id=created.key.key_id
         )
     if args.json:
         print(json.dumps({**_wire(created.key), "key": created.secret}, indent=2))
@@ -103,6 +109,9 @@ async def revoke_key(args: argparse.Namespace, config: WeftConfig) -> int:
         except UnknownKey:
             print(f"weft: no key {args.key_id!r} (`weft key list` shows them)", file=sys.stderr)
             return 1
+        await audit_trail(store).record(
+            audit.KEY_REVOKE, audit.KEY_REVOKE.done, tenant=key.tenant, key_id=key.key_id
+        )
     assert key.revoked_at is not None
     print(f"key {key.key_id} (tenant {key.tenant}) revoked at {_iso(key.revoked_at)}")
     return 0

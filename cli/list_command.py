@@ -1,6 +1,6 @@
 """`weft thread list [--agent A] [--schedule NAME] [--status S]`: the task queue's threads,
 filtered and shown in the status vocabulary of `GET /threads` (client/thread_status.py,
-docs/thread-status.md)."""
+docs/thread-status.md); under `weft --tenant T`, T's only."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from weft.cli.temporal_client import client_from_config
 from weft.client.thread_status import STATUS_MEANINGS, STATUS_QUERIES, thread_state, threads_query
+from weft.client.thread_tenant import tenant_clause
 from weft.workers.config import WeftConfig
 
 
@@ -47,6 +48,8 @@ async def run(args: argparse.Namespace, config: WeftConfig) -> int:
         clauses.append(f"TemporalScheduledById = '{_quote(args.schedule)}'")
     if args.status:
         clauses.append(STATUS_QUERIES[args.status])
+    if args.acting_tenant:  # `weft --tenant T`: T's threads only
+        clauses.append(tenant_clause(args.acting_tenant))
     count = 0
     async for execution in client.list_workflows(" AND ".join(clauses), limit=args.limit):
         attrs = execution.typed_search_attributes

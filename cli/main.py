@@ -48,7 +48,13 @@ from weft.cli import (
 )
 from weft.cli.parser import CommandParser
 from weft.cli.temporal_client import client_from_config
-from weft.cli.thread_guard import ThreadError, run_thread_command
+from weft.cli.thread_guard import (
+    TENANT_VARIABLE,
+    ThreadError,
+    acting_threads,
+    confine_to_tenant,
+    run_thread_command,
+)
 from weft.client import resume
 from weft.client.starts import ThreadStartRefused, start_confirmed
 from weft.client.threads import Threads
@@ -80,8 +86,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
+        confine_to_tenant(args)  # whom the CLI acts for: every tenant, or one
         config = apply_recovery_flags(args, load_config(args.config))
-    except ConfigError as err:
+    except (ConfigError, ValueError) as err:
         return _fail(args, str(err), EXIT_USAGE)
     if getattr(args, "definitions", None):
         config.definitions = args.definitions
@@ -92,8 +99,11 @@ def run(argv: Sequence[str] | None = None) -> int:
         return int(handler(args))
     try:
         deploy_command.apply_worker_flags(args, config)
-        if args.command == "thread" and getattr(args, "thread_id", None) is not None:
-            # Every command on one thread: an unknown or closed thread is one line.
+        if args.command == "thread" and (
+            getattr(args, "thread_id", None) is not None or getattr(args, "target", None)
+        ):
+            # Every command on one thread: an unknown or closed thread (or another
+            # tenant's, under --tenant) is one line.
             return asyncio.run(run_thread_command(handler, args, config))
         return int(asyncio.run(handler(args, config)) or 0)
     except KeyboardInterrupt:
@@ -130,6 +140,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", help="config file (default: $WEFT_CONFIG or temporal-dev.yml)")
     parser.add_argument(
         "--debug", action="store_true", help="print the traceback of an error, not only its line"
+    )
+    parser.add_argument(
+        "--tenant",
+        dest="acting_tenant",
+        metavar="T",
+        help=f"act for tenant T only (default: ${TENANT_VARIABLE}; none: every tenant, as "
+        "the operator): another tenant's threads are not found, listings show T's, starts "
+        "are T's (docs/tenants.md)",
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -301,10 +319,6 @@ async def _client(config: WeftConfig) -> Any:
     return await client_from_config(config)
 
 
-async def _threads(config: WeftConfig) -> Threads:
-    return Threads(await _client(config), task_queue=config.temporal.task_queue)
-
-
 async def _dev(args: argparse.Namespace, config: WeftConfig) -> int:
     from weft.workers.demo.defaults import HOW_TO_POINT, uses_demo, with_demo_defaults
     from weft.workers.dev_stack import DevStack
@@ -368,8 +382,7 @@ async def _thread_start(args: argparse.Namespace, config: WeftConfig) -> int:
     """Start the thread and wait for a worker to accept it: a refusal (an unknown agent, a
     missing variable) exits 1 with the worker's reason; no verdict in time is only a note,
     since a worker that comes later runs the thread."""
-    with _store(config) as store:
-        threads = Threads(await _client(config), task_queue=config.temporal.task_queue, store=store)
+    async with acting_threads(config) as threads:
         try:
             started = await start_confirmed(
                 threads,
@@ -417,20 +430,23 @@ async def _thread_show(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 async def _thread_terminate(args: argparse.Namespace, config: WeftConfig) -> int:
-    await (await _threads(config)).terminate(args.thread_id, args.reason)
+    async with acting_threads(config) as threads:
+        await threads.terminate(args.thread_id, args.reason)
     # The signal is sent; the thread finishes what it must, then closes (tail shows it end).
     print(f"terminate sent to {args.thread_id}: it closes once its work in flight stops")
     return 0
 
 
 async def _thread_compact(args: argparse.Namespace, config: WeftConfig) -> int:
-    await (await _threads(config)).compact(args.thread_id, args.reason)
+    async with acting_threads(config) as threads:
+        await threads.compact(args.thread_id, args.reason)
     print(f"compaction requested for {args.thread_id}")
     return 0
 
 
 async def _thread_refresh_tools(args: argparse.Namespace, config: WeftConfig) -> int:
-    await (await _threads(config)).refresh_tools(args.thread_id, args.servers)
+    async with acting_threads(config) as threads:
+        await threads.refresh_tools(args.thread_id, args.servers)
     which = ", ".join(args.servers) if args.servers else "all MCP servers"
     print(f"tool refresh requested for {args.thread_id} ({which})")
     return 0

@@ -8,6 +8,8 @@ import asyncio
 import json
 from typing import Any
 
+from weft.cli.thread_guard import audit_trail
+from weft.client import audit_trail as audit
 from weft.contract.tenants import check_tenant
 from weft.store import Store
 from weft.store.tenant_quotas import TenantQuota
@@ -111,6 +113,7 @@ async def _set(args: argparse.Namespace, config: WeftConfig) -> int:
             for name in ("max_active_threads", "max_tokens", "max_cost_usd")
         }
         quota = await asyncio.to_thread(store.tenant_quotas.set, tenant, **limits)
+        await audit_trail(store).record(audit.QUOTA_SET, audit.QUOTA_SET.done, tenant=tenant)
         active = await asyncio.to_thread(store.tenant_quotas.active_threads, tenant)
     _print(args, quota, active)
     return 0
@@ -135,6 +138,7 @@ async def _clear(args: argparse.Namespace, config: WeftConfig) -> int:
     tenant = check_tenant(args.tenant)
     with await asyncio.to_thread(Store.open, config.store_url()) as store:
         cleared = await asyncio.to_thread(store.tenant_quotas.clear, tenant)
+        await audit_trail(store).record(audit.QUOTA_CLEAR, audit.QUOTA_CLEAR.done, tenant=tenant)
     print(f"tenant {tenant}: quota cleared" if cleared else f"tenant {tenant}: had no quota")
     return 0
 

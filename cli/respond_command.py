@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 from temporalio.client import WorkflowUpdateFailedError
 
-from weft.cli.temporal_client import client_from_config
+from weft.cli.thread_guard import acting_threads
 from weft.client import actions
 from weft.workers.config import WeftConfig
 
@@ -73,9 +73,9 @@ async def run(args: argparse.Namespace, config: WeftConfig) -> int:
     except ValidationError as err:
         print(f"weft: {_first_problem(err)}", file=sys.stderr)
         return EXIT_USAGE
-    client = await client_from_config(config)
     try:
-        result = await actions.respond_checked(client, args.thread_id, answer)
+        async with acting_threads(config) as threads:
+            result = await threads.respond(args.thread_id, answer)
     except WorkflowUpdateFailedError as err:
         print(f"weft: thread {args.thread_id!r} refused: {err.cause or err}", file=sys.stderr)
         return EXIT_REFUSED

@@ -10,6 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from weft.cli.temporal_client import client_from_config
+from weft.cli.thread_guard import audit_trail
+from weft.client import audit_trail as audit
 from weft.client.retention import DEFAULT_EVERY, Retention, RetentionRun, RetentionStatus
 from weft.contract.definitions import AgentDef
 from weft.contract.retention import RetentionSweepResult, parse_ttl
@@ -158,6 +160,9 @@ async def _set(args: argparse.Namespace, config: WeftConfig) -> int:
     parse_ttl(ttl, what="--ttl")
     with await asyncio.to_thread(Store.open, config.store_url()) as store:
         await asyncio.to_thread(store.retention.set_tenant, args.tenant, ttl)
+        await audit_trail(store).record(
+            audit.RETENTION_SET, audit.RETENTION_SET.done, tenant=args.tenant
+        )
     print(f"tenant {args.tenant}: closed threads kept {ttl.strip().lower()} after closing")
     return 0
 
@@ -166,6 +171,9 @@ async def _clear(args: argparse.Namespace, config: WeftConfig) -> int:
     check_tenant(args.tenant)
     with await asyncio.to_thread(Store.open, config.store_url()) as store:
         cleared = await asyncio.to_thread(store.retention.clear_tenant, args.tenant)
+        await audit_trail(store).record(
+            audit.RETENTION_CLEAR, audit.RETENTION_CLEAR.done, tenant=args.tenant
+        )
     print(f"tenant {args.tenant}: " + ("TTL cleared" if cleared else "had no TTL"))
     return 0
 

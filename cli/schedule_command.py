@@ -26,6 +26,7 @@ def register(commands: Any) -> None:
     actions = schedule.add_subparsers(dest="schedule_action", required=True)
     _register_create(actions)
     listing = actions.add_parser("list", help="list weft's schedules")
+    listing.add_argument("--tenant", help="only this tenant's schedules")
     listing.set_defaults(handler=_list)
     show = actions.add_parser("show", help="print one schedule as JSON")
     show.add_argument("name")
@@ -71,6 +72,11 @@ def _register_create(actions: Any) -> None:
         f" (default {int(DEFAULT_CATCHUP_WINDOW.total_seconds() // 60)}m, minimum 10s)",
     )
     create.add_argument("--note", help="a note kept on the schedule")
+    create.add_argument(
+        "--tenant",
+        help="the tenant whose threads an --agent schedule starts (default: default);"
+        " a --thread schedule is its thread's tenant's",
+    )
     create.set_defaults(handler=_create)
 
 
@@ -97,6 +103,7 @@ async def _create(args: argparse.Namespace, config: WeftConfig) -> int:
         overlap=args.overlap,
         catchup_window=args.catchup_window,
         note=args.note,
+        tenant=args.tenant,
     )
     created = await schedules.describe(args.name)
     print(f"created schedule {created.name}: {created.target.summary()}, {created.spec}")
@@ -104,7 +111,7 @@ async def _create(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 async def _list(args: argparse.Namespace, config: WeftConfig) -> int:
-    found = await (await _schedules(config)).list()
+    found = await (await _schedules(config)).list(tenant=args.tenant)
     for schedule in found:
         print(_row(schedule))
     if not found:

@@ -14,9 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from weft.cli.temporal_client import client_from_config
-from weft.client.threads import Threads
-from weft.store import Store
+from weft.cli.thread_guard import acting_threads
 from weft.workers.config import WeftConfig
 
 EXIT_USAGE = 2
@@ -50,13 +48,8 @@ async def run(args: argparse.Namespace, config: WeftConfig) -> int:
     except MessageInputError as err:
         print(f"weft: {err}", file=sys.stderr)
         return EXIT_USAGE
-    client = await client_from_config(config)
-    store = await asyncio.to_thread(Store.open, config.store_url())
-    try:
-        threads = Threads(client, task_queue=config.temporal.task_queue, store=store)
+    async with acting_threads(config) as threads:
         await threads.send(args.thread_id, content, role=args.role)
-    finally:
-        store.close()
     print(f"queued a {args.role} message on {args.thread_id} ({len(content)} characters)")
     return 0
 

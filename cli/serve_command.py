@@ -16,6 +16,7 @@ from weft.workers.secrets import load_keyring
 
 if TYPE_CHECKING:
     from weft.api.jwt_auth import JwtVerifier
+    from weft.api.request_limits import RequestLimits
 
 TOKEN_ENV = "WEFT_GATEWAY_TOKEN"
 
@@ -80,6 +81,7 @@ async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
             cors_origin=args.cors_origin,
             tracer=weft_tracer(tracing) if tracing else None,
             jwt=jwt,
+            request_limits=request_limits(config),
         )
         server = GatewayServer(app, host=args.host, port=args.port)
         sealing = f"keys {', '.join(keyring.key_ids)}" if keyring else "NO keys: values unsealed"
@@ -111,6 +113,20 @@ async def serve(args: argparse.Namespace, config: WeftConfig) -> int:
     return 0
 
 
+def request_limits(config: WeftConfig) -> RequestLimits | None:
+    """`serve.requestLimits` for the API, or None when no limit is configured."""
+    settings = config.serve.request_limits
+    if settings is None:
+        return None
+    from weft.api.request_limits import RequestLimits
+
+    return RequestLimits(
+        per_key=settings.per_key_per_minute,
+        per_tenant=settings.per_tenant_per_minute,
+        window_seconds=settings.window_seconds,
+    )
+
+
 def jwt_verifier(config: WeftConfig) -> JwtVerifier | None:
     """The verifier of `serve.jwt`'s tokens, or None when JWTs are not configured."""
     settings = config.serve.jwt
@@ -132,4 +148,4 @@ def jwt_verifier(config: WeftConfig) -> JwtVerifier | None:
     )
 
 
-__all__ = ["TOKEN_ENV", "jwt_verifier", "register", "serve"]
+__all__ = ["TOKEN_ENV", "jwt_verifier", "register", "request_limits", "serve"]

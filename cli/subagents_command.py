@@ -66,7 +66,17 @@ def render(found: SubagentJobSummary) -> str:
     for task in found.tasks.items:
         where = f" in {task.assigned_thread_id}" if task.assigned_thread_id else ""
         lines.append(f"  {task.task_id} {task.status} ({task.assignee}){where}")
-    lines.append(f"jobs: {found.jobs.reason}" if not found.jobs.linked else "jobs: linked")
+    job_counts = ", ".join(f"{n} {status}" for status, n in found.jobs.counts.items())
+    lines.append(f"jobs: {found.jobs.total}" + (f" ({job_counts})" if job_counts else ""))
+    for job in found.jobs.items:
+        p, standing = job.progress, job.recoverability
+        again = f", retry {standing.retry}" if standing.retry else ""
+        lines.append(
+            f"  {job.job_id} {job.status} ({job.assignee}) for {job.thread_id}: "
+            f"{p['completed']}/{p['total']} completed, {p['failed']} failed, "
+            f"{p['cancelled']} cancelled, {p['running']} running, {p['pending']} pending: "
+            f"{standing.state}{again}"
+        )
     lines += [f"unknown: {note}" for note in found.unknown]
     if found.truncated:
         lines.append("(more subagents than shown)")

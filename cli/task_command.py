@@ -1,5 +1,5 @@
 """`weft task create|get|list|start|update|delegate|link|unlink|pause|resume|complete|fail|
-progress|cancel|retry`: tasks from the command line (docs/tasks.md)."""
+progress|cancel|retry|delete`: tasks from the command line (docs/tasks.md)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, get_args
 
+from weft.cli.delete_command import check_grace, common_options, confirmed, print_report
 from weft.cli.temporal_client import client_from_config
 from weft.client.tasks import Tasks
 from weft.contract.tasks import TaskRecord, TaskStatus
@@ -94,6 +95,24 @@ def register(commands: Any) -> None:
     progress.add_argument("message")
     progress.add_argument("--data", help="a JSON object")
     progress.set_defaults(handler=_progress)
+    delete = actions.add_parser(
+        "delete",
+        help="cancel a task if open and delete everything of it (store, Temporal)",
+        description="Cancel the task if it is open, then delete its row, its log (attempts, "
+        "progress, output) and every Temporal run of it; with --with-threads, the threads "
+        "its attempts ran too. A task others depend on needs --force: their edges to it are "
+        "removed, recorded in their logs. A job's item's task goes with its job (weft job "
+        "delete). Deleting again finishes a deletion a crash interrupted (docs/deletion.md).",
+    )
+    delete.add_argument("task_id")
+    delete.add_argument(
+        "--force", action="store_true", help="delete it even if other tasks depend on it"
+    )
+    delete.add_argument(
+        "--with-threads", action="store_true", help="the threads its attempts ran too"
+    )
+    common_options(delete, "an open task may take to end after its cancel")
+    delete.set_defaults(handler=_delete)
 
 
 def _decision(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
@@ -216,6 +235,19 @@ async def _progress(args: argparse.Namespace, config: WeftConfig) -> int:
     async with _tasks(config) as tasks:
         await tasks.append_progress(args.task_id, args.message, data)
     print(f"progress added to {args.task_id}")
+    return 0
+
+
+async def _delete(args: argparse.Namespace, config: WeftConfig) -> int:
+    check_grace(args.grace)
+    what = f"delete task {args.task_id!r}" + (" and its threads" if args.with_threads else "")
+    if not confirmed(args, what):
+        return 1
+    async with _tasks(config) as tasks:
+        report = await tasks.delete(
+            args.task_id, force=args.force, with_threads=args.with_threads, grace=args.grace
+        )
+    print_report(args, report)
     return 0
 
 

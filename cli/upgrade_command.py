@@ -7,8 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from weft.cli.temporal_client import client_from_config
-from weft.client.threads import Threads
+from weft.cli.thread_guard import acting_threads
 from weft.contract.definitions_version import UpgradeResult
 from weft.workers.config import WeftConfig
 
@@ -28,8 +27,9 @@ def register(actions_parser: Any) -> None:
 
 async def run(args: argparse.Namespace, config: WeftConfig) -> int:
     # The thread's refusals become one line in `thread_guard`.
-    threads = Threads(await client_from_config(config), task_queue=config.temporal.task_queue)
-    print(said(args.thread_id, await threads.upgrade(args.thread_id)))
+    async with acting_threads(config) as threads:
+        result = await threads.upgrade(args.thread_id)
+    print(said(args.thread_id, result))
     return 0
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from temporalio.client import Client
 
+from weft.client.thread_tenant import tenant_clause
 from weft.contract.actions import (
     SIGNAL_RESPOND_ACTION,
     UPDATE_RESPOND_ACTION_CHECKED,
@@ -57,8 +58,11 @@ async def respond_checked(
     )
 
 
-def waiting_query(kind: ActionKind | None = None, *, agent: str | None = None) -> str:
-    """The visibility query listing threads that wait on a human (of one kind, one agent)."""
+def waiting_query(
+    kind: ActionKind | None = None, *, agent: str | None = None, tenant: str | None = None
+) -> str:
+    """The visibility query listing threads that wait on a human (of one kind, one agent,
+    one tenant)."""
     query = (
         f"WeftAwaitingAction = '{kind}'"
         if kind
@@ -66,6 +70,8 @@ def waiting_query(kind: ActionKind | None = None, *, agent: str | None = None) -
     )
     if agent:
         query += f" AND WeftAgent = '{_quoted(agent)}'"
+    if tenant:
+        query += f" AND {tenant_clause(tenant)}"
     return query + " AND ExecutionStatus = 'Running'"
 
 
@@ -75,7 +81,13 @@ def _quoted(value: str) -> str:
 
 
 async def waiting_threads(
-    client: Client, kind: ActionKind | None = None, *, agent: str | None = None
+    client: Client,
+    kind: ActionKind | None = None,
+    *,
+    agent: str | None = None,
+    tenant: str | None = None,
 ) -> list[str]:
-    """Ids of the threads waiting on a human (visibility is eventually consistent)."""
-    return [w.id async for w in client.list_workflows(waiting_query(kind, agent=agent))]
+    """Ids of the threads waiting on a human (of `tenant`'s only, when given; visibility
+    is eventually consistent)."""
+    query = waiting_query(kind, agent=agent, tenant=tenant)
+    return [w.id async for w in client.list_workflows(query)]

@@ -56,7 +56,14 @@ from weft.store.bundle_rows import (
     thread_records,
 )
 
-__all__ = ["BundleError", "BundleRef", "ThreadExists", "export_thread", "import_bundle"]
+__all__ = [
+    "BundleError",
+    "BundleRef",
+    "ThreadExists",
+    "bundle_thread_id",
+    "export_thread",
+    "import_bundle",
+]
 
 # Statuses the thread row keeps for a thread that never runs again (outcome_fence.py).
 _FINAL = ("completed", "cancelled", "failed")
@@ -81,9 +88,23 @@ async def export_thread(
     return await asyncio.to_thread(_export, store, thread_id, Path(path), namespace, runs)
 
 
-async def import_bundle(store: Store, path: str | Path, *, as_id: str | None = None) -> BundleRef:
-    """Import the bundle at `path` into `store` as a closed thread (same id, or `as_id`)."""
-    return await asyncio.to_thread(_import, store, Path(path), as_id)
+async def import_bundle(
+    store: Store, path: str | Path, *, as_id: str | None = None, tenant: str | None = None
+) -> BundleRef:
+    """Import the bundle at `path` into `store` as a closed thread (same id, or `as_id`)
+    of `tenant`; without one, of the tenant the bundle's thread row names."""
+    return await asyncio.to_thread(_import, store, Path(path), as_id, tenant)
+
+
+def bundle_thread_id(path: str | Path) -> str:
+    """The id of the thread the bundle at `path` holds (its manifest's); BundleError when
+    it is not a bundle."""
+    try:
+        bundle = zipfile.ZipFile(path)
+    except (OSError, zipfile.BadZipFile) as err:
+        raise BundleError(f"{path}: not a weft bundle ({err})") from None
+    with bundle:
+        return read_manifest(bundle).thread_id
 
 
 # -- export -----------------------------------------------------------------------------
@@ -190,7 +211,7 @@ def _write_bytes(bundle: zipfile.ZipFile, name: str, data: bytes) -> BundlePart:
 # -- import -----------------------------------------------------------------------------
 
 
-def _import(store: Store, path: Path, as_id: str | None) -> BundleRef:
+def _import(store: Store, path: Path, as_id: str | None, tenant: str | None) -> BundleRef:
     try:
         bundle = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile) as err:
@@ -203,6 +224,8 @@ def _import(store: Store, path: Path, as_id: str | None) -> BundleRef:
         thread_id = as_id or manifest.thread_id
         thread = next(_records(bundle, _part(manifest, "thread.jsonl")))
         thread.update(_closed(thread), thread_id=thread_id)
+        if tenant is not None:
+            thread["tenant"] = tenant
         thread["env"] = {e.name: {"value": None, "type": e.type} for e in manifest.env}
         parts = {
             part: _renamed(

@@ -19,15 +19,24 @@ from typing import Any
 
 import jsonschema
 from pydantic import ValidationError
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+)
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
 
 from weft.activities.rate_limits import parse_keyed_rate
+from weft.activities.task_deletion import delete_job
+from weft.activities.thread_deletion import DEFAULT_GRACE_SECONDS, DeletionReport
 from weft.contract.events import Event
 from weft.contract.jobs import (
     BATCH_KIND,
     JOB_WORKFLOW_TYPE,
     MAX_ITEMS,
+    QUERY_JOB,
     SIGNAL_CANCEL_JOB,
     CancelJob,
     JobItem,
@@ -36,21 +45,19 @@ from weft.contract.jobs import (
     JobRecord,
     JobRunInput,
     JobSpec,
+    JobThreadNotFound,
     check_job_id,
     item_id_of,
     item_task_id,
 )
+from weft.contract.jobs import JobError as JobError  # the refusals, shared with deletion
+from weft.contract.jobs import JobNotFound as JobNotFound
+from weft.contract.tenants import DEFAULT_TENANT
+from weft.contract.thread import WORKFLOW_TYPE
 from weft.contract.validation import describe_validation_error
 from weft.store import Store
 from weft.store.jobs import JobExists
-
-
-class JobError(ValueError):
-    """A job command was refused; the message names the job, item or field at fault."""
-
-
-class JobNotFound(JobError, LookupError):
-    """No job has this id."""
+from weft.workflows.search_attributes import TENANT
 
 
 def new_job_id() -> str:
@@ -156,11 +163,16 @@ class Jobs:
         job_id: str | None = None,
         rate: str | JobRate | dict[str, Any] | None = None,
         acceptance_schema: dict[str, Any] | None = None,
+        thread_id: str | None = None,
         **fields: Any,
     ) -> JobRecord:
         """Create a job of `items` for `assignee` and start it; `fields` are the other
         `JobSpec` fields (`constraints`, `session_id`, `items_per_run`, `tenant`: the job's
-        and its items' tasks', `default` when left out)."""
+        and its items' tasks', `default` when left out).
+
+        `thread_id`: the thread the job belongs to, listed in its `subagent_job_summary`;
+        the job is that thread's tenant's. An unknown thread, or one of another tenant than
+        `tenant`, is refused the same way (`threadId: no thread '…'`)."""
         specs = [
             i if isinstance(i, JobItemSpec) else parse_item(i, f"items[{n}]")
             for n, i in enumerate(items)
@@ -173,9 +185,14 @@ class Jobs:
                 "concurrency": concurrency,
                 "rate": parse_rate(rate) if isinstance(rate, str) else rate,
                 "acceptance": {"schema": acceptance_schema},
+                # Only when given: `fields` may carry it already (as `threadId`).
+                **({"thread_id": thread_id} if thread_id is not None else {}),
                 **fields,
             }
         )
+        if spec.thread_id is not None:
+            owner = await self._thread_tenant(spec.thread_id, spec.tenant)
+            spec = spec.model_copy(update={"tenant": None if owner == DEFAULT_TENANT else owner})
         try:
             job_id = check_job_id(job_id) if job_id else new_job_id()
         except ValueError as err:
@@ -251,17 +268,53 @@ class Jobs:
             SIGNAL_CANCEL_JOB, CancelJob(reason=reason).model_dump(mode="json")
         )
 
-    async def resume(self, job_id: str, reason: str | None = None) -> JobRecord:
+    async def resume(
+        self, job_id: str, reason: str | None = None, *, wait_seconds: float = 60
+    ) -> JobRecord:
         """Run a cancelled or failed job again: its items that did not complete (pending,
-        cancelled, failed) run; completed ones stay as they are."""
+        cancelled, failed) run; completed ones stay as they are.
+
+        The next run starts only once the last one has ended (Temporal's result of it,
+        waited for up to `wait_seconds`): a job whose cancel is still under way has items
+        whose tasks are still being cancelled, and a run started beside them would find
+        those tasks still running. JobError when it does not end in time."""
         record = self.get(job_id)
-        if record.status not in ("cancelled", "failed"):
+        if record.status not in _RESUMABLE and not (
+            not record.terminal and await self._cancelling(job_id)
+        ):
+            raise JobError(
+                f"job {job_id} is {record.status}: only a cancelled or failed job can be resumed"
+            )
+        await self._last_run_ended(job_id, wait_seconds)
+        record = self.get(job_id)  # as the ended run left it
+        if record.status not in _RESUMABLE:
             raise JobError(
                 f"job {job_id} is {record.status}: only a cancelled or failed job can be resumed"
             )
         start = JobRunInput(job_id=job_id, resume_reason=reason or "resumed")
         await self._start(record, start, " (resumed)")
         return self.get(job_id)
+
+    async def _cancelling(self, job_id: str) -> bool:
+        """Whether the job's running run was asked to cancel (its query says so)."""
+        try:
+            state = await self._handle(job_id).query(QUERY_JOB)
+        except (RPCError, WorkflowQueryFailedError):
+            return False  # no run to ask: the job is not being cancelled
+        return isinstance(state, dict) and bool(state.get("cancelling"))
+
+    async def _last_run_ended(self, job_id: str, wait_seconds: float) -> None:
+        """Wait for the job's last run (and any it continued as) to end, however it ended;
+        JobError naming the job when it has not ended within `wait_seconds`."""
+        try:
+            await asyncio.wait_for(self._handle(job_id).result(), timeout=wait_seconds)
+        except TimeoutError:
+            raise JobError(
+                f"job {job_id}'s last run has not ended within {wait_seconds:g} s (its items' "
+                "tasks are still being cancelled); resume it again once it has"
+            ) from None
+        except (WorkflowFailureError, RPCError):
+            pass  # it ended failed, terminated or timed out, or has no run: none is left
 
     async def wait(self, job_id: str) -> JobRecord:
         """Wait for the job's runs to end; the job as it then is."""
@@ -283,6 +336,38 @@ class Jobs:
                 return
             await asyncio.sleep(every)
 
+    async def delete(
+        self, job_id: str, *, with_threads: bool = False, grace: float = DEFAULT_GRACE_SECONDS
+    ) -> DeletionReport:
+        """Delete the job so nothing of it is left: cancelled first if open (waited for up
+        to `grace` seconds, then terminated), each item's task as `Tasks.delete` does (with
+        `with_threads`, the threads their attempts ran), then its items, log and Temporal
+        runs (docs/deletion.md). `JobNotFound` when nothing of it is left."""
+        return await delete_job(
+            self._client,
+            self._store,
+            job_id,
+            with_threads=with_threads,
+            grace=grace,
+            audit_subject="python",
+        )
+
+    async def _thread_tenant(self, thread_id: str, tenant: str | None) -> str:
+        """The tenant of the thread a job is created for; JobError naming `threadId`,
+        worded as for an unknown thread, when it is unknown or not `tenant`'s (so a tenant
+        learns nothing of another's threads)."""
+        theirs = await asyncio.to_thread(self._store.threads.tenant, thread_id)
+        if theirs is None:  # started, its first activity not run yet: Temporal knows it
+            try:
+                described = await self._client.get_workflow_handle(thread_id).describe()
+            except RPCError:
+                described = None
+            if described is not None and described.workflow_type == WORKFLOW_TYPE:
+                theirs = described.typed_search_attributes.get(TENANT) or DEFAULT_TENANT
+        if theirs is None or (tenant is not None and tenant != theirs):
+            raise JobThreadNotFound(thread_id)
+        return theirs
+
     async def _start(self, record: JobRecord, start: JobRunInput, note: str) -> None:
         try:
             await self._client.start_workflow(
@@ -299,6 +384,10 @@ class Jobs:
 
     def _handle(self, job_id: str) -> WorkflowHandle[Any, Any]:
         return self._client.get_workflow_handle(job_id)
+
+
+# The statuses a job is resumed from.
+_RESUMABLE = ("cancelled", "failed")
 
 
 def now_iso() -> str:

@@ -53,8 +53,10 @@ from weft.contract.scheduled_threads import (
     ScheduledThreadInput,
 )
 from weft.contract.schedules import SCHEDULED_DELIVERY_TYPE, ScheduledDeliveryInput
+from weft.contract.tenants import DEFAULT_TENANT, check_tenant
 from weft.contract.thread import WORKFLOW_TYPE, ThreadStartInput
 from weft.contract.wire import CamelModel
+from weft.workflows.search_attributes import TENANT
 
 # The schedule's memo key: what the schedule does.
 SCHEDULE_MEMO = "weftSchedule"
@@ -75,12 +77,17 @@ class ScheduleTarget(CamelModel):
     agent: str | None = None
     message_preview: str
     spec: str
+    # Absent on schedules made before tenants: `default`'s, as their threads were.
+    tenant: str | None = None
 
     def summary(self) -> str:
-        """One line: where each run goes."""
+        """One line: where each run goes (and whose, when not `default`'s)."""
         if self.kind == "thread":
-            return f"thread {self.thread_id}"
-        return f"agent {self.agent} (a new thread each run)"
+            where = f"thread {self.thread_id}"
+        else:
+            where = f"agent {self.agent} (a new thread each run)"
+        owner = self.tenant or DEFAULT_TENANT
+        return where if owner == DEFAULT_TENANT else f"{where} for tenant {owner}"
 
 
 class WeftSchedule(CamelModel):
@@ -88,6 +95,7 @@ class WeftSchedule(CamelModel):
 
     name: str
     target: ScheduleTarget
+    tenant: str
     spec: str
     overlap: str
     catchup_window_seconds: float | None
@@ -129,6 +137,7 @@ class Schedules:
         time_zone: str | None = None,
         pause_on_failure: bool | None = None,
         note: str | None = None,
+        tenant: str | None = None,
     ) -> ScheduleHandle:
         """Create schedule `name`: on `cron` or `every`, send `message` to `thread`, or start
         a new thread of `agent` with it as the first user message. Cron times are UTC unless
@@ -141,23 +150,47 @@ class Schedules:
         thread runs). Both catch up at most
         `DEFAULT_CATCHUP_WINDOW` of missed runs. Raises `ScheduleExists`, or
         `ScheduleError` naming the bad argument.
+
+        The schedule is `tenant`'s (docs/tenants.md): an `--agent` schedule's threads are
+        started as that tenant's (`default` when none is named); a `--thread` schedule is
+        its thread's tenant's, and naming another tenant is refused.
         """
         check_name(name)
+        if tenant is not None:
+            try:
+                check_tenant(tenant)
+            except ValueError as err:
+                raise ScheduleError(f"tenant: {err}") from None
         spec, spec_text = schedule_spec(cron, every, time_zone)
         window = checked_catchup_window(catchup_window)
         content = scheduled_message(name, message)
         preview = message[:200]
         if thread is not None and agent is None:
-            action = await self._delivery(name, thread, content)
+            action, owner = await self._delivery(name, thread, content)
+            if tenant is not None and tenant != owner:
+                raise ScheduleError(
+                    f"tenant {tenant!r}: thread {thread!r} is tenant {owner!r}'s, and a "
+                    "schedule that messages a thread is its thread's tenant's"
+                )
             target = ScheduleTarget(
-                kind="thread", thread_id=thread, message_preview=preview, spec=spec_text
+                kind="thread",
+                thread_id=thread,
+                message_preview=preview,
+                spec=spec_text,
+                tenant=owner,
             )
             default_overlap, default_pause = ScheduleOverlapPolicy.SKIP, True
         elif agent is not None and thread is None:
             default_overlap, default_pause = ScheduleOverlapPolicy.ALLOW_ALL, False
-            action = self._thread_start(name, agent, content, overlap_or(overlap, default_overlap))
+            action = self._thread_start(
+                name, agent, content, overlap_or(overlap, default_overlap), tenant
+            )
             target = ScheduleTarget(
-                kind="agent", agent=agent, message_preview=preview, spec=spec_text
+                kind="agent",
+                agent=agent,
+                message_preview=preview,
+                spec=spec_text,
+                tenant=tenant or DEFAULT_TENANT,
             )
         else:
             raise ScheduleError("give exactly one target: a thread id or an agent name")
@@ -180,11 +213,13 @@ class Schedules:
                 ) from None
             raise
 
-    async def list(self) -> builtins.list[WeftSchedule]:
-        """weft's schedules (others on the namespace are left out), by name."""
+    async def list(self, *, tenant: str | None = None) -> builtins.list[WeftSchedule]:
+        """weft's schedules (others on the namespace are left out), by name; with
+        `tenant`, that tenant's only."""
         names = []
         async for entry in await self._client.list_schedules():
-            if _target(await entry.memo_value(SCHEDULE_MEMO, None)) is not None:
+            target = _target(await entry.memo_value(SCHEDULE_MEMO, None))
+            if target is not None and tenant in (None, target.tenant or DEFAULT_TENANT):
                 names.append(entry.id)
         # The listing is eventually consistent; describing each one is not, so a schedule
         # deleted a moment ago drops out here.
@@ -239,24 +274,34 @@ class Schedules:
 
     async def _delivery(
         self, name: str, thread_id: str, message: QueuedMessage
-    ) -> ScheduleActionStartWorkflow:
+    ) -> tuple[ScheduleActionStartWorkflow, str]:
+        """The action that messages `thread_id`, and the thread's tenant."""
         delivery = ScheduledDeliveryInput(thread_id=thread_id, schedule=name, message=message)
-        return ScheduleActionStartWorkflow(
+        task_queue, tenant = await self._running_thread(thread_id)
+        action = ScheduleActionStartWorkflow(
             SCHEDULED_DELIVERY_TYPE,
             delivery,
             # Temporal appends each run's scheduled time to this id.
             id=f"{name}-delivery",
-            task_queue=await self._thread_task_queue(thread_id),
+            task_queue=task_queue,
             memo={RUN_MEMO: name},
             static_summary=f"weft schedule {name}: a message to thread {thread_id}",
         )
+        return action, tenant
 
     def _thread_start(
-        self, name: str, agent: str, message: QueuedMessage, overlap: ScheduleOverlapPolicy
+        self,
+        name: str,
+        agent: str,
+        message: QueuedMessage,
+        overlap: ScheduleOverlapPolicy,
+        tenant: str | None,
     ) -> ScheduleActionStartWorkflow:
         scheduled = ScheduledThreadInput(
             schedule=name,
-            start=ThreadStartInput(agent=agent, messages=[message]),
+            # The run starts the thread as `tenant`'s: `tenant` in its input (the store's
+            # row) and `WeftTenant` on the child (workflows/scheduled_thread.py).
+            start=ThreadStartInput(agent=agent, messages=[message], tenant=tenant),
             wait_for_close=overlap in _POLICIES_ABOUT_THE_THREAD,
         )
         return ScheduleActionStartWorkflow(
@@ -269,8 +314,9 @@ class Schedules:
             static_summary=f"weft schedule {name}: starts a new {agent} thread",
         )
 
-    async def _thread_task_queue(self, thread_id: str) -> str:
-        """The queue thread `thread_id` runs on; it must be a running AgentThread."""
+    async def _running_thread(self, thread_id: str) -> tuple[str, str]:
+        """The queue thread `thread_id` runs on, and its tenant; it must be a running
+        AgentThread."""
         try:
             described = await self._client.get_workflow_handle(thread_id).describe()
         except RPCError as err:
@@ -284,7 +330,9 @@ class Schedules:
         if described.status not in (None, WorkflowExecutionStatus.RUNNING):
             closed = closed_message(thread_id, described.status)
             raise ScheduleError(f"{closed}: it cannot receive messages")
-        return described.task_queue
+        # Set at the thread's start and never changed; none is `default`'s.
+        tenant = described.typed_search_attributes.get(TENANT) or DEFAULT_TENANT
+        return described.task_queue, tenant
 
     async def _view(self, description: ScheduleDescription, target: ScheduleTarget) -> WeftSchedule:
         info, schedule = description.info, description.schedule
@@ -296,6 +344,7 @@ class Schedules:
         return WeftSchedule(
             name=description.id,
             target=target,
+            tenant=target.tenant or DEFAULT_TENANT,
             spec=target.spec,
             overlap=schedule.policy.overlap.name.lower(),
             catchup_window_seconds=window.total_seconds() if window is not None else None,

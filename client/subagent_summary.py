@@ -1,11 +1,12 @@
 """The `subagent_job_summary` of a thread, read from the store (docs/read-models.md).
 
 Everything it shows is in the store as the threads write it: the subagent rows (projected
-from `subagent.*` events), each child's thread row and pending actions, and the tasks
-(folded from `task.*` events); so it needs no query and reads the same for a running
-thread and a closed one. One fact is only live: whether an open child's workflow still
-runs, which Temporal is asked for when a client is given (a child it reports closed
-without a recorded close is `lost`).
+from `subagent.*` events), each child's thread row and pending actions, the tasks (folded
+from `task.*` events) and the jobs that belong to the graph's threads (their rows, folded
+from `job.*` events); so it needs no query and reads the same for a running thread and a
+closed one. One fact is only live: whether an open child's or job's workflow still runs,
+which Temporal is asked for when a client is given (a child or job it reports closed
+without a recorded end is `lost`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from datetime import UTC, datetime
 from temporalio.client import Client
 from temporalio.service import RPCError
 
+from weft.contract.jobs import JobRecord
 from weft.contract.subagent_summary import (
     MAX_CHILDREN,
     ChildFacts,
@@ -26,6 +28,7 @@ from weft.contract.subagent_summary import (
 )
 from weft.contract.tasks import TaskRecord
 from weft.store import Store
+from weft.store.job_threads import jobs_of_threads
 
 _ACTION_TYPES = ["action.required", "action.resolved"]
 _SESSION_TYPES = ["subagent.completed", "subagent.failed"]
@@ -38,7 +41,7 @@ def summary_from_store(
     """The summary as the store states it; None for a thread the store does not know.
     `workflow_statuses` (child thread id → Temporal's status) adds what only Temporal knows."""
     read = _read(store, thread_id)
-    return None if read is None else _build(store, thread_id, *read, workflow_statuses)
+    return None if read is None else _build(store, thread_id, *read, workflow_statuses, None)
 
 
 async def subagent_summary(
@@ -55,16 +58,24 @@ async def subagent_summary(
     if read is None:
         return None
     statuses: dict[str, str] | None = None
+    job_statuses: dict[str, str] | None = None
     if client is not None:
         open_ = [_ref(c) for c in read[1] if not c.entry.get("closed")]
         found = await asyncio.gather(*(_status(client, t) for t in open_))
         statuses = dict(zip(open_, found, strict=True))
-    return await asyncio.to_thread(_build, store, thread_id, *read, statuses)
+        open_jobs = [j.job_id for j in read[2] if not j.terminal]
+        found = await asyncio.gather(*(_status(client, j) for j in open_jobs))
+        job_statuses = dict(zip(open_jobs, found, strict=True))
+    return await asyncio.to_thread(_build, store, thread_id, *read, statuses, job_statuses)
 
 
-def _read(store: Store, thread_id: str) -> tuple[str, list[ChildFacts]] | None:
+def _read(store: Store, thread_id: str) -> tuple[str, list[ChildFacts], list[JobRecord]] | None:
     row = store.threads.get(thread_id)
-    return None if row is None else (row.status, _children(store, thread_id))
+    if row is None:
+        return None
+    children = _children(store, thread_id)
+    owners = [thread_id, *(_ref(c) for c in children[:MAX_CHILDREN])]
+    return row.status, children, jobs_of_threads(store.database, owners)
 
 
 def _build(
@@ -72,7 +83,9 @@ def _build(
     thread_id: str,
     status: str,
     children: list[ChildFacts],
+    jobs: list[JobRecord],
     workflow_statuses: dict[str, str] | None,
+    job_statuses: dict[str, str] | None,
 ) -> SubagentJobSummary:
     truncated = len(children) > MAX_CHILDREN
     children = children[:MAX_CHILDREN]
@@ -88,6 +101,8 @@ def _build(
         thread_status=status,
         children=children,
         tasks=tasks,
+        jobs=jobs,
+        job_workflow_statuses=job_statuses,
         updated_at=datetime.now(UTC).isoformat(),
         truncated=truncated,
         liveness_checked=workflow_statuses is not None,

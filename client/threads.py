@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Coroutine, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +18,17 @@ from temporalio.client import Client, WorkflowHandle
 
 from weft.activities.spill import SPILL_THRESHOLD_BYTES, spill_queued_content
 from weft.activities.thread_deletion import DeletionReport, delete_thread
-from weft.client import inventory
+from weft.client import actions, inventory
+from weft.client import audit_trail as audit
 from weft.client.ask import Policy, ask_thread
+from weft.client.audit_trail import PYTHON_SUBJECT, AuditTrail, ControlAction, Outcome
 from weft.client.bundles import BundleRef, export_thread, import_bundle
 from weft.client.context import context_snapshot
 from weft.client.forks import Forks
 from weft.client.lineage import with_lineage
 from weft.client.subagent_summary import subagent_summary
 from weft.client.thread_ids import new_thread_id
+from weft.contract.actions import ActionResponse, RespondActionResult
 from weft.contract.budget import (
     UPDATE_SET_BUDGET,
     Budget,
@@ -55,7 +59,7 @@ from weft.contract.messages import (
     SubmitTurnResult,
 )
 from weft.contract.subagent_summary import SubagentJobSummary
-from weft.contract.tenants import DEFAULT_TENANT
+from weft.contract.tenants import DEFAULT_TENANT, check_tenant
 from weft.contract.thread import (
     QUERY_MESSAGES,
     QUERY_THREAD_READ,
@@ -83,14 +87,29 @@ class Threads:
     as a blob and queued as a preview carrying `metadata.contentRef`; the model activity
     stores the full text and the model reads it. Temporal history then holds only the
     preview. Without a store, content is limited to `MAX_QUEUED_CONTENT_CHARS`.
+
+    `audit_as` (with a store) records each control action in the store's audit log as
+    done by that subject (`python`, `cli:<user>`), with the tenant of the thread acted on
+    (client/audit_trail.py). None records nothing: the HTTP API records its requests
+    itself. A deletion is always recorded (`python` unless `audit_as` says who).
     """
 
     def __init__(
-        self, client: Client, *, task_queue: str = "agents", store: Store | None = None
+        self,
+        client: Client,
+        *,
+        task_queue: str = "agents",
+        store: Store | None = None,
+        audit_as: str | None = None,
     ) -> None:
         self._client = client
         self._task_queue = task_queue
         self._store = store
+        if audit_as is not None and store is None:
+            raise ValueError("Threads(audit_as=...) needs a store: the audit log is in the store")
+        self._trail = (
+            None if store is None or audit_as is None else AuditTrail(store, audit_as, client=client)
+        )
 
     async def start(
         self,
@@ -101,15 +120,21 @@ class Threads:
         **fields: Any,
     ) -> WorkflowHandle[Any, Any]:
         """Start a thread of `agent`; string messages are user messages."""
-        queued = [await self._spilled(_as_message(m)) for m in messages]
-        start = ThreadStartInput.model_validate({"agent": agent, "messages": queued, **fields})
-        thread_id = thread_id or new_thread_id(start.agent)
-        if self._store is not None:  # QuotaExceeded when the tenant is at a quota
-            await asyncio.to_thread(
-                self._store.tenant_quotas.check_start, start.tenant or DEFAULT_TENANT
-            )
-        if start.session_id is None:  # the workflow derives the same; here it is searchable
-            start.session_id = default_session_id(thread_id)
+        async with self._acting(audit.START, tenant=_named_tenant(fields)) as outcome:
+            queued = [await self._spilled(_as_message(m)) for m in messages]
+            start = ThreadStartInput.model_validate({"agent": agent, "messages": queued, **fields})
+            thread_id = outcome.thread_id = thread_id or new_thread_id(start.agent)
+            if self._store is not None:  # QuotaExceeded when the tenant is at a quota
+                await asyncio.to_thread(
+                    self._store.tenant_quotas.check_start, start.tenant or DEFAULT_TENANT
+                )
+            if start.session_id is None:  # the workflow derives the same; here it is searchable
+                start.session_id = default_session_id(thread_id)
+            return await self._start_workflow(start, thread_id)
+
+    async def _start_workflow(
+        self, start: ThreadStartInput, thread_id: str
+    ) -> WorkflowHandle[Any, Any]:
         return await self._client.start_workflow(
             WORKFLOW_TYPE,
             start,
@@ -127,23 +152,28 @@ class Threads:
 
     async def send(self, thread_id: str, content: str, *, role: str = "user") -> None:
         """Queue a message with the `queue_message` signal."""
-        await self._within_budget_quota(thread_id)
-        message = await self._queued(role, content)
-        await self.handle(thread_id).signal(SIGNAL_QUEUE_MESSAGE, message)
+        async with self._acting(audit.SEND, thread_id):
+            await self._within_budget_quota(thread_id)
+            message = await self._queued(role, content)
+            await self.handle(thread_id).signal(SIGNAL_QUEUE_MESSAGE, message)
 
     async def submit_turn(
         self, thread_id: str, content: str, *, role: str = "user"
     ) -> SubmitTurnResult:
         """Queue a message with the `submit_turn` update; rejected when terminated."""
-        await self._within_budget_quota(thread_id)
-        message = await self._queued(role, content)
-        # Handles by id are untyped: the converter builds the model (`result_type`), and
-        # `model_validate` passes that instance through, typed.
-        return SubmitTurnResult.model_validate(
-            await self.handle(thread_id).execute_update(
-                UPDATE_SUBMIT_TURN, message, result_type=SubmitTurnResult
+        async with self._acting(audit.SUBMIT_TURN, thread_id) as outcome:
+            await self._within_budget_quota(thread_id)
+            message = await self._queued(role, content)
+            # Handles by id are untyped: the converter builds the model (`result_type`),
+            # and `model_validate` passes that instance through, typed.
+            result = SubmitTurnResult.model_validate(
+                await self.handle(thread_id).execute_update(
+                    UPDATE_SUBMIT_TURN, message, result_type=SubmitTurnResult
+                )
             )
-        )
+            if result.status == "rejected":
+                outcome.status = 409  # as over HTTP: the thread refused the turn
+            return result
 
     async def ask(
         self,
@@ -165,25 +195,37 @@ class Threads:
         `temporalio.client.WorkflowUpdateFailedError`; one whose workflow failed (its
         worker refused the thread) raises `ThreadFailed` with the reason.
         """
-        await self._within_budget_quota(thread_id)
-        message = await self._queued("user", text)
-        return await ask_thread(
-            self._client,
-            thread_id,
-            message,
-            policy=policy,
-            update_id=update_id,
-            timeout=timeout,
-            store=self._store,
-        )
+        async with self._acting(audit.ASK, thread_id) as outcome:
+            await self._within_budget_quota(thread_id)
+            message = await self._queued("user", text)
+            result = await ask_thread(
+                self._client,
+                thread_id,
+                message,
+                policy=policy,
+                update_id=update_id,
+                timeout=timeout,
+                store=self._store,
+            )
+            if result.status == "refused":
+                outcome.status = 409  # as over HTTP: the thread refused the turn
+            return result
 
     async def queue_tool(self, thread_id: str, name: str, args: dict[str, Any]) -> None:
         """Run a tool through the thread's normal tool flow."""
-        await self.handle(thread_id).signal(SIGNAL_QUEUE_TOOL, {"name": name, "args": args})
+        async with self._acting(audit.QUEUE_TOOL, thread_id):
+            await self.handle(thread_id).signal(SIGNAL_QUEUE_TOOL, {"name": name, "args": args})
 
     async def terminate(self, thread_id: str, reason: str | None = None) -> None:
         """Soft shutdown of the thread (Runtime §10)."""
-        await self.handle(thread_id).signal(SIGNAL_TERMINATE, {"reason": reason})
+        async with self._acting(audit.TERMINATE, thread_id):
+            await self.handle(thread_id).signal(SIGNAL_TERMINATE, {"reason": reason})
+
+    async def respond(self, thread_id: str, answer: ActionResponse) -> RespondActionResult:
+        """Answer a pending action (`actions.response(...)` builds `answer`) by the checked
+        update: raises WorkflowUpdateFailedError saying what is wrong."""
+        async with self._acting(audit.RESPOND, thread_id, action_id=answer.action_id):
+            return await actions.respond_checked(self._client, thread_id, answer)
 
     async def interrupt_turn(
         self, thread_id: str, *, reason: str | None = None, turn_id: str | None = None
@@ -193,23 +235,25 @@ class Threads:
         `accepted`: the turn is stopping (it ends `interrupted`, the thread goes idle, queued
         messages stay queued). `noop`: no turn runs, or `turn_id` is not the running one.
         """
-        request = InterruptTurnRequest(reason=reason, turn_id=turn_id)
-        result = await self.handle(thread_id).execute_update(
-            UPDATE_INTERRUPT_TURN,
-            request.model_dump(mode="json", by_alias=True, exclude_none=True),
-            result_type=InterruptTurnResult,
-        )
-        return InterruptTurnResult.model_validate(result)
+        async with self._acting(audit.INTERRUPT, thread_id):
+            request = InterruptTurnRequest(reason=reason, turn_id=turn_id)
+            result = await self.handle(thread_id).execute_update(
+                UPDATE_INTERRUPT_TURN,
+                request.model_dump(mode="json", by_alias=True, exclude_none=True),
+                result_type=InterruptTurnResult,
+            )
+            return InterruptTurnResult.model_validate(result)
 
     async def upgrade(self, thread_id: str) -> UpgradeResult:
         """Move the thread to the newest definitions its workers serve (a `pinned` agent's
         threads move only so). `upgraded`: done, with the old and new digests and what
         changed; `unchanged`: already on them; `pending`: a turn is running, and the move
         happens before the next one."""
-        result = await self.handle(thread_id).execute_update(
-            UPDATE_UPGRADE_DEFINITIONS, result_type=UpgradeResult
-        )
-        return UpgradeResult.model_validate(result)
+        async with self._acting(audit.UPGRADE, thread_id):
+            result = await self.handle(thread_id).execute_update(
+                UPDATE_UPGRADE_DEFINITIONS, result_type=UpgradeResult
+            )
+            return UpgradeResult.model_validate(result)
 
     async def compact(self, thread_id: str, reason: str | None = None) -> None:
         """Ask the thread to compact its model context (the `compact` signal).
@@ -218,11 +262,12 @@ class Threads:
         Without a reason the signal carries no payload, which the workflow accepts; a reason
         is validated here, so one the workflow would refuse fails the caller instead.
         """
-        handle = self.handle(thread_id)
-        if reason is None:
-            await handle.signal(SIGNAL_COMPACT)
-        else:
-            await handle.signal(SIGNAL_COMPACT, CompactRequest(reason=reason))
+        async with self._acting(audit.COMPACT, thread_id):
+            handle = self.handle(thread_id)
+            if reason is None:
+                await handle.signal(SIGNAL_COMPACT)
+            else:
+                await handle.signal(SIGNAL_COMPACT, CompactRequest(reason=reason))
 
     async def refresh_tools(self, thread_id: str, servers: Sequence[str] | None = None) -> None:
         """Ask the thread to list its MCP servers' tools again (the `refresh_tools` signal).
@@ -234,8 +279,9 @@ class Threads:
         """
         if isinstance(servers, str):  # a lone name would be listed letter by letter
             raise TypeError(f"servers must be a list of names, not the string {servers!r}")
-        request = RefreshTools(servers=None if servers is None else list(servers))
-        await self.handle(thread_id).signal(SIGNAL_REFRESH_TOOLS, request)
+        async with self._acting(audit.REFRESH_TOOLS, thread_id):
+            request = RefreshTools(servers=None if servers is None else list(servers))
+            await self.handle(thread_id).signal(SIGNAL_REFRESH_TOOLS, request)
 
     async def context(self, thread_id: str) -> dict[str, Any] | None:
         """The `context_boundary_snapshot`: live, or from the store once the thread is closed.
@@ -283,8 +329,9 @@ class Threads:
         """Terminate the thread if it runs and delete everything of it from Temporal and
         the store (with `children`, its subagents too); needs a store (docs/deletion.md)."""
         store = self._with_store("delete")
+        who = PYTHON_SUBJECT if self._trail is None else self._trail.subject
         return await delete_thread(
-            self._client, store, thread_id, children=children, audit_subject="python"
+            self._client, store, thread_id, children=children, audit_subject=who
         )
 
     def _with_store(self, method: str) -> Store:
@@ -295,11 +342,13 @@ class Threads:
     async def fork(self, thread_id: str, *, at: str | int, **options: Any) -> ForkResult:
         """Start a thread from `thread_id`'s state after a turn or event (`agent`, `model`,
         `prompt`, `definitions`, `fork_id`: docs/time-travel.md); needs a store."""
-        return await self._forks("fork").fork(thread_id, at=at, **options)
+        async with self._acting(audit.FORK, thread_id):
+            return await self._forks("fork").fork(thread_id, at=at, **options)
 
     async def rewind(self, thread_id: str, *, at: str | int, **options: Any) -> ForkResult:
         """Fork `thread_id` after a turn and close it in the fork's favour; needs a store."""
-        return await self._forks("rewind").rewind(thread_id, at=at, **options)
+        async with self._acting(audit.REWIND, thread_id):
+            return await self._forks("rewind").rewind(thread_id, at=at, **options)
 
     def _forks(self, method: str) -> Forks:
         if self._store is None:
@@ -317,20 +366,24 @@ class Threads:
     ) -> ScheduleEffectResult:
         """Schedule an effect on the thread (the checked update); `effect_id` makes it
         idempotent. An unknown effect or a bad delay is refused with the reason."""
-        request = ScheduleEffectRequest(name=name, args=args or {}, delay_ms=delay_ms, id=effect_id)
-        result = await self.handle(thread_id).execute_update(
-            UPDATE_SCHEDULE_EFFECT_CHECKED,
-            request.model_dump(mode="json", by_alias=True, exclude_none=True),
-            result_type=ScheduleEffectResult,
-        )
-        return ScheduleEffectResult.model_validate(result)
+        async with self._acting(audit.SCHEDULE_EFFECT, thread_id):
+            request = ScheduleEffectRequest(
+                name=name, args=args or {}, delay_ms=delay_ms, id=effect_id
+            )
+            result = await self.handle(thread_id).execute_update(
+                UPDATE_SCHEDULE_EFFECT_CHECKED,
+                request.model_dump(mode="json", by_alias=True, exclude_none=True),
+                result_type=ScheduleEffectResult,
+            )
+            return ScheduleEffectResult.model_validate(result)
 
     async def remove_effect(self, thread_id: str, effect_id: str) -> bool:
         """Remove a pending effect; False when none is pending by that id."""
-        result = await self.handle(thread_id).execute_update(
-            UPDATE_REMOVE_EFFECT_CHECKED, {"id": effect_id}, result_type=RemoveEffectResult
-        )
-        return RemoveEffectResult.model_validate(result).removed
+        async with self._acting(audit.REMOVE_EFFECT, thread_id, effect_id=effect_id):
+            result = await self.handle(thread_id).execute_update(
+                UPDATE_REMOVE_EFFECT_CHECKED, {"id": effect_id}, result_type=RemoveEffectResult
+            )
+            return RemoveEffectResult.model_validate(result).removed
 
     async def set_budget(
         self,
@@ -347,15 +400,16 @@ class Threads:
         new limits leave room. A thread that spends from another root's budget refuses,
         naming that root.
         """
-        request = SetBudget(
-            budget=Budget.model_validate(budget or {}), clear=list(clear), resume=resume
-        )
-        result = await self.handle(thread_id).execute_update(
-            UPDATE_SET_BUDGET,
-            request.model_dump(mode="json", by_alias=True, exclude_none=True),
-            result_type=BudgetState,
-        )
-        return BudgetState.model_validate(result)
+        async with self._acting(audit.BUDGET, thread_id):
+            request = SetBudget(
+                budget=Budget.model_validate(budget or {}), clear=list(clear), resume=resume
+            )
+            result = await self.handle(thread_id).execute_update(
+                UPDATE_SET_BUDGET,
+                request.model_dump(mode="json", by_alias=True, exclude_none=True),
+                result_type=BudgetState,
+            )
+            return BudgetState.model_validate(result)
 
     async def effects(self, thread_id: str) -> list[dict[str, Any]]:
         """The thread's pending effects, soonest first (from `thread_read`)."""
@@ -383,6 +437,19 @@ class Threads:
         # `result()` takes no `result_type`: the handle carries it.
         handle = self._client.get_workflow_handle(thread_id, result_type=ThreadResult)
         return ThreadResult.model_validate(await handle.result())
+
+    def _acting(
+        self,
+        action: ControlAction,
+        thread_id: str | None = None,
+        *,
+        tenant: str | None = None,
+        **params: str,
+    ) -> AbstractAsyncContextManager[Outcome]:
+        """The body as `action`, recorded in the audit log when this client has a trail."""
+        if self._trail is None:
+            return _unrecorded(action)
+        return self._trail.acting(action, thread_id=thread_id, tenant=tenant, **params)
 
     async def _within_budget_quota(self, thread_id: str) -> None:
         """QuotaExceeded when the thread's tenant has spent its budget (with a store):
@@ -503,6 +570,21 @@ async def _sequence_of(
                 found = cursor
                 break
     return found
+
+
+@asynccontextmanager
+async def _unrecorded(action: ControlAction) -> AsyncIterator[Outcome]:
+    yield Outcome(action.done)
+
+
+def _named_tenant(fields: dict[str, Any]) -> str | None:
+    """The tenant a start names (none: `default`), for its audit entry; None when what it
+    names is no tenant's name (the start is refused for it)."""
+    named = fields.get("tenant") or DEFAULT_TENANT
+    try:
+        return check_tenant(named) if isinstance(named, str) else None
+    except ValueError:
+        return None
 
 
 def _as_message(message: str | dict[str, Any]) -> dict[str, Any]:

@@ -50,6 +50,23 @@ STATUS_OF_JOB_EVENT: dict[str, str] = {
 }
 
 
+class JobError(ValueError):
+    """A job command was refused; the message names the job, item or field at fault."""
+
+
+class JobNotFound(JobError, LookupError):
+    """No job has this id."""
+
+
+class JobThreadNotFound(JobError, LookupError):
+    """The thread a job is created for is unknown, or another tenant's (told apart by no
+    one: the same refusal)."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(f"threadId: no thread {thread_id!r}")
+        self.thread_id = thread_id
+
+
 class JobRate(CamelModel):
     """The pace of a job's item starts under a shared rate-limit key (docs/jobs.md)."""
 
@@ -82,6 +99,13 @@ class JobSpec(CamelModel):
         default=None, description="the tenant the job and its items' tasks belong to"
     )
     rate: JobRate | None = None
+    thread_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        description="the thread the job belongs to (its tenant's): listed in that thread's "
+        "subagent_job_summary",
+    )
     items_per_run: int = Field(
         default=200,
         ge=1,

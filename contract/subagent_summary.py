@@ -1,11 +1,12 @@
 """The `subagent_job_summary` of a thread (seed 001): its child graph, the tasks it and its
-descendants created, each task's assigned thread, and whether each child can still make
-progress.
+descendants created, each task's assigned thread, the jobs that belong to them with their
+progress, and whether each child and each job can still make progress.
 
 Built by one pure function (`build_summary`) from facts the event log states: the subagent
 registry entries (`subagent.*`), the last session outcome of each child
 (`subagent.completed` / `subagent.failed`), each child's own status and pending actions
-(`action.required` / `action.resolved`), and the tasks' records (`task.*`). The client reads
+(`action.required` / `action.resolved`), the tasks' records (`task.*`) and the jobs'
+(`job.*`: the thread a job belongs to is in its `job.created`). The client reads
 them from the store's projections (client/subagent_summary.py); the same function over the
 events alone gives the same summary (tests/test_subagent_summary.py). What no stored fact
 says is `unknown`, never guessed.
@@ -19,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from weft.contract.jobs import JobRecord
 from weft.contract.tasks import UNSUCCESSFUL_STATUSES, TaskRecord
 from weft.contract.wire import CamelModel
 
@@ -30,14 +32,15 @@ MAX_CHILDREN = 500
 ProgressState = Literal["running", "waiting_on_person", "idle", "closing", "closed", "lost"]
 RetryState = Literal["possible", "not_possible", "unknown"]
 
-JOBS_NOT_LINKED = (
-    "jobs are not linked to threads: a job is created by a program (weft.Jobs, `weft job "
-    "run`, POST /jobs) and its items' tasks carry no thread scope"
+JOBS_LINKED = (
+    "the jobs created for the thread or one of its subagents (`threadId` at creation: "
+    "weft.Jobs, `weft job run --thread`, POST /jobs)"
 )
 LIVENESS_UNKNOWN = (
-    "liveness: whether a worker is running an open child's workflow is not stored; only "
-    "Temporal knows it, and it was not asked"
+    "liveness: whether a worker is running an open child's or job's workflow is not "
+    "stored; only Temporal knows it, and it was not asked"
 )
+JobState = Literal["running", "completed", "stopped", "lost"]
 
 
 class Recoverability(CamelModel):
@@ -113,10 +116,41 @@ class TaskProgressSummary(CamelModel):
     items: list[TaskEntry]
 
 
+class JobRecoverability(CamelModel):
+    """Whether a job can still make progress and, once stopped, whether it can be resumed;
+    `reason` says how weft knows."""
+
+    state: JobState
+    can_progress: bool | None = Field(description="None: weft cannot know")
+    retry: RetryState | None = Field(
+        default=None, description="for a cancelled, failed or lost job only; None otherwise"
+    )
+    reason: str
+
+
+class JobEntry(CamelModel):
+    """A job that belongs to a thread of the graph, with its items by status."""
+
+    job_id: str
+    thread_id: str = Field(description="the thread it belongs to")
+    assignee: str
+    status: str
+    progress: dict[str, int] = Field(
+        description="its items by status: total, pending, running, completed, failed, cancelled"
+    )
+    reason: str | None = Field(default=None, description="why it ended, when it did")
+    workflow_status: str | None = Field(
+        default=None, description="Temporal's status of its workflow, when asked"
+    )
+    recoverability: JobRecoverability
+
+
 class JobsSummary(CamelModel):
     linked: bool
     reason: str
-    items: list[dict[str, Any]] = Field(default_factory=list)
+    total: int = 0
+    counts: dict[str, int] = Field(default_factory=dict, description="the jobs by status")
+    items: list[JobEntry] = Field(default_factory=list)
 
 
 class SubagentJobSummary(CamelModel):
@@ -279,6 +313,52 @@ def _task(record: TaskRecord) -> TaskEntry:
     )
 
 
+def job_recoverability(job: JobRecord, workflow_status: str | None) -> JobRecoverability:
+    """How the job stands, from its record (and Temporal's status of its run when asked)."""
+    c = job.counts
+    unfinished = f"{c.pending} pending, {c.failed} failed, {c.cancelled} cancelled"
+    if job.status == "completed":
+        return JobRecoverability(
+            state="completed", can_progress=False, reason="every item completed"
+        )
+    if job.status in ("cancelled", "failed"):
+        return JobRecoverability(
+            state="stopped",
+            can_progress=False,
+            retry="possible",
+            reason=f"it ended {job.status}; `weft job resume` runs its unfinished items "
+            f"({unfinished})",
+        )
+    if workflow_status is not None and workflow_status != "RUNNING":
+        return JobRecoverability(
+            state="lost",
+            can_progress=False,
+            retry="not_possible",
+            reason=f"Temporal reports its workflow {workflow_status.lower()} but it recorded "
+            "no end (a hard terminate); a job must end before it can be resumed",
+        )
+    return JobRecoverability(
+        state="running",
+        can_progress=None if workflow_status is None else True,
+        reason=f"{c.running} items running, {c.pending} pending"
+        + ("" if workflow_status is not None else "; whether a worker runs it is unknown"),
+    )
+
+
+def _job(job: JobRecord, workflow_status: str | None) -> JobEntry:
+    progress = job.counts.model_dump(mode="json")
+    return JobEntry(
+        job_id=job.job_id,
+        thread_id=job.thread_id or "",
+        assignee=job.assignee,
+        status=job.status,
+        progress=progress,
+        reason=job.reason if job.terminal else None,
+        workflow_status=workflow_status,
+        recoverability=job_recoverability(job, workflow_status),
+    )
+
+
 def build_summary(
     thread_id: str,
     *,
@@ -286,12 +366,19 @@ def build_summary(
     children: Sequence[ChildFacts],
     tasks: Sequence[TaskRecord],
     updated_at: str,
+    jobs: Sequence[JobRecord] = (),
+    job_workflow_statuses: Mapping[str, str] | None = None,
     truncated: bool = False,
     liveness_checked: bool = False,
 ) -> SubagentJobSummary:
-    """The summary from what is known; `children` depth first, `tasks` of the graph's threads."""
+    """The summary from what is known; `children` depth first, `tasks` and `jobs` of the
+    graph's threads, `job_workflow_statuses` (job id → Temporal's status) when asked."""
     items = sorted((_task(t) for t in tasks), key=lambda t: (t.created_by, t.task_id))
     counts: Mapping[str, int] = Counter(t.status for t in items)
+    statuses = job_workflow_statuses or {}
+    by_thread = sorted(jobs, key=lambda j: (j.thread_id or "", j.created_at, j.job_id))
+    job_items = [_job(j, statuses.get(j.job_id)) for j in by_thread]  # oldest first
+    job_counts: Mapping[str, int] = Counter(j.status for j in job_items)
     unknown = [] if liveness_checked else [LIVENESS_UNKNOWN]
     return SubagentJobSummary(
         thread_id=thread_id,
@@ -302,6 +389,12 @@ def build_summary(
         tasks=TaskProgressSummary(
             total=len(items), counts=dict(sorted(counts.items())), items=items
         ),
-        jobs=JobsSummary(linked=False, reason=JOBS_NOT_LINKED),
+        jobs=JobsSummary(
+            linked=True,
+            reason=JOBS_LINKED,
+            total=len(job_items),
+            counts=dict(sorted(job_counts.items())),
+            items=job_items,
+        ),
         unknown=unknown,
     )

@@ -228,11 +228,34 @@ class TaskRecord(TaskSpec):
         return self.attempts[-1] if self.attempts else None
 
 
+class TaskRunCarry(CamelModel):
+    """Where a `TaskRun` that continued as new left its work, at a point where it waited
+    (docs/tasks.md): the stage (`waiting`: `task.queued` not written yet; `queued`: waiting
+    for dependencies or the pause before `task.started`; `attempting`: between attempts),
+    the attempts this run of the task made, and what the commands asked. The task itself
+    travels as `TaskRunInput.task`; the store holds the rest of its log."""
+
+    stage: Literal["waiting", "queued", "attempting"]
+    began: str = Field(description="when the run's deadline began: ISO-8601")
+    made: int = Field(default=0, ge=0, description="attempts made since the run (or retry) began")
+    retry_due: bool = Field(default=False, description="`task.retrying` is written next")
+    start: TaskCommand | None = None
+    paused_from: str | None = None
+
+
+# A run continues as new once its history is this long (or Temporal suggests it), at a
+# point where it waits; a test gives a lower count in `continueAfterEvents`.
+TASK_RUN_HISTORY_EVENTS = 10_000
+
+
 class TaskRunInput(CamelModel):
-    """The `TaskRun` workflow's start input: the task as created (or as it is when retried)."""
+    """The `TaskRun` workflow's start input: the task as created (or as it is when retried,
+    or carried by a run that continued as new, with `carried`)."""
 
     task: TaskRecord
     retry_reason: str | None = None
+    carried: TaskRunCarry | None = None
+    continue_after_events: int = Field(default=TASK_RUN_HISTORY_EVENTS, ge=40, le=50_000)
 
 
 class CancelTask(CamelModel):

@@ -1,6 +1,7 @@
-"""The audit log of the HTTP API: who did each control action, and how it ended
-(docs/tenants.md). `weft serve` writes one entry per authenticated POST when its reply
-starts; `weft audit` reads them."""
+"""The audit log: who did each control action, for which tenant, and how it ended
+(docs/tenants.md#audit). `weft serve` writes one entry per authenticated POST and DELETE
+when its reply starts; the CLI and the Python client one per control action once its
+outcome is known (client/audit_trail.py); `weft audit` reads them."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from weft.store.tables import audit_log
 
 @dataclass(frozen=True)
 class AuditEntry:
-    """One control action: who (`subject`: a key id, or `token`; the key's `tenant`), what
-    (`method`, the `route` template, the `path`, the thread it names) and its `status`."""
+    """One control action: who (`subject`: a key id, `jwt:<sub>` or `token` over HTTP, with
+    the key's `tenant`; `cli:<user>` or `python`, with the tenant acted on), what (`method`,
+    the `route` template, the `path`, the thread it names) and its `status`."""
 
     at: datetime
     subject: str
@@ -60,8 +62,7 @@ class AuditLog:
         subject: str | None = None,
         limit: int = 100,
     ) -> builtins.list[AuditEntry]:
-        """The newest `limit` entries (of a thread, a tenant's keys, a subject), oldest
-        first."""
+        """The newest `limit` entries (of a thread, a tenant, a subject), oldest first."""
         query = select(audit_log)
         if thread_id is not None:
             query = query.where(audit_log.c.thread_id == thread_id)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 from typing import Any
 
 from sqlalchemy import BigInteger, Boolean, Connection, Float, Row, bindparam, update
@@ -27,11 +28,17 @@ from weft.store.events import events_by_thread, insert_events
 from weft.store.messages import insert_messages, message_rows
 from weft.store.outcome_fence import any_closed, locked
 from weft.store.tables import budgets
-from weft.store.tenant_quotas import charge_tenant
+from weft.store.tenant_quotas import TenantQuota, charge_quota, charge_tenant, ledger_and_quota
 
 # Makes the ledger's own events (quota.low, limit.changed, quota.blocked) as facts of the
 # write that caused them: (id suffix, type, payload) -> Event.
 EventMaker = Callable[[str, str, dict[str, Any]], Event]
+
+
+class Unread(Enum):
+    """A charge whose call did not read its tenant's quota row with its ledger."""
+
+    QUOTA = "quota"
 
 
 @dataclass(frozen=True)
@@ -42,14 +49,25 @@ class Charge:
     event_id: str
     tokens: int
     cost_usd: float | None
+    # The tenant whose quota row the call's ledger read found (`ledger_and_quota`): charged
+    # by its key. None: the read found no row, so no tenant is charged and no statement
+    # runs for it. Unread: the charge looks the root's tenant up itself.
+    quota_tenant: str | None | Unread = Unread.QUOTA
 
 
 @dataclass(frozen=True)
 class Checked:
-    """A ledger read before a model call: its state, and the limit that refuses the call."""
+    """A ledger read before a model call: its state, the limit that refuses the call, and
+    the tenant's quota read with it (None: the tenant has none)."""
 
     state: BudgetState | None
     refused_by: BudgetLimitName | None = None
+    quota: TenantQuota | None = None
+
+    @property
+    def tenant_spent(self) -> bool:
+        """Whether the tenant's quota refused the call (checked before the ledger's)."""
+        return self.quota is not None and self.quota.spent_limit() is not None
 
 
 class Budgets:
@@ -83,6 +101,15 @@ class Budgets:
             row = ledger_row(connection, root_thread_id)
         return None if row is None else state_of(row, now)
 
+    def check(self, root_thread_id: str | None, thread_id: str, *, now: datetime) -> Checked:
+        """The ledger of `root_thread_id` with the limit that would refuse a call, and the
+        quota of its tenant (of `thread_id`'s without a ledger): one statement, nothing
+        written (`record_checked` refuses in its write)."""
+        with self._db.read() as connection:
+            read = ledger_and_quota(connection, root_thread_id, thread_id)
+        state = None if read.ledger is None else state_of(read.ledger, now)
+        return Checked(state, None if state is None else state.spent_limit(), read.quota)
+
     def record_checked(
         self,
         root_thread_id: str,
@@ -93,19 +120,27 @@ class Budgets:
         now: datetime,
         make_event: EventMaker,
     ) -> Checked:
-        """Store a model step's messages and events, and `requested` when the ledger
-        allows the call; otherwise `quota.blocked` instead, and the ledger marks the limit.
+        """Store a model step's messages and events, and `requested` when the tenant's
+        quota and the ledger allow the call; otherwise `quota.blocked` instead (a spent
+        tenant quota first: `scope: "tenant"`), and the ledger marks its limit.
 
-        One transaction: the ledger read rides on the write the step makes anyway.
+        One transaction: the ledger read, the tenant's quota joined to it, rides on the
+        write the step makes anyway.
         """
         rows = message_rows(messages)
 
         def once(connection: Connection) -> Checked:
-            row = ledger_row(connection, root_thread_id)
-            state = None if row is None else state_of(row, now)
+            read = ledger_and_quota(connection, root_thread_id, root_thread_id)
+            state = None if read.ledger is None else state_of(read.ledger, now)
             refused_by = None if state is None else state.spent_limit()
             extra = [requested]
-            if state is not None and refused_by is not None:
+            tenant_blocked = (
+                None if read.quota is None else read.quota.blocked_payload(root_thread_id)
+            )
+            if tenant_blocked is not None:
+                extra = [make_event("blocked", "quota.blocked", tenant_blocked)]
+                state, refused_by = None, None  # the ledger was not what refused the call
+            elif state is not None and refused_by is not None:
                 extra = [make_event("blocked", "quota.blocked", _quota(state, refused_by))]
                 connection.execute(
                     update(budgets)
@@ -116,7 +151,7 @@ class Budgets:
             if rows:
                 insert_messages(self._db, connection, rows)
             insert_events(self._db, connection, events_by_thread([*events, *extra]))
-            return Checked(state, refused_by)
+            return Checked(state, refused_by, read.quota)
 
         return self._db.write_retrying(once)
 
@@ -156,9 +191,7 @@ class Budgets:
                 return stored, None
             charged = any(e.event_id == charge.event_id for e in stored)
             if charged:  # the tenant's budget counts every charge of its trees too
-                charge_tenant(
-                    connection, charge.root_thread_id, charge.tokens, charge.cost_usd or 0.0
-                )
+                _charge_tenant(connection, charge)
             # A charge returns the ledger it leaves; a retried attempt's only reads it.
             row = (
                 _add(connection, charge, now)
@@ -212,6 +245,15 @@ def _add(connection: Connection, charge: Charge, now: datetime) -> Row[Any] | No
             "now": now,
         },
     ).first()
+
+
+def _charge_tenant(connection: Connection, charge: Charge) -> None:
+    """Add the charge to its tenant's quota row: none when the call's read found none."""
+    cost = charge.cost_usd or 0.0
+    if isinstance(charge.quota_tenant, Unread):
+        charge_tenant(connection, charge.root_thread_id, charge.tokens, cost)
+    elif charge.quota_tenant is not None:
+        charge_quota(connection, charge.quota_tenant, charge.tokens, cost)
 
 
 def _low_events(

@@ -15,6 +15,12 @@ holds its whole content, so the blob was needed only until the message was store
 
 One transaction per thread makes a thread's deletion all or nothing: a crash leaves the
 thread whole or gone, and deleting it again finishes the job (client/deletion.py).
+
+Tasks and jobs keep their logs under their own ids (the `events` table's `thread_id` is the
+log key), so a task's rows are its `tasks` row, its log and the HTTP API's idempotency
+records of requests on it; a job's are its `jobs` row, its `job_items`, its log and its
+idempotency records. Each goes in one transaction too (`delete_task`, `delete_job`);
+activities/task_deletion.py does the rest (cancelling, dependents, Temporal).
 """
 
 from __future__ import annotations
@@ -26,7 +32,9 @@ from typing import Any
 
 from sqlalchemy import Column, Connection, MetaData, Table, delete, exists, or_, select
 
+from weft.contract.tasks import TaskRecord
 from weft.store.database import Database
+from weft.store.jobs import job_items, jobs
 from weft.store.tables import (
     api_keys,
     blobs,
@@ -44,6 +52,7 @@ from weft.store.tables import (
     metadata,
     retention_policies,
     subagents,
+    tasks,
     tenant_quotas,
     thread_links,
     threads,
@@ -118,6 +127,15 @@ class ThreadRowsDeleted:
         return sum(self.rows.values()) + self.idempotency_keys + self.blobs
 
 
+@dataclass
+class WorkRowsDeleted:
+    """What `delete_task` or `delete_job` removed: rows by table, idempotency records."""
+
+    work_id: str
+    rows: dict[str, int] = field(default_factory=dict)
+    idempotency_keys: int = 0
+
+
 class Deletion:
     """Deletes threads from the store (docs/deletion.md)."""
 
@@ -188,6 +206,111 @@ class Deletion:
             return done
 
         return self._db.write_retrying(work)
+
+    # -- tasks and jobs -------------------------------------------------------------
+
+    def task_known(self, task_id: str) -> bool:
+        """Whether the task's row or any event of its log is left."""
+        return self._work_known(tasks.c.task_id, task_id)
+
+    def job_known(self, job_id: str) -> bool:
+        """Whether the job's row, an item or any event of its log is left."""
+        if self._work_known(jobs.c.job_id, job_id):
+            return True
+        with self._db.read() as connection:
+            query = select(job_items.c.idx).where(job_items.c.job_id == job_id).limit(1)
+            return connection.scalar(query) is not None
+
+    def job_of_task(self, task_id: str) -> str | None:
+        """The job whose item the task runs, as its `task.created` says (None: not an
+        item's task, or its log is gone)."""
+        query = (
+            select(events.c.data)
+            .where(events.c.thread_id == task_id, events.c.type == "task.created")
+            .limit(1)
+        )
+        with self._db.read() as connection:
+            data = connection.scalar(query)
+        job_id = data.get("jobId") if isinstance(data, dict) else None
+        return str(job_id) if job_id else None
+
+    def dependents(self, task_id: str) -> builtins.list[TaskRecord]:
+        """Every task, ended or not, whose dependencies name `task_id`."""
+        with self._db.read() as connection:
+            rows = connection.scalars(select(tasks.c.data))
+            return [
+                TaskRecord.model_validate(d)
+                for d in rows
+                if task_id in (d.get("dependencies") or [])
+            ]
+
+    def tenant_work(self, tenant: str) -> tuple[builtins.list[str], builtins.list[str]]:
+        """The ids of every stored job and task of `tenant`, each sorted."""
+        with self._db.read() as connection:
+            job_ids = connection.scalars(select(jobs.c.job_id).where(jobs.c.tenant == tenant))
+            task_ids = connection.scalars(select(tasks.c.task_id).where(tasks.c.tenant == tenant))
+            return sorted(job_ids), sorted(task_ids)
+
+    def delete_task(self, task_id: str) -> WorkRowsDeleted:
+        """Delete the task's row, its log and the idempotency records of requests on it, in
+        one transaction. Deleting a deleted task deletes nothing."""
+
+        def work(connection: Connection) -> WorkRowsDeleted:
+            self._db.lock_thread(connection, task_id)  # its log's writers take this lock
+            done = WorkRowsDeleted(task_id)
+            _delete_rows(connection, done, events, events.c.thread_id == task_id)
+            _delete_rows(connection, done, tasks, tasks.c.task_id == task_id)
+            done.idempotency_keys = _delete_work_idempotency(connection, "tasks", task_id)
+            return done
+
+        return self._db.write_retrying(work)
+
+    def delete_job(self, job_id: str) -> WorkRowsDeleted:
+        """Delete the job's items, its log, its row and the idempotency records of requests
+        on it, in one transaction (its items' tasks are deleted before, one by one)."""
+
+        def work(connection: Connection) -> WorkRowsDeleted:
+            self._db.lock_thread(connection, job_id)
+            done = WorkRowsDeleted(job_id)
+            _delete_rows(connection, done, job_items, job_items.c.job_id == job_id)
+            _delete_rows(connection, done, events, events.c.thread_id == job_id)
+            _delete_rows(connection, done, jobs, jobs.c.job_id == job_id)
+            done.idempotency_keys = _delete_work_idempotency(connection, "jobs", job_id)
+            return done
+
+        return self._db.write_retrying(work)
+
+    def _work_known(self, key: Column[Any], work_id: str) -> bool:
+        with self._db.read() as connection:
+            row = connection.scalar(select(key).where(key == work_id).limit(1))
+            if row is not None:
+                return True
+            query = select(events.c.sequence).where(events.c.thread_id == work_id).limit(1)
+            return connection.scalar(query) is not None
+
+
+def _delete_rows(connection: Connection, done: WorkRowsDeleted, table: Table, where: Any) -> None:
+    """Delete `table`'s rows `where` says, counted in `done` by table (none: left out)."""
+    result = connection.execute(delete(table).where(where))
+    if result.rowcount:
+        done.rows[table.name] = done.rows.get(table.name, 0) + int(result.rowcount)
+
+
+def _delete_work_idempotency(connection: Connection, kind: str, work_id: str) -> int:
+    """The idempotency records of requests on a task or job (`POST /tasks/{id}/…`), and of
+    the `POST /tasks` (or `/jobs`) that created it: its reply is the record, which names it
+    (`taskId`, `jobId`) and holds its objective."""
+    scope = idempotency_keys.c.scope
+    on_it = or_(
+        scope == f"POST /{kind}/{work_id}",
+        scope.startswith(f"POST /{kind}/{work_id}/", autoescape=True),
+    )
+    name = "taskId" if kind == "tasks" else "jobId"
+    created = (scope == f"POST /{kind}") & (
+        idempotency_keys.c.response[name].as_string() == work_id
+    )
+    result = connection.execute(delete(idempotency_keys).where(or_(on_it, created)))
+    return int(result.rowcount)
 
 
 def _by(table: Table, column: str, thread_id: str) -> Any:
@@ -285,6 +408,7 @@ __all__ = [
     "KEPT",
     "Deletion",
     "ThreadRowsDeleted",
+    "WorkRowsDeleted",
     "thread_columns",
     "uncovered",
 ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import (
@@ -63,6 +64,22 @@ class Reservation:
     delay_seconds: float
 
 
+@dataclass(frozen=True)
+class NoPlace:
+    """`reserve_all`'s refusal: the first key with no place soon enough, and its wait."""
+
+    key: str
+    delay_seconds: float
+
+
+class _Refused(Exception):
+    """Rolls back `reserve_all`'s transaction when a key had no place."""
+
+    def __init__(self, refusal: NoPlace) -> None:
+        super().__init__(refusal.key)
+        self.refusal = refusal
+
+
 class RateLimits:
     """Reservations against limit keys, shared by every process on the database."""
 
@@ -77,38 +94,69 @@ class RateLimits:
 
         def write() -> Reservation:
             with self._db.write() as connection:
-                blocked_until = self._lock_key(connection, key)
-                now = self._now(connection)
-                connection.execute(
-                    delete(rate_limit_grants).where(
-                        rate_limit_grants.c.limit_key == key,
-                        rate_limit_grants.c.starts_at <= now - limit.hold_seconds,
-                    )
-                )
-                rows = connection.execute(
-                    select(rate_limit_grants.c.starts_at, rate_limit_grants.c.tokens)
-                    .where(rate_limit_grants.c.limit_key == key)
-                    .order_by(rate_limit_grants.c.starts_at)
-                ).all()
-                grants = [Grant(start, count) for start, count in rows]
-                start = earliest_start(
-                    limit, grants, now=now, blocked_until=blocked_until, tokens=tokens
-                )
-                delay = start - now
-                if max_delay is not None and delay > max_delay:
-                    return Reservation(None, delay)
-                grant_id = uuid.uuid4().hex
-                connection.execute(
-                    rate_limit_grants.insert().values(
-                        grant_id=grant_id,
-                        limit_key=key,
-                        starts_at=start,
-                        tokens=limit.counted_tokens(tokens),
-                    )
-                )
-                return Reservation(grant_id, delay)
+                return self._place(connection, key, limit, tokens, max_delay)
 
         return self._db.retrying(write)
+
+    def reserve_all(
+        self, places: Sequence[tuple[str, WindowLimit]], *, max_delay: float
+    ) -> NoPlace | None:
+        """A place for one request of no tokens in every `(key, limit)` window, in one
+        transaction: all of them (None), or none, and the first key that had no place
+        within `max_delay`. Keys are locked in the order given: callers give them in one
+        order (narrowest first)."""
+
+        def write() -> NoPlace | None:
+            try:
+                with self._db.write() as connection:
+                    for key, limit in places:
+                        placed = self._place(connection, key, limit, 0, max_delay)
+                        if placed.grant_id is None:
+                            # Rolls back the places taken before this one.
+                            raise _Refused(NoPlace(key, placed.delay_seconds))
+            except _Refused as refused:
+                return refused.refusal
+            return None
+
+        return self._db.retrying(write)
+
+    def _place(
+        self,
+        connection: Connection,
+        key: str,
+        limit: WindowLimit,
+        tokens: int,
+        max_delay: float | None,
+    ) -> Reservation:
+        """Place one request on `key` inside the caller's transaction (see `reserve`)."""
+        blocked_until = self._lock_key(connection, key)
+        now = self._now(connection)
+        connection.execute(
+            delete(rate_limit_grants).where(
+                rate_limit_grants.c.limit_key == key,
+                rate_limit_grants.c.starts_at <= now - limit.hold_seconds,
+            )
+        )
+        rows = connection.execute(
+            select(rate_limit_grants.c.starts_at, rate_limit_grants.c.tokens)
+            .where(rate_limit_grants.c.limit_key == key)
+            .order_by(rate_limit_grants.c.starts_at)
+        ).all()
+        grants = [Grant(start, count) for start, count in rows]
+        start = earliest_start(limit, grants, now=now, blocked_until=blocked_until, tokens=tokens)
+        delay = start - now
+        if max_delay is not None and delay > max_delay:
+            return Reservation(None, delay)
+        grant_id = uuid.uuid4().hex
+        connection.execute(
+            rate_limit_grants.insert().values(
+                grant_id=grant_id,
+                limit_key=key,
+                starts_at=start,
+                tokens=limit.counted_tokens(tokens),
+            )
+        )
+        return Reservation(grant_id, delay)
 
     def settle(self, grant_id: str, tokens: int) -> None:
         """Count what the request really used instead of its estimate."""

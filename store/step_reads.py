@@ -3,7 +3,8 @@
 A step read the thread row (for its env), the budget ledger, the boundary in force with
 its pinned messages, and the transcript since it, each in a transaction of its own: four
 begins and commits a step where one does, and four views of a store that may change in
-between. One snapshot reads them all (SQLite's deferred transaction in WAL mode,
+between. The tenant's quota comes with the ledger, joined in its statement
+(`tenant_quotas.ledger_and_quota`): a tenant without one costs the step nothing. One snapshot reads them all (SQLite's deferred transaction in WAL mode,
 PostgreSQL's REPEATABLE READ), the transcript through the worker's cache as before, and
 the thread's env from the copy this worker keeps at the workflow's count of env writes
 when it has one (thread_env_rows.py), as `tool.call` does.
@@ -19,9 +20,10 @@ from weft.contract.budget import BudgetState
 from weft.contract.context import ContextBoundary
 from weft.contract.messages import Message
 from weft.store.boundaries import boundary_in
-from weft.store.budget_rows import ledger_row, state_of
+from weft.store.budget_rows import state_of
 from weft.store.database import Database
 from weft.store.messages import messages_by_ids
+from weft.store.tenant_quotas import TenantQuota, ledger_and_quota
 from weft.store.thread_env_rows import ThreadEnvRow
 from weft.store.threads import Threads
 from weft.store.transcripts import MessageJson, Transcripts
@@ -33,6 +35,7 @@ class StepRead:
 
     env: ThreadEnvRow | None  # the thread's user and own env; None: it has no row
     budget: BudgetState | None
+    quota: TenantQuota | None  # the tenant's quota, spent or not; None: none, or not read
     boundary: ContextBoundary | None
     pinned: list[Message]
     transcript: list[MessageJson]  # as the worker's cache keeps them (`messages_of` parses)
@@ -53,14 +56,16 @@ class StepReads:
         env_version: Hashable | None,
         boundary_id: str | None,
         budget_root: str | None,
+        check_budget: bool,
         now: datetime,
     ) -> StepRead:
-        """The thread's env (kept at `env_version`, or read), the ledger of `budget_root`
-        (None without one), the boundary `boundary_id` with its pinned messages, and the
-        main transcript from it on."""
+        """The thread's env (kept at `env_version`, or read), with `check_budget` the
+        ledger of `budget_root` (None without one) and its tenant's quota, the boundary
+        `boundary_id` with its pinned messages, and the main transcript from it on."""
         with self._db.snapshot() as connection:
             env = self._threads.env_row_in(connection, thread_id, env_version)
-            ledger = ledger_row(connection, budget_root) if budget_root else None
+            checked = ledger_and_quota(connection, budget_root, thread_id) if check_budget else None
+            ledger = None if checked is None else checked.ledger
             boundary = boundary_in(connection, thread_id, boundary_id) if boundary_id else None
             pinned = (
                 messages_by_ids(connection, thread_id, boundary.pinned_message_ids)
@@ -72,6 +77,7 @@ class StepReads:
         return StepRead(
             env=env,
             budget=None if ledger is None else state_of(ledger, now),
+            quota=None if checked is None else checked.quota,
             boundary=boundary,
             pinned=pinned,
             transcript=transcript,

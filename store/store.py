@@ -33,6 +33,7 @@ from weft.store.messages import Messages
 from weft.store.migrate import upgrade
 from weft.store.rate_limits import RateLimits
 from weft.store.retention import RetentionPolicies
+from weft.store.serve_secrets import ServeSecrets
 from weft.store.snapshots import Snapshots
 from weft.store.step_reads import StepReads
 from weft.store.subagents import Subagents
@@ -77,6 +78,8 @@ class Store:
         self.budgets = Budgets(self._database)
         # Rate limits shared by every worker (docs/rate-limits.md).
         self.rate_limits = RateLimits(self._database)
+        # Secrets every `weft serve` replica shares (its page tokens' key).
+        self.serve_secrets = ServeSecrets(self._database)
         # Tasks and their logs (docs/tasks.md).
         self.tasks = Tasks(self._database)
         # Jobs: batches of items, each run as a task (docs/jobs.md).

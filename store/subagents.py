@@ -58,13 +58,13 @@ class Subagents:
 
     def tasks_created_by(self, thread_ids: Sequence[str]) -> builtins.list[dict[str, Any]]:
         """The task records whose `scope.threadId` is one of `thread_ids` (the tasks those
-        threads created with the task tools), oldest first."""
+        threads created with the task tools), oldest first: read by the indexed
+        `created_by_thread` column, written with the row at the task's creation."""
         if not thread_ids:
             return []
-        creator = tasks.c.data[("scope", "threadId")].as_string()
         query = (
             select(tasks.c.data)
-            .where(creator.in_(list(thread_ids)))
+            .where(tasks.c.created_by_thread.in_(list(thread_ids)))
             .order_by(tasks.c.created_at, tasks.c.task_id)
         )
         with self._db.read() as connection:

@@ -386,8 +386,12 @@ tasks = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     # The task's `scope.tenant` (none: `default`), set at its creation (docs/tenants.md).
     Column("tenant", String(ID_LENGTH), nullable=False, server_default=text("'default'")),
+    # The thread that created the task (its `scope.threadId`; none: a client's), set at
+    # its creation: the tasks a thread's subagents made are found by index (migration 0020).
+    Column("created_by_thread", String(ID_LENGTH)),
     Index("ix_tasks_status_updated", "status", "updated_at"),
     Index("ix_tasks_tenant_updated", "tenant", "updated_at"),
+    Index("ix_tasks_created_by_thread", "created_by_thread", "created_at"),
 )
 
 # API keys of the HTTP API (store/api_keys.py, docs/tenants.md): only a hash of each
@@ -446,4 +450,14 @@ tenant_quotas = Table(
     Column("tokens", BigInteger, nullable=False),
     Column("cost_usd", Float, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+)
+
+# Secrets every `weft serve` replica on the store shares, by name: made once, by whichever
+# replica needs one first, and never changed (store/serve_secrets.py). No thread data.
+serve_secrets = Table(
+    "serve_secrets",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("secret", LargeBinary, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
 )

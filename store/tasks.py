@@ -235,11 +235,13 @@ def _fold(database: Database, connection: Connection, task_id: str, fresh: list[
         "data": record.model_dump(mode="json"),
         "updated_at": now,
     }
-    # The tenant is the created task's, never changed by a later event.
+    # The tenant and the creating thread are the created task's, never changed by a
+    # later event (a task's scope is fixed at its creation).
     insert = database.insert(tasks).values(
         task_id=task_id,
         created_at=now,
         tenant=record.scope.tenant or DEFAULT_TENANT,
+        created_by_thread=record.scope.thread_id,
         **values,
     )
     connection.execute(insert.on_conflict_do_update(index_elements=["task_id"], set_=values))

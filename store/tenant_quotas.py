@@ -6,6 +6,12 @@ transaction that newly stores a model attempt's `cost.recorded` adds it to the t
 row, so a retried write never counts twice. Spend is counted from when the tenant's quota
 row exists (`weft tenant quota set`); `clear` forgets it.
 
+A model call pays nothing for quotas it does not have: the quota row is read in the
+statement that reads the call's budget ledger (`ledger_and_quota`, a join on the root
+thread's tenant), and the charge updates the row that read found, by its key, or nothing
+when it found none. So a call that began before its tenant's first quota was set is not
+counted (its read found no row), nor is it refused.
+
 Active threads are counted from the `threads` table: a thread's row is written by its
 worker's `thread.init`, so a start whose row is not written yet is not counted. The check
 runs under the tenant row's lock (a write transaction), which serializes the checks of one
@@ -20,11 +26,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, bindparam, delete, func, select, update
+from sqlalchemy import Connection, Row, String, bindparam, delete, func, select, update
 
 from weft.contract.tenants import check_tenant
 from weft.store.database import Database
-from weft.store.tables import tenant_quotas, threads
+from weft.store.tables import budgets, tenant_quotas, threads
 from weft.store.threads import CLOSED_STATUSES
 
 QuotaName = Literal["maxActiveThreads", "maxTokens", "maxCostUsd"]
@@ -50,6 +56,26 @@ class TenantQuota:
         if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
             return "maxCostUsd"
         return None
+
+    def blocked_payload(self, root_thread_id: str) -> dict[str, Any] | None:
+        """The `quota.blocked` payload of a model call this quota refuses, or None when
+        the tenant has budget left."""
+        limit = self.spent_limit()
+        if limit is None:
+            return None
+        spent, cap = (
+            (self.tokens, self.max_tokens)
+            if limit == "maxTokens"
+            else (self.cost_usd, self.max_cost_usd)
+        )
+        return {
+            "rootThreadId": root_thread_id,
+            "tenant": self.tenant,
+            "limit": "tokens" if limit == "maxTokens" else "costUsd",
+            "spent": spent,
+            "limitValue": cap,
+            "scope": "tenant",
+        }
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -114,12 +140,71 @@ _QUOTA_OF_THREAD = select(tenant_quotas).where(
 )
 
 
+# A model call's charge when its step read found the tenant's quota row: by the key.
+_CHARGE_QUOTA = (
+    update(tenant_quotas)
+    .where(tenant_quotas.c.tenant == bindparam("quota_tenant"))
+    .values(
+        tokens=tenant_quotas.c.tokens + bindparam("add_tokens"),
+        cost_usd=tenant_quotas.c.cost_usd + bindparam("add_cost"),
+    )
+)
+
+
 def charge_tenant(connection: Connection, thread_id: str, tokens: int, cost_usd: float) -> None:
     """Add a newly stored charge to the quota row of `thread_id`'s tenant, if it has one
     (called in the transaction that stores the charge's `cost.recorded`)."""
     connection.execute(
         _CHARGE_TENANT, {"thread": thread_id, "add_tokens": tokens, "add_cost": cost_usd}
     )
+
+
+def charge_quota(connection: Connection, tenant: str, tokens: int, cost_usd: float) -> None:
+    """`charge_tenant` for a charge whose call read `tenant`'s quota row with its ledger
+    (`ledger_and_quota`): the row by its key, no lookup of the tenant."""
+    connection.execute(
+        _CHARGE_QUOTA, {"quota_tenant": tenant, "add_tokens": tokens, "add_cost": cost_usd}
+    )
+
+
+@dataclass(frozen=True)
+class LedgerAndQuota:
+    """What a model call checks before it asks the provider, as one statement read it."""
+
+    ledger: Row[Any] | None  # the tree's budget ledger row (budget_rows.state_of reads it)
+    quota: TenantQuota | None  # its tenant's quota row, spent or not; None: it has none
+
+
+# Every model call reads it: built once, so SQLAlchemy keeps its cache key. A one-row
+# anchor holds the key, so the row comes back whether or not a ledger or a quota exists;
+# the quota's columns are renamed apart from the ledger's (both have tokens, cost_usd).
+_ANCHOR = select(bindparam("key", type_=String).label("anchor_key")).subquery("anchor")
+_LEDGER_AND_QUOTA = select(
+    *budgets.c, *(column.label(f"quota_{column.name}") for column in tenant_quotas.c)
+).select_from(
+    _ANCHOR.outerjoin(budgets, budgets.c.root_thread_id == _ANCHOR.c.anchor_key)
+    .outerjoin(threads, threads.c.thread_id == _ANCHOR.c.anchor_key)
+    .outerjoin(tenant_quotas, tenant_quotas.c.tenant == threads.c.tenant)
+)
+
+
+def ledger_and_quota(
+    connection: Connection, root_thread_id: str | None, thread_id: str
+) -> LedgerAndQuota:
+    """The ledger of `root_thread_id` (None without one) and the quota of its tenant (a tree
+    shares its tenant), in one statement: the read a call makes of its ledger anyway. A
+    call charged to no ledger (histories from before budgets) has its own thread's
+    tenant's quota read alone."""
+    row = connection.execute(_LEDGER_AND_QUOTA, {"key": root_thread_id or thread_id}).one()
+    values = row._mapping
+    quota = (
+        None
+        if values["quota_tenant"] is None
+        else _quota({c.name: values[f"quota_{c.name}"] for c in tenant_quotas.c})
+    )
+    # The ledger's columns keep their names: the row is read as a ledger row as it is.
+    ledger = None if root_thread_id is None or row.root_thread_id is None else row
+    return LedgerAndQuota(ledger, quota)
 
 
 def quota_of_thread(connection: Connection, thread_id: str) -> TenantQuota | None:
@@ -235,12 +320,6 @@ class TenantQuotas:
         if quota is not None:
             _refuse_spent(quota)
 
-    def spent_of_thread(self, thread_id: str) -> TenantQuota | None:
-        """The quota of `thread_id`'s tenant when it has spent its budget, else None."""
-        with self._db.read() as connection:
-            quota = quota_of_thread(connection, thread_id)
-        return quota if quota is not None and quota.spent_limit() is not None else None
-
 
 def _refuse_spent(quota: TenantQuota) -> None:
     spent = quota.spent_limit()
@@ -260,10 +339,13 @@ def _active(connection: Connection, tenant: str) -> int:
 
 
 __all__ = [
+    "LedgerAndQuota",
     "QuotaExceeded",
     "QuotaName",
     "TenantQuota",
     "TenantQuotas",
+    "charge_quota",
     "charge_tenant",
+    "ledger_and_quota",
     "quota_of_thread",
 ]

@@ -16,7 +16,7 @@ import pytest
 from api_support import ApiStack, api_stack
 from support import add_script, agent_definitions, until
 
-from weft.activities import thread_deletion
+from weft.activities import tenant_deletion
 from weft.api.auth import TENANT_ATTRIBUTE
 from weft.client.tasks import TaskError, Tasks
 from weft.store import Store
@@ -66,6 +66,8 @@ async def test_tasks_and_jobs_are_their_tenants_own(
                 ("GET", f"/jobs/{job_id}", None),
                 ("GET", f"/jobs/{job_id}/results", None),
                 ("POST", f"/jobs/{job_id}/cancel", {}),
+                ("DELETE", f"/tasks/{task_id}", None),
+                ("DELETE", f"/jobs/{job_id}", None),
             ]:
                 reply = await globex.request(method, path, json=body)
                 assert reply.status_code == 404, (path, reply.text)
@@ -137,10 +139,11 @@ async def test_tasks_and_jobs_are_their_tenants_own(
             assert store.threads.tenant(item_task.attempts[0].thread_id) == acme_name
 
             # Deleting globex cancels its open task first (no attempt may start for a
-            # tenant being deleted); its ended row stays, as the docs say.
-            report = await thread_deletion.delete_tenant(temporal_client, store, globex_name)
+            # tenant being deleted), then deletes it; acme's task stays.
+            report = await tenant_deletion.delete_tenant(temporal_client, store, globex_name)
             assert report.cancelled == [held_id]
-            assert store.tasks.get(held_id).status == "cancelled"  # type: ignore[union-attr]
+            assert [t.task_id for t in report.tasks] == [held_id]
+            assert store.tasks.get(held_id) is None
             assert store.tasks.get(task_id).status == "completed"  # type: ignore[union-attr]
 
 

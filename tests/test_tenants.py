@@ -176,9 +176,9 @@ async def test_tenants_see_and_steer_only_their_own_threads(
             refused = await reader.post(f"/threads/{ours}/messages", json={"content": "x"})
             assert refused.status_code == 403
             assert "'threads:write'" in refused.json()["error"]
-            # Routes no tenant is scoped for yet stay with the operator.
-            forked = await acme.post(f"/threads/{ours}/fork", json={})
-            assert forked.status_code == 403 and "'admin'" in forked.json()["error"]
+            # Routes that are no tenant's (the cluster's deployments) stay with the operator.
+            deployment = await acme.get("/deployments/weft")
+            assert deployment.status_code == 403 and "'admin'" in deployment.json()["error"]
 
             # A fork (the operator's) belongs to its source's tenant.
             def turn_ended() -> str | None:
@@ -347,7 +347,12 @@ async def test_a_thread_id_cannot_join_another_tenants_thread_or_a_task_log(
             assert closed.status_code == 202, closed.text
             await temporal_client.get_workflow_handle(theirs).result()
 
+            # A tenant's key is refused before the worker (docs/tenants.md: its words do not
+            # depend on who holds the id); the server's token reaches the worker's refusal.
             taken = await acme.post("/threads", json={"agent": "helper", "threadId": theirs})
+            assert taken.status_code == 422, taken.text
+            assert f"thread id {theirs!r} is not available to tenant 'acme'" in taken.text
+            taken = await stack.http.post("/threads", json={"agent": "helper", "threadId": theirs})
             assert taken.status_code == 422, taken.text
             assert f"thread id {theirs!r} is taken" in taken.text
             assert stack.store.threads.tenant(theirs) == "globex"
@@ -366,7 +371,7 @@ async def test_a_thread_id_cannot_join_another_tenants_thread_or_a_task_log(
             cancelled = await stack.http.post(f"/tasks/{task_id}/cancel", json={})
             assert cancelled.status_code in (200, 202), cancelled.text
             await temporal_client.get_workflow_handle(task_id).result()  # its log stays
-            log = await acme.post("/threads", json={"agent": "helper", "threadId": task_id})
+            log = await stack.http.post("/threads", json={"agent": "helper", "threadId": task_id})
             assert log.status_code == 422 and f"thread id {task_id!r} is taken" in log.text
             assert stack.store.threads.get(task_id) is None
 

@@ -10,11 +10,13 @@ from temporalio.client import Client
 
 from weft._config import DEFAULT_TASK_QUEUE
 from weft.activities.thread_deletion import DeletionReport
-from weft.client.actions import respond_checked, response
+from weft.client.actions import response
+from weft.client.audit_trail import PYTHON_SUBJECT
 from weft.client.bundles import BundleRef, import_bundle
 from weft.client.starts import CONFIRM_TIMEOUT, start_confirmed
 from weft.client.threads import Threads, tail_events
 from weft.contract.actions import RespondActionResult
+from weft.contract.budget import Budget, BudgetLimitName, BudgetState
 from weft.contract.definitions_version import UpgradeResult
 from weft.contract.effects import ScheduleEffectResult
 from weft.contract.events import Event
@@ -36,7 +38,9 @@ class Thread:
     A thread never completes by itself: it waits for the next message until `terminate`.
     `store` (e.g. `worker.store`, or `weft.Store.open(url)` in another process) is needed
     by `events()`; with it, a message over 64 KiB is sent as a blob instead of being
-    refused. `client` must come from `weft.connect` (weft's data converter).
+    refused, and every control action (start, send, ask, respond, interrupt, budget,
+    upgrade, terminate, delete, …) is recorded in the store's audit log as done by `python`
+    (docs/tenants.md#audit). `client` must come from `weft.connect` (weft's data converter).
     """
 
     def __init__(
@@ -50,7 +54,7 @@ class Thread:
         self.id = thread_id
         self.client = client
         self.store = store
-        self._threads = Threads(client, task_queue=task_queue, store=store)
+        self._threads = _threads(client, task_queue, store)
         self._queue = task_queue
 
     @classmethod
@@ -98,7 +102,7 @@ class Thread:
             fields["options"] = options
         if tenant is not None:
             fields["tenant"] = tenant
-        threads = Threads(client, task_queue=task_queue, store=store)
+        threads = _threads(client, task_queue, store)
         started = await start_confirmed(
             threads,
             agent,
@@ -176,7 +180,7 @@ class Thread:
         resolved action id, or an elicitation answer that does not fit (naming the field),
         raises `temporalio.client.WorkflowUpdateFailedError` saying what is wrong."""
         checked = response(action_id, decision, answer=answer, scope=scope, reason=reason)
-        return await respond_checked(self.client, self.id, checked)
+        return await self._threads.respond(self.id, checked)
 
     async def schedule_effect(
         self,
@@ -242,6 +246,20 @@ class Thread:
         another turn; `reason` then says which."""
         return await self._threads.interrupt_turn(self.id, reason=reason, turn_id=turn_id)
 
+    async def set_budget(
+        self,
+        budget: Budget | dict[str, Any] | None = None,
+        *,
+        clear: Sequence[BudgetLimitName] = (),
+        resume: bool = True,
+    ) -> BudgetState:
+        """New limits for the tree whose root is this thread (docs/budgets.md), e.g.
+        `{"maxTokens": 50000}`: limits given replace the current ones, `clear` removes
+        caps, and with `resume` a turn the spent budget stopped goes on once there is room.
+        A thread that spends from another root's budget refuses, naming that root
+        (`temporalio.client.WorkflowUpdateFailedError`)."""
+        return await self._threads.set_budget(self.id, budget, clear=clear, resume=resume)
+
     async def upgrade(self) -> UpgradeResult:
         """Move the thread to the newest definitions its workers serve, between turns
         (docs/deploys.md): `upgraded`, `unchanged`, or `pending` while a turn runs."""
@@ -275,6 +293,13 @@ class Thread:
     async def export(self, path: str | Path) -> BundleRef:
         """Write this thread's bundle to `path` (docs/export-import.md); needs `store`."""
         return await self._threads.export(self.id, path)
+
+
+def _threads(client: Client, task_queue: str, store: Store | None) -> Threads:
+    """The client of a `Thread`: with a store, its control actions are audited as
+    `python`; without one there is no audit log to write to."""
+    audit_as = PYTHON_SUBJECT if store is not None else None
+    return Threads(client, task_queue=task_queue, store=store, audit_as=audit_as)
 
 
 async def import_thread(store: Store, path: str | Path, *, as_id: str | None = None) -> BundleRef:

@@ -257,10 +257,34 @@ class JwtConfig(_Config):
         return url
 
 
+class RequestLimitsConfig(_Config):
+    """`serve.requestLimits`: requests a minute per credential and per tenant, held across
+    every `weft serve` replica on the store (docs/http-api.md#replicas-behind-a-load-balancer)."""
+
+    per_key_per_minute: int | None = Field(
+        default=None,
+        ge=1,
+        description="requests a minute from one API key or JWT subject; null: no cap",
+    )
+    per_tenant_per_minute: int | None = Field(
+        default=None,
+        ge=1,
+        description="requests a minute from one tenant's keys and JWTs together; null: no cap",
+    )
+    window_seconds: float = Field(
+        default=60,
+        gt=0,
+        le=3600,
+        description="the window the limits are counted over; the per-minute figures are "
+        "scaled to it (a window of 10 s admits a sixth of them in any 10 s)",
+    )
+
+
 class ServeConfig(_Config):
     """`weft serve`: what it accepts besides its token and API keys."""
 
     jwt: JwtConfig | None = None
+    request_limits: RequestLimitsConfig | None = None
 
 
 class WeftConfig(_Config):

@@ -47,6 +47,9 @@ SCHEDULED_THREAD_FAILED = "ScheduledThreadFailed"
 # schedule starts only through this run.
 SCHEDULED_BY_ID = SearchAttributeKey.for_keyword("TemporalScheduledById")
 SCHEDULED_START_TIME = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
+TENANT = SearchAttributeKey.for_keyword("WeftTenant")
+# Runs from before it started their threads without `WeftTenant` (none named a tenant).
+TENANT_PATCH = "scheduled-thread-tenant"
 
 
 @workflow.defn(name=SCHEDULED_THREAD_TYPE)
@@ -106,7 +109,7 @@ async def _start_thread(scheduled: Any) -> str:
             else workflow.ParentClosePolicy.ABANDON
         ),
         memo={RUN_MEMO: valid.schedule},
-        search_attributes=_schedule_attributes(valid.schedule),
+        search_attributes=_schedule_attributes(valid.schedule, start.tenant),
         static_summary=f"weft schedule {valid.schedule}: a new {start.agent} thread",
     )
     if valid.wait_for_close:
@@ -131,12 +134,16 @@ async def _closed(handle: workflow.ChildWorkflowHandle[Any, Any], schedule: str)
         ) from None
 
 
-def _schedule_attributes(schedule: str) -> TypedSearchAttributes:
-    """The schedule's attributes from this run (`schedule` when started by hand)."""
+def _schedule_attributes(schedule: str, tenant: str | None) -> TypedSearchAttributes:
+    """The schedule's attributes from this run (`schedule` when started by hand), and the
+    thread's tenant, searchable from its start as any thread's (docs/tenants.md)."""
     own = workflow.info().typed_search_attributes
     pairs: list[SearchAttributePair[Any]] = [
         SearchAttributePair(SCHEDULED_BY_ID, own.get(SCHEDULED_BY_ID) or schedule)
     ]
+    # Asked in the run's first task, before its only command but the memo: never mid-run.
+    if tenant is not None and workflow.patched(TENANT_PATCH):
+        pairs.append(SearchAttributePair(TENANT, tenant))
     scheduled_at = own.get(SCHEDULED_START_TIME)
     if scheduled_at is not None:
         pairs.append(SearchAttributePair(SCHEDULED_START_TIME, scheduled_at))

@@ -6,14 +6,15 @@ assignee agent as an `AgentThread` child of its own, asks it the objective with
 acceptance criteria. An accepted attempt completes the task; otherwise a new attempt, up
 to `maxAttempts`, then `failed`. An attempt whose worker stops heartbeating is `lost`. The
 run's other endings (deadline, cancel, an operator's outcome) end the running attempt and
-close its thread here too.
+close its thread here too. The loop knows where it stands (its stage, the attempts made),
+so a run that continued as new from one of its rests takes up from there.
 """
 
 from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -36,6 +37,7 @@ from weft.contract.tasks import (
     TaskCommand,
     TaskOutput,
     TaskRecord,
+    TaskRunCarry,
     attempt_end_event_id,
 )
 from weft.contract.thread import (
@@ -46,6 +48,7 @@ from weft.contract.thread import (
 )
 from weft.workflows.failures import failure_text
 from weft.workflows.search_attributes import start_attributes
+from weft.workflows.tasks.task_continuation import ContinueHere
 from weft.workflows.tasks.task_log import LOCAL_TIMEOUT, TaskLog, now_iso
 from weft.workflows.tasks.task_views import RunFacts
 
@@ -53,6 +56,19 @@ from weft.workflows.tasks.task_views import RunFacts
 # (a run with the task commands takes the task's `lostAfterSeconds`).
 _ATTEMPT_HEARTBEAT = timedelta(seconds=30)
 _ATTEMPT_LIMIT = timedelta(days=7)
+
+# Where the work stands: `task.queued` not yet written, waiting before `task.started`, or
+# in the attempts.
+Stage = Literal["waiting", "queued", "attempting"]
+
+
+class Resting(NamedTuple):
+    """Where the work rested when the run is to continue as new (`TaskRunCarry`'s part
+    that is the attempt loop's)."""
+
+    stage: Stage
+    made: int
+    retry_due: bool
 
 
 class AttemptControls(Protocol):
@@ -77,7 +93,8 @@ class Dependencies(Protocol):
 
 
 class AttemptLoop:
-    """Owns whether the attempts have begun in this run and the running attempt's thread."""
+    """Owns where the work stands (its stage, the attempts this run of the task made,
+    whether the attempts have begun) and the running attempt's thread."""
 
     def __init__(self, run: RunFacts, controls: AttemptControls, dependencies: Dependencies):
         self._run = run
@@ -85,35 +102,66 @@ class AttemptLoop:
         self._dependencies = dependencies
         self._thread_id: str | None = None
         self.started = False  # task.started written in this run: attempts have begun
+        self._stage: Stage = "waiting"
+        self._made = 0  # attempts made since this run (or a retry) of the task began
+        self._retry_due = False  # the last attempt failed: `task.retrying` comes next
 
-    async def work(self, log: TaskLog) -> None:
-        """Start (when held, once started), wait for the dependencies, run the attempts."""
+    async def work(self, log: TaskLog, carried: TaskRunCarry | None = None) -> Resting | None:
+        """Start (when held, once started), wait for the dependencies, run the attempts;
+        from `carried`'s point when the run continued as new. None once the task ended;
+        where the work rests when the run is to continue as new from there."""
+        if carried is not None:
+            self._stage, self._made = carried.stage, carried.made
+            self._retry_due = carried.retry_due
+            self.started = carried.stage == "attempting"
+        try:
+            await self._work(log)
+        except ContinueHere:
+            return Resting(stage=self._stage, made=self._made, retry_due=self._retry_due)
+        return None
+
+    async def _work(self, log: TaskLog) -> None:
         commands = self._run.commands
-        if not log.record.auto_start:
-            await workflow.wait_condition(lambda: self._controls.start is not None)
-        if commands:
-            await self._controls.gate()  # a task paused before it was started is queued on resume
-        await self._dependencies.wait(log)
-        if commands:
-            await self._begin(log)
-        else:
-            await log.emit("task.started", {})
+        if self._stage == "waiting":
+            if not log.record.auto_start:
+                await self._run.rest(lambda: self._controls.start is not None)
+            if commands:
+                await (
+                    self._controls.gate()
+                )  # a task paused before it was started is queued on resume
+            self._stage = "queued"  # `task.queued` is the wait's first write, before any rest
+            await self._dependencies.wait(log)
+        elif self._stage == "queued":
+            await self._dependencies.wait(log, announce=False)
+        if self._stage == "queued":
+            if commands:
+                await self._begin(log)
+            else:
+                await log.emit("task.started", {})
+            self._stage = "attempting"
         allowed = log.record.constraints.max_attempts
-        for made in range(1, allowed + 1):
+        while True:
+            if self._retry_due:
+                if commands:
+                    await self._controls.gate()
+                error = log.record.attempts[-1].error or "the attempt failed"
+                await log.emit("task.retrying", {"reason": error})
+                self._retry_due = False
+            if commands:
+                await self._run.checkpoint()
             result = await self._attempt(log)
+            self._made += 1
             attempt = log.record.attempts[-1]  # the one just made
             if result.accepted and attempt.output is not None:
                 await log.emit("task.completed", {"output": attempt.output.model_dump(mode="json")})
                 return
-            error = attempt.error or "the attempt failed"
-            if made == allowed:
+            if self._made == allowed:
+                error = attempt.error or "the attempt failed"
                 await log.emit(
-                    "task.failed", {"reason": f"{made} attempt(s) failed; last: {error}"}
+                    "task.failed", {"reason": f"{self._made} attempt(s) failed; last: {error}"}
                 )
                 return
-            if commands:
-                await self._controls.gate()
-            await log.emit("task.retrying", {"reason": error})
+            self._retry_due = True
 
     async def _begin(self, log: TaskLog) -> None:
         """`task.started`, once not paused and every dependency (links made meanwhile
@@ -256,7 +304,7 @@ class AttemptLoop:
     async def stop(
         self,
         log: TaskLog,
-        work: asyncio.Future[None],
+        work: asyncio.Future[Any],
         kind: str,
         attempt_status: str,
         reason: str | None,
@@ -276,7 +324,7 @@ class AttemptLoop:
         await self._close_thread(f"its task ended {attempt_status}")
 
     async def decide(
-        self, log: TaskLog, work: asyncio.Future[None], status: str, command: TaskCommand
+        self, log: TaskLog, work: asyncio.Future[Any], status: str, command: TaskCommand
     ) -> None:
         """End the task with an operator's outcome: the running attempt ends `cancelled`
         (its own late outcome is then not stored), then its thread is closed."""
@@ -314,7 +362,7 @@ class AttemptLoop:
             workflow.logger.info("attempt thread %s not signalled: %s", thread_id, err)
 
 
-def _abandon(work: asyncio.Future[None]) -> None:
+def _abandon(work: asyncio.Future[Any]) -> None:
     """Cancel the work the run ends without; its cancellation is expected, and retrieved
     so that it is not reported as an error nobody saw."""
     work.cancel()

@@ -71,6 +71,13 @@ class TaskControls:
         except ValidationError as err:
             workflow.logger.warning("progress refused: %s", describe_validation_error(err))
             return
+        if self._run.log is None:
+            # A signal of the run's first activation is handled before `run` has read its
+            # input: one sent while the run continued as new lands there. Kept once the
+            # run has begun; runs from before continue-as-new dropped it (and replay so).
+            await self._ready()
+            if not self._run.continues:
+                return
         log = self._run.log
         if log is None or log.record.terminal:
             return
@@ -196,8 +203,14 @@ class TaskControls:
     # ---- what the attempt loop and the dependency wait ask -------------------------
 
     async def gate(self) -> None:
-        """Wait while the task is paused: no new attempt starts."""
-        await workflow.wait_condition(lambda: self.paused_from is None)
+        """Wait while the task is paused: no new attempt starts (a rest: the run may
+        continue as new from it)."""
+        await self._run.rest(lambda: self.paused_from is None)
+
+    def restore(self, start: TaskCommand | None, paused_from: str | None) -> None:
+        """What a run that continued as new had been asked: the start of a held task,
+        and the pause."""
+        self.start, self.paused_from = start, paused_from
 
     # ---- checks ---------------------------------------------------------------------
 

@@ -26,8 +26,8 @@ from weft.workflows.tasks.task_log import LOCAL_TIMEOUT, TaskLog
 from weft.workflows.tasks.task_views import RunFacts
 
 # The store is read again this often in case a signal was lost (its sender's run ended
-# before it could send). Each check adds a timer and a local activity to history (the run
-# does not continue as new), so it is rare: about 170 events a day of waiting.
+# before it could send). Each check adds a timer and a local activity to history (about
+# 170 events a day of waiting), so it is rare; a long wait continues as new from here.
 _DEPENDENCY_RECHECK = timedelta(hours=1)
 
 
@@ -93,9 +93,7 @@ class DependencyWait:
             elif not failed and log.record.status == "blocked":
                 await log.emit("task.queued", {"waitingOn": open_})
             try:
-                await workflow.wait_condition(
-                    self._settled_since(seen), timeout=_DEPENDENCY_RECHECK
-                )
+                await self._run.rest(self._settled_since(seen), timeout=_DEPENDENCY_RECHECK)
             except TimeoutError:
                 pass
 

@@ -6,11 +6,12 @@ spent (`failed`). The deadline and `cancel_task` end it `timed_out` / `cancelled
 the running attempt's thread. A retry of a finished task is a new run of this workflow
 (same id) that continues the attempt numbering; the earlier attempts stay in the log.
 
-The workflow holds the Temporal handlers and the run's lifecycle, and composes three
+The workflow holds the Temporal handlers and the run's lifecycle, and composes four
 parts, each owning its state: `TaskControls` (`task_controls.py`: the commands and their
 checks), `DependencyWait` (`task_dependencies.py`: waiting for dependencies, telling
-dependents) and `AttemptLoop` (`task_attempts.py`: the attempts and the run's endings).
-Each takes a narrow view of the others (`task_views.py`).
+dependents), `AttemptLoop` (`task_attempts.py`: the attempts and the run's endings) and
+`TaskContinuation` (`task_continuation.py`: when the run continues as new, from which of
+the work's rests). Each takes a narrow view of the others (`task_views.py`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 from temporalio import workflow
@@ -39,10 +40,12 @@ from weft.contract.tasks import (
     UPDATE_START_TASK,
     UPDATE_UNLINK_TASKS,
     UPDATE_UPDATE_TASK,
+    TaskRunCarry,
     TaskRunInput,
 )
 from weft.contract.validation import describe_validation_error
-from weft.workflows.tasks.task_attempts import AttemptLoop
+from weft.workflows.tasks.task_attempts import AttemptLoop, Resting
+from weft.workflows.tasks.task_continuation import CONTINUE_AS_NEW_PATCH, TaskContinuation
 from weft.workflows.tasks.task_controls import TaskControls
 from weft.workflows.tasks.task_dependencies import DependencyWait
 from weft.workflows.tasks.task_log import TaskLog
@@ -61,6 +64,7 @@ class TaskRunWorkflow:
         self._log: TaskLog | None = None
         self._commands = False
         self._controls = TaskControls(self)
+        self._continuation = TaskContinuation(self._controls)
         self._dependencies = DependencyWait(self, self._controls)
         self._attempts = AttemptLoop(self, self._controls, self._dependencies)
 
@@ -75,8 +79,18 @@ class TaskRunWorkflow:
         return self._commands
 
     @property
+    def continues(self) -> bool:
+        return self._continuation.enabled
+
+    @property
     def attempts_started(self) -> bool:
         return self._attempts.started
+
+    async def rest(self, until: Callable[[], bool], timeout: timedelta | None = None) -> None:
+        await self._continuation.rest(until, timeout)
+
+    async def checkpoint(self) -> None:
+        await self._continuation.checkpoint()
 
     # ---- the run --------------------------------------------------------------------
 
@@ -93,12 +107,19 @@ class TaskRunWorkflow:
                 non_retryable=True,
             ) from None
         self._commands = workflow.patched(TASK_COMMANDS_PATCH)
+        self._continuation.begin(
+            enabled=self._commands and workflow.patched(CONTINUE_AS_NEW_PATCH),
+            after_events=start.continue_after_events,
+        )
         log = self._log = TaskLog(start.task, ordered=self._commands)
-        if start.retry_reason is not None:
+        carried = start.carried
+        if carried is not None:
+            self._controls.restore(carried.start, carried.paused_from)
+        elif start.retry_reason is not None:
             await log.emit("task.retrying", {"reason": start.retry_reason})
         controls, attempts = self._controls, self._attempts
-        work = asyncio.ensure_future(attempts.work(log))
-        began = workflow.now()
+        work = asyncio.ensure_future(attempts.work(log, carried))
+        began = datetime.fromisoformat(carried.began) if carried else workflow.now()
         timed_out = False
         while True:
             moves = controls.deadline_moves
@@ -116,7 +137,9 @@ class TaskRunWorkflow:
                 log, work, "task.timed_out", "timed_out", "the task's deadline passed"
             )
         elif work.done():
-            await work
+            resting = await work
+            if resting is not None:
+                self._continue_as_new(start, log, resting, began)
         elif controls.verdict is not None:
             await attempts.decide(log, work, *controls.verdict)
         elif controls.cancel is not None:
@@ -127,7 +150,31 @@ class TaskRunWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
         return log.record.model_dump(mode="json")
 
-    def _run_wakes(self, work: asyncio.Future[None], moves: int) -> Callable[[], bool]:
+    def _continue_as_new(
+        self, start: TaskRunInput, log: TaskLog, resting: Resting, began: datetime
+    ) -> NoReturn:
+        """Continue as new from where the work rests (it left its rest in this activation,
+        with no handler running and nothing ending the run): the task without its
+        progress entries (the store has them; the run needs none) and the point."""
+        controls = self._controls
+        carried = TaskRunCarry(
+            stage=resting.stage,
+            began=began.isoformat(),
+            made=resting.made,
+            retry_due=resting.retry_due,
+            start=controls.start,
+            paused_from=controls.paused_from,
+        )
+        task = log.record.model_copy(update={"progress": []})
+        workflow.continue_as_new(
+            TaskRunInput(
+                task=task,
+                carried=carried,
+                continue_after_events=start.continue_after_events,
+            ).model_dump(mode="json")
+        )
+
+    def _run_wakes(self, work: asyncio.Future[Resting | None], moves: int) -> Callable[[], bool]:
         """Whether the run has something to do: the work ended, a cancel or an operator's
         outcome came, or the deadline moved since `moves`."""
         controls = self._controls

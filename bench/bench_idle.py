@@ -1,0 +1,295 @@
+"""Idle threads: what thousands of threads that had a few turns and now wait cost.
+
+Run: `.venv/bin/python bench/bench_idle.py [--threads 1000,10000] [--turns 2] [--wakes 50]
+[--cache 250] [--concurrency 64]`.
+
+One `weft worker`-equivalent subprocess (this file with `--serve`, so its workflow cache,
+`max_cached_workflows`, can be set) on a tuned dev server, a scratch SQLite store and the
+scripted model. Threads are added in steps up to each size of `--threads`; each thread is
+started and asked `--turns` short questions (each `ask` waits for its turn to end), at most
+`--concurrency` threads at a time. Once every thread waits and the worker's CPU is quiet,
+at each size it prints:
+
+- the worker's RSS (`/proc/PID/status`) against the same worker with 0 threads and with
+  its workflow cache just full (`--cache` threads): what idle threads cost beyond the cache;
+- store bytes per thread beyond its messages and events: SQLite's `dbstat` page bytes of
+  every table and its indexes, less `messages`, `message_history` and `events`, less what
+  the store held before the first thread, divided by the threads (and the rows' own payload
+  bytes, which leave out the pages' free space);
+- wake latency: `--wakes` random threads that went idle long ago (evicted from the cache)
+  are each sent a message, then another at once (now cached); each latency is the signal
+  until the turn's `turn.completed` is in the store. Printed: p50 / p95 of each, and the
+  median of the paired ratios evicted / cached (target ≤ 1.5×).
+
+Eager workflow start needs the worker in the client's own process, so it does not apply to
+a worker subprocess; the start phase gets its speed from concurrency instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from drills.common import note, summary, task_queue, write_worker_config  # noqa: E402
+from drills.eviction import _wake as wake  # noqa: E402
+from processes import WorkerSubprocess, cpu_seconds  # noqa: E402
+from support import local_stack  # noqa: E402
+from temporalio.client import Client  # noqa: E402
+
+from weft.client.threads import Threads  # noqa: E402
+from weft.store import Store  # noqa: E402
+
+AGENT = "drill_agent"  # bench/drills/definitions: the `drill` script on the scripted model
+SCRIPT = {"replies": [{"text": "ok"}]}  # every user message gets one short answer
+# What a thread holds of its conversation; every other table is the per-thread overhead.
+CONVERSATION_TABLES = {"messages", "message_history", "events"}
+MIB = 1024 * 1024
+
+
+def rss_bytes(pid: int) -> tuple[int, int]:
+    """(resident set now, its peak) of a live process, in bytes."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        fields[key] = value.split()
+    return int(fields["VmRSS"][0]) * 1024, int(fields["VmHWM"][0]) * 1024
+
+
+@dataclass
+class TableBytes:
+    """One table's bytes in the SQLite file, its indexes included."""
+
+    pages: int  # whole pages (what the file holds)
+    payload: int  # the rows' own bytes (without the pages' free space)
+
+
+def store_bytes(db_file: Path) -> dict[str, TableBytes]:
+    """Bytes per table (indexes counted with their table), from SQLite's `dbstat`; the
+    WAL's pages are read through the pager, so nothing committed is missed."""
+    with sqlite3.connect(f"file:{db_file}?mode=ro", uri=True) as connection:
+        owner = dict(connection.execute("SELECT name, tbl_name FROM sqlite_master"))
+        sizes: dict[str, TableBytes] = {}
+        query = "SELECT name, SUM(pgsize), SUM(payload) FROM dbstat GROUP BY name"
+        for name, pages, payload in connection.execute(query):
+            table = owner.get(name, name)
+            kept = sizes.setdefault(table, TableBytes(0, 0))
+            kept.pages += int(pages)
+            kept.payload += int(payload)
+    return sizes
+
+
+def overhead_per_thread(
+    now: dict[str, TableBytes], before: dict[str, TableBytes], threads: int
+) -> tuple[float, float, list[tuple[str, float]]]:
+    """(page bytes, payload bytes, the largest tables' page bytes) per thread, beyond the
+    conversation tables and what the store held before the first thread."""
+
+    def grown(table: str) -> TableBytes:
+        base = before.get(table, TableBytes(0, 0))
+        return TableBytes(now[table].pages - base.pages, now[table].payload - base.payload)
+
+    extra = {t: grown(t) for t in now if t not in CONVERSATION_TABLES}
+    pages = sum(b.pages for b in extra.values()) / threads
+    payload = sum(b.payload for b in extra.values()) / threads
+    largest = sorted(((t, b.pages / threads) for t, b in extra.items()), key=lambda p: -p[1])
+    return pages, payload, [p for p in largest if p[1] > 0][:5]
+
+
+async def quiet(pid: int, *, below: float = 0.05, timeout: float = 60) -> float:
+    """Wait until the worker uses less than `below` of a core over a second (idle flushes
+    and evictions done); returns the seconds waited."""
+    began = time.perf_counter()
+    while time.perf_counter() - began < timeout:
+        cpu = cpu_seconds(pid)
+        await asyncio.sleep(1.0)
+        if cpu_seconds(pid) - cpu < below:
+            break
+    return time.perf_counter() - began
+
+
+async def converse(threads: Threads, turns: int, index: int) -> str:
+    """Start one thread and ask it `turns` questions, each waited for; returns its id."""
+    handle = await threads.start(AGENT)
+    for turn in range(turns):
+        result = await threads.ask(handle.id, f"thread {index} turn {turn}", timeout=300)
+        if result.status != "completed":
+            raise RuntimeError(f"{handle.id} turn {turn} ended {result.status}: {result.error}")
+    return handle.id
+
+
+async def add_threads(
+    threads: Threads, ids: list[str], count: int, turns: int, concurrency: int
+) -> float:
+    """Add `count` threads of `turns` turns to `ids`, `concurrency` at a time; seconds."""
+    gate = asyncio.Semaphore(concurrency)
+    began = time.perf_counter()
+    first = len(ids)
+
+    async def one(index: int) -> str:
+        async with gate:
+            thread_id = await converse(threads, turns, index)
+            if (index + 1) % 500 == 0:
+                note(f"{index + 1} threads conversed ({time.perf_counter() - began:.0f} s)")
+            return thread_id
+
+    ids.extend(await asyncio.gather(*(one(first + i) for i in range(count))))
+    return time.perf_counter() - began
+
+
+async def wake_pairs(
+    client: Client, store: Store, candidates: list[str], wakes: int, turns_done: int
+) -> tuple[list[float], list[float]]:
+    """Wake random long-idle threads twice each: (evicted latencies, cached latencies)."""
+    evicted: list[float] = []
+    cached: list[float] = []
+    for thread_id in random.sample(candidates, min(wakes, len(candidates))):
+        handle = client.get_workflow_handle(thread_id)
+        evicted.append(await wake(store, handle, "wake up.", turns_done + 1))
+        cached.append(await wake(store, handle, "and again.", turns_done + 2))
+    return evicted, cached
+
+
+def mib(value: float) -> str:
+    return f"{value / MIB:.0f} MiB"
+
+
+async def main(args: argparse.Namespace) -> None:
+    sizes = sorted(args.threads)
+    with tempfile.TemporaryDirectory() as tmp_dir:
+        tmp = Path(tmp_dir)
+        db_file = tmp / "weft.db"
+        async with local_stack() as (client, scripted, address):
+            scripted.set_script("drill", SCRIPT)
+            config = write_worker_config(
+                tmp,
+                address=address,
+                task_queue=task_queue("idle"),
+                store_url=f"sqlite:///{db_file}",
+                model_url=scripted.openai_base_url,
+            )
+            store = await asyncio.to_thread(Store.open, f"sqlite:///{db_file}")
+            worker = WorkerSubprocess(
+                sys.executable, __file__, "--serve", str(config), "--cache", str(args.cache)
+            )
+            try:
+                await worker.start()
+                await measure(args, sizes, client, store, worker, config, db_file)
+            finally:
+                await worker.stop()
+                store.close()
+
+
+async def measure(
+    args: argparse.Namespace,
+    sizes: list[int],
+    client: Client,
+    store: Store,
+    worker: WorkerSubprocess,
+    config: Path,
+    db_file: Path,
+) -> None:
+    """The checkpoints: 0 threads, the cache just full, then each size."""
+    from weft.workers.config import load_config
+
+    threads = Threads(client, task_queue=load_config(config).temporal.task_queue)
+    await quiet(worker.pid)
+    empty_rss, _ = rss_bytes(worker.pid)
+    empty_store = await asyncio.to_thread(store_bytes, db_file)
+    print(f"worker RSS with 0 threads (polling, nothing run yet): {mib(empty_rss)}", flush=True)
+    ids: list[str] = []
+    cache_rss: int | None = None
+    for size in sorted({*sizes, args.cache} if args.cache < max(sizes) else sizes):
+        took = await add_threads(threads, ids, size - len(ids), args.turns, args.concurrency)
+        settled = await quiet(worker.pid)
+        rss, peak = rss_bytes(worker.pid)
+        print(
+            f"== {size} threads x {args.turns} turns (workflow cache {args.cache}): "
+            f"start phase {took:.1f} s for the newest threads, then quiet after {settled:.1f} s",
+            flush=True,
+        )
+        if size == args.cache and size not in sizes:
+            cache_rss = rss
+            print(f"  worker RSS with the cache just full: {mib(rss)} (peak so far {mib(peak)})")
+            continue
+        beyond = f", {mib(rss - cache_rss)} above the cache just full" if cache_rss else ""
+        print(
+            f"  worker RSS: {mib(rss)} (peak {mib(peak)}); {mib(rss - empty_rss)} above 0 "
+            f"threads{beyond}; {(rss - empty_rss) / size / 1024:.1f} KiB per thread overall",
+            flush=True,
+        )
+        sized = await asyncio.to_thread(store_bytes, db_file)
+        pages, payload, largest = overhead_per_thread(sized, empty_store, size)
+        top = ", ".join(f"{t} {b:.0f}" for t, b in largest)
+        conversation = sum(sized[t].pages for t in CONVERSATION_TABLES if t in sized) / size
+        print(
+            f"  store per thread beyond messages and events: {pages:.0f} bytes of pages "
+            f"({payload:.0f} bytes of row payload; target < 1024); largest: {top}; "
+            f"messages and events {conversation:.0f} bytes per thread",
+            flush=True,
+        )
+        # Threads that went idle well before the newest `cache` ones: evicted long ago.
+        candidates = ids[: max(0, len(ids) - 2 * args.cache)]
+        if not candidates:
+            print("  wake latency: no evicted thread to wake (threads <= 2 x cache)")
+            continue
+        evicted, cached = await wake_pairs(client, store, candidates, args.wakes, args.turns)
+        ratios = [e / c for e, c in zip(evicted, cached, strict=True)]
+        print(f"  wake latency, evicted thread: {summary(evicted)}")
+        print(f"  wake latency, warm thread (woken again at once): {summary(cached)}")
+        verdict = "met" if statistics.median(ratios) <= 1.5 else "NOT met"
+        print(
+            f"  evicted / warm, median of {len(ratios)} paired ratios: "
+            f"{statistics.median(ratios):.2f}x (target <= 1.5x: {verdict})",
+            flush=True,
+        )
+
+
+async def serve(config_file: Path, cache: int) -> None:
+    """The worker subprocess: `weft worker` with `max_cached_workflows=cache`, until SIGTERM."""
+    import signal
+
+    from weft.cli.temporal_client import client_from_config
+    from weft.workers.agent_worker import AgentWorker
+    from weft.workers.config import load_config
+
+    config = load_config(config_file)
+    client = await client_from_config(config)
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    async with AgentWorker(client, config, max_cached_workflows=cache) as worker:
+        print(f"idle worker: polling {worker.task_queue} (cache {cache})", flush=True)
+        await stop.wait()
+
+
+def sizes_arg(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part]
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--threads", type=sizes_arg, default=[1000, 10000])
+    parser.add_argument("--turns", type=int, default=2)
+    parser.add_argument("--wakes", type=int, default=50)
+    parser.add_argument("--cache", type=int, default=250, help="the worker's workflow cache")
+    parser.add_argument("--concurrency", type=int, default=64, help="threads started at once")
+    parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)  # the worker subprocess
+    parsed = parser.parse_args()
+    if parsed.serve is not None:
+        asyncio.run(serve(parsed.serve, parsed.cache))
+    else:
+        asyncio.run(main(parsed))
