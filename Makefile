@@ -44,6 +44,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_drills.py
 	$(BIN)/python bench/bench_stream.py
 	$(BIN)/python bench/bench_ttft.py
+	$(BIN)/python bench/bench_idle.py
+	$(BIN)/python bench/bench_recovery.py
 
 clean:
 	rm -rf $(VENV) .weft

@@ -68,9 +68,12 @@ class DeletionRefused(TaskError):
     """The task cannot be deleted as asked, for what it is (a job's item) or what depends
     on it (without `force`); `field` names the input that would change that."""
 
+
 # Items' tasks deleted at once: each waits on Temporal to forget its runs, so a few in
 # parallel keep a job of hundreds of items to seconds, not minutes.
 _ITEMS_AT_ONCE = 8
+# How long a waiting dependent's run may take to remove its edge to a deleted task.
+_UNLINK_TIMEOUT_SECONDS = 30.0
 _ITEM_PAGE = 500
 
 
@@ -252,11 +255,19 @@ async def _unlink(client: Client, store: Store, dependent: TaskRecord, task_id: 
     waits (the run stops waiting), else written to its log directly."""
     reason = f"task {task_id} was deleted"
     if not dependent.terminal:
+        unlink = TaskCommands(client, store).unlink(dependent.task_id, task_id, reason=reason)
         try:
-            await TaskCommands(client, store).unlink(dependent.task_id, task_id, reason=reason)
+            await asyncio.wait_for(unlink, _UNLINK_TIMEOUT_SECONDS)
             return
         except TaskError:
             pass  # its attempts have begun, or its run ended: no run waits on the edge
+        except TimeoutError:
+            # No worker runs it now. Written around it, its run would wait on the edge for
+            # ever; the unlink it was sent still lands once a worker picks it up.
+            raise RuntimeError(
+                f"task {dependent.task_id}, which depends on {task_id}, did not answer its "
+                "unlink (is a worker running?); deleting again finishes"
+            ) from None
     removed = Event.model_validate(
         {
             "type": "task.dependency.updated",

@@ -163,7 +163,7 @@ async def delete_thread(
     records its requests itself and passes None.
     """
     check_thread_id(thread_id)
-    if not await _known(client, store, thread_id):
+    if not await _known(client, store, thread_id) or await _work_of(store, thread_id):
         raise ThreadNotFound(f"no thread {thread_id!r}")
     report = DeletionReport()
     await delete_tree(client, store, thread_id, children, grace, report, seen=set())
@@ -268,6 +268,16 @@ async def _known(client: Client, store: Store, thread_id: str) -> bool:
     if await asyncio.to_thread(store.deletion.known, thread_id):
         return True
     return await temporal_knows(client, thread_id)
+
+
+async def _work_of(store: Store, thread_id: str) -> bool:
+    """Whether the id is a task's or a job's (their logs share the events table): a
+    thread's deletion would take their logs, so it is no thread (`weft task delete`)."""
+    if await asyncio.to_thread(store.threads.tenant, thread_id) is not None:
+        return False
+    if await asyncio.to_thread(store.deletion.task_known, thread_id):
+        return True
+    return await asyncio.to_thread(store.deletion.job_known, thread_id)
 
 
 async def temporal_knows(client: Client, workflow_id: str) -> bool:

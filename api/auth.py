@@ -37,6 +37,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from weft.api.jwt_auth import JwtRefused, JwtVerifier, jwt_header
 from weft.contract.tenants import DEFAULT_TENANT
 from weft.contract.tenants import Scope as KeyScope
+from weft.contract.thread import WORKFLOW_TYPE as THREAD_WORKFLOW_TYPE
 from weft.store import Store
 from weft.store.api_keys import ApiKey, KeyRefused
 from weft.store.audit import AuditEntry
@@ -369,7 +370,8 @@ async def check_thread_tenant(store: Store, client: Client, thread_id: str, tena
 
 async def thread_tenant(store: Store, client: Client, thread_id: str) -> str | None:
     """The thread's tenant: its store row's, else (a thread whose first activity has not
-    written its row yet) its `WeftTenant` search attribute; None for an unknown thread."""
+    written its row yet) its `WeftTenant` search attribute; None for an unknown thread,
+    and for a workflow that is no thread (a task's, a job's, a schedule's run)."""
     stored = await asyncio.to_thread(store.threads.tenant, thread_id)
     if stored is not None:
         return stored
@@ -379,6 +381,10 @@ async def thread_tenant(store: Store, client: Client, thread_id: str) -> str | N
         if err.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
             return None
         raise HTTPException(503, f"Temporal did not answer ({err.message}); retry") from None
+    if described.workflow_type != THREAD_WORKFLOW_TYPE:
+        # A task's or job's run records no `WeftTenant`: read as `default`'s, any tenant's
+        # task or job would open to a `default` key through the thread routes.
+        return None
     return described.typed_search_attributes.get(TENANT_ATTRIBUTE) or DEFAULT_TENANT
 
 

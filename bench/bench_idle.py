@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from bench_recovery import phases  # noqa: E402
 from drills.common import note, summary, task_queue, write_worker_config  # noqa: E402
 from drills.eviction import _wake as wake  # noqa: E402
 from processes import WorkerSubprocess, cpu_seconds  # noqa: E402
@@ -148,17 +149,40 @@ async def add_threads(
     return time.perf_counter() - began
 
 
+@dataclass
+class Wakes:
+    """Latencies of each kind of wake, and where each wake's time went (from history)."""
+
+    evicted: list[float]
+    cached: list[float]
+    evicted_phases: list[dict[str, float]]
+    cached_phases: list[dict[str, float]]
+
+
 async def wake_pairs(
     client: Client, store: Store, candidates: list[str], wakes: int, turns_done: int
-) -> tuple[list[float], list[float]]:
-    """Wake random long-idle threads twice each: (evicted latencies, cached latencies)."""
-    evicted: list[float] = []
-    cached: list[float] = []
+) -> Wakes:
+    """Wake random long-idle threads twice each: evicted first, then cached."""
+    found = Wakes([], [], [], [])
     for thread_id in random.sample(candidates, min(wakes, len(candidates))):
         handle = client.get_workflow_handle(thread_id)
-        evicted.append(await wake(store, handle, "wake up.", turns_done + 1))
-        cached.append(await wake(store, handle, "and again.", turns_done + 2))
-    return evicted, cached
+        found.evicted.append(await wake(store, handle, "wake up.", turns_done + 1))
+        found.evicted_phases.append(await phases(client, thread_id, 0.0))
+        found.cached.append(await wake(store, handle, "and again.", turns_done + 2))
+        found.cached_phases.append(await phases(client, thread_id, 0.0))
+    return found
+
+
+def show_phases(found: list[dict[str, float]]) -> str:
+    """Medians, in ms, of where the wakes' time went."""
+    parts = (
+        ("task start", "signal to workflow task start"),
+        ("replay", "the workflow task (a replay when evicted)"),
+    )
+    return ", ".join(
+        f"{label} {statistics.median(p.get(key, 0.0) for p in found) * 1000:.0f} ms"
+        for key, label in (*parts, ("model", "model.call"))
+    )
 
 
 def mib(value: float) -> str:
@@ -211,12 +235,14 @@ async def measure(
     ids: list[str] = []
     cache_rss: int | None = None
     for size in sorted({*sizes, args.cache} if args.cache < max(sizes) else sizes):
-        took = await add_threads(threads, ids, size - len(ids), args.turns, args.concurrency)
+        added = size - len(ids)
+        took = await add_threads(threads, ids, added, args.turns, args.concurrency)
         settled = await quiet(worker.pid)
         rss, peak = rss_bytes(worker.pid)
         print(
             f"== {size} threads x {args.turns} turns (workflow cache {args.cache}): "
-            f"start phase {took:.1f} s for the newest threads, then quiet after {settled:.1f} s",
+            f"start phase {took:.1f} s for the {added} newest ({added / took:.1f} threads/s, "
+            f"{added * args.turns / took:.1f} turns/s), then quiet after {settled:.1f} s",
             flush=True,
         )
         if size == args.cache and size not in sizes:
@@ -244,10 +270,12 @@ async def measure(
         if not candidates:
             print("  wake latency: no evicted thread to wake (threads <= 2 x cache)")
             continue
-        evicted, cached = await wake_pairs(client, store, candidates, args.wakes, args.turns)
-        ratios = [e / c for e, c in zip(evicted, cached, strict=True)]
-        print(f"  wake latency, evicted thread: {summary(evicted)}")
-        print(f"  wake latency, warm thread (woken again at once): {summary(cached)}")
+        found = await wake_pairs(client, store, candidates, args.wakes, args.turns)
+        ratios = [e / c for e, c in zip(found.evicted, found.cached, strict=True)]
+        print(f"  wake latency, evicted thread: {summary(found.evicted)}")
+        print(f"    medians: {show_phases(found.evicted_phases)}")
+        print(f"  wake latency, warm thread (woken again at once): {summary(found.cached)}")
+        print(f"    medians: {show_phases(found.cached_phases)}")
         verdict = "met" if statistics.median(ratios) <= 1.5 else "NOT met"
         print(
             f"  evicted / warm, median of {len(ratios)} paired ratios: "

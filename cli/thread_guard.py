@@ -77,7 +77,9 @@ def confine_to_tenant(args: argparse.Namespace) -> str | None:
         if args.tenant is None:
             args.tenant = acting
         elif args.tenant != acting:
-            raise ValueError(f"--tenant {args.tenant}: the CLI acts for tenant {acting} ({where})")
+            raise ValueError(
+                f"tenant {args.tenant!r}: the CLI acts for tenant {acting!r} ({where})"
+            )
         return acting
     names_thread = _named_thread(args) is not None
     if args.command == "inbox" or (

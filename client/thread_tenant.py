@@ -16,9 +16,7 @@ from weft.store import Store
 from weft.workflows.search_attributes import TENANT
 
 
-async def thread_tenant(
-    client: Client | None, store: Store | None, thread_id: str
-) -> str | None:
+async def thread_tenant(client: Client | None, store: Store | None, thread_id: str) -> str | None:
     """The thread's tenant; None for a thread neither the store nor Temporal (when given a
     client) knows."""
     if store is not None:

@@ -108,7 +108,9 @@ class Threads:
         if audit_as is not None and store is None:
             raise ValueError("Threads(audit_as=...) needs a store: the audit log is in the store")
         self._trail = (
-            None if store is None or audit_as is None else AuditTrail(store, audit_as, client=client)
+            None
+            if store is None or audit_as is None
+            else AuditTrail(store, audit_as, client=client)
         )
 
     async def start(

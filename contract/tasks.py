@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from weft.contract.budget import Budget
 from weft.contract.tenants import TenantName
@@ -256,6 +256,20 @@ class TaskRunInput(CamelModel):
     retry_reason: str | None = None
     carried: TaskRunCarry | None = None
     continue_after_events: int = Field(default=TASK_RUN_HISTORY_EVENTS, ge=40, le=50_000)
+
+    @model_validator(mode="after")
+    def _carried_fits_the_task(self) -> TaskRunInput:
+        """A carried point the task's attempts can stand at (the run reads them)."""
+        carried = self.carried
+        if carried is None:
+            return self
+        if carried.made > len(self.task.attempts):
+            raise ValueError("carried.made: more attempts made than the task has")
+        if carried.made and carried.stage != "attempting":
+            raise ValueError(f"carried.made: no attempt is made while {carried.stage}")
+        if carried.retry_due and not carried.made:
+            raise ValueError("carried.retryDue: no attempt was made to retry")
+        return self
 
 
 class CancelTask(CamelModel):

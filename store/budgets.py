@@ -6,7 +6,9 @@ in the write that records `cost.recorded`, and a `limit.changed` from `set_budge
 projected into it by `insert_events` (`budget_rows.py`), like `subagent.*` events into their rows. A charge
 counts only when its `cost.recorded` event is newly stored, so a retried write never
 counts twice. Every charge is one atomic `UPDATE … SET x = x + …`, so concurrent charges
-from the threads of one tree add up on both backends.
+from the threads of one tree add up on both backends. The tenant's quota rides on the same
+statements: read joined to the ledger's row, and charged, by its key, only when that read
+found a row (`Charge.quota_tenant`), so a tenant without a quota costs no statement.
 """
 
 from __future__ import annotations

@@ -137,7 +137,7 @@ class WorkRowsDeleted:
 
 
 class Deletion:
-    """Deletes threads from the store (docs/deletion.md)."""
+    """Deletes threads, tasks and jobs from the store (docs/deletion.md)."""
 
     def __init__(self, database: Database) -> None:
         self._db = database
@@ -210,12 +210,12 @@ class Deletion:
     # -- tasks and jobs -------------------------------------------------------------
 
     def task_known(self, task_id: str) -> bool:
-        """Whether the task's row or any event of its log is left."""
-        return self._work_known(tasks.c.task_id, task_id)
+        """Whether the task's row or any `task.*` event of its log is left."""
+        return self._work_known(tasks.c.task_id, task_id, "task.")
 
     def job_known(self, job_id: str) -> bool:
-        """Whether the job's row, an item or any event of its log is left."""
-        if self._work_known(jobs.c.job_id, job_id):
+        """Whether the job's row, an item or any `job.*` event of its log is left."""
+        if self._work_known(jobs.c.job_id, job_id, "job."):
             return True
         with self._db.read() as connection:
             query = select(job_items.c.idx).where(job_items.c.job_id == job_id).limit(1)
@@ -280,12 +280,21 @@ class Deletion:
 
         return self._db.write_retrying(work)
 
-    def _work_known(self, key: Column[Any], work_id: str) -> bool:
+    def _work_known(self, key: Column[Any], work_id: str, event_prefix: str) -> bool:
+        """Whether `key` names a row of `work_id`, or its log holds an event of its kind
+        (a thread's events under the same id are not a task's or a job's)."""
         with self._db.read() as connection:
             row = connection.scalar(select(key).where(key == work_id).limit(1))
             if row is not None:
                 return True
-            query = select(events.c.sequence).where(events.c.thread_id == work_id).limit(1)
+            query = (
+                select(events.c.sequence)
+                .where(
+                    events.c.thread_id == work_id,
+                    events.c.type.startswith(event_prefix, autoescape=True),
+                )
+                .limit(1)
+            )
             return connection.scalar(query) is not None
 
 

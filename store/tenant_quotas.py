@@ -196,11 +196,10 @@ def ledger_and_quota(
     call charged to no ledger (histories from before budgets) has its own thread's
     tenant's quota read alone."""
     row = connection.execute(_LEDGER_AND_QUOTA, {"key": root_thread_id or thread_id}).one()
-    values = row._mapping
     quota = (
         None
-        if values["quota_tenant"] is None
-        else _quota({c.name: values[f"quota_{c.name}"] for c in tenant_quotas.c})
+        if row.quota_tenant is None
+        else _quota({c.name: row._mapping[f"quota_{c.name}"] for c in tenant_quotas.c})
     )
     # The ledger's columns keep their names: the row is read as a ledger row as it is.
     ledger = None if root_thread_id is None or row.root_thread_id is None else row

@@ -7,8 +7,8 @@ Two passes call the routes: a plain loop over every operation with B's ids in it
 each route is certainly covered), and Schemathesis drawing path parameters and id-naming
 body fields from B's ids, A's own and made-up ones. After every reply the same check runs
 (`Isolation`): no reply to A shows B's marker or an id of B's that A did not send, and a
-request naming one of B's ids is answered exactly as the same request naming an unknown
-id of the same shape, with an error.
+request naming one of B's ids is refused exactly as its twin is: the same request naming
+an unknown id of the same shape (or, for a new task's or job's id, A's own).
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ import asyncio
 import json
 import re
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import pytest
 import requests
 import schemathesis
 from api_support import ApiStack, api_stack
@@ -34,6 +36,9 @@ from support import add_script, agent_definitions
 MARKER = f"zebracorn-{uuid.uuid4().hex[:10]}"  # in B's messages, question, task, job, file
 SCOPES = ["threads:read", "threads:write", "actions:respond", "tasks:read", "tasks:write"]
 EXAMPLES_PER_OPERATION = 6
+# A refusal comes at once (a loaded machine may take a second or two); under the event
+# stream's heartbeat (15 s), so an opened stream is caught waiting too.
+LOOP_REPLY_SECONDS = 5
 SCRIPT = {
     "turns": [
         {
@@ -58,12 +63,6 @@ ID_PARAMS = {
 }
 # Body fields that name a thread, task or job (to create it with that id, or refer to it).
 ID_FIELDS = {"threadId": "thread", "taskId": "task", "jobId": "job", "dependsOn": "task"}
-
-
-@schemathesis.serializer("application/zip")
-def _bundle_bytes(_ctx: Any, value: Any) -> bytes:
-    """`POST /threads/import` takes a bundle's raw bytes (as in test_api_fuzz.py)."""
-    return value if isinstance(value, bytes) else json.dumps(value).encode()
 
 
 @dataclass
@@ -171,16 +170,14 @@ async def _seed(stack: ApiStack, http: httpx.AsyncClient, tag: str, *, job: bool
 
 
 async def _twins(http: httpx.AsyncClient) -> dict[str, str]:
-    """A's own thread (waiting on a human, as B's first is), task and job, each the twin
-    of B's when a new one's id is chosen (`Isolation`); never drawn, so never changed."""
-    thread_id = await _start(http, "ask twin")
-    await _waiting(http, thread_id)
+    """A's own task and job, each the twin of B's when a new one's id is chosen
+    (`Isolation`); never drawn, so never changed."""
     task = await http.post(
         "/tasks", json={"objective": "twin", "assignee": "helper", "autoStart": False}
     )
     job = await http.post("/jobs", json={"assignee": "helper", "items": ["twin"]})
     assert task.status_code == job.status_code == 201, (task.text, job.text)
-    return {"thread": thread_id, "task": task.json()["taskId"], "job": job.json()["jobId"]}
+    return {"task": task.json()["taskId"], "job": job.json()["jobId"]}
 
 
 def _tasks_of(stack: ApiStack, known: list[str], seeded: TenantIds) -> list[str]:
@@ -265,7 +262,7 @@ class Isolation:
         chosen = self._chosen_id(method, urlsplit(url).path, body)
         twin_of = {
             i: self.twins[self.kinds[i]]
-            if i == chosen and self.kinds[i] != "thread"
+            if i == chosen and self.kinds[i] in self.twins
             else _unknown_like(i)
             for i in named
         }
@@ -290,7 +287,7 @@ class Isolation:
         return None
 
     def _chosen_id(self, method: str, path: str, body: bytes | None) -> str | None:
-        """The id of B's a creation (`CREATIONS`) chooses for the new thread, task or job."""
+        """B's id that a creation (`CREATIONS`) chooses for its new thread, task or job."""
         if method != "POST" or not body:
             return None
         try:
@@ -359,13 +356,15 @@ def _route_calls(schema: dict[str, Any], ours: TenantIds, theirs: TenantIds) -> 
 
 def _fillings(params: list[str], ours: TenantIds, theirs: TenantIds) -> list[dict[str, str]]:
     """Path parameter values: B's own everywhere (each of B's ids of the first parameter's
-    kind), then A's first parameter with B's second, so lookups inside A's thread or task
-    are reached."""
+    kind; for a thread, B's tasks' and job's too: they are workflow ids as well), then A's
+    first parameter with B's second, so lookups inside A's thread or task are reached."""
     if not params:
         return [{}]
     first, rest = params[0], params[1:]
     kind = ID_PARAMS.get(first)
     firsts = theirs.ids.get(kind, []) if kind else ["x"]
+    if kind == "thread":
+        firsts = [*firsts, *theirs.ids["task"], *theirs.ids.get("job", [])]
 
     def value(name: str, who: TenantIds) -> str:
         if name == "path":
@@ -381,7 +380,7 @@ def _fillings(params: list[str], ours: TenantIds, theirs: TenantIds) -> list[dic
 
 def _body_calls(ours: TenantIds, theirs: TenantIds) -> list[Call]:
     """Bodies naming B's ids: a thread, task or job started under B's id, a task depending
-    on B's task or scoped to B's thread, A's task linked to B's."""
+    on B's task or scoped to B's thread, a job of B's thread, A's task linked to B's."""
     base = {"objective": "x", "assignee": "helper", "autoStart": False}
     running, closed = theirs.ids["thread"][:2]
     bodies: list[tuple[str, dict[str, Any]]] = [
@@ -390,6 +389,7 @@ def _body_calls(ours: TenantIds, theirs: TenantIds) -> list[Call]:
     ]
     for thread_id in (running, closed):
         bodies.append(("/tasks", {**base, "scope": {"threadId": thread_id}}))
+        bodies.append(("/jobs", {"assignee": "helper", "items": ["x"], "threadId": thread_id}))
     for task_id in theirs.ids["task"][:2]:
         bodies.append(("/tasks", {**base, "taskId": task_id}))
         bodies.append(("/tasks", {**base, "dependencies": [task_id]}))
@@ -408,13 +408,23 @@ def _body_calls(ours: TenantIds, theirs: TenantIds) -> list[Call]:
 
 
 def _loop(url: str, isolation: Isolation, calls: list[Call]) -> list[str]:
-    """Send each call with A's key; the failures of the check, one line each."""
+    """Send each call with the isolation's key; the failures of the check, one line each.
+    Every call names something of B's, or nothing: it is answered at once, and one left
+    waiting (a stream, a turn, a long poll) reached more than nothing, so it fails."""
     failures: list[str] = []
     with requests.Session() as session:
         send = _send(session)
         for method, path, headers, body in calls:
             full = {**isolation.auth, **headers}
-            reply = session.request(method, url + path, headers=full, data=body, timeout=60)
+            try:
+                reply = session.request(
+                    method, url + path, headers=full, data=body, timeout=LOOP_REPLY_SECONDS
+                )
+            except requests.RequestException as err:  # a body still coming is one too
+                failures.append(
+                    f"{method} {path}: no whole answer in {LOOP_REPLY_SECONDS} s: {err}"
+                )
+                continue
             problem = isolation.check(
                 (method, url + path, full, body),
                 (reply.status_code, dict(reply.headers), reply.content),
@@ -514,6 +524,7 @@ def _fuzz_operation(
     return found
 
 
+@pytest.mark.timeout(240)  # about 60 s; more only when requests are left waiting
 async def test_tenant_a_never_sees_or_reaches_tenant_bs_things(
     start_worker, temporal_client, weft_config, scripted_server
 ):
@@ -528,6 +539,12 @@ async def test_tenant_a_never_sees_or_reaches_tenant_bs_things(
         b_key = stack.store.api_keys.create("tenant-b", SCOPES).secret
         async with _client(stack, a_key) as a_http, _client(stack, b_key) as b_http:
             theirs = await _seed(stack, b_http, MARKER, job=True)
+            # An Idempotency-Key B used, which A sends with the same body: per tenant, so
+            # A's request is its own (were it B's, the reply would show B's thread).
+            shared_key = {"Idempotency-Key": f"shared-{uuid.uuid4()}"}
+            made = await b_http.post("/threads", json={"agent": "helper"}, headers=shared_key)
+            assert made.status_code == 201, made.text
+            theirs.add("thread", made.json()["threadId"])
             ours = await _seed(stack, a_http, "tenant-a-own", job=False)
             twins = await _twins(a_http)
 
@@ -540,16 +557,36 @@ async def test_tenant_a_never_sees_or_reaches_tenant_bs_things(
         isolation = Isolation(stack.url, a_key, theirs, twins)
         schema = (await stack.http.get("/openapi.json")).json()
         calls = _route_calls(schema, ours, theirs) + _body_calls(ours, theirs)
+        json_body = {"Content-Type": "application/json", **shared_key}
+        calls.append(("POST", "/threads", json_body, json.dumps({"agent": "helper"}).encode()))
+        began = time.monotonic()
         failures = await asyncio.to_thread(_loop, stack.url, isolation, calls)
-        looped = isolation.calls
+        # The `default` tenant's key as well, on every route: `default` is whose a
+        # workflow recording no tenant is, so it is the key a lax check would let through.
+        default_key = stack.store.api_keys.create("default", SCOPES).secret
+        as_default = Isolation(stack.url, default_key, theirs, twins)
+        routes = _route_calls(schema, ours, theirs)
+        failures += await asyncio.to_thread(_loop, stack.url, as_default, routes)
+        looped, loop_seconds = isolation.calls + as_default.calls, time.monotonic() - began
         pools = {
             kind: [*theirs.ids.get(kind, []), *ours.ids.get(kind, [])[:1]]
             for kind in ("thread", "task", "job", "action", "queue", "message")
         }
         files = [theirs.file, ours.file]
         failures += await asyncio.to_thread(_fuzz, stack.url, isolation, pools, files)
-        print(f"isolation checked on {looped} looped and {isolation.calls - looped} drawn replies")
+        print(
+            f"isolation checked on {looped} looped replies ({loop_seconds:.1f} s) and "
+            f"{isolation.calls + as_default.calls - looped} drawn ({time.monotonic() - began - loop_seconds:.1f} s)"
+        )
         assert not failures, "\n\n".join(failures)
+        # Nor did A tie anything of its own to B's threads: a task scoped to a thread, and a
+        # job of a thread, are in that thread's subagent summary, which B reads (B's own
+        # tasks and job belong to no thread).
+        for thread_id in theirs.ids["thread"][:2]:
+            summary = await stack.http.get(f"/threads/{thread_id}/subagents")
+            assert summary.status_code == 200, summary.text
+            tied = summary.json()["tasks"]["items"] + summary.json()["jobs"]["items"]
+            assert tied == [], summary.text
         listing = await stack.http.get("/threads", params={"status": "running", "limit": 100})
         for thread in listing.json()["threads"]:
             await stack.http.post(f"/threads/{thread['threadId']}/terminate", json={})

@@ -18,7 +18,16 @@ from weft.client.thread_tenant import tenant_clause
 from weft.client.threads import Threads
 from weft.workers.config import WeftConfig
 
-SCRIPT = {"turns": [{"replies": [{"text": "hi there"}]} for _ in range(4)]}
+# The weather question asks for a tool that waits for permission (the inbox lists it).
+SCRIPT = {
+    "turns": [
+        {
+            "match": "weather",
+            "replies": [{"tool_calls": [{"name": "weather", "arguments": {"city": "Oslo"}}]}],
+        },
+        {"match": "*", "replies": [{"text": "hi there"}]},
+    ]
+}
 
 
 def _cli_config(tmp_path: Path, weft_config: WeftConfig, task_queue: str) -> Path:
@@ -33,11 +42,12 @@ def _cli_config(tmp_path: Path, weft_config: WeftConfig, task_queue: str) -> Pat
 async def test_the_cli_acts_for_one_tenant(
     start_worker, temporal_client, scripted_server, weft_config, tmp_path, capsys, monkeypatch
 ):
-    worker = await start_worker(agent_definitions(add_script(scripted_server, SCRIPT)))
+    script = add_script(scripted_server, SCRIPT)
+    worker = await start_worker(agent_definitions(script, permissions={"mode": "default"}))
     store = store_of(worker)
     config = _cli_config(tmp_path, weft_config, worker.task_queue)
     threads = Threads(temporal_client, task_queue=worker.task_queue, store=store)
-    ours = (await threads.start("helper", tenant="acme")).id
+    ours = (await threads.start("helper", messages=["weather in Oslo?"], tenant="acme")).id
     theirs = (await threads.start("helper", tenant="globex")).id
     await until(lambda: store.threads.tenant(theirs), "globex's thread row")
 
@@ -79,7 +89,7 @@ async def test_the_cli_acts_for_one_tenant(
     started = out.strip()
     assert await until(lambda: store.threads.tenant(started), "the start's row") == "acme"
     code, _, err = await weft_("--tenant", "acme", "thread", "start", "helper", "--tenant", "x")
-    assert code == 2 and "--tenant x: the CLI acts for tenant acme" in err
+    assert code == 2 and "tenant 'x': the CLI acts for tenant 'acme' (--tenant)" in err
     code, _, err = await weft_("--tenant", "a b", "thread", "list")
     assert code == 2 and err.startswith("weft: --tenant: tenant 'a b'"), err
     code, _, err = await weft_("--tenant", "acme", "task", "list")
@@ -99,6 +109,17 @@ async def test_the_cli_acts_for_one_tenant(
     assert everyone <= await listed()  # the operator sees every tenant's
     assert await listed("--tenant", "acme") == {ours, started}
     assert await listed("--tenant", "globex") == {theirs}
+
+    # So does the inbox: acme's thread waits for a permission; globex's inbox is empty.
+    for _ in range(100):
+        code, out, err = await weft_("--tenant", "acme", "inbox")
+        if ours in out:
+            break
+        await asyncio.sleep(0.1)
+    assert code == 0 and out.startswith(f"{ours}\thelper\ttool_permission"), (out, err)
+    code, out, err = await weft_("--tenant", "globex", "inbox")
+    assert (code, out, err) == (0, "", "no thread is waiting on a human\n")
+    assert ours in (await weft_("inbox"))[1]  # the operator's inbox has every tenant's
 
     # `weft audit` under --tenant is that tenant's log.
     code, out, err = await weft_("--tenant", "globex", "audit")

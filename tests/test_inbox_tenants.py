@@ -48,7 +48,7 @@ async def test_the_inbox_with_tenant_as_key_shows_none_of_tenant_bs_waiting_thre
 ):
     """Both tenants have a thread waiting on a human (B's two, one started first and one
     last); the page opened with A's key lists A's, and once it has, its DOM holds none of
-    B's thread ids nor B's marker."""
+    B's thread ids nor B's marker; B's thread opened by id is refused as an unknown one."""
     marker = f"zebracorn-{uuid.uuid4().hex[:10]}"
     worker = await start_worker(
         agent_definitions(add_script(scripted_server, SCRIPT), tools=["ask_human"])
@@ -89,6 +89,17 @@ async def test_the_inbox_with_tenant_as_key_shows_none_of_tenant_bs_waiting_thre
             shown = [thread_id for thread_id in theirs if thread_id in dom]
             assert not shown, f"tenant B's threads {shown} are on tenant A's page"
             assert marker not in dom
+
+            # B's thread opened by its id is refused as an id nobody started, and shows
+            # nothing of it (the browser logs each refused request as an error itself).
+            for thread_id in (theirs[0], f"helper-{uuid.uuid4().hex[:12]}"):
+                await page.fill("#open-id", thread_id)
+                await page.click("#open-form button")
+                error = page.locator("#thread-error")
+                await expect(error).to_have_text(f"no thread '{thread_id}'")
+            await expect(page.locator("#transcript > *")).to_have_count(0)
+            assert marker not in await page.content()
+            problems[:] = [p for p in problems if "404 (Not Found)" not in p]
             print(
                 f"inbox tenants screenshot: {await screenshot(page, tmp_path, 'inbox-tenants.png')}"
             )

@@ -105,7 +105,8 @@ async def test_a_threads_jobs_are_in_its_summary(
         config, "job", "run", "helper", "--items", str(items), "--thread", thread.id
     )
     assert code == 0, err
-    assert store.jobs.get(out.strip()).thread_id == thread.id  # type: ignore[union-attr]
+    from_cli = store.jobs.get(out.strip())
+    assert from_cli is not None and from_cli.thread_id == thread.id
 
 
 def _job(status: str, **counts: int) -> JobRecord:

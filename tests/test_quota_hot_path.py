@@ -29,9 +29,14 @@ from support import (
     wait_until,
 )
 from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 
-from weft.contract.budget import Budget
+from weft.activities.model_request import ModelRequests
+from weft.contract.activities import ModelCallInput
+from weft.contract.budget import BUDGET_EXHAUSTED, Budget
 from weft.contract.events import Event
+from weft.contract.messages import Message
 from weft.store import Store, ThreadRow
 from weft.store.tenant_quotas import ledger_and_quota
 from weft.workers.scripted_model import ScriptedModelServer
@@ -220,3 +225,44 @@ def test_the_joined_read_finds_the_ledger_and_the_quota_apart(
         }
         ledger = store.budgets.get(root, now=NOW)
         assert ledger is not None and ledger.blocked is None
+
+
+def test_a_call_from_before_budgets_is_refused_by_its_own_threads_tenant(
+    tmp_path: Any,
+) -> None:
+    """A history from before budgets calls with no budget root: no ledger, so the quota of
+    the thread's own tenant is read alone; spent, the step's message is kept and
+    `quota.blocked` stored in place of `model.requested`, the call refused as
+    `budget_exhausted`."""
+    thread_id = f"thread-{uuid.uuid4().hex[:12]}"
+    with Store.open(f"sqlite:///{tmp_path / 'store.db'}") as store:
+        _thread(store, thread_id, "acme")
+        store.tenant_quotas.set("acme", max_active_threads=None, max_tokens=1, max_cost_usd=None)
+        with store.engine.begin() as connection:
+            connection.exec_driver_sql("UPDATE tenant_quotas SET tokens = 3")
+        call = ModelCallInput(
+            thread_id=thread_id,
+            snapshot_id="snap",
+            side="a",
+            model="m",
+            turn_id="t1",
+            step_id="t1.s1",
+            step=1,
+            assistant_message_id="m2",
+            assistant_position=2,
+            budget_root=None,
+        )
+        kept = Message(
+            id="m1", thread_id=thread_id, position=1, role="user", content="kept", created_at=1
+        )
+        requests = ModelRequests(store)
+        with pytest.raises(ApplicationError) as refused:
+            ActivityEnvironment().run(
+                requests._record_checked, call, [kept], [_requested(thread_id)], True
+            )
+        assert refused.value.type == BUDGET_EXHAUSTED and refused.value.non_retryable
+        assert "'acme' is at its quota maxTokens (tokens spent: 3 of 1)" in str(refused.value)
+        stored = store.events.read(thread_id)
+        assert [e.type for e in stored] == ["quota.blocked"]
+        assert stored[0].payload is not None and stored[0].payload["rootThreadId"] == thread_id
+        assert [m.content for m in store.messages.list(thread_id)] == ["kept"]

@@ -3,7 +3,8 @@
 tests/histories/tasks/ holds the runs of tests/task_scenarios.py, recorded with
 `python tests/record_histories.py task_commands`: a task held, linked, started, paused
 while its first attempt ran, resumed and retried; and the dependency that told it it had
-completed. A change to the commands `TaskRun` issues needs `workflow.patched`, and these
+completed. Beside them, the runs of a task that continued as new from each of its rests
+(`WEFT_RECORD_TASK_HISTORIES=1` on tests/test_task_continue_as_new.py). A change to the commands `TaskRun` issues needs `workflow.patched`, and these
 histories must keep replaying (record new ones next to them).
 """
 
@@ -29,11 +30,15 @@ from weft.contract.tasks import (
 from weft.transport.codec import data_converter
 from weft.workers.sandbox_runner import workflow_runner
 from weft.workflows.tasks import task_attempts
+from weft.workflows.tasks.task_continuation import CONTINUE_AS_NEW_PATCH
 from weft.workflows.tasks.task_run import TASK_COMMANDS_PATCH, TaskRunWorkflow
 
 FOLDER = Path(__file__).parent / "histories" / "tasks"
 HISTORIES = sorted(FOLDER.glob("*.json"))
 TASK = FOLDER / "task_commands_task.json"
+# The runs of one task that continued as new from each of its rests (held, queued, paused
+# between attempts), recorded by tests/test_task_continue_as_new.py.
+CONTINUED = sorted(FOLDER.glob("task_continue_as_new_run*.json"))
 
 
 def history_of(path: Path) -> WorkflowHistory:
@@ -66,7 +71,10 @@ def _names(path: Path, attributes: str, field: str) -> list[str]:
 
 def test_the_task_histories_are_committed():
     """The recorded run took a retry and each kind of command: the replay checks them."""
-    assert [p.stem for p in HISTORIES] == ["task_commands_dependency", "task_commands_task"]
+    assert [p.stem for p in HISTORIES if p not in CONTINUED] == [
+        "task_commands_dependency",
+        "task_commands_task",
+    ]
     attempts = _names(TASK, "activityTaskScheduledEventAttributes", "activityType.name")
     assert attempts == [ACTIVITY_TASK_ATTEMPT, ACTIVITY_TASK_ATTEMPT]
     updates = _names(
@@ -76,7 +84,13 @@ def test_the_task_histories_are_committed():
     signals = _names(TASK, "workflowExecutionSignaledEventAttributes", "signalName")
     assert signals == [SIGNAL_DEPENDENCY_SETTLED, SIGNAL_APPEND_PROGRESS]
     for path in HISTORIES:
-        assert [name for _, name in patch_markers(history_of(path))] == [TASK_COMMANDS_PATCH]
+        markers = [name for _, name in patch_markers(history_of(path))]
+        patches = (
+            [TASK_COMMANDS_PATCH, CONTINUE_AS_NEW_PATCH]
+            if path in CONTINUED
+            else [TASK_COMMANDS_PATCH]
+        )
+        assert markers == patches
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])

@@ -31,7 +31,7 @@ from support import StartWorker, add_script, agent_definitions
 from temporalio.client import Client
 
 from weft.api import create_api
-from weft.api.auth import ADMIN_TOKEN, Principal
+from weft.api.auth import Principal
 from weft.api.context import ApiContext
 from weft.api.gateway.app import GatewayError
 from weft.api.request_limits import LimitRequests, RequestLimiter, RequestLimits
@@ -435,4 +435,41 @@ async def test_no_limits_configured_installs_no_limiter(
         app = create_api(ctx, TOKEN, request_limits=RequestLimits(per_key=1))
         innermost: object = app.user_middleware[-1].cls
         assert innermost is LimitRequests
-        assert ADMIN_TOKEN.subject == "token"  # the one principal never counted
+
+
+async def test_the_middleware_refuses_before_the_route_and_when_the_store_fails(
+    tmp_path: Path,
+) -> None:
+    """Over the limit: 429 with Retry-After and the route never runs; a store that cannot
+    count: 503 with Retry-After, never an uncounted request let through."""
+    reached: list[str] = []
+
+    async def route(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["path"])
+
+    async def call(app: LimitRequests, path: str) -> tuple[int | None, dict[bytes, bytes]]:
+        sent: list[dict[str, Any]] = []
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        who = Principal("k1", "acme", frozenset({"threads:read"}))
+        scope = {"type": "http", "method": "GET", "path": path, "state": {"principal": who}}
+        await app(scope, None, send)  # type: ignore[arg-type]
+        if not sent:
+            return None, {}
+        return sent[0]["status"], dict(sent[0]["headers"])
+
+    with Store.open(f"sqlite:///{tmp_path / 'w.db'}") as store:
+        limiter = RequestLimiter(store, RequestLimits(per_key=1))
+        app = LimitRequests(route, limiter=limiter)
+        assert await call(app, "/threads") == (None, {})
+        status, headers = await call(app, "/threads")
+        assert status == 429 and int(headers[b"retry-after"]) >= 1
+        assert await call(app, "/inbox/page.js") == (None, {})  # an asset: not counted
+        assert reached == ["/threads", "/inbox/page.js"]
+        with store.database.write() as connection:
+            connection.exec_driver_sql("DROP TABLE rate_limit_grants")
+        status, headers = await call(app, "/threads")
+        assert status == 503 and headers[b"retry-after"] == b"1"
+        assert reached == ["/threads", "/inbox/page.js"]

@@ -20,14 +20,19 @@ from typing import Any
 
 import pytest
 from support import StartWorker, add_script, agent_definitions, run_histories, store_of, until
-from temporalio.client import Client, WorkflowHistory
+from temporalio.client import Client, WithStartWorkflowOperation, WorkflowHistory
+from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.worker import Replayer
 
 from weft.client.tasks import Tasks, new_task_id, now_iso
 from weft.contract.events import Event
 from weft.contract.tasks import (
     SIGNAL_APPEND_PROGRESS,
+    SIGNAL_CANCEL_TASK,
     TASK_WORKFLOW_TYPE,
+    UPDATE_PAUSE_TASK,
+    UPDATE_RESUME_TASK,
+    TaskCommand,
     TaskRecord,
     TaskRunCarry,
     TaskRunInput,
@@ -66,9 +71,8 @@ _AFTER_EVENTS = 40
 _MOST_PUSHES = 25
 
 
-async def _start_low(tasks: Tasks, client: Client, task_queue: str, **start: Any) -> TaskRecord:
-    """Create the task as `Tasks.create` does, and start its run with the low count
-    (`start`: more of `start_workflow`'s options)."""
+def _new_task(tasks: Tasks, **fields: Any) -> TaskRecord:
+    """Create a held task in the store as `Tasks.create` does, without starting its run."""
     at = now_iso()
     record = TaskRecord.model_validate(
         {
@@ -80,6 +84,7 @@ async def _start_low(tasks: Tasks, client: Client, task_queue: str, **start: Any
             "acceptance": {"schema": ANSWER_SCHEMA},
             "createdAt": at,
             "updatedAt": at,
+            **fields,
         }
     )
     tasks._store.tasks.create(
@@ -95,6 +100,13 @@ async def _start_low(tasks: Tasks, client: Client, task_queue: str, **start: Any
             }
         )
     )
+    return record
+
+
+async def _start_low(tasks: Tasks, client: Client, task_queue: str, **start: Any) -> TaskRecord:
+    """A held task whose run starts with the low count (`start`: more of
+    `start_workflow`'s options)."""
+    record = _new_task(tasks)
     run_input = TaskRunInput(task=record, continue_after_events=_AFTER_EVENTS)
     await client.start_workflow(
         TASK_WORKFLOW_TYPE,
@@ -269,11 +281,49 @@ async def test_progress_with_the_first_activation_is_kept(
     assert (await tasks.wait(task.task_id)).status == "cancelled"
 
 
+async def test_a_command_with_a_carried_runs_first_activation_keeps_it_there(
+    start_worker: StartWorker, temporal_client: Client, scripted_server: ScriptedModelServer
+) -> None:
+    """A run carried queued on its dependency takes `pause` in its first activation (as a
+    command sent while the run before it continued as new does): the pause changes what
+    the run's rest waits for in that activation, and the run stays (it decides to leave
+    only when the wait's condition is checked, with no handler running): the update
+    answers from this run and the task is paused."""
+    worker = await start_worker(agent_definitions(add_script(scripted_server, _SLOW)))
+    tasks = Tasks(temporal_client, store_of(worker), task_queue=worker.task_queue)
+    dependency = await tasks.create("Dependency first.", "helper", auto_start=False)
+    task = _new_task(tasks, dependencies=[dependency.task_id])
+    record = task.model_copy(update={"status": "queued"})  # as its run left it: started, queued
+    carried = TaskRunCarry(
+        stage="queued", began=now_iso(), start=TaskCommand(by="ops"), paused_from=None
+    )
+    start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
+        TASK_WORKFLOW_TYPE,
+        TaskRunInput(task=record, carried=carried, continue_after_events=_AFTER_EVENTS).model_dump(
+            mode="json"
+        ),
+        id=task.task_id,
+        task_queue=worker.task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+    )
+    paused = await temporal_client.execute_update_with_start_workflow(
+        UPDATE_PAUSE_TASK, {"by": "ops"}, start_workflow_operation=start
+    )
+    assert paused["status"] == "paused"
+    handle = await start.workflow_handle()
+    described = await handle.describe()
+    assert described.run_id == handle.first_execution_run_id  # it did not move
+    resumed = await handle.execute_update(UPDATE_RESUME_TASK, {"by": "ops"})
+    assert resumed["status"] == "queued"
+    await handle.signal(SIGNAL_CANCEL_TASK, {"reason": "done"})
+    assert (await handle.result())["status"] == "cancelled"
+
+
 @pytest.mark.parametrize("after", [39, 50_001])
 def test_the_count_is_bounded(after: int) -> None:
     """A count a fresh run could already pass (a run moving at every rest) or one above
     Temporal's own history limit is refused, naming the field."""
-    with pytest.raises(ValueError, match="continue_after_events"):
+    with pytest.raises(ValueError, match="continueAfterEvents"):
         TaskRunInput.model_validate(
             {
                 "task": {
@@ -286,6 +336,29 @@ def test_the_count_is_bounded(after: int) -> None:
                 "continueAfterEvents": after,
             }
         )
+
+
+@pytest.mark.parametrize(
+    ("carried", "field"),
+    [
+        ({"stage": "attempting", "began": "2026-11-27T10:00:00Z", "made": 1}, "carried.made"),
+        ({"stage": "queued", "began": "2026-11-27T10:00:00Z", "retryDue": True}, "retryDue"),
+    ],
+)
+def test_a_carried_point_the_task_cannot_stand_at_is_refused(
+    carried: dict[str, Any], field: str
+) -> None:
+    """A carried point naming attempts the task has not made is refused, naming the field
+    (the run ends with it rather than failing its workflow task on every try)."""
+    task = {
+        "taskId": "task-aaaaaaaaaaaa",
+        "objective": "x",
+        "assignee": "helper",
+        "createdAt": "t",
+        "updatedAt": "t",
+    }
+    with pytest.raises(ValueError, match=field):
+        TaskRunInput.model_validate({"task": task, "carried": carried})
 
 
 def _markers(history: Any) -> list[str]:

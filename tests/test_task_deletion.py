@@ -19,6 +19,7 @@ import httpx
 import pytest
 import yaml
 from api_support import api_stack
+from sqlalchemy import select
 from support import add_script, agent_definitions, until, weft_cli
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
@@ -27,10 +28,12 @@ from test_deletion import _postgres_tables_holding, _sqlite_bytes_hold, _sqlite_
 from weft.activities import task_deletion
 from weft.activities.task_deletion import DeletionRefused
 from weft.activities.tenant_deletion import delete_tenant
+from weft.activities.thread_deletion import ThreadNotFound, delete_thread
 from weft.client.jobs import JobNotFound, Jobs
 from weft.client.tasks import TaskError, TaskNotFound, Tasks
 from weft.contract.tasks import QUERY_TASK, TaskRecord
 from weft.store import Store
+from weft.store.tables import idempotency_keys
 
 
 def _script(marker: str) -> dict[str, Any]:
@@ -196,6 +199,12 @@ async def test_http_task_and_job_deletion(
             )
             assert linked.status_code == 202, linked.text
 
+            # The dependent has ended: its edge is removed in its log directly (no run).
+            ended = await acme.post(
+                f"/tasks/{after_id}/cancel", json={}, headers={"Idempotency-Key": "cancel-1"}
+            )
+            assert ended.status_code == 202, ended.text
+            await until(lambda: stack.store.tasks.get(after_id).terminal, "dependent ended")  # type: ignore[union-attr]
             refused = await read_only.delete(f"/tasks/{task_id}")
             assert refused.status_code == 403 and "tasks:write" in refused.json()["error"]
             conflict = await acme.delete(f"/tasks/{task_id}")
@@ -206,11 +215,19 @@ async def test_http_task_and_job_deletion(
             assert record["taskId"] == task_id and record["unlinked"] == [after_id]
             assert record["idempotencyKeys"] == 1  # its POST /tasks
             assert deleted.json()["cancelled"] == [task_id]
+            after_record = stack.store.tasks.get(after_id)
+            assert after_record is not None and after_record.dependencies == []
+            (removed,) = [
+                e
+                for e in stack.store.tasks.events(after_id)
+                if e.type == "task.dependency.updated" and e.payload["change"] == "removed"
+            ]
+            assert removed.payload["dependsOn"] == task_id
             again = await acme.delete(f"/tasks/{task_id}", params={"force": "true"})
             assert again.status_code == 404 and again.json()["error"] == f"no task {task_id!r}"
             # The dependent's link request (POST /tasks/{after}/link) is its own: kept.
             deleted = await acme.delete(f"/tasks/{after_id}")
-            assert deleted.status_code == 200 and deleted.json()["tasks"][0]["idempotencyKeys"] == 2
+            assert deleted.status_code == 200 and deleted.json()["tasks"][0]["idempotencyKeys"] == 3
 
             job = await acme.post(
                 "/jobs",
@@ -226,16 +243,10 @@ async def test_http_task_and_job_deletion(
             assert len(gone.json()["tasks"]) == 1
             assert (await acme.delete(f"/jobs/{job_id}")).status_code == 404
             assert (await acme.get(f"/jobs/{job_id}")).status_code == 404
+        # Every idempotency record of the requests on them went with them.
         with stack.store.database.read() as connection:
-            from weft.store.tables import idempotency_keys
-
-            scopes = {
-                s
-                for s in connection.scalars(
-                    idempotency_keys.select().with_only_columns(idempotency_keys.c.scope)
-                )
-            }
-        assert scopes == set(), scopes
+            left = list(connection.scalars(select(idempotency_keys.c.scope)))
+        assert left == [], left
 
 
 async def test_cli_deletes_tasks_jobs_and_a_tenants_work(temporal_client, weft_config, tmp_path):
@@ -259,16 +270,20 @@ async def test_cli_deletes_tasks_jobs_and_a_tenants_work(temporal_client, weft_c
         acme_task = await tasks.create("Acme's.", "helper", tenant="acme")
         acme_job = await jobs.create("helper", ["one"], tenant="acme")
 
-        code, out, err = await weft_cli(
-            config, "task", "delete", lone.task_id, "--yes", "--grace", "0"
+        # A task's id is no thread's: a thread's deletion would take the task's log.
+        with pytest.raises(ThreadNotFound):
+            await delete_thread(temporal_client, store, lone.task_id)
+        assert tasks.events(lone.task_id)
+        # The CLI's two deletions and the tenant's at once: each waits on Temporal.
+        (code, out, err), (job_code, job_out, job_err), report = await asyncio.gather(
+            weft_cli(config, "task", "delete", lone.task_id, "--yes", "--grace", "0"),
+            weft_cli(config, "job", "delete", job.job_id, "--yes", "--grace", "0", "--json"),
+            delete_tenant(temporal_client, store, "acme", grace=0),
         )
         assert code == 0, err
         assert f"deleted task {lone.task_id}: 2 rows, 1 Temporal executions" in out, out
-        code, out, err = await weft_cli(
-            config, "job", "delete", job.job_id, "--yes", "--grace", "0", "--json"
-        )
-        assert code == 0, err
-        assert f'"jobId": "{job.job_id}"' in out and '"cancelled"' in out, out
+        assert job_code == 0, job_err
+        assert f'"jobId": "{job.job_id}"' in job_out and '"cancelled"' in job_out, job_out
         assert store.jobs.get(job.job_id) is None and store.deletion.job_known(job.job_id) is False
         await _forgotten(temporal_client, job.job_id)
         with pytest.raises(TaskNotFound, match=f"no task {lone.task_id!r}"):
@@ -277,7 +292,6 @@ async def test_cli_deletes_tasks_jobs_and_a_tenants_work(temporal_client, weft_c
             await tasks.delete("task-1")
         assert bad.value.field == "taskId" and "is not a task id" in str(bad.value)
 
-        report = await delete_tenant(temporal_client, store, "acme", grace=0)
         assert [j.job_id for j in report.jobs] == [acme_job.job_id]
         assert acme_task.task_id in [t.task_id for t in report.tasks]
         assert sorted(report.cancelled) == sorted([acme_job.job_id, acme_task.task_id])

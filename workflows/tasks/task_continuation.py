@@ -76,8 +76,20 @@ class TaskContinuation:
         if not self._enabled:
             await workflow.wait_condition(until, timeout=timeout)
             return
-        await workflow.wait_condition(lambda: until() or self._may_leave(), timeout=timeout)
-        if not until():
+        leave = False
+
+        def woken() -> bool:
+            # Decided when the condition is checked: by the time the work goes on, a
+            # handler of the same activation may have changed what `until` reads (a pause
+            # taken), and the run must not leave then.
+            nonlocal leave
+            if until():
+                return True
+            leave = self._may_leave()
+            return leave
+
+        await workflow.wait_condition(woken, timeout=timeout)
+        if leave:
             raise ContinueHere
 
     async def checkpoint(self) -> None:

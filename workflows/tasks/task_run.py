@@ -58,7 +58,8 @@ TASK_COMMANDS_PATCH = "task-commands-v1"
 
 @workflow.defn(name=TASK_WORKFLOW_TYPE)
 class TaskRunWorkflow:
-    """Run one task to a terminal status; returns the task as its log says."""
+    """Run one task to a terminal status; returns the task as its log says (with the
+    progress entries of this run only, after a continue-as-new: the store has them all)."""
 
     def __init__(self) -> None:
         self._log: TaskLog | None = None
