@@ -113,10 +113,13 @@ async def delete_task(
             "and remove their edges to it",
             field="force",
         )
+    tenant = await asyncio.to_thread(store.tasks.tenant, task_id)
     report = DeletionReport()
     await delete_one_task(client, store, task_id, with_threads, grace, report, doomed=())
     if audit_subject is not None:
-        await audit_deletion(store, audit_subject, None, "/tasks/{task_id}", f"/tasks/{task_id}")
+        await audit_deletion(
+            store, audit_subject, tenant, None, "/tasks/{task_id}", f"/tasks/{task_id}"
+        )
     return report
 
 
@@ -139,10 +142,13 @@ async def delete_job(
     stored = await asyncio.to_thread(store.deletion.job_known, job_id)
     if not stored and not await temporal_knows(client, job_id):
         raise JobNotFound(f"no job {job_id!r}")
+    tenant = await asyncio.to_thread(store.jobs.tenant, job_id)
     report = DeletionReport()
     await delete_one_job(client, store, job_id, with_threads, grace, report)
     if audit_subject is not None:
-        await audit_deletion(store, audit_subject, None, "/jobs/{job_id}", f"/jobs/{job_id}")
+        await audit_deletion(
+            store, audit_subject, tenant, None, "/jobs/{job_id}", f"/jobs/{job_id}"
+        )
     return report
 
 

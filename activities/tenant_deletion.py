@@ -64,7 +64,9 @@ async def delete_tenant(
     report.api_keys = await asyncio.to_thread(store.deletion.delete_tenant_records, tenant)
     report.cancelled = list(dict.fromkeys(report.cancelled))  # asked again if still open
     if audit_subject is not None:
-        await audit_deletion(store, audit_subject, None, "/tenants/{tenant}", f"/tenants/{tenant}")
+        await audit_deletion(
+            store, audit_subject, tenant, None, "/tenants/{tenant}", f"/tenants/{tenant}"
+        )
     return report
 
 

@@ -165,11 +165,18 @@ async def delete_thread(
     check_thread_id(thread_id)
     if not await _known(client, store, thread_id) or await _work_of(store, thread_id):
         raise ThreadNotFound(f"no thread {thread_id!r}")
+    # Read before the row goes: the audit entry names the tenant whose thread it was.
+    tenant = await asyncio.to_thread(store.threads.tenant, thread_id)
     report = DeletionReport()
     await delete_tree(client, store, thread_id, children, grace, report, seen=set())
     if audit_subject is not None:
         await audit_deletion(
-            store, audit_subject, thread_id, "/threads/{thread_id}", f"/threads/{thread_id}"
+            store,
+            audit_subject,
+            tenant,
+            thread_id,
+            "/threads/{thread_id}",
+            f"/threads/{thread_id}",
         )
     return report
 
@@ -329,13 +336,19 @@ async def closed_within(client: Client, workflow_id: str, timeout: float) -> boo
 
 
 async def audit_deletion(
-    store: Store, subject: str, thread_id: str | None, route: str, path: str
+    store: Store,
+    subject: str,
+    tenant: str | None,
+    thread_id: str | None,
+    route: str,
+    path: str,
 ) -> None:
-    """Record a deletion by `subject` (`cli`, `python`) in the audit log: ids, no content."""
+    """Record a deletion by `subject` (`cli:<user>`, `python`) of `tenant`'s thread, task,
+    job or whole tenant in the audit log: ids, no content."""
     entry = AuditEntry(
         at=datetime.now(UTC),
         subject=subject,
-        tenant=None,
+        tenant=tenant,
         method="DELETE",
         route=route,
         path=path,

@@ -32,12 +32,12 @@ from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from weft.api.jwt_auth import JwtRefused, JwtVerifier, jwt_header
-from weft.contract.tenants import DEFAULT_TENANT
+from weft.client.thread_tenant import tenant_clause
+from weft.client.thread_tenant import thread_tenant as tenant_of_thread
 from weft.contract.tenants import Scope as KeyScope
-from weft.contract.thread import WORKFLOW_TYPE as THREAD_WORKFLOW_TYPE
 from weft.store import Store
 from weft.store.api_keys import ApiKey, KeyRefused
 from weft.store.audit import AuditEntry
@@ -369,33 +369,18 @@ async def check_thread_tenant(store: Store, client: Client, thread_id: str, tena
 
 
 async def thread_tenant(store: Store, client: Client, thread_id: str) -> str | None:
-    """The thread's tenant: its store row's, else (a thread whose first activity has not
-    written its row yet) its `WeftTenant` search attribute; None for an unknown thread,
-    and for a workflow that is no thread (a task's, a job's, a schedule's run)."""
-    stored = await asyncio.to_thread(store.threads.tenant, thread_id)
-    if stored is not None:
-        return stored
+    """The thread's tenant (client/thread_tenant.py): its store row's, else its `WeftTenant`
+    search attribute; None for an unknown thread and for a workflow that is no thread.
+    503 when Temporal does not answer."""
     try:
-        described = await client.get_workflow_handle(thread_id).describe()
+        return await tenant_of_thread(client, store, thread_id)
     except RPCError as err:
-        if err.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
-            return None
         raise HTTPException(503, f"Temporal did not answer ({err.message}); retry") from None
-    if described.workflow_type != THREAD_WORKFLOW_TYPE:
-        # A task's or job's run records no `WeftTenant`: read as `default`'s, any tenant's
-        # task or job would open to a `default` key through the thread routes.
-        return None
-    return described.typed_search_attributes.get(TENANT_ATTRIBUTE) or DEFAULT_TENANT
 
 
 def tenant_query(tenant: str | None) -> str | None:
-    """The visibility clause that keeps a listing to `tenant`'s threads (None: no clause).
-    A thread started without a tenant has no `WeftTenant` and is `default`'s."""
-    if tenant is None:
-        return None
-    if tenant == DEFAULT_TENANT:
-        return f"(WeftTenant = '{DEFAULT_TENANT}' OR WeftTenant IS NULL)"
-    return f"WeftTenant = '{tenant}'"
+    """The visibility clause that keeps a listing to `tenant`'s threads (None: no clause)."""
+    return None if tenant is None else tenant_clause(tenant)
 
 
 __all__ = [

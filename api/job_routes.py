@@ -102,7 +102,7 @@ def router(ctx: ApiContext) -> APIRouter:
             Query(alias="withThreads", description="the threads its items' attempts ran too"),
         ] = False,
     ) -> Deleted:
-        report = await _deleting(jobs.delete(job_id, with_threads=with_threads))
+        report = await _deleting(jobs.delete(job_id, with_threads=with_threads, audit_as=None))
         return Deleted.model_validate(report.wire())
 
     @routes.post(

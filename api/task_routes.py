@@ -170,7 +170,9 @@ def router(ctx: ApiContext) -> APIRouter:
             bool, Query(alias="withThreads", description="the threads its attempts ran too")
         ] = False,
     ) -> Deleted:
-        report = await _deleting(tasks.delete(task_id, force=force, with_threads=with_threads))
+        report = await _deleting(
+            tasks.delete(task_id, force=force, with_threads=with_threads, audit_as=None)
+        )
         return Deleted.model_validate(report.wire())
 
     @routes.post(

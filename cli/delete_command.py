@@ -1,6 +1,6 @@
 """`weft thread delete ID` and `weft tenant delete T`: terminate and delete everything of a
 thread, or of every thread of a tenant, in Temporal and the store (docs/deletion.md). The
-CLI acts as the operator; each deletion is recorded in the audit log as `cli`."""
+CLI acts as the operator; each deletion is recorded in the audit log as `cli:<os user>`."""
 
 from __future__ import annotations
 
@@ -19,11 +19,10 @@ from weft.activities.thread_deletion import (
     delete_thread,
 )
 from weft.cli.temporal_client import client_from_config
+from weft.cli.thread_guard import cli_subject
 from weft.contract.tenants import check_tenant
 from weft.store import Store
 from weft.workers.config import WeftConfig
-
-AUDIT_SUBJECT = "cli"
 
 
 def register(thread_actions: Any) -> None:
@@ -95,7 +94,7 @@ async def delete_thread_command(args: argparse.Namespace, config: WeftConfig) ->
                 thread_id,
                 children=args.children,
                 grace=args.grace,
-                audit_subject=AUDIT_SUBJECT,
+                audit_subject=cli_subject(),
             )
         except ThreadNotFound as err:
             print(f"weft: {err}", file=sys.stderr)
@@ -113,7 +112,7 @@ async def delete_tenant_command(args: argparse.Namespace, config: WeftConfig) ->
     store = await asyncio.to_thread(Store.open, config.store_url())
     with store:
         report = await delete_tenant(
-            client, store, tenant, grace=args.grace, audit_subject=AUDIT_SUBJECT
+            client, store, tenant, grace=args.grace, audit_subject=cli_subject()
         )
     print_report(args, report)
     return 0

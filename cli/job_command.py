@@ -15,6 +15,7 @@ from typing import Any, TextIO, get_args
 
 from weft.cli.delete_command import check_grace, common_options, confirmed, print_report
 from weft.cli.temporal_client import client_from_config
+from weft.cli.thread_guard import cli_subject
 from weft.client.jobs import Jobs, parse_rate, read_items_file
 from weft.contract.jobs import JobRecord, JobStatus, progress_line
 from weft.store import Store
@@ -286,7 +287,9 @@ async def _delete(args: argparse.Namespace, config: WeftConfig) -> int:
     if not confirmed(args, what):
         return 1
     async with _jobs(config) as jobs:
-        report = await jobs.delete(args.job_id, with_threads=args.with_threads, grace=args.grace)
+        report = await jobs.delete(
+            args.job_id, with_threads=args.with_threads, grace=args.grace, audit_as=cli_subject()
+        )
     print_report(args, report)
     return 0
 

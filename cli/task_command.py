@@ -13,6 +13,7 @@ from typing import Any, get_args
 
 from weft.cli.delete_command import check_grace, common_options, confirmed, print_report
 from weft.cli.temporal_client import client_from_config
+from weft.cli.thread_guard import cli_subject
 from weft.client.tasks import Tasks
 from weft.contract.tasks import TaskRecord, TaskStatus
 from weft.store import Store
@@ -245,7 +246,11 @@ async def _delete(args: argparse.Namespace, config: WeftConfig) -> int:
         return 1
     async with _tasks(config) as tasks:
         report = await tasks.delete(
-            args.task_id, force=args.force, with_threads=args.with_threads, grace=args.grace
+            args.task_id,
+            force=args.force,
+            with_threads=args.with_threads,
+            grace=args.grace,
+            audit_as=cli_subject(),
         )
     print_report(args, report)
     return 0

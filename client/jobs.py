@@ -31,6 +31,7 @@ from temporalio.service import RPCError
 from weft.activities.rate_limits import parse_keyed_rate
 from weft.activities.task_deletion import delete_job
 from weft.activities.thread_deletion import DEFAULT_GRACE_SECONDS, DeletionReport
+from weft.client.audit_trail import PYTHON_SUBJECT
 from weft.contract.events import Event
 from weft.contract.jobs import (
     BATCH_KIND,
@@ -337,19 +338,26 @@ class Jobs:
             await asyncio.sleep(every)
 
     async def delete(
-        self, job_id: str, *, with_threads: bool = False, grace: float = DEFAULT_GRACE_SECONDS
+        self,
+        job_id: str,
+        *,
+        with_threads: bool = False,
+        grace: float = DEFAULT_GRACE_SECONDS,
+        audit_as: str | None = PYTHON_SUBJECT,
     ) -> DeletionReport:
         """Delete the job so nothing of it is left: cancelled first if open (waited for up
         to `grace` seconds, then terminated), each item's task as `Tasks.delete` does (with
         `with_threads`, the threads their attempts ran), then its items, log and Temporal
-        runs (docs/deletion.md). `JobNotFound` when nothing of it is left."""
+        runs (docs/deletion.md). `JobNotFound` when nothing of it is left. The audit log
+        records it as done by `audit_as` (None: not recorded; the HTTP API records its
+        requests itself)."""
         return await delete_job(
             self._client,
             self._store,
             job_id,
             with_threads=with_threads,
             grace=grace,
-            audit_subject="python",
+            audit_subject=audit_as,
         )
 
     async def _thread_tenant(self, thread_id: str, tenant: str | None) -> str:

@@ -1,5 +1,5 @@
 """Which tenant a thread belongs to, and the visibility clause of one tenant's threads, for
-the client and the CLI (the HTTP API has its own, api/auth.py, which may not import them).
+the client, the CLI and the HTTP API (api/auth.py, which words Temporal's silence as a 503).
 
 A thread's tenant is its store row's once its first activity wrote it; before that, its
 `WeftTenant` search attribute, set at its start (none: `default`, docs/tenants.md)."""
@@ -12,13 +12,15 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from weft.contract.tenants import DEFAULT_TENANT, check_tenant
+from weft.contract.thread import WORKFLOW_TYPE
 from weft.store import Store
 from weft.workflows.search_attributes import TENANT
 
 
 async def thread_tenant(client: Client | None, store: Store | None, thread_id: str) -> str | None:
     """The thread's tenant; None for a thread neither the store nor Temporal (when given a
-    client) knows."""
+    client) knows, and for a workflow that is no thread (a task's, a job's, a schedule's
+    run). RPCError when Temporal does not answer."""
     if store is not None:
         stored = await asyncio.to_thread(store.threads.tenant, thread_id)
         if stored is not None:
@@ -31,6 +33,10 @@ async def thread_tenant(client: Client | None, store: Store | None, thread_id: s
         if err.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
             return None
         raise
+    if described.workflow_type != WORKFLOW_TYPE:
+        # A task's or job's run records no `WeftTenant`: read as `default`'s, any tenant's
+        # task or job would open to `default` through the thread commands and routes.
+        return None
     return described.typed_search_attributes.get(TENANT) or DEFAULT_TENANT
 
 

@@ -420,7 +420,14 @@ async def test_cli_deletes_a_tenant(temporal_client, weft_config, tmp_path, caps
             weft_cli, ["--config", str(config), "thread", "delete", "other-1", "--yes"]
         )
         assert code == 1 and "no thread 'other-1'" in capsys.readouterr().err
-        assert [e.subject for e in store.audit.list()] == ["cli", "cli"]
+        # The tenant deletion and the one thread deletion that found its thread, each by
+        # `cli:<os user>` and naming the tenant whose data it was.
+        recorded = store.audit.list()
+        assert [e.subject.split(":")[0] for e in recorded] == ["cli", "cli"]
+        assert sorted((e.route, e.tenant) for e in recorded) == [
+            ("/tenants/{tenant}", "acme"),
+            ("/threads/{thread_id}", "globex"),
+        ]
 
 
 # -- migration 0016 ---------------------------------------------------------------------
