@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_ttft.py
 	$(BIN)/python bench/bench_idle.py
 	$(BIN)/python bench/bench_recovery.py
+	$(BIN)/python bench/bench_jobs.py --items 2000 --rate 120rpm --window 20 --rate-items 200
 
 clean:
 	rm -rf $(VENV) .weft

@@ -14,6 +14,7 @@ from weft.client.thread_status import ThreadState
 from weft.contract.actions import ActionKind, ApprovalScope, Decision
 from weft.contract.mcp import MCP_SERVER_NAME_PATTERN
 from weft.contract.messages import QueueableRole, QueuedMessage
+from weft.contract.tenants import TenantName
 from weft.contract.thread import ThreadOptions
 from weft.contract.wire import CamelModel
 
@@ -111,6 +112,11 @@ class StartThread(CamelModel):
     session_id: str | None = Field(default=None, max_length=255)
     user_id: str | None = Field(default=None, max_length=255)
     options: ThreadOptions | None = Field(default=None, description="runtime limits")
+    tenant: TenantName | None = Field(
+        default=None,
+        description="the tenant the thread belongs to: the server's token and `admin` keys "
+        "name any (default: `default`); a tenant's key only its own (another is 403)",
+    )
     parent: SkipJsonSchema[Any] = Field(default=None, exclude=True)
     arguments: SkipJsonSchema[Any] = Field(default=None, exclude=True)
     scoped_env_request: SkipJsonSchema[Any] = Field(default=None, exclude=True)

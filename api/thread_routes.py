@@ -112,9 +112,11 @@ def router(ctx: ApiContext) -> APIRouter:
         summary="Start a thread; the worker's verdict on it is waited for",
     )
     async def start_thread(body: StartThread, request: Idempotent, http: Request) -> Response:
-        # A tenant's key starts its tenant's threads; the server's token starts `default`'s.
-        tenant = principal(http).confined_to
-        return await request.run(lambda: _start(ctx, body, request, tenant))
+        # A tenant's key starts its tenant's threads; the server's token and `admin` keys
+        # start the body's `tenant`'s (none: `default`'s).
+        confined = principal(http).confined_to
+        tenant = _start_tenant(confined, body.tenant)
+        return await request.run(lambda: _start(ctx, body, request, tenant, confined))
 
     @routes.get(
         "/threads",
@@ -220,15 +222,21 @@ def router(ctx: ApiContext) -> APIRouter:
 
 
 async def _start(
-    ctx: ApiContext, body: StartThread, request: IdempotentRequest, tenant: str | None
+    ctx: ApiContext,
+    body: StartThread,
+    request: IdempotentRequest,
+    tenant: str | None,
+    confined: str | None,
 ) -> Reply:
+    """Start `body` as `tenant`'s thread (None: `default`'s); a key `confined` to a tenant
+    chooses only the ids `check_chosen_id` allows, the operator's any."""
     # With a key and no id of its own, the thread id comes from the key: a retry after a
     # crash between starting and recording finds the thread it started, never a second.
     # Readable like every generated id (`<agent>-…`), and the same for the same key.
     derived = request.derived_id(thread_id_prefix(body.agent)) if body.thread_id is None else None
     thread_id = body.thread_id or derived
-    if tenant is not None and body.thread_id is not None:
-        await check_chosen_id(ctx, body.thread_id, tenant, field="threadId")
+    if confined is not None and body.thread_id is not None:
+        await check_chosen_id(ctx, body.thread_id, confined, field="threadId")
     try:
         started = await start_confirmed(
             ctx.threads,
@@ -264,6 +272,21 @@ async def _start(
             confirmed=started.confirmed,
         ),
     )
+
+
+def _start_tenant(confined_to: str | None, named: str | None) -> str | None:
+    """The tenant a start is for: the key's (a tenant's key naming another tenant is 403
+    naming `tenant`: a key acts for its tenant only), else the one the body names (None:
+    `default`)."""
+    if confined_to is None:
+        return named
+    if named not in (None, confined_to):
+        raise GatewayError(
+            403,
+            f"tenant {named!r}: this key starts threads of tenant {confined_to!r} only",
+            fields=["tenant"],
+        )
+    return confined_to
 
 
 def tenant_id_prefix(tenant: str) -> str:

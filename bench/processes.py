@@ -104,6 +104,19 @@ class MachineCpu:
         return cls(busy=(total - idle) / _TICK, total=total / _TICK)
 
 
+def peak_rss_mib(pid: int) -> float | None:
+    """The most memory a live process has had resident so far (the kernel's VmHWM), in
+    MiB; None once it has exited."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024  # kB
+    return None
+
+
 def temporal_server_pid(address: str) -> int | None:
     """The pid of the `temporal server start-dev` listening on `address`, if found."""
     port = address.rsplit(":", 1)[-1]

@@ -1,4 +1,7 @@
-"""`weft thread effects ID`, `schedule-effect` and `remove-effect`: a thread's scheduled effects."""
+"""`weft thread effects ID`, `schedule-effect` and `remove-effect`: a thread's scheduled effects.
+
+Scheduling and removing go through the CLI's `Threads` (`thread_guard.acting_threads`), which
+records each in the audit log as `cli:<os user>`."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowUpdateFailedError
 
 from weft.cli.temporal_client import client_from_config
+from weft.cli.thread_guard import acting_threads
 from weft.client.schedule_inputs import ScheduleError, parse_duration
 from weft.client.threads import Threads
 from weft.contract.effects import MAX_DELAY_MS, ScheduleEffectRequest
@@ -68,13 +72,14 @@ async def schedule_one(args: argparse.Namespace, config: WeftConfig) -> int:
         print(f"weft: {err}", file=sys.stderr)
         return 2
     try:
-        result = await (await _threads(config)).schedule_effect(
-            args.thread_id,
-            request.name,
-            request.args,
-            delay_ms=request.delay_ms,
-            effect_id=request.id,
-        )
+        async with acting_threads(config) as threads:
+            result = await threads.schedule_effect(
+                args.thread_id,
+                request.name,
+                request.args,
+                delay_ms=request.delay_ms,
+                effect_id=request.id,
+            )
     except WorkflowUpdateFailedError as err:
         print(f"weft: thread {args.thread_id} refused the effect: {err.cause}", file=sys.stderr)
         return 1
@@ -116,7 +121,8 @@ def _given(args: argparse.Namespace, field: str) -> object:
 async def remove_one(args: argparse.Namespace, config: WeftConfig) -> int:
     """Remove the effect; exit 1 when no such effect was pending."""
     try:
-        removed = await (await _threads(config)).remove_effect(args.thread_id, args.effect_id)
+        async with acting_threads(config) as threads:
+            removed = await threads.remove_effect(args.thread_id, args.effect_id)
     except WorkflowUpdateFailedError as err:
         print(f"weft: thread {args.thread_id} refused: {err.cause}", file=sys.stderr)
         return 1

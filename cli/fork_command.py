@@ -3,7 +3,8 @@ thread from a thread's state as of a point between turns (docs/time-travel.md).
 
 A fork runs on the source's definitions, or on `--definitions DIR` (the config's folder when
 only `--agent` names another agent), with `--prompt` / `--model` changed if given. A rewind
-is a fork that takes over: the source is closed, naming its successor.
+is a fork that takes over: the source is closed, naming its successor. Each is recorded in
+the audit log as `cli:<os user>`, with the source's tenant (the fork's too).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import sys
 from typing import Any
 
 from weft.cli.temporal_client import client_from_config
+from weft.cli.thread_guard import cli_subject
+from weft.client.audit_trail import FORK, REWIND, AuditTrail, ControlAction
 from weft.client.forks import ForkRefused, ForkResult, Forks
 from weft.store import Store
 from weft.workers.config import WeftConfig
@@ -75,7 +78,7 @@ async def run_fork(args: argparse.Namespace, config: WeftConfig) -> int:
             definitions=definitions,
             fork_id=args.fork_id,
         ),
-        "forked",
+        FORK,
     )
 
 
@@ -84,19 +87,23 @@ async def run_rewind(args: argparse.Namespace, config: WeftConfig) -> int:
         args,
         config,
         lambda forks: forks.rewind(args.thread_id, at=args.at, reason=args.reason),
-        "rewound",
+        REWIND,
     )
 
 
-async def _run(args: argparse.Namespace, config: WeftConfig, act: Any, verb: str) -> int:
+async def _run(
+    args: argparse.Namespace, config: WeftConfig, act: Any, action: ControlAction
+) -> int:
+    verb = "rewound" if action is REWIND else "forked"
     keyring = load_keyring(config)
     store = await asyncio.to_thread(Store.open, config.store_url(), keyring=keyring)
     try:
-        forks = Forks(
-            await client_from_config(config), store, task_queue=config.temporal.task_queue
-        )
+        client = await client_from_config(config)
+        forks = Forks(client, store, task_queue=config.temporal.task_queue)
+        trail = AuditTrail(store, cli_subject(), client=client)
         try:
-            result: ForkResult = await act(forks)
+            async with trail.acting(action, thread_id=args.thread_id):
+                result: ForkResult = await act(forks)
         except (ForkRefused, ValueError) as err:
             print(f"weft: {err}", file=sys.stderr)
             return EXIT_REFUSED

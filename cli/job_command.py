@@ -1,10 +1,12 @@
 """`weft job run|status|cancel|resume|results|delete`: jobs from the command line
-(docs/jobs.md)."""
+(docs/jobs.md).
+
+Under `weft --tenant T` every command keeps to T's jobs, and every control action is in
+the audit log: both through `tenant_scope.py`."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import time
@@ -14,11 +16,12 @@ from pathlib import Path
 from typing import Any, TextIO, get_args
 
 from weft.cli.delete_command import check_grace, common_options, confirmed, print_report
-from weft.cli.temporal_client import client_from_config
+from weft.cli.tenant_scope import JOB, TenantScope, tenant_scope
 from weft.cli.thread_guard import cli_subject
+from weft.client.audit_trail import JOB_CANCEL, JOB_CREATE, JOB_RESUME
 from weft.client.jobs import Jobs, parse_rate, read_items_file
 from weft.contract.jobs import JobRecord, JobStatus, progress_line
-from weft.store import Store
+from weft.contract.tenants import DEFAULT_TENANT
 from weft.workers.config import WeftConfig
 
 _STATUSES = list(get_args(JobStatus))
@@ -42,6 +45,11 @@ def register(commands: Any) -> None:
     )
     run.add_argument("--items-per-run", type=int, help="items a run starts before continuing")
     run.add_argument("--wait", action="store_true", help="print progress until the job ends")
+    run.add_argument(
+        "--tenant",
+        help="the tenant the job (and its items' tasks) belongs to (default: --thread's "
+        "tenant, else default; docs/tenants.md)",
+    )
     run.set_defaults(handler=_run)
     status = actions.add_parser("status", help="the job's status and counts")
     status.add_argument("job_id")
@@ -82,13 +90,12 @@ def register(commands: Any) -> None:
 
 
 @asynccontextmanager
-async def _jobs(config: WeftConfig) -> AsyncIterator[Jobs]:
-    client = await client_from_config(config)
-    store = await asyncio.to_thread(Store.open, config.store_url())
-    try:
-        yield Jobs(client, store, task_queue=config.temporal.task_queue)
-    finally:
-        store.close()
+async def _jobs(
+    args: argparse.Namespace, config: WeftConfig
+) -> AsyncIterator[tuple[Jobs, TenantScope]]:
+    """The jobs, and the scope that keeps to the tenant the CLI acts for and records."""
+    async with tenant_scope(args, config) as scope:
+        yield Jobs(scope.client, scope.store, task_queue=config.temporal.task_queue), scope
 
 
 async def _run(args: argparse.Namespace, config: WeftConfig) -> int:
@@ -106,15 +113,20 @@ async def _run(args: argparse.Namespace, config: WeftConfig) -> int:
         fields["thread_id"] = args.thread
     if args.items_per_run is not None:
         fields["items_per_run"] = args.items_per_run
-    async with _jobs(config) as jobs:
-        record = await jobs.create(
-            args.assignee,
-            items,
-            concurrency=args.concurrency,
-            rate=rate,
-            acceptance_schema=schema,
-            **fields,
-        )
+    if args.tenant is not None:
+        fields["tenant"] = args.tenant
+    async with _jobs(args, config) as (jobs, scope):
+        # A job made for a thread is the thread's tenant's: the creation tells which.
+        async with scope.creating(JOB_CREATE, args.tenant) as outcome:
+            record = await jobs.create(
+                args.assignee,
+                items,
+                concurrency=args.concurrency,
+                rate=rate,
+                acceptance_schema=schema,
+                **fields,
+            )
+            outcome.tenant = record.tenant or DEFAULT_TENANT
         print(record.job_id, flush=True)
         if args.wait:
             return await _watch(jobs, record.job_id)
@@ -122,7 +134,8 @@ async def _run(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 async def _status(args: argparse.Namespace, config: WeftConfig) -> int:
-    async with _jobs(config) as jobs:
+    async with _jobs(args, config) as (jobs, scope):
+        await scope.owner(JOB, args.job_id)
         if args.watch:
             return await _watch(jobs, args.job_id)
         record = jobs.get(args.job_id)
@@ -249,8 +262,8 @@ async def _watch(jobs: Jobs, job_id: str, out: TextIO | None = None) -> int:
 
 
 async def _list(args: argparse.Namespace, config: WeftConfig) -> int:
-    async with _jobs(config) as jobs:
-        records = jobs.list(statuses=args.status, limit=args.limit)
+    async with _jobs(args, config) as (jobs, scope):
+        records = jobs.list(statuses=args.status, tenant=scope.tenant, limit=args.limit)
     for record in records:
         print(progress_line(record))
     if not records:
@@ -259,21 +272,24 @@ async def _list(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 async def _cancel(args: argparse.Namespace, config: WeftConfig) -> int:
-    async with _jobs(config) as jobs:
-        await jobs.cancel(args.job_id, args.reason)
+    async with _jobs(args, config) as (jobs, scope):
+        async with scope.acting(JOB_CANCEL, JOB, args.job_id):
+            await jobs.cancel(args.job_id, args.reason)
     print(f"cancel requested for {args.job_id}")
     return 0
 
 
 async def _resume(args: argparse.Namespace, config: WeftConfig) -> int:
-    async with _jobs(config) as jobs:
-        await jobs.resume(args.job_id, args.reason)
+    async with _jobs(args, config) as (jobs, scope):
+        async with scope.acting(JOB_RESUME, JOB, args.job_id):
+            await jobs.resume(args.job_id, args.reason)
     print(f"resuming {args.job_id}")
     return 0
 
 
 async def _results(args: argparse.Namespace, config: WeftConfig) -> int:
-    async with _jobs(config) as jobs:
+    async with _jobs(args, config) as (jobs, scope):
+        await scope.owner(JOB, args.job_id)
         for line in jobs.results(args.job_id):
             sys.stdout.write(line + "\n")
     return 0
@@ -286,7 +302,8 @@ async def _delete(args: argparse.Namespace, config: WeftConfig) -> int:
     )
     if not confirmed(args, what):
         return 1
-    async with _jobs(config) as jobs:
+    async with _jobs(args, config) as (jobs, scope):
+        await scope.owner(JOB, args.job_id)  # recorded by the deletion itself
         report = await jobs.delete(
             args.job_id, with_threads=args.with_threads, grace=args.grace, audit_as=cli_subject()
         )

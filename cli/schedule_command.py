@@ -1,13 +1,29 @@
-"""`weft schedule …`: agents that wake up on their own, as Temporal Schedules."""
+"""`weft schedule …`: agents that wake up on their own, as Temporal Schedules.
+
+Creates, pauses, unpauses, triggers and deletes are recorded in the audit log as
+`cli:<os user>`, with the schedule's tenant (`_recorded`)."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
 from weft.cli.temporal_client import client_from_config
+from weft.cli.thread_guard import audit_trail
+from weft.client.audit_trail import (
+    SCHEDULE_CREATE,
+    SCHEDULE_DELETE,
+    SCHEDULE_PAUSE,
+    SCHEDULE_TRIGGER,
+    SCHEDULE_UNPAUSE,
+    ControlAction,
+    Outcome,
+)
 from weft.client.schedule_inputs import checked_catchup_window, checked_interval
 from weft.client.schedules import (
     DEFAULT_CATCHUP_WINDOW,
@@ -15,6 +31,7 @@ from weft.client.schedules import (
     Schedules,
     WeftSchedule,
 )
+from weft.store import Store
 from weft.workers.config import WeftConfig
 
 
@@ -86,26 +103,42 @@ async def _schedules(config: WeftConfig) -> Schedules:
     return Schedules(client, task_queue=temporal.task_queue)
 
 
+@asynccontextmanager
+async def _recorded(
+    config: WeftConfig, action: ControlAction, name: str, tenant: str | None = None
+) -> AsyncIterator[Outcome]:
+    """The body as `action` on schedule `name`, recorded once its outcome is known; the
+    body sets `outcome.tenant` once it has read the schedule's."""
+    store = await asyncio.to_thread(Store.open, config.store_url())
+    try:
+        async with audit_trail(store).acting(action, tenant=tenant, name=name) as outcome:
+            yield outcome
+    finally:
+        store.close()
+
+
 async def _create(args: argparse.Namespace, config: WeftConfig) -> int:
     # Checked here first so that an error names the flag the user typed, not the API's name.
     if args.every is not None:
         checked_interval(args.every, what="--every")
     checked_catchup_window(args.catchup_window, what="--catchup-window")
     schedules = await _schedules(config)
-    await schedules.create(
-        args.name,
-        message=args.message,
-        thread=args.thread,
-        agent=args.agent,
-        cron=args.cron,
-        every=args.every,
-        time_zone=args.time_zone,
-        overlap=args.overlap,
-        catchup_window=args.catchup_window,
-        note=args.note,
-        tenant=args.tenant,
-    )
-    created = await schedules.describe(args.name)
+    async with _recorded(config, SCHEDULE_CREATE, args.name, args.tenant) as outcome:
+        await schedules.create(
+            args.name,
+            message=args.message,
+            thread=args.thread,
+            agent=args.agent,
+            cron=args.cron,
+            every=args.every,
+            time_zone=args.time_zone,
+            overlap=args.overlap,
+            catchup_window=args.catchup_window,
+            note=args.note,
+            tenant=args.tenant,
+        )
+        created = await schedules.describe(args.name)
+        outcome.tenant = created.tenant  # a --thread schedule's is its thread's
     print(f"created schedule {created.name}: {created.target.summary()}, {created.spec}")
     return 0
 
@@ -148,24 +181,36 @@ async def _show(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 async def _pause(args: argparse.Namespace, config: WeftConfig) -> int:
-    await (await _schedules(config)).pause(args.name, note=args.note)
+    schedules = await _schedules(config)
+    async with _recorded(config, SCHEDULE_PAUSE, args.name) as outcome:
+        outcome.tenant = (await schedules.describe(args.name)).tenant
+        await schedules.pause(args.name, note=args.note)
     print(f"paused schedule {args.name}")
     return 0
 
 
 async def _unpause(args: argparse.Namespace, config: WeftConfig) -> int:
-    await (await _schedules(config)).unpause(args.name, note=args.note)
+    schedules = await _schedules(config)
+    async with _recorded(config, SCHEDULE_UNPAUSE, args.name) as outcome:
+        outcome.tenant = (await schedules.describe(args.name)).tenant
+        await schedules.unpause(args.name, note=args.note)
     print(f"unpaused schedule {args.name}")
     return 0
 
 
 async def _trigger(args: argparse.Namespace, config: WeftConfig) -> int:
-    await (await _schedules(config)).trigger(args.name)
+    schedules = await _schedules(config)
+    async with _recorded(config, SCHEDULE_TRIGGER, args.name) as outcome:
+        outcome.tenant = (await schedules.describe(args.name)).tenant
+        await schedules.trigger(args.name)
     print(f"triggered schedule {args.name}")
     return 0
 
 
 async def _delete(args: argparse.Namespace, config: WeftConfig) -> int:
-    await (await _schedules(config)).delete(args.name)
+    schedules = await _schedules(config)
+    async with _recorded(config, SCHEDULE_DELETE, args.name) as outcome:
+        outcome.tenant = (await schedules.describe(args.name)).tenant
+        await schedules.delete(args.name)
     print(f"deleted schedule {args.name}")
     return 0

@@ -1,10 +1,12 @@
 """`weft task create|get|list|start|update|delegate|link|unlink|pause|resume|complete|fail|
-progress|cancel|retry|delete`: tasks from the command line (docs/tasks.md)."""
+progress|cancel|retry|delete`: tasks from the command line (docs/tasks.md).
+
+Under `weft --tenant T` every command keeps to T's tasks, and every control action is in
+the audit log: both through `tenant_scope.py`."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -12,11 +14,12 @@ from pathlib import Path
 from typing import Any, get_args
 
 from weft.cli.delete_command import check_grace, common_options, confirmed, print_report
-from weft.cli.temporal_client import client_from_config
+from weft.cli.tenant_scope import TASK, TenantScope, tenant_scope
 from weft.cli.thread_guard import cli_subject
+from weft.client.audit_trail import TASK_COMMANDS, TASK_CREATE
 from weft.client.tasks import Tasks
 from weft.contract.tasks import TaskRecord, TaskStatus
-from weft.store import Store
+from weft.contract.tenants import DEFAULT_TENANT
 from weft.workers.config import WeftConfig
 
 _STATUSES = list(get_args(TaskStatus))
@@ -41,6 +44,9 @@ def register(commands: Any) -> None:
         "--lost-after", type=float, help="seconds without a heartbeat before an attempt is lost"
     )
     create.add_argument("--wait", action="store_true", help="wait for the run to end; print it")
+    create.add_argument(
+        "--tenant", help="the tenant the task belongs to (default: default; docs/tenants.md)"
+    )
     create.set_defaults(handler=_create)
     get = actions.add_parser("get", help="print one task as JSON")
     get.add_argument("task_id")
@@ -126,13 +132,12 @@ def _decision(parser: argparse.ArgumentParser, command: str) -> argparse.Argumen
 
 
 @asynccontextmanager
-async def _tasks(config: WeftConfig) -> AsyncIterator[Tasks]:
-    client = await client_from_config(config)
-    store = await asyncio.to_thread(Store.open, config.store_url())
-    try:
-        yield Tasks(client, store, task_queue=config.temporal.task_queue)
-    finally:
-        store.close()
+async def _tasks(
+    args: argparse.Namespace, config: WeftConfig
+) -> AsyncIterator[tuple[Tasks, TenantScope]]:
+    """The tasks, and the scope that keeps to the tenant the CLI acts for and records."""
+    async with tenant_scope(args, config) as scope:
+        yield Tasks(scope.client, scope.store, task_queue=config.temporal.task_queue), scope
 
 
 async def _create(args: argparse.Namespace, config: WeftConfig) -> int:
@@ -142,16 +147,19 @@ async def _create(args: argparse.Namespace, config: WeftConfig) -> int:
         constraints["deadlineSeconds"] = args.deadline
     if args.lost_after is not None:
         constraints["lostAfterSeconds"] = args.lost_after
-    async with _tasks(config) as tasks:
-        record = await tasks.create(
-            args.objective,
-            args.assignee,
-            dependencies=args.depends_on,
-            acceptance_schema=schema,
-            constraints=constraints,
-            scope={"sessionId": args.session} if args.session else {},
-            auto_start=not args.no_start,
-        )
+    async with _tasks(args, config) as (tasks, scope):
+        async with scope.creating(TASK_CREATE, args.tenant or DEFAULT_TENANT):
+            await scope.own_tasks("dependencies", args.depends_on)
+            record = await tasks.create(
+                args.objective,
+                args.assignee,
+                dependencies=args.depends_on,
+                acceptance_schema=schema,
+                constraints=constraints,
+                scope={"sessionId": args.session} if args.session else {},
+                auto_start=not args.no_start,
+                tenant=args.tenant,
+            )
         if args.wait:
             _print(await tasks.wait(record.task_id))
         else:
@@ -160,18 +168,19 @@ async def _create(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 async def _get(args: argparse.Namespace, config: WeftConfig) -> int:
-    async with _tasks(config) as tasks:
+    async with _tasks(args, config) as (tasks, scope):
+        await scope.owner(TASK, args.task_id)
         _print(tasks.get(args.task_id))
     return 0
 
 
 async def _list(args: argparse.Namespace, config: WeftConfig) -> int:
-    async with _tasks(config) as tasks:
+    async with _tasks(args, config) as (tasks, scope):
         if args.json:
-            snapshot = tasks.snapshot(limit=args.limit)
+            snapshot = tasks.snapshot(tenant=scope.tenant, limit=args.limit)
             print(json.dumps(snapshot.model_dump(mode="json"), indent=2))
             return 0
-        records = tasks.list(statuses=args.status, limit=args.limit)
+        records = tasks.list(statuses=args.status, tenant=scope.tenant, limit=args.limit)
     for record in records:
         print(
             f"{record.task_id}\t{record.status}\t{record.assignee}\t{len(record.attempts)}\t{record.objective[:60]}"
@@ -182,15 +191,17 @@ async def _list(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 async def _cancel(args: argparse.Namespace, config: WeftConfig) -> int:
-    async with _tasks(config) as tasks:
-        await tasks.cancel(args.task_id, args.reason)
+    async with _tasks(args, config) as (tasks, scope):
+        async with scope.acting(TASK_COMMANDS["cancel"], TASK, args.task_id):
+            await tasks.cancel(args.task_id, args.reason)
     print(f"cancel requested for {args.task_id}")
     return 0
 
 
 async def _retry(args: argparse.Namespace, config: WeftConfig) -> int:
-    async with _tasks(config) as tasks:
-        await tasks.retry(args.task_id, args.reason)
+    async with _tasks(args, config) as (tasks, scope):
+        async with scope.acting(TASK_COMMANDS["retry"], TASK, args.task_id):
+            await tasks.retry(args.task_id, args.reason)
     print(f"retrying {args.task_id}")
     return 0
 
@@ -198,13 +209,18 @@ async def _retry(args: argparse.Namespace, config: WeftConfig) -> int:
 async def _decide(args: argparse.Namespace, config: WeftConfig) -> int:
     """Run one task command; print the task as it then is."""
     who = {"by": args.by, "reason": args.reason}
-    async with _tasks(config) as tasks:
-        task_id, command = args.task_id, args.task_command
+    task_id, command = args.task_id, args.task_command
+    async with (
+        _tasks(args, config) as (tasks, scope),
+        scope.acting(TASK_COMMANDS[command], TASK, task_id),
+    ):
         if command == "update":
             record = await tasks.update(task_id, **_changes(args, tasks.get(task_id)), **who)
         elif command == "delegate":
             record = await tasks.delegate(task_id, args.agent, start=args.start, **who)
         elif command in ("link", "unlink"):
+            if command == "link":
+                await scope.own_tasks("dependsOn", [args.depends_on])
             record = await getattr(tasks, command)(task_id, args.depends_on, **who)
         elif command == "complete":
             structured = _json("--structured", args.structured) if args.structured else None
@@ -233,7 +249,10 @@ async def _progress(args: argparse.Namespace, config: WeftConfig) -> int:
     data = _json("--data", args.data) if args.data else None
     if data is not None and not isinstance(data, dict):
         raise ValueError("--data: a JSON object")
-    async with _tasks(config) as tasks:
+    async with (
+        _tasks(args, config) as (tasks, scope),
+        scope.acting(TASK_COMMANDS["progress"], TASK, args.task_id),
+    ):
         await tasks.append_progress(args.task_id, args.message, data)
     print(f"progress added to {args.task_id}")
     return 0
@@ -244,7 +263,8 @@ async def _delete(args: argparse.Namespace, config: WeftConfig) -> int:
     what = f"delete task {args.task_id!r}" + (" and its threads" if args.with_threads else "")
     if not confirmed(args, what):
         return 1
-    async with _tasks(config) as tasks:
+    async with _tasks(args, config) as (tasks, scope):
+        await scope.owner(TASK, args.task_id)  # recorded by the deletion itself
         report = await tasks.delete(
             args.task_id,
             force=args.force,

@@ -14,8 +14,9 @@ store; only a thread known to neither is an error for them.
 It is also where the CLI learns whom it acts for. Without `weft --tenant T` (or
 `WEFT_TENANT`) it is the operator, over every tenant. With it (`confine_to_tenant`, run
 once before any command), a thread of another tenant is `not found`, worded as an unknown
-one; a command's own `--tenant` defaults to T and may not name another; and a command that
-cannot keep to one tenant refuses to run. Who acts is `cli:<os user>` in the audit log
+one (a task or job: `no task 'x'`, by cli/tenant_scope.py); a command's own `--tenant`
+defaults to T and may not name another; and a command that cannot keep to one tenant
+refuses to run. Who acts is `cli:<os user>` in the audit log
 (`acting_threads`, `audit_trail`).
 """
 
@@ -50,6 +51,9 @@ NO_TENANT_DATA = frozenset({"dev", "worker", "demo", "code", "codec", "serve"})
 # `weft thread` actions that keep to the tenant without naming a thread: `start` (its own
 # --tenant) and `list` (a visibility clause).
 TENANT_THREAD_ACTIONS = frozenset({"start", "list"})
+# Commands that keep to the tenant themselves: the inbox (a visibility clause), tasks and
+# jobs (cli/tenant_scope.py: another tenant's is not found, listings and creates are T's).
+TENANT_SCOPED_COMMANDS = frozenset({"inbox", "task", "job"})
 
 Handler = Callable[[argparse.Namespace, WeftConfig], Awaitable[int | None]]
 
@@ -82,7 +86,7 @@ def confine_to_tenant(args: argparse.Namespace) -> str | None:
             )
         return acting
     names_thread = _named_thread(args) is not None
-    if args.command == "inbox" or (
+    if args.command in TENANT_SCOPED_COMMANDS or (
         args.command == "thread" and (names_thread or args.action in TENANT_THREAD_ACTIONS)
     ):
         return acting

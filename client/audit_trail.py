@@ -28,7 +28,10 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from weft.client.ask import TurnWaitTimeout
+from weft.client.schedule_inputs import ScheduleNotFound
 from weft.client.thread_tenant import thread_tenant
+from weft.contract.jobs import JobError, JobNotFound, JobThreadNotFound
+from weft.contract.tasks import TaskError, TaskNotFound
 from weft.store import Store
 from weft.store.audit import AuditEntry
 from weft.store.tenant_quotas import QuotaExceeded
@@ -48,6 +51,9 @@ class ControlAction:
     method: str
     route: str
     done: int = 200  # the status of the action done
+    # The status of a refusal that names no field (a task's or job's state forbids the
+    # command: 409, as over HTTP); a refused input is 422 whatever this says.
+    refused: int = 422
 
 
 START = ControlAction("POST", "/threads", done=201)
@@ -72,20 +78,57 @@ QUOTA_SET = ControlAction("PUT", "/tenants/{tenant}/quota")
 QUOTA_CLEAR = ControlAction("DELETE", "/tenants/{tenant}/quota")
 RETENTION_SET = ControlAction("PUT", "/tenants/{tenant}/retention")
 RETENTION_CLEAR = ControlAction("DELETE", "/tenants/{tenant}/retention")
+# Tasks and jobs: their HTTP routes (api/task_routes.py, job_routes.py).
+TASK_CREATE = ControlAction("POST", "/tasks", done=201)
+TASK_COMMANDS = {
+    name: ControlAction("POST", f"/tasks/{{task_id}}/{name}", done=202, refused=409)
+    for name in (
+        "cancel",
+        "retry",
+        "start",
+        "update",
+        "delegate",
+        "link",
+        "unlink",
+        "pause",
+        "resume",
+        "complete",
+        "fail",
+        "progress",
+    )
+}
+JOB_CREATE = ControlAction("POST", "/jobs", done=201)
+JOB_CANCEL = ControlAction("POST", "/jobs/{job_id}/cancel", done=202, refused=409)
+JOB_RESUME = ControlAction("POST", "/jobs/{job_id}/resume", done=202, refused=409)
+# Schedules have no HTTP routes: these are their like, as keys' are.
+SCHEDULE_CREATE = ControlAction("POST", "/schedules/{name}", done=201)
+SCHEDULE_PAUSE = ControlAction("POST", "/schedules/{name}/pause")
+SCHEDULE_UNPAUSE = ControlAction("POST", "/schedules/{name}/unpause")
+SCHEDULE_TRIGGER = ControlAction("POST", "/schedules/{name}/trigger", done=202)
+SCHEDULE_DELETE = ControlAction("DELETE", "/schedules/{name}")
 
 
 class Outcome:
     """How an action ended: its status, which the action sets when its result says more
-    than done (a turn the thread refused is a 409, as over HTTP), and the thread it made
-    when it started one."""
+    than done (a turn the thread refused is a 409, as over HTTP), the thread it made when
+    it started one, and the tenant it acted on when only the action learnt it (a job made
+    for a thread is the thread's tenant's; a schedule is read before it is paused)."""
 
     def __init__(self, status: int) -> None:
         self.status = status
         self.thread_id: str | None = None
+        self.tenant: str | None = None
 
 
-def refusal_status(err: Exception) -> int:
-    """The HTTP API's status for an action that raised `err`."""
+def refusal_status(err: Exception, *, refused: int = 422) -> int:
+    """The HTTP API's status for an action that raised `err`; `refused`: the status of a
+    refusal naming no field (`ControlAction.refused`)."""
+    if isinstance(err, TaskNotFound | JobNotFound | JobThreadNotFound | ScheduleNotFound):
+        return 404
+    if isinstance(err, TaskError):
+        return 422 if err.field is not None else refused
+    if isinstance(err, JobError):
+        return refused
     if isinstance(err, TurnWaitTimeout):
         return 202  # the message was accepted; its turn goes on, not waited for
     if isinstance(err, RPCError):
@@ -128,10 +171,12 @@ class AuditTrail:
             yield outcome
         except Exception as err:
             thread_id = outcome.thread_id or thread_id
-            status = refusal_status(err)
+            tenant = outcome.tenant or tenant
+            status = refusal_status(err, refused=action.refused)
             await self.record(action, status, thread_id=thread_id, tenant=tenant, **params)
             raise
         thread_id = outcome.thread_id or thread_id
+        tenant = outcome.tenant or tenant
         await self.record(action, outcome.status, thread_id=thread_id, tenant=tenant, **params)
 
     async def record(
@@ -172,6 +217,9 @@ __all__ = [
     "COMPACT",
     "FORK",
     "INTERRUPT",
+    "JOB_CANCEL",
+    "JOB_CREATE",
+    "JOB_RESUME",
     "KEY_CREATE",
     "KEY_REVOKE",
     "PYTHON_SUBJECT",
@@ -184,10 +232,17 @@ __all__ = [
     "RETENTION_CLEAR",
     "RETENTION_SET",
     "REWIND",
+    "SCHEDULE_CREATE",
+    "SCHEDULE_DELETE",
     "SCHEDULE_EFFECT",
+    "SCHEDULE_PAUSE",
+    "SCHEDULE_TRIGGER",
+    "SCHEDULE_UNPAUSE",
     "SEND",
     "START",
     "SUBMIT_TURN",
+    "TASK_COMMANDS",
+    "TASK_CREATE",
     "TERMINATE",
     "UPGRADE",
     "AuditTrail",
