@@ -7,10 +7,11 @@ API hands its handlers one without a trail, since its middleware records each re
 itself (api/auth.py); so every action is recorded once, by whoever received it.
 
 An entry is written once the action's outcome is known, in the HTTP API's words: the route
-the same action has over HTTP (or would have: keys, quotas and retention have none), and a
-status: 200 done (202 when it was accepted but its end not waited for), a refusal's status
-otherwise (404 an unknown or closed thread, 409 the thread refused it, 422 bad input, 429 a
-quota, 503 Temporal did not answer). A refused action is recorded as refused, never as done.
+the same action has over HTTP (or would have: keys, quotas, retention and schedules have
+none), and a status: 200 done (202 when it was accepted but its end not waited for), a
+refusal's status otherwise (404 an unknown or closed thread, task, job or schedule, 409 the
+thread refused it or a task's or job's state forbids it, 422 bad input, 429 a quota, 503
+Temporal did not answer). A refused action is recorded as refused, never as done.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
+from typing import NoReturn
 
 import yaml
 from api_support import api_stack
@@ -19,6 +20,7 @@ from support import wait_until as read_until
 from weft.cli.main import run as run_cli
 from weft.cli.thread_guard import cli_subject
 from weft.client.threads import Threads
+from weft.contract.tasks import TaskRecord
 from weft.store import Store
 from weft.store.audit import AuditEntry
 from weft.workers.config import WeftConfig
@@ -42,6 +44,22 @@ def _entries(store: Store, route: str, path: str) -> list[AuditEntry]:
         for e in store.audit.list(subject=cli_subject(), limit=1000)
         if e.route == route and e.path == path
     ]
+
+
+def _task(store: Store, task_id: str) -> TaskRecord:
+    record = store.tasks.get(task_id)
+    assert record is not None, task_id
+    return record
+
+
+def _never() -> NoReturn:
+    raise AssertionError("the job is gone")
+
+
+async def _tenant_of(store: Store, thread_id: str) -> str:
+    """The tenant of the thread's row, once its worker wrote it."""
+    found: str = await until(lambda: store.threads.tenant(thread_id), f"{thread_id}'s row")
+    return found
 
 
 async def test_task_and_job_commands_keep_to_the_tenant_and_are_audited_once(
@@ -95,7 +113,7 @@ async def test_task_and_job_commands_keep_to_the_tenant_and_are_audited_once(
         code, _, err = await weft_("--tenant", "acme", "task", "link", ours, task_id)
         assert (code, err) == (1, f"weft: dependsOn: no task {task_id!r}\n"), err
     assert [e for e in store.audit.list(limit=1000) if theirs in e.path] == []
-    assert store.tasks.get(theirs).status == "accepted"  # neither cancelled nor paused
+    assert _task(store, theirs).status == "accepted"  # neither cancelled nor paused
 
     # The listing is the tenant's; the operator's is every tenant's.
     code, out, _ = await weft_("--tenant", "acme", "task", "list")
@@ -113,11 +131,11 @@ async def test_task_and_job_commands_keep_to_the_tenant_and_are_audited_once(
     assert code == 0, err
     code, _, err = await weft_("--tenant", "acme", "task", "cancel", ours)
     assert code == 0, err
-    await until(lambda: store.tasks.get(ours).status == "cancelled", "the task cancelled")
+    await until(lambda: _task(store, ours).status == "cancelled", "the task cancelled")
     code, _, err = await weft_("--tenant", "acme", "task", "resume", ours)
     assert code == 1 and "it is cancelled" in err, err
-    for command, status in (("pause", 202), ("progress", 202), ("cancel", 202), ("resume", 409)):
-        entry = once(f"/tasks/{{task_id}}/{command}", f"/tasks/{ours}/{command}")
+    for verb, status in (("pause", 202), ("progress", 202), ("cancel", 202), ("resume", 409)):
+        entry = once(f"/tasks/{{task_id}}/{verb}", f"/tasks/{ours}/{verb}")
         assert (entry.tenant, entry.method, entry.status) == ("acme", "POST", status)
     # The operator's refusal on an unknown task is recorded as the HTTP API's 404.
     code, _, err = await weft_("task", "cancel", unknown)
@@ -145,7 +163,7 @@ async def test_task_and_job_commands_keep_to_the_tenant_and_are_audited_once(
     assert await weft_("--tenant", "globex", "job", "list") == (0, "no jobs\n", "")
     code, out, _ = await weft_("--tenant", "acme", "job", "list")
     assert job in out
-    await until(lambda: store.jobs.get(job).terminal, "the job ended", timeout=60)
+    await until(lambda: (store.jobs.get(job) or _never()).terminal, "the job ended", timeout=60)
     code, _, err = await weft_("--tenant", "acme", "job", "cancel", job)
     assert code == 1 and "cannot cancel job" in err, err
     entry = once("/jobs/{job_id}/cancel", f"/jobs/{job}/cancel")
@@ -222,8 +240,7 @@ async def test_the_operator_starts_a_tenants_thread_over_http(
             assert reply.status_code == 201, reply.text
             started.append(reply.json()["threadId"])
         for thread_id in started:
-            row = await until(lambda t=thread_id: stack.store.threads.tenant(t), "row")
-            assert row == "acme"
+            assert await _tenant_of(stack.store, thread_id) == "acme"
         # A name that is no tenant's is 422 naming the field.
         reply = await stack.http.post("/threads", json={"agent": "helper", "tenant": "a b"})
         assert reply.status_code == 422 and "tenant" in reply.json()["fields"], reply.text
@@ -240,6 +257,6 @@ async def test_the_operator_starts_a_tenants_thread_over_http(
         reply = await stack.http.post("/threads", json={**body, "tenant": "acme"}, headers=auth)
         assert reply.status_code == 201, reply.text
         own = reply.json()["threadId"]
-        assert await until(lambda: stack.store.threads.tenant(own), "row") == "acme"
+        assert await _tenant_of(stack.store, own) == "acme"
         for thread_id in (*started, own):
             await stack.ctx.threads.terminate(thread_id)
