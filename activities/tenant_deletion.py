@@ -27,7 +27,7 @@ from weft.activities.thread_deletion import (
 )
 from weft.contract.jobs import SIGNAL_CANCEL_JOB
 from weft.contract.tasks import SIGNAL_CANCEL_TASK
-from weft.contract.tenants import DEFAULT_TENANT, check_tenant
+from weft.contract.tenants import check_tenant, tenant_clause
 from weft.contract.thread import WORKFLOW_TYPE
 from weft.store import Store
 
@@ -71,13 +71,8 @@ async def delete_tenant(
 
 
 def _tenant_query(tenant: str) -> str:
-    """The tenant's threads (a thread started without a tenant is `default`'s); tasks,
-    jobs and schedules' workflows are not threads."""
-    if tenant == DEFAULT_TENANT:
-        clause = f"(WeftTenant = '{DEFAULT_TENANT}' OR WeftTenant IS NULL)"
-    else:
-        clause = f"WeftTenant = '{tenant}'"
-    return f"WorkflowType = '{WORKFLOW_TYPE}' AND {clause}"
+    """The tenant's threads; tasks, jobs and schedules' workflows are not threads."""
+    return f"WorkflowType = '{WORKFLOW_TYPE}' AND {tenant_clause(tenant)}"
 
 
 def _thread_id_ok(thread_id: str) -> bool:

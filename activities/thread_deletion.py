@@ -21,6 +21,7 @@ a finished deletion says so, the same way for every caller (the HTTP API's 404).
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,6 +37,8 @@ from weft.store.audit import AuditEntry
 
 # How long a thread may take to close after the terminate signal before it is terminated
 # outright (a thread with no worker never answers the signal).
+log = logging.getLogger(__name__)
+
 DEFAULT_GRACE_SECONDS = 30.0
 # How long Temporal may take to forget a deleted execution (describe and visibility).
 FORGET_TIMEOUT_SECONDS = 60.0
@@ -96,6 +99,7 @@ class DeletionReport:
     cancelled: list[str] = field(default_factory=list)  # jobs and tasks stopped first
     tasks: list[TaskDeleted] = field(default_factory=list)
     jobs: list[JobDeleted] = field(default_factory=list)
+    schedules: list[str] = field(default_factory=list)  # a tenant's, deleted first
 
     @property
     def thread_ids(self) -> list[str]:
@@ -118,6 +122,7 @@ class DeletionReport:
             **({"cancelled": self.cancelled} if self.cancelled else {}),
             **({"tasks": [_task_wire(t) for t in self.tasks]} if self.tasks else {}),
             **({"jobs": [_job_wire(j) for j in self.jobs]} if self.jobs else {}),
+            **({"schedules": self.schedules} if self.schedules else {}),
         }
 
 
@@ -355,7 +360,12 @@ async def audit_deletion(
         thread_id=thread_id,
         status=200,
     )
-    await asyncio.to_thread(store.audit.record, entry)
+    try:
+        await asyncio.to_thread(store.audit.record, entry)
+    except Exception:
+        # The deletion is done: a lost record must not turn it into an error (as over
+        # HTTP and in client/audit_trail.py); it is logged instead.
+        log.exception("could not record the deletion of %s by %s", path, subject)
 
 
 __all__ = [

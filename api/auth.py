@@ -258,10 +258,13 @@ class RequireCredential:
         thread_id = next(
             (params[name] for name in THREAD_PARAMS if isinstance(params.get(name), str)), None
         )
+        # The tenant acted on: a tenant's key acts on its own only; an operator's action
+        # names the tenant of the thread, task or job its path named (`authorize`).
+        acted = scope.get("state", {}).get("acted_tenant")
         entry = AuditEntry(
             at=datetime.now(UTC),
             subject=who.subject,
-            tenant=who.tenant,
+            tenant=who.tenant or acted,
             method=str(scope.get("method", "")),
             route=route or str(scope.get("path", "")),
             path=str(scope.get("path", "")),
@@ -344,6 +347,8 @@ def authorize(store: Store, client: Client) -> Callable[[Request], Awaitable[Non
             )
         tenant = who.confined_to
         if tenant is None:
+            if request.method in AUDITED_METHODS:
+                request.state.acted_tenant = await _acted_tenant(store, request.path_params)
             return
         for name in THREAD_PARAMS:
             thread_id = request.path_params.get(name)
@@ -360,6 +365,20 @@ def authorize(store: Store, client: Client) -> Callable[[Request], Awaitable[Non
                 raise HTTPException(404, f"no job {job_id!r}")
 
     return dependency
+
+
+async def _acted_tenant(store: Store, params: dict[str, Any]) -> str | None:
+    """For the audit log of an operator's action (the server's token, an admin key): the
+    tenant of the thread, task or job its path names, read from the store before the
+    action (a deletion leaves nothing to read after); None when it names none."""
+    thread_id = next((params[n] for n in THREAD_PARAMS if isinstance(params.get(n), str)), None)
+    if thread_id is not None:
+        return await asyncio.to_thread(store.threads.tenant, thread_id)
+    if isinstance(task_id := params.get("task_id"), str):
+        return await asyncio.to_thread(store.tasks.tenant, task_id)
+    if isinstance(job_id := params.get("job_id"), str):
+        return await asyncio.to_thread(store.jobs.tenant, job_id)
+    return None
 
 
 async def check_thread_tenant(store: Store, client: Client, thread_id: str, tenant: str) -> None:

@@ -48,6 +48,7 @@ from weft.client.thread_status import (
     thread_state,
     threads_query,
 )
+from weft.client.thread_tenant import chosen_id_refusal
 from weft.contract.messages import Message
 from weft.contract.thread import QUERY_THREAD_READ, ThreadRead
 from weft.contract.validation import describe_validation_error
@@ -289,35 +290,14 @@ def _start_tenant(confined_to: str | None, named: str | None) -> str | None:
     return confined_to
 
 
-def tenant_id_prefix(tenant: str) -> str:
-    """The start of the thread ids a tenant's key may choose for new threads: `<tenant>:`.
-    No tenant name holds a `:`, and no generated id does, so no other tenant's key (and
-    no id weft makes) lands in this space."""
-    return f"{tenant}:"
-
-
 async def check_chosen_id(ctx: ApiContext, thread_id: str, tenant: str, *, field: str) -> None:
-    """422 unless a key of `tenant` may name `thread_id` for a new thread (or import): one
-    of the tenant's own threads, or a free id in the tenant's own space (`<tenant>:…`).
-
-    Thread ids are one namespace shared by every tenant, so an answer that depended on
-    whether another tenant holds an id (a 409 for a taken id, a 201 for a free one) would
-    tell the key that tenant's thread exists. This answer depends only on what the key can
-    learn anyway: whether the id is its own thread (`GET /threads/{id}`) and its shape.
-    An id elsewhere is refused alike whether free, another tenant's, or a task's log."""
+    """422 naming `field` unless a key of `tenant` may name `thread_id` for a new thread (or
+    import): client/thread_tenant.py `chosen_id_refusal` says when, and why an answer that
+    depends on another tenant's ids would leak them."""
     holder = await thread_tenant(ctx.store, ctx.client, thread_id)
-    if holder == tenant:
-        return
-    prefix = tenant_id_prefix(tenant)
-    if holder is None and thread_id.startswith(prefix):
-        return
-    raise GatewayError(
-        422,
-        f"{field}: thread id {thread_id!r} is not available to tenant {tenant!r}: a tenant's "
-        f"key names one of its own threads, or a new id that begins with {prefix!r} (thread "
-        "ids are shared by every tenant)",
-        fields=[field],
-    )
+    refusal = chosen_id_refusal(holder, thread_id, tenant)
+    if refusal is not None:
+        raise GatewayError(422, f"{field}: {refusal}", fields=[field])
 
 
 async def _started_before(ctx: ApiContext, thread_id: str) -> Reply:
@@ -474,4 +454,4 @@ def _disposition(kind: str, path: str) -> str:
     return f"{kind}; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
-__all__ = ["CONFIRM_SECONDS", "check_chosen_id", "router", "tenant_id_prefix"]
+__all__ = ["CONFIRM_SECONDS", "check_chosen_id", "router"]

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from sqlalchemy import select
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -51,9 +52,11 @@ from processes import WorkerSubprocess, peak_rss_mib  # noqa: E402
 from support import local_stack  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 
+from weft.activities.job_admit import job_limit_key  # noqa: E402
 from weft.client.jobs import Jobs  # noqa: E402
 from weft.contract.jobs import JobRate, progress_line  # noqa: E402
 from weft.store import Store  # noqa: E402
+from weft.store.rate_limits import rate_limit_grants  # noqa: E402
 from weft.workers.scripted_model.server import ScriptedModelServer  # noqa: E402
 
 AGENT = "helper"
@@ -76,6 +79,7 @@ class JobFigures:
     history_bytes: int
     starts: list[float] = field(default_factory=list)  # job.item.started times, sorted
     arrivals: list[float] = field(default_factory=list)  # model requests' arrival, sorted
+    grants: list[float] = field(default_factory=list)  # the ledger's admissions, sorted
 
     @property
     def per_second(self) -> float:
@@ -186,6 +190,7 @@ async def run_job(
     """One job of `items` items, waited for; its figures."""
     jobs = Jobs(client, store, task_queue=queue)
     scripted.clear_requests()
+    ledger = GrantWatch(store, job_limit_key(rate.key)) if rate is not None else None
     began = time.perf_counter()
     job = await jobs.create(
         AGENT,
@@ -194,8 +199,12 @@ async def run_job(
         rate=rate,
         items_per_run=args.items_per_run,
     )
-    async for state in jobs.watch(job.job_id, every=args.every):
-        print(f"    {time.perf_counter() - began:7.1f}s {progress_line(state)}", flush=True)
+    try:
+        async for state in jobs.watch(job.job_id, every=args.every):
+            print(f"    {time.perf_counter() - began:7.1f}s {progress_line(state)}", flush=True)
+    finally:
+        if ledger is not None:
+            await ledger.stop()
     seconds = time.perf_counter() - began
     done = jobs.get(job.job_id)
     starts = sorted(
@@ -215,7 +224,36 @@ async def run_job(
         history_bytes=size,
         starts=starts,
         arrivals=sorted(r["received_at"] for r in scripted.requests),
+        grants=sorted(ledger.grants.values()) if ledger is not None else [],
     )
+
+
+class GrantWatch:
+    """The start of every place the ledger grants on `key`: its rows are read every second
+    (a grant is deleted only once it has counted for a whole window and a later request
+    comes), so none is missed."""
+
+    def __init__(self, store: Store, key: str) -> None:
+        self.grants: dict[str, float] = {}
+        self._store = store
+        self._query = select(rate_limit_grants.c.grant_id, rate_limit_grants.c.starts_at).where(
+            rate_limit_grants.c.limit_key == key
+        )
+        self._task = asyncio.create_task(self._loop())
+
+    def _read(self) -> None:
+        with self._store.engine.connect() as connection:
+            self.grants.update({row[0]: row[1] for row in connection.execute(self._query)})
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.to_thread(self._read)
+            await asyncio.sleep(1)
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+        await asyncio.to_thread(self._read)
 
 
 class RssWatch:
@@ -331,7 +369,11 @@ def report(outcomes: list[Outcome], args: argparse.Namespace) -> None:
                 f"    at {args.rate}/min ({args.window:g}s window): {r.items} items {r.status} "
                 f"in {r.seconds:.1f}s"
             )
-            for label, times in (("item starts", r.starts), ("model requests", r.arrivals)):
+            for label, times in (
+                ("admissions (ledger)", r.grants),
+                ("item starts", r.starts),
+                ("model requests", r.arrivals),
+            ):
                 figures = steady_rate(times, args.window, args.rate)
                 print(
                     f"      {label}: steady {figures.steady_per_minute:.1f}/min over "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 from typing import Any
@@ -20,6 +21,7 @@ from weft.activities.thread_deletion import (
 )
 from weft.cli.temporal_client import client_from_config
 from weft.cli.thread_guard import cli_subject
+from weft.client.schedules import ScheduleNotFound, Schedules
 from weft.contract.tenants import check_tenant
 from weft.store import Store
 from weft.workers.config import WeftConfig
@@ -106,14 +108,23 @@ async def delete_thread_command(args: argparse.Namespace, config: WeftConfig) ->
 async def delete_tenant_command(args: argparse.Namespace, config: WeftConfig) -> int:
     tenant = check_tenant(args.tenant)
     check_grace(args.grace)
-    if not confirmed(args, f"delete every thread and API key of tenant {tenant!r}"):
+    if not confirmed(
+        args, f"delete every schedule, job, task, thread and API key of tenant {tenant!r}"
+    ):
         return 1
     client = await client_from_config(config)
     store = await asyncio.to_thread(Store.open, config.store_url())
+    # Its schedules first, so none starts a thread of the tenant while it is deleted.
+    schedules = Schedules(client, task_queue=config.temporal.task_queue)
+    doomed = [s.name for s in await schedules.list(tenant=tenant)]
+    for name in doomed:
+        with contextlib.suppress(ScheduleNotFound):  # deleted meanwhile: gone all the same
+            await schedules.delete(name)
     with store:
         report = await delete_tenant(
             client, store, tenant, grace=args.grace, audit_subject=cli_subject()
         )
+    report.schedules = doomed
     print_report(args, report)
     return 0
 
@@ -143,6 +154,8 @@ def print_report(args: argparse.Namespace, report: DeletionReport) -> None:
     if args.json:
         print(json.dumps(report.wire(), indent=2))
         return
+    for name in report.schedules:
+        print(f"deleted schedule {name}")
     for job in report.jobs:
         print(
             f"deleted job {job.job_id}: {sum(job.rows.values())} rows, "

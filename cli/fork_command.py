@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from weft.cli.temporal_client import client_from_config
-from weft.cli.thread_guard import cli_subject
+from weft.cli.thread_guard import check_new_thread_id, cli_subject
 from weft.client.audit_trail import FORK, REWIND, AuditTrail, ControlAction
 from weft.client.forks import ForkRefused, ForkResult, Forks
 from weft.store import Store
@@ -63,6 +63,7 @@ def _at(parser: argparse.ArgumentParser, text: str) -> None:
 
 
 async def run_fork(args: argparse.Namespace, config: WeftConfig) -> int:
+    await check_new_thread_id(args, config, args.fork_id)
     definitions = args.definitions
     if definitions is None and args.agent is not None:
         definitions = str(config.path(config.definitions))

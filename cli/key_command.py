@@ -47,6 +47,12 @@ async def create_key(args: argparse.Namespace, config: WeftConfig) -> int:
     try:
         tenant = check_tenant(args.tenant)
         scopes = parse_scopes(args.scopes)
+        if "admin" in scopes and getattr(args, "acting_tenant", None):
+            # An admin key reaches every tenant: not a key a CLI kept to one may make.
+            raise ValueError(
+                f"--scopes admin: the CLI acts for tenant {args.acting_tenant!r} (--tenant), "
+                "and an admin key would reach every tenant"
+            )
         expires_at = _expiry(args.expires_in)
     except ValueError as err:
         print(f"weft: {err}", file=sys.stderr)

@@ -52,6 +52,7 @@ from weft.cli.thread_guard import (
     TENANT_VARIABLE,
     ThreadError,
     acting_threads,
+    check_new_thread_id,
     confine_to_tenant,
     run_thread_command,
 )
@@ -382,6 +383,7 @@ async def _thread_start(args: argparse.Namespace, config: WeftConfig) -> int:
     """Start the thread and wait for a worker to accept it: a refusal (an unknown agent, a
     missing variable) exits 1 with the worker's reason; no verdict in time is only a note,
     since a worker that comes later runs the thread."""
+    await check_new_thread_id(args, config, args.id)
     async with acting_threads(config) as threads:
         try:
             started = await start_confirmed(

@@ -39,7 +39,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from weft.cli.temporal_client import client_from_config
 from weft.client.audit_trail import CLI_SUBJECT, SUBJECT_LENGTH, AuditTrail
 from weft.client.thread_status import closed_message, is_closed
-from weft.client.thread_tenant import thread_tenant
+from weft.client.thread_tenant import check_chosen_id, thread_tenant
 from weft.client.threads import Threads
 from weft.contract.tenants import check_tenant
 from weft.store import Store
@@ -117,6 +117,24 @@ def audit_trail(store: Store) -> AuditTrail:
     """The CLI's audit trail over `store`, for actions on the store alone (keys, quotas,
     retention)."""
     return AuditTrail(store, cli_subject())
+
+
+async def check_new_thread_id(
+    args: argparse.Namespace, config: WeftConfig, thread_id: str | None
+) -> None:
+    """Under `weft --tenant T`, ValueError unless T may name `thread_id` for a new thread
+    (a start's `--id`, a fork's): its own thread or a free `T:` id, as over HTTP
+    (client/thread_tenant.py `chosen_id_refusal`), so a start learns nothing of another
+    tenant's thread ids."""
+    tenant: str | None = getattr(args, "acting_tenant", None)
+    if tenant is None or thread_id is None:
+        return
+    client = await client_from_config(config)
+    store = await asyncio.to_thread(Store.open, config.store_url())
+    try:
+        await check_chosen_id(client, store, thread_id, tenant)
+    finally:
+        store.close()
 
 
 @asynccontextmanager
@@ -208,6 +226,7 @@ def _store_knows(config: WeftConfig, thread_id: str) -> bool:
 
 
 __all__ = [
+    "check_new_thread_id",
     "TENANT_VARIABLE",
     "ThreadError",
     "acting_threads",

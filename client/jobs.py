@@ -32,6 +32,7 @@ from weft.activities.rate_limits import parse_keyed_rate
 from weft.activities.task_deletion import delete_job
 from weft.activities.thread_deletion import DEFAULT_GRACE_SECONDS, DeletionReport
 from weft.client.audit_trail import PYTHON_SUBJECT
+from weft.client.thread_tenant import thread_tenant
 from weft.contract.events import Event
 from weft.contract.jobs import (
     BATCH_KIND,
@@ -54,11 +55,9 @@ from weft.contract.jobs import (
 from weft.contract.jobs import JobError as JobError  # the refusals, shared with deletion
 from weft.contract.jobs import JobNotFound as JobNotFound
 from weft.contract.tenants import DEFAULT_TENANT
-from weft.contract.thread import WORKFLOW_TYPE
 from weft.contract.validation import describe_validation_error
 from weft.store import Store
 from weft.store.jobs import JobExists
-from weft.workflows.search_attributes import TENANT
 
 
 def new_job_id() -> str:
@@ -364,14 +363,7 @@ class Jobs:
         """The tenant of the thread a job is created for; JobError naming `threadId`,
         worded as for an unknown thread, when it is unknown or not `tenant`'s (so a tenant
         learns nothing of another's threads)."""
-        theirs = await asyncio.to_thread(self._store.threads.tenant, thread_id)
-        if theirs is None:  # started, its first activity not run yet: Temporal knows it
-            try:
-                described = await self._client.get_workflow_handle(thread_id).describe()
-            except RPCError:
-                described = None
-            if described is not None and described.workflow_type == WORKFLOW_TYPE:
-                theirs = described.typed_search_attributes.get(TENANT) or DEFAULT_TENANT
+        theirs = await thread_tenant(self._client, self._store, thread_id)
         if theirs is None or (tenant is not None and tenant != theirs):
             raise JobThreadNotFound(thread_id)
         return theirs

@@ -46,6 +46,7 @@ from weft.client.schedule_inputs import (
 )
 from weft.client.schedule_runs import ScheduleRun, ScheduleRuns
 from weft.client.thread_status import closed_message
+from weft.client.thread_tenant import thread_tenant
 from weft.contract.messages import QueuedMessage
 from weft.contract.scheduled_threads import (
     RUN_MEMO,
@@ -166,12 +167,12 @@ class Schedules:
         content = scheduled_message(name, message)
         preview = message[:200]
         if thread is not None and agent is None:
+            # A schedule named for a tenant messages only that tenant's threads. Another
+            # tenant's thread is "not found", as an unknown one: a caller acting for one
+            # tenant (`weft --tenant`) learns nothing of another's threads.
+            if tenant is not None and await thread_tenant(self._client, None, thread) != tenant:
+                raise ScheduleError(f"thread {thread!r} not found")
             action, owner = await self._delivery(name, thread, content)
-            if tenant is not None and tenant != owner:
-                raise ScheduleError(
-                    f"tenant {tenant!r}: thread {thread!r} is tenant {owner!r}'s, and a "
-                    "schedule that messages a thread is its thread's tenant's"
-                )
             target = ScheduleTarget(
                 kind="thread",
                 thread_id=thread,

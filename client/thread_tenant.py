@@ -11,7 +11,7 @@ import asyncio
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from weft.contract.tenants import DEFAULT_TENANT, check_tenant
+from weft.contract.tenants import DEFAULT_TENANT, tenant_clause
 from weft.contract.thread import WORKFLOW_TYPE
 from weft.store import Store
 from weft.workflows.search_attributes import TENANT
@@ -40,14 +40,46 @@ async def thread_tenant(client: Client | None, store: Store | None, thread_id: s
     return described.typed_search_attributes.get(TENANT) or DEFAULT_TENANT
 
 
-def tenant_clause(tenant: str) -> str:
-    """The visibility clause that keeps a listing to `tenant`'s threads; a thread started
-    without a tenant has no `WeftTenant` and is `default`'s. ValueError for a name that is
-    not a tenant's (which could not be quoted safely either)."""
-    check_tenant(tenant)
-    if tenant == DEFAULT_TENANT:
-        return f"(WeftTenant = '{DEFAULT_TENANT}' OR WeftTenant IS NULL)"
-    return f"WeftTenant = '{tenant}'"
+def tenant_id_prefix(tenant: str) -> str:
+    """The start of the thread ids a caller acting for `tenant` may choose for new threads:
+    `<tenant>:`. No tenant name holds a `:`, and no generated id does, so no other tenant
+    (and no id weft makes) lands in this space."""
+    return f"{tenant}:"
 
 
-__all__ = ["tenant_clause", "thread_tenant"]
+def chosen_id_refusal(holder: str | None, thread_id: str, tenant: str) -> str | None:
+    """Why a caller acting for `tenant` may not name `thread_id` for a new thread (a start,
+    a fork, an import), given the tenant holding it (`thread_tenant`; None: no thread), or
+    None when it may: one of the tenant's own threads, or a free id in its own space.
+
+    Thread ids are one namespace shared by every tenant, so an answer that depended on
+    whether another tenant holds an id (taken versus free) would tell the caller that
+    tenant's thread exists. This one depends only on what the caller can learn anyway:
+    whether the id is its own thread, and its shape. An id elsewhere is refused alike
+    whether free, another tenant's, or a task's log."""
+    prefix = tenant_id_prefix(tenant)
+    if holder == tenant or (holder is None and thread_id.startswith(prefix)):
+        return None
+    return (
+        f"thread id {thread_id!r} is not available to tenant {tenant!r}: a tenant names one "
+        f"of its own threads, or a new id that begins with {prefix!r} (thread ids are shared "
+        "by every tenant)"
+    )
+
+
+async def check_chosen_id(client: Client, store: Store | None, thread_id: str, tenant: str) -> None:
+    """ValueError unless a caller acting for `tenant` may name `thread_id` for a new thread
+    (`chosen_id_refusal`)."""
+    holder = await thread_tenant(client, store, thread_id)
+    refusal = chosen_id_refusal(holder, thread_id, tenant)
+    if refusal is not None:
+        raise ValueError(refusal)
+
+
+__all__ = [
+    "check_chosen_id",
+    "chosen_id_refusal",
+    "tenant_clause",
+    "tenant_id_prefix",
+    "thread_tenant",
+]

@@ -55,7 +55,18 @@ def parse_scopes(text: str) -> list[Scope]:
     return scopes
 
 
+def tenant_clause(tenant: str) -> str:
+    """The visibility clause that keeps a listing to `tenant`'s threads; a thread started
+    without a tenant has no `WeftTenant` and is `default`'s. ValueError for a name that is
+    not a tenant's (which could not be quoted safely either)."""
+    check_tenant(tenant)
+    if tenant == DEFAULT_TENANT:
+        return f"(WeftTenant = '{DEFAULT_TENANT}' OR WeftTenant IS NULL)"
+    return f"WeftTenant = '{tenant}'"
+
+
 __all__ = [
+    "tenant_clause",
     "DEFAULT_TENANT",
     "SCOPES",
     "TENANT_PATTERN",

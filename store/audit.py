@@ -18,9 +18,10 @@ from weft.store.tables import audit_log
 
 @dataclass(frozen=True)
 class AuditEntry:
-    """One control action: who (`subject`: a key id, `jwt:<sub>` or `token` over HTTP, with
-    the key's `tenant`; `cli:<user>` or `python`, with the tenant acted on), what (`method`,
-    the `route` template, the `path`, the thread it names) and its `status`."""
+    """One control action: who (`subject`: a key id, `jwt:<sub>` or `token` over HTTP,
+    `cli:<user>` or `python`), the `tenant` acted on (a tenant's key acts on its own; an
+    operator's action names the tenant of the thread, task or job it named), what
+    (`method`, the `route` template, the `path`, the thread it names) and its `status`."""
 
     at: datetime
     subject: str

@@ -90,6 +90,24 @@ async def test_the_cli_acts_for_one_tenant(
     assert await until(lambda: store.threads.tenant(started), "the start's row") == "acme"
     code, _, err = await weft_("--tenant", "acme", "thread", "start", "helper", "--tenant", "x")
     assert code == 2 and "tenant 'x': the CLI acts for tenant 'acme' (--tenant)" in err
+    # A chosen id is refused alike whether free or another tenant's (nothing said of
+    # whose), and a free id in the tenant's own space is taken.
+    for chosen in (theirs, "free-id"):
+        code, _, err = await weft_("--tenant", "acme", "thread", "start", "helper", "--id", chosen)
+        assert code == 1 and f"thread id {chosen!r} is not available to tenant 'acme'" in err
+    code, out, err = await weft_(
+        "--tenant", "acme", "thread", "start", "helper", "--id", "acme:chosen"
+    )
+    assert (code, out.strip()) == (0, "acme:chosen"), err
+    code, _, err = await weft_(
+        "--tenant", "acme", "thread", "fork", ours, "--at", "1", "--id", theirs
+    )
+    assert code == 1 and f"thread id {theirs!r} is not available to tenant 'acme'" in err
+    # Nor may it make a key that reaches every tenant.
+    code, _, err = await weft_(
+        "--tenant", "acme", "key", "create", "--tenant", "acme", "--scopes", "admin"
+    )
+    assert code == 2 and "--scopes admin: the CLI acts for tenant 'acme'" in err, err
     code, _, err = await weft_("--tenant", "a b", "thread", "list")
     assert code == 2 and err.startswith("weft: --tenant: tenant 'a b'"), err
     code, _, err = await weft_("--tenant", "acme", "schedule", "show", "nightly")
@@ -101,13 +119,13 @@ async def test_the_cli_acts_for_one_tenant(
         assert code == 0, err
         return {line.split("\t")[0] for line in out.splitlines()}
 
-    everyone = {ours, theirs, started}
+    everyone = {ours, theirs, started, "acme:chosen"}
     for _ in range(100):
         if everyone <= await listed():
             break
         await asyncio.sleep(0.1)
     assert everyone <= await listed()  # the operator sees every tenant's
-    assert await listed("--tenant", "acme") == {ours, started}
+    assert await listed("--tenant", "acme") == {ours, started, "acme:chosen"}
     assert await listed("--tenant", "globex") == {theirs}
 
     # So does the inbox: acme's thread waits for a permission; globex's inbox is empty.
@@ -125,8 +143,9 @@ async def test_the_cli_acts_for_one_tenant(
     code, out, err = await weft_("--tenant", "globex", "audit")
     assert (code, out) == (0, "no control actions recorded\n"), err
     code, out, _ = await weft_("--tenant", "acme", "audit")
-    assert code == 0 and "POST /threads  201" in out and out.count("\n") == 1, out
-    for thread_id in (ours, theirs, started):
+    # its two starts (the refused ones were refused before anything was done)
+    assert code == 0 and out.count("POST /threads  201") == 2 and out.count("\n") == 2, out
+    for thread_id in (ours, theirs, started, "acme:chosen"):
         await threads.terminate(thread_id)
 
 

@@ -29,6 +29,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from weft.activities import thread_deletion
 from weft.activities.thread_deletion import ThreadNotFound, delete_thread
 from weft.cli.main import run as weft_cli
+from weft.client.schedules import ScheduleNotFound, Schedules
 from weft.client.threads import Threads
 from weft.definitions import define_tool
 from weft.store import Store
@@ -364,6 +365,9 @@ async def test_http_delete_is_scoped_to_the_tenant(
         _seed(stack.store, "globex-1", tenant="globex")
         assert (await stack.http.delete("/threads/globex-1")).status_code == 200
         assert not stack.store.deletion.known("globex-1")
+        # Recorded as the token's, on globex's thread: the tenant read before it went.
+        (by_token,) = stack.store.audit.list(thread_id="globex-1")
+        assert (by_token.subject, by_token.tenant, by_token.status) == ("token", "globex", 200)
         audited = stack.store.audit.list(thread_id=thread_id)
         assert [(e.method, e.status) for e in audited if e.method == "DELETE"] == [
             ("DELETE", 404),
@@ -391,6 +395,13 @@ async def test_cli_deletes_a_tenant(temporal_client, weft_config, tmp_path, caps
         store.tenant_quotas.set("acme", max_active_threads=5, max_tokens=None, max_cost_usd=None)
         store.retention.set_tenant("acme", "30d")
         store.retention.set_tenant("globex", "30d")
+        # A schedule of acme's (it would start acme's threads after the deletion) and one of
+        # globex's, which stays.
+        schedules = Schedules(temporal_client, task_queue=weft_config.temporal.task_queue)
+        suffix = uuid.uuid4().hex[:8]
+        ours, kept = f"acme-nightly-{suffix}", f"globex-nightly-{suffix}"
+        await schedules.create(ours, message="x", agent="helper", every="1h", tenant="acme")
+        await schedules.create(kept, message="x", agent="helper", every="1h", tenant="globex")
 
         assert (
             await asyncio.to_thread(weft_cli, ["--config", str(config), "tenant", "delete", "acme"])
@@ -406,6 +417,11 @@ async def test_cli_deletes_a_tenant(temporal_client, weft_config, tmp_path, caps
         assert code == 0, capsys.readouterr().err
         out = capsys.readouterr().out
         assert "deleted acme-1" in out and "deleted acme-2" in out and "1 API keys" in out
+        assert f"deleted schedule {ours}" in out and kept not in out
+        with pytest.raises(ScheduleNotFound):
+            await schedules.describe(ours)
+        assert (await schedules.describe(kept)).tenant == "globex"
+        await schedules.delete(kept)
         assert store.deletion.tenant_threads("acme") == []
         assert store.deletion.tenant_threads("globex") == ["other-1"]
         assert store.api_keys.list(tenant="acme") == []
