@@ -378,6 +378,10 @@ async def test_http_delete_is_scoped_to_the_tenant(
 
 
 async def test_cli_deletes_a_tenant(temporal_client, weft_config, tmp_path, capsys):
+    # A tenant of this test's own: Temporal's visibility is shared with other tests, and a
+    # tenant deletion deletes every thread it lists for the tenant.
+    suffix = uuid.uuid4().hex[:8]
+    acme = f"acme-{suffix}"
     config = tmp_path / "weft.yml"
     config.write_text(
         yaml.safe_dump(
@@ -388,23 +392,22 @@ async def test_cli_deletes_a_tenant(temporal_client, weft_config, tmp_path, caps
         )
     )
     with Store.open(weft_config.store_url()) as store:
-        _seed(store, "acme-1", tenant="acme")
-        _seed(store, "acme-2", tenant="acme")
+        _seed(store, "acme-1", tenant=acme)
+        _seed(store, "acme-2", tenant=acme)
         _seed(store, "other-1", tenant="globex")
-        store.api_keys.create("acme", ["threads:read"])
-        store.tenant_quotas.set("acme", max_active_threads=5, max_tokens=None, max_cost_usd=None)
-        store.retention.set_tenant("acme", "30d")
+        store.api_keys.create(acme, ["threads:read"])
+        store.tenant_quotas.set(acme, max_active_threads=5, max_tokens=None, max_cost_usd=None)
+        store.retention.set_tenant(acme, "30d")
         store.retention.set_tenant("globex", "30d")
         # A schedule of acme's (it would start acme's threads after the deletion) and one of
         # globex's, which stays.
         schedules = Schedules(temporal_client, task_queue=weft_config.temporal.task_queue)
-        suffix = uuid.uuid4().hex[:8]
         ours, kept = f"acme-nightly-{suffix}", f"globex-nightly-{suffix}"
-        await schedules.create(ours, message="x", agent="helper", every="1h", tenant="acme")
+        await schedules.create(ours, message="x", agent="helper", every="1h", tenant=acme)
         await schedules.create(kept, message="x", agent="helper", every="1h", tenant="globex")
 
         assert (
-            await asyncio.to_thread(weft_cli, ["--config", str(config), "tenant", "delete", "acme"])
+            await asyncio.to_thread(weft_cli, ["--config", str(config), "tenant", "delete", acme])
             == 1
         )
         assert "pass --yes" in capsys.readouterr().err
@@ -412,7 +415,7 @@ async def test_cli_deletes_a_tenant(temporal_client, weft_config, tmp_path, caps
         assert await asyncio.to_thread(weft_cli, bad) == 1
         assert capsys.readouterr().err.startswith("weft: tenant 'a b': 1 to 64")
         code = await asyncio.to_thread(
-            weft_cli, ["--config", str(config), "tenant", "delete", "acme", "--yes"]
+            weft_cli, ["--config", str(config), "tenant", "delete", acme, "--yes"]
         )
         assert code == 0, capsys.readouterr().err
         out = capsys.readouterr().out
@@ -422,10 +425,10 @@ async def test_cli_deletes_a_tenant(temporal_client, weft_config, tmp_path, caps
             await schedules.describe(ours)
         assert (await schedules.describe(kept)).tenant == "globex"
         await schedules.delete(kept)
-        assert store.deletion.tenant_threads("acme") == []
+        assert store.deletion.tenant_threads(acme) == []
         assert store.deletion.tenant_threads("globex") == ["other-1"]
-        assert store.api_keys.list(tenant="acme") == []
-        assert store.tenant_quotas.get("acme") is None
+        assert store.api_keys.list(tenant=acme) == []
+        assert store.tenant_quotas.get(acme) is None
         assert store.retention.tenants() == {"globex": "30d"}
 
         code = await asyncio.to_thread(
@@ -441,7 +444,7 @@ async def test_cli_deletes_a_tenant(temporal_client, weft_config, tmp_path, caps
         recorded = store.audit.list()
         assert [e.subject.split(":")[0] for e in recorded] == ["cli", "cli"]
         assert sorted((e.route, e.tenant) for e in recorded) == [
-            ("/tenants/{tenant}", "acme"),
+            ("/tenants/{tenant}", acme),
             ("/threads/{thread_id}", "globex"),
         ]
 

@@ -267,8 +267,11 @@ async def test_cli_deletes_tasks_jobs_and_a_tenants_work(temporal_client, weft_c
         jobs = Jobs(temporal_client, store, task_queue=queue)
         lone = await tasks.create("Alone.", "helper")
         job = await jobs.create("helper", ["one"])
-        acme_task = await tasks.create("Acme's.", "helper", tenant="acme")
-        acme_job = await jobs.create("helper", ["one"], tenant="acme")
+        # A tenant of this test's own: Temporal's visibility is shared with other tests,
+        # and a tenant deletion deletes every thread it lists for the tenant.
+        acme = f"acme-{uuid.uuid4().hex[:8]}"
+        acme_task = await tasks.create("Acme's.", "helper", tenant=acme)
+        acme_job = await jobs.create("helper", ["one"], tenant=acme)
 
         # A task's id is no thread's: a thread's deletion would take the task's log.
         with pytest.raises(ThreadNotFound):
@@ -278,7 +281,7 @@ async def test_cli_deletes_tasks_jobs_and_a_tenants_work(temporal_client, weft_c
         (code, out, err), (job_code, job_out, job_err), report = await asyncio.gather(
             weft_cli(config, "task", "delete", lone.task_id, "--yes", "--grace", "0"),
             weft_cli(config, "job", "delete", job.job_id, "--yes", "--grace", "0", "--json"),
-            delete_tenant(temporal_client, store, "acme", grace=0),
+            delete_tenant(temporal_client, store, acme, grace=0),
         )
         assert code == 0, err
         assert f"deleted task {lone.task_id}: 2 rows, 1 Temporal executions" in out, out
@@ -295,6 +298,6 @@ async def test_cli_deletes_tasks_jobs_and_a_tenants_work(temporal_client, weft_c
         assert [j.job_id for j in report.jobs] == [acme_job.job_id]
         assert acme_task.task_id in [t.task_id for t in report.tasks]
         assert sorted(report.cancelled) == sorted([acme_job.job_id, acme_task.task_id])
-        assert store.deletion.tenant_work("acme") == ([], [])
+        assert store.deletion.tenant_work(acme) == ([], [])
         for workflow_id in (acme_job.job_id, acme_task.task_id):
             await _forgotten(temporal_client, workflow_id)

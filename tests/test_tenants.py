@@ -218,9 +218,10 @@ async def test_tenants_see_and_steer_only_their_own_threads(
             assert (globex_id, "globex", messages, 404) in done
             assert (reader_id, "acme", messages, 403) in done
             started = store.audit.list(subject="token")
+            # The operator's fork names the tenant of the thread it forked.
             assert [(e.route, e.tenant, e.status) for e in started] == [
                 ("/threads", None, 201),
-                ("/threads/{thread_id}/fork", None, 201),
+                ("/threads/{thread_id}/fork", "acme", 201),
             ]
 
             # The inbox page takes a key as it takes the token (into its cookie), and then
