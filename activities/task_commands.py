@@ -20,7 +20,12 @@ from typing import Any, TypeVar
 
 import jsonschema
 from pydantic import BaseModel, ValidationError
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -61,6 +66,7 @@ from weft.contract.tasks import (
     task_snapshot,
 )
 from weft.contract.tenants import DEFAULT_TENANT, check_tenant
+from weft.contract.thread import WORKFLOW_TYPE as THREAD_WORKFLOW_TYPE
 from weft.contract.validation import describe_validation_error
 from weft.store import Store
 
@@ -89,6 +95,7 @@ class TaskCommands:
         dependencies: Sequence[str] = (),
         acceptance_schema: dict[str, Any] | None = None,
         tenant: str | None = None,
+        in_thread: str | None = None,
         **fields: Any,
     ) -> TaskRecord:
         """Create a task and start it (unless `auto_start=False`: then it waits for
@@ -96,7 +103,15 @@ class TaskCommands:
         or models). A dependency may name a task created later.
 
         `tenant` (docs/tenants.md) is the task's and its attempt threads'; none given, a
-        task scoped to a thread is that thread's tenant's, any other `default`'s."""
+        task scoped to a thread (or run in one, `run_in`) is that thread's tenant's, any
+        other `default`'s.
+
+        `in_thread` (on the wire `runIn: {"threadId": …}`): each attempt is a new turn of
+        that thread, which must be a running `AgentThread` of the task's tenant (another
+        tenant's is refused as unknown) whose agent is the assignee; the task never
+        closes it."""
+        if in_thread is not None:
+            fields["run_in"] = {"threadId": in_thread}
         spec = _spec(
             {
                 "objective": objective,
@@ -106,7 +121,10 @@ class TaskCommands:
                 **fields,
             }
         )
-        spec.scope = self._tenant_scope(spec.scope, tenant)
+        given = spec.run_in.thread_id if spec.run_in is not None else None
+        spec.scope = self._tenant_scope(spec.scope, tenant, given)
+        if given is not None:
+            await self._check_given_thread(given, spec)
         for dependency in spec.dependencies:
             self._same_tenant(spec.scope.tenant, dependency, "dependencies")
         try:
@@ -139,8 +157,41 @@ class TaskCommands:
         if theirs is not None and theirs != (tenant or DEFAULT_TENANT):
             raise TaskError(f"{field}: {dependency!r} is not a task of this tenant", field=field)
 
-    def _tenant_scope(self, scope: TaskScope, tenant: str | None) -> TaskScope:
-        """`scope` with the task's tenant: `tenant`, else its thread's; TaskError naming
+    async def _check_given_thread(self, thread_id: str, spec: TaskSpec) -> None:
+        """TaskError naming `runIn.threadId` unless the thread is a running `AgentThread`
+        of the task's tenant (another tenant's is worded as one that does not exist), or
+        naming `assignee` unless the thread's agent is the task's assignee."""
+        field = "runIn.threadId"
+        unknown = TaskError(f"{field}: no thread {thread_id!r}", field=field)
+        row = self._store.threads.get(thread_id)
+        if row is None or row.tenant != (spec.scope.tenant or DEFAULT_TENANT):
+            raise unknown
+        try:
+            described = await self._client.get_workflow_handle(thread_id).describe()
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+            raise unknown from None
+        if described.workflow_type != THREAD_WORKFLOW_TYPE:
+            raise unknown
+        if described.status != WorkflowExecutionStatus.RUNNING:
+            status = described.status.name.lower() if described.status else "closed"
+            raise TaskError(
+                f"{field}: thread {thread_id!r} is {status}: a task runs only in a running thread",
+                field=field,
+            )
+        if row.agent != spec.assignee:
+            raise TaskError(
+                f"assignee: {spec.assignee!r} is not the agent of thread {thread_id!r} "
+                f"({row.agent!r}): a task run in a thread is assigned to its agent",
+                field="assignee",
+            )
+
+    def _tenant_scope(
+        self, scope: TaskScope, tenant: str | None, given_thread: str | None = None
+    ) -> TaskScope:
+        """`scope` with the task's tenant: `tenant`, else its thread's (`scope.threadId`,
+        then `given_thread`, the one it runs in); TaskError naming
         `tenant` for a bad name or one that contradicts `scope.tenant`."""
         if tenant is not None:
             try:
@@ -155,6 +206,8 @@ class TaskCommands:
                 )
         elif scope.tenant is None and scope.thread_id is not None:
             tenant = self._store.threads.tenant(scope.thread_id)
+        elif scope.tenant is None and given_thread is not None:
+            tenant = self._store.threads.tenant(given_thread)
         if tenant is None or tenant == DEFAULT_TENANT:
             return scope  # `default`'s: left out, as before tenants
         return scope.model_copy(update={"tenant": tenant})
@@ -281,6 +334,14 @@ class TaskCommands:
         """Hand a task whose attempts have not started to agent `to` (`task.delegated`):
         its attempts run as `to`. `start`: also start a task created not to start."""
         command = _model(DelegateTask, {"to": to, "by": by, "reason": reason})
+        held = self.get(task_id)
+        given = held.run_in
+        if given is not None and command.to != held.assignee:
+            raise TaskError(
+                f"to: task {task_id} runs in thread {given.thread_id!r}, whose agent is its "
+                "assignee: it is delegated to no other agent",
+                field="to",
+            )
         record = await self._update(task_id, "delegate", UPDATE_DELEGATE_TASK, command)
         if start and not record.auto_start and record.status == "accepted":
             record = await self.start(task_id, by=by, reason=reason)

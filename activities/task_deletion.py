@@ -202,10 +202,13 @@ async def delete_one_task(
     if stopped is not None:
         report.cancelled.append(task_id)
     record = await asyncio.to_thread(store.tasks.get, task_id)
+    # A thread the task ran in without starting it (`runIn`) is not the task's to close or
+    # delete: it lives on after the task.
+    given = record.run_in.thread_id if record is not None and record.run_in else None
     if stopped == "terminated" and record is not None:
         # Its run did not close its attempt's thread: close it here, so nothing runs on.
         for attempt in record.attempts:
-            if attempt.status == "running":
+            if attempt.status == "running" and attempt.thread_id != given:
                 await close_thread(client, attempt.thread_id, grace)
     unlinked: list[str] = []
     for dependent in await asyncio.to_thread(store.deletion.dependents, task_id):
@@ -214,6 +217,8 @@ async def delete_one_task(
             unlinked.append(dependent.task_id)
     if with_threads and record is not None:
         for attempt in record.attempts:
+            if attempt.thread_id == given:
+                continue
             try:
                 done = await delete_thread(client, store, attempt.thread_id, children=True)
             except ThreadNotFound:

@@ -371,6 +371,7 @@ async def _create(
             constraints=body.constraints,
             auto_start=body.auto_start,
             tenant=tenant,
+            run_in=body.run_in,
         )
     except TaskError as err:
         # Only a failed start carries its cause; every refusal of the input is `from None`.

@@ -38,6 +38,11 @@ def register(commands: Any) -> None:
     create.add_argument("--schema", help="acceptance: a JSON Schema file the answer must meet")
     create.add_argument("--session", help="the session the task belongs to")
     create.add_argument(
+        "--in-thread",
+        metavar="THREAD_ID",
+        help="run each attempt as a turn of this running thread of the assignee agent",
+    )
+    create.add_argument(
         "--no-start", action="store_true", help="create it held: it waits for `weft task start`"
     )
     create.add_argument(
@@ -159,6 +164,7 @@ async def _create(args: argparse.Namespace, config: WeftConfig) -> int:
                 scope={"sessionId": args.session} if args.session else {},
                 auto_start=not args.no_start,
                 tenant=args.tenant,
+                in_thread=args.in_thread,
             )
         if args.wait:
             _print(await tasks.wait(record.task_id))

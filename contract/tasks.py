@@ -136,6 +136,14 @@ class TaskAcceptance(CamelModel):
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
 
 
+class TaskRunIn(CamelModel):
+    """Where the task's attempts run when not in threads of their own: `threadId`, a
+    running `AgentThread` of the task's tenant whose agent is the assignee; each attempt
+    is a new turn of it, and the task never closes it."""
+
+    thread_id: str = Field(min_length=1, max_length=255)
+
+
 class TaskSpec(CamelModel):
     """What `create` is given: the task without its lifecycle."""
 
@@ -147,6 +155,10 @@ class TaskSpec(CamelModel):
     dependencies: list[str] = Field(default_factory=list, max_length=1000)
     auto_start: bool = Field(
         default=True, description="false: the task waits for `start` before it is queued"
+    )
+    run_in: TaskRunIn | None = Field(
+        default=None,
+        description="a given thread each attempt runs as a turn of (none: a thread each)",
     )
 
     @field_validator("dependencies")

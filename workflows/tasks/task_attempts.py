@@ -1,7 +1,8 @@
 """A task's attempts, from its start to its end (docs/tasks.md).
 
 Once started and its dependencies completed, the task runs attempts: each starts the
-assignee agent as an `AgentThread` child of its own, asks it the objective with
+assignee agent as an `AgentThread` child of its own (or, for a task with `runIn`, uses
+the given thread, which it never closes), asks it the objective with
 `submit_turn` (wait `completed`, from the `task.attempt` activity), and checks the
 acceptance criteria. An accepted attempt completes the task; otherwise a new attempt, up
 to `maxAttempts`, then `failed`. An attempt whose worker stops heartbeating is `lost`. The
@@ -57,6 +58,11 @@ from weft.workflows.tasks.task_views import RunFacts
 _ATTEMPT_HEARTBEAT = timedelta(seconds=30)
 _ATTEMPT_LIMIT = timedelta(days=7)
 
+# Asked at a run's first activation, and only by a task whose attempts run in a given
+# thread (`runIn`): a run of a task without it never asks, so older histories replay as
+# they were recorded.
+RUN_IN_THREAD_PATCH = "task-run-in-thread-v1"
+
 # Where the work stands: `task.queued` not yet written, waiting before `task.started`, or
 # in the attempts.
 Stage = Literal["waiting", "queued", "attempting"]
@@ -101,10 +107,18 @@ class AttemptLoop:
         self._controls = controls
         self._dependencies = dependencies
         self._thread_id: str | None = None
+        # The thread the task's attempts run as turns of (`runIn`), under the patch;
+        # None: each attempt starts a thread of its own.
+        self._given_thread: str | None = None
         self.started = False  # task.started written in this run: attempts have begun
         self._stage: Stage = "waiting"
         self._made = 0  # attempts made since this run (or a retry) of the task began
         self._retry_due = False  # the last attempt failed: `task.retrying` comes next
+
+    def begin(self, task: TaskRecord) -> None:
+        """At the run's first activation: whether the attempts run in a given thread."""
+        if task.run_in is not None and workflow.patched(RUN_IN_THREAD_PATCH):
+            self._given_thread = task.run_in.thread_id
 
     async def work(self, log: TaskLog, carried: TaskRunCarry | None = None) -> Resting | None:
         """Start (when held, once started), wait for the dependencies, run the attempts;
@@ -193,7 +207,7 @@ class AttemptLoop:
         task = log.record
         number = len(task.attempts) + 1
         attempt_id = f"{task.task_id}.a{number}"
-        thread_id = f"{task.task_id}-a{number}"
+        thread_id = self._given_thread or f"{task.task_id}-a{number}"
         started = {
             "attempt": {
                 "attemptId": attempt_id,
@@ -255,8 +269,34 @@ class AttemptLoop:
     async def _run_attempt(
         self, task: TaskRecord, number: int, attempt_id: str, thread_id: str
     ) -> AttemptResult:
-        """Start the attempt's thread and run `task.attempt` on it."""
+        """Start the attempt's thread and run `task.attempt` on it; in a given thread,
+        run it there as a new turn (the task neither starts nor closes that thread)."""
         commands = self._run.commands
+        if self._given_thread is None:
+            await self._start_thread(task, number, thread_id)
+        result: AttemptResult = await workflow.execute_activity(
+            ACTIVITY_TASK_ATTEMPT,
+            AttemptInput(
+                task_id=task.task_id,
+                attempt_id=attempt_id,
+                run_id=workflow.info().run_id,
+                thread_id=thread_id,
+                objective=task.objective,
+                acceptance=task.acceptance,
+            ),
+            result_type=AttemptResult,
+            start_to_close_timeout=_ATTEMPT_LIMIT,
+            # With the commands, a timed-out heartbeat is not retried on the same turn: the
+            # attempt is lost and the task's own policy makes the next one (`_lose`).
+            heartbeat_timeout=timedelta(seconds=task.constraints.lost_after_seconds)
+            if commands
+            else _ATTEMPT_HEARTBEAT,
+            retry_policy=RetryPolicy(maximum_attempts=1 if commands else 10),
+        )
+        return result
+
+    async def _start_thread(self, task: TaskRecord, number: int, thread_id: str) -> None:
+        """Start the attempt's own thread, a child of the task's run."""
         options = ThreadOptions(budget=task.constraints.budget)
         # The attempt's thread is its task's tenant's; a task without one (None) starts
         # it exactly as before tenants: no tenant in its input, no search attribute.
@@ -278,26 +318,6 @@ class AttemptLoop:
             static_summary=f"{task.assignee} · attempt {number} of {task.task_id}",
         )
         self._thread_id = thread_id  # only a thread this task started is closed by it
-        result: AttemptResult = await workflow.execute_activity(
-            ACTIVITY_TASK_ATTEMPT,
-            AttemptInput(
-                task_id=task.task_id,
-                attempt_id=attempt_id,
-                run_id=workflow.info().run_id,
-                thread_id=thread_id,
-                objective=task.objective,
-                acceptance=task.acceptance,
-            ),
-            result_type=AttemptResult,
-            start_to_close_timeout=_ATTEMPT_LIMIT,
-            # With the commands, a timed-out heartbeat is not retried on the same turn: the
-            # attempt is lost and the task's own policy makes the next one (`_lose`).
-            heartbeat_timeout=timedelta(seconds=task.constraints.lost_after_seconds)
-            if commands
-            else _ATTEMPT_HEARTBEAT,
-            retry_policy=RetryPolicy(maximum_attempts=1 if commands else 10),
-        )
-        return result
 
     # ---- the run's other endings ----------------------------------------------------
 

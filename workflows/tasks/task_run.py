@@ -112,6 +112,7 @@ class TaskRunWorkflow:
             enabled=self._commands and workflow.patched(CONTINUE_AS_NEW_PATCH),
             after_events=start.continue_after_events,
         )
+        self._attempts.begin(start.task)  # asks its patch here, at the first activation
         log = self._log = TaskLog(start.task, ordered=self._commands)
         carried = start.carried
         if carried is not None:
