@@ -306,6 +306,9 @@ async def assert_runs_replay(histories: Sequence[WorkflowHistory]) -> int:
     from weft.workflows.agent_thread import AgentThreadWorkflow
 
     replayer = Replayer(
+        # Determinism is what is checked: a long GC pause in a busy test process is no
+        # deadlock (the SDK's 2 s detector fired on one under CI).
+        debug_mode=True,
         workflows=[AgentThreadWorkflow],
         data_converter=data_converter(None),
         workflow_runner=workflow_runner(data_converter(None)),

@@ -108,6 +108,9 @@ def _peak_running(events: list[Event]) -> int:
 async def _runs_replay(client: Client, job_id: str) -> int:
     """Every run of the job's workflow replays on today's code; how many runs there were."""
     replayer = Replayer(
+        # Determinism is what is checked: a long GC pause in a busy test process is no
+        # deadlock (the SDK's 2 s detector fired on one under CI).
+        debug_mode=True,
         workflows=[JobRunWorkflow],
         data_converter=data_converter(None),
         workflow_runner=workflow_runner(data_converter(None)),

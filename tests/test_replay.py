@@ -47,6 +47,9 @@ async def test_replay(path: Path) -> None:
     """Replaying the recorded history raises no non-determinism error."""
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     replayer = Replayer(
+        # Determinism is what is checked: a long GC pause in a busy test process is no
+        # deadlock (the SDK's 2 s detector fired on one under CI).
+        debug_mode=True,
         workflows=[AgentThreadWorkflow],
         data_converter=pydantic_data_converter,
         workflow_runner=workflow_runner(pydantic_data_converter),

@@ -48,6 +48,9 @@ def history_of(path: Path) -> WorkflowHistory:
 async def replay_failure(path: Path) -> Exception | None:
     converter = data_converter(None)
     replayer = Replayer(
+        # Determinism is what is checked: a long GC pause in a busy test process is no
+        # deadlock (the SDK's 2 s detector fired on one under CI).
+        debug_mode=True,
         workflows=[TaskRunWorkflow],
         data_converter=converter,
         workflow_runner=workflow_runner(converter),

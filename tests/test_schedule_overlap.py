@@ -93,7 +93,9 @@ async def test_skip_waits_for_the_previous_thread_to_close(
     assert READABLE_ID.fullmatch(second)
     history = await temporal_client.get_workflow_handle(starter).fetch_history()
     # The run's commands are what its code issues today (no nondeterminism on replay).
-    await Replayer(workflows=[ScheduledThreadStartWorkflow]).replay_workflow(history)
+    await Replayer(workflows=[ScheduledThreadStartWorkflow], debug_mode=True).replay_workflow(
+        history
+    )
 
 
 async def test_terminate_other_terminates_the_previous_thread(

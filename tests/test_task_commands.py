@@ -64,6 +64,9 @@ def _payloads(tasks: Tasks, task_id: str, kind: str) -> list[dict[str, Any]]:
 
 async def _replays(client: Client, task_id: str) -> None:
     replayer = Replayer(
+        # Determinism is what is checked: a long GC pause in a busy test process is no
+        # deadlock (the SDK's 2 s detector fired on one under CI).
+        debug_mode=True,
         workflows=[TaskRunWorkflow],
         data_converter=data_converter(None),
         workflow_runner=workflow_runner(data_converter(None)),

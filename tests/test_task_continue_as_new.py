@@ -163,6 +163,9 @@ def _carried(history: WorkflowHistory) -> TaskRunCarry | None:
 async def _replays(history: WorkflowHistory) -> None:
     converter = data_converter(None)
     replayer = Replayer(
+        # Determinism is what is checked: a long GC pause in a busy test process is no
+        # deadlock (the SDK's 2 s detector fired on one under CI).
+        debug_mode=True,
         workflows=[TaskRunWorkflow],
         data_converter=converter,
         workflow_runner=workflow_runner(converter),

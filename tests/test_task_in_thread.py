@@ -72,6 +72,9 @@ def _transcript(worker: AgentWorker, thread_id: str) -> list[tuple[str, str | No
 async def _replays(client: Client, task_id: str) -> None:
     """Every run of the task's workflow replays on today's code, and asked the patch."""
     replayer = Replayer(
+        # Determinism is what is checked: a long GC pause in a busy test process is no
+        # deadlock (the SDK's 2 s detector fired on one under CI).
+        debug_mode=True,
         workflows=[TaskRunWorkflow],
         data_converter=data_converter(None),
         workflow_runner=workflow_runner(data_converter(None)),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -49,7 +49,7 @@ from weft.contract.thread import (
 )
 from weft.workflows.failures import failure_text
 from weft.workflows.search_attributes import start_attributes
-from weft.workflows.tasks.task_continuation import ContinueHere
+from weft.workflows.tasks.task_continuation import ContinueHere, Resting, Stage
 from weft.workflows.tasks.task_log import LOCAL_TIMEOUT, TaskLog, now_iso
 from weft.workflows.tasks.task_views import RunFacts
 
@@ -62,19 +62,6 @@ _ATTEMPT_LIMIT = timedelta(days=7)
 # thread (`runIn`): a run of a task without it never asks, so older histories replay as
 # they were recorded.
 RUN_IN_THREAD_PATCH = "task-run-in-thread-v1"
-
-# Where the work stands: `task.queued` not yet written, waiting before `task.started`, or
-# in the attempts.
-Stage = Literal["waiting", "queued", "attempting"]
-
-
-class Resting(NamedTuple):
-    """Where the work rested when the run is to continue as new (`TaskRunCarry`'s part
-    that is the attempt loop's)."""
-
-    stage: Stage
-    made: int
-    retry_due: bool
 
 
 class AttemptControls(Protocol):

@@ -16,8 +16,9 @@ waited: the same conditions, the same timers, never continued.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Protocol
+from typing import Literal, Protocol
 
 from temporalio import workflow
 
@@ -25,6 +26,21 @@ from weft.contract.tasks import CancelTask, CompleteTask, TaskCommand
 
 # Asked once, at the run's first activation, by runs with the task commands.
 CONTINUE_AS_NEW_PATCH = "task-run-continue-as-new-v1"
+
+
+# Where the work stands: `task.queued` not yet written, waiting before `task.started`, or
+# in the attempts.
+Stage = Literal["waiting", "queued", "attempting"]
+
+
+@dataclass(frozen=True)
+class Resting:
+    """Where the attempt loop's work rested when the run is to continue as new
+    (`TaskRunCarry`'s part that is the attempt loop's)."""
+
+    stage: Stage
+    made: int
+    retry_due: bool
 
 
 class ContinueHere(Exception):

@@ -44,8 +44,12 @@ from weft.contract.tasks import (
     TaskRunInput,
 )
 from weft.contract.validation import describe_validation_error
-from weft.workflows.tasks.task_attempts import AttemptLoop, Resting
-from weft.workflows.tasks.task_continuation import CONTINUE_AS_NEW_PATCH, TaskContinuation
+from weft.workflows.tasks.task_attempts import AttemptLoop
+from weft.workflows.tasks.task_continuation import (
+    CONTINUE_AS_NEW_PATCH,
+    Resting,
+    TaskContinuation,
+)
 from weft.workflows.tasks.task_controls import TaskControls
 from weft.workflows.tasks.task_dependencies import DependencyWait
 from weft.workflows.tasks.task_log import TaskLog
