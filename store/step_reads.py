@@ -3,9 +3,10 @@
 A step read the thread row (for its env), the budget ledger, the boundary in force with
 its pinned messages, and the transcript since it, each in a transaction of its own: four
 begins and commits a step where one does, and four views of a store that may change in
-between. The tenant's quota comes with the ledger, joined in its statement
-(`tenant_quotas.ledger_and_quota`): a tenant without one costs the step nothing. One snapshot reads them all (SQLite's deferred transaction in WAL mode,
-PostgreSQL's REPEATABLE READ), the transcript through the worker's cache as before, and
+between. One snapshot reads them all (SQLite's deferred transaction in WAL mode,
+PostgreSQL's REPEATABLE READ), the tenant's quota joined into the ledger's statement
+(`tenant_quotas.ledger_and_quota`: a tenant without one costs the step nothing), the
+transcript through the worker's cache as before, and
 the thread's env from the copy this worker keeps at the workflow's count of env writes
 when it has one (thread_env_rows.py), as `tool.call` does.
 """
