@@ -60,7 +60,7 @@ async def api_stack(
     try:
         async with GatewayServer(app, port=0) as server:
             headers = {"Authorization": f"Bearer {API_TOKEN}"}
-            async with httpx.AsyncClient(base_url=server.url, headers=headers) as http:
+            async with httpx.AsyncClient(timeout=60, base_url=server.url, headers=headers) as http:
                 yield ApiStack(server.url, http, store, task_queue, ctx)
     finally:
         await feed.close()

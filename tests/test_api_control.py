@@ -304,7 +304,7 @@ async def test_terminate_then_every_control_route_is_409(
             messages, json={"content": "x"}, headers={"Idempotency-Key": ""}
         )
         assert bad_key.status_code == 400 and bad_key.json()["fields"] == ["Idempotency-Key"]
-        async with httpx.AsyncClient(base_url=stack.url) as anonymous:
+        async with httpx.AsyncClient(timeout=60, base_url=stack.url) as anonymous:
             for suffix, body in routes:
                 reply = await anonymous.post(f"/threads/{thread_id}{suffix}", json=body)
                 assert reply.status_code == 401, suffix

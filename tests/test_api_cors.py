@@ -15,7 +15,7 @@ PREFLIGHT = {
 
 async def test_only_the_configured_origin_is_granted(temporal_client, weft_config):
     async with api_stack(temporal_client, weft_config, "tq-cors", cors_origin=ORIGIN) as stack:
-        async with httpx.AsyncClient(base_url=stack.url) as browser:
+        async with httpx.AsyncClient(timeout=60, base_url=stack.url) as browser:
             allowed = await browser.options("/threads", headers={"Origin": ORIGIN, **PREFLIGHT})
             assert allowed.status_code == 200, allowed.text
             assert allowed.headers["access-control-allow-origin"] == ORIGIN
@@ -33,7 +33,7 @@ async def test_only_the_configured_origin_is_granted(temporal_client, weft_confi
         foreign = await stack.http.get("/threads", headers={"Origin": "https://evil.example.net"})
         assert "access-control-allow-origin" not in foreign.headers
 
-        async with httpx.AsyncClient(base_url=stack.url) as anonymous:
+        async with httpx.AsyncClient(timeout=60, base_url=stack.url) as anonymous:
             # A simple cross-origin request still needs the token: CORS grants no access.
             blocked = await anonymous.get("/threads", headers={"Origin": ORIGIN})
             assert blocked.status_code == 401
@@ -41,7 +41,7 @@ async def test_only_the_configured_origin_is_granted(temporal_client, weft_confi
 
 async def test_no_origin_is_granted_by_default(temporal_client, weft_config):
     async with api_stack(temporal_client, weft_config, "tq-cors-none") as stack:
-        async with httpx.AsyncClient(base_url=stack.url) as browser:
+        async with httpx.AsyncClient(timeout=60, base_url=stack.url) as browser:
             preflight = await browser.options("/threads", headers={"Origin": ORIGIN, **PREFLIGHT})
             assert "access-control-allow-origin" not in preflight.headers
         read = await stack.http.get("/threads", headers={"Origin": ORIGIN})

@@ -156,7 +156,9 @@ async def test_two_hundred_subscribers_share_one_poller(
         cursor = stack.store.events.last_sequence(handle.id)
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
         headers = {"Authorization": stack.http.headers["Authorization"]}
-        async with httpx.AsyncClient(base_url=stack.url, headers=headers, limits=limits) as http:
+        async with httpx.AsyncClient(
+            timeout=60, base_url=stack.url, headers=headers, limits=limits
+        ) as http:
             async with _subscribers(http, handle.id, 200, cursor) as clients:
                 for _ in range(200):
                     if feed.waiting == 200:

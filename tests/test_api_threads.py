@@ -219,7 +219,7 @@ async def test_start_refusals_name_the_field(
             "/threads", content=b"agent=helper", headers={"Content-Type": "text/plain"}
         )
         assert as_text.status_code == 415
-        async with httpx.AsyncClient(base_url=stack.url) as anonymous:
+        async with httpx.AsyncClient(timeout=60, base_url=stack.url) as anonymous:
             assert (await anonymous.post("/threads", json={"agent": "helper"})).status_code == 401
             assert (await anonymous.get("/threads")).status_code == 401
             assert (await anonymous.get(f"/threads/{thread_id}")).status_code == 401

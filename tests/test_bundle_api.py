@@ -91,7 +91,7 @@ async def test_an_upload_over_the_limit_is_413(temporal_client, weft_config):
         app.include_router(bundle_routes.router(ctx, max_bundle_bytes=1000))
         async with GatewayServer(app, port=0) as server:
             headers = {"Authorization": f"Bearer {API_TOKEN}"}
-            async with httpx.AsyncClient(base_url=server.url, headers=headers) as http:
+            async with httpx.AsyncClient(timeout=60, base_url=server.url, headers=headers) as http:
                 reply = await http.post("/threads/import", content=b"x" * 2000)
         assert reply.status_code == 413, reply.text
         assert store.threads.list() == []

@@ -328,7 +328,9 @@ async def test_http_delete_is_scoped_to_the_tenant(
         reader = keys.create("acme", ["threads:read"]).secret
 
         def client(key: str) -> httpx.AsyncClient:
-            return httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {key}"})
+            return httpx.AsyncClient(
+                timeout=60, base_url=stack.url, headers={"Authorization": f"Bearer {key}"}
+            )
 
         async with (
             client(acme) as http_acme,

@@ -199,7 +199,7 @@ async def test_every_route_needs_the_token(gateway: GatewayServer, store: Store)
         ("GET", _url(request), None),
         ("POST", _url(request), {"values": {"API_KEY": "a", "REGION": "b"}}),
     ]
-    async with httpx.AsyncClient(base_url=gateway.url) as anonymous:
+    async with httpx.AsyncClient(timeout=60, base_url=gateway.url) as anonymous:
         for method, path, body in routes:
             for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
                 reply = await anonymous.request(method, path, json=body, headers=headers)
@@ -208,7 +208,7 @@ async def test_every_route_needs_the_token(gateway: GatewayServer, store: Store)
                 assert reply.headers["www-authenticate"].startswith("Bearer")
     still = await asyncio.to_thread(store.variable_requests.get, request.request_id)
     assert still is not None and still.status == "pending"
-    async with httpx.AsyncClient(base_url=gateway.url) as anonymous:
+    async with httpx.AsyncClient(timeout=60, base_url=gateway.url) as anonymous:
         health = await anonymous.get("/healthz")
         assert health.status_code == 200 and health.json()["status"] == "ok"
 
@@ -509,7 +509,7 @@ async def test_weft_serve_command(tmp_path: Path, dev_server: DevServer, keyring
         assert process.stdout is not None
         banner = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
         assert f"http://127.0.0.1:{port}" in banner and "keys k9" in banner
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+        async with httpx.AsyncClient(timeout=60, base_url=f"http://127.0.0.1:{port}") as client:
             refused = await client.get("/openapi.json")
             assert refused.status_code == 401
             ok = await client.get("/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"})

@@ -58,7 +58,7 @@ async def test_page_takes_the_token_once_and_keeps_it_in_a_cookie(temporal_clien
     cookie and leaves the URL, even over the cookie of an older token; the page and its
     files come with a strict CSP."""
     async with api_stack(temporal_client, weft_config, "tq-inbox-unused") as stack:
-        async with httpx.AsyncClient(base_url=stack.url) as browser:
+        async with httpx.AsyncClient(timeout=60, base_url=stack.url) as browser:
             assert (await browser.get("/inbox")).status_code == 401
             assert (await browser.get("/inbox", params={"token": "wrong"})).status_code == 401
             assert (await browser.get("/inbox/inbox.js")).status_code == 401

@@ -31,7 +31,7 @@ SCRIPT = {
 async def _waiting_thread(stack: ApiStack, key: str, message: str) -> str:
     """A thread of `key`'s tenant, started with `message`, once it waits on a human."""
     headers = {"Authorization": f"Bearer {key}"}
-    async with httpx.AsyncClient(base_url=stack.url, headers=headers) as http:
+    async with httpx.AsyncClient(timeout=60, base_url=stack.url, headers=headers) as http:
         started = await http.post("/threads", json={"agent": "helper", "messages": [message]})
         assert started.status_code == 201, started.text
         thread_id: str = started.json()["threadId"]

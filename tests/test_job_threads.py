@@ -68,7 +68,9 @@ async def test_a_threads_jobs_are_in_its_summary(
         acme, globex = keys.create("acme", scopes).secret, keys.create("globex", scopes).secret
 
         def client(key: str) -> httpx.AsyncClient:
-            return httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {key}"})
+            return httpx.AsyncClient(
+                timeout=60, base_url=stack.url, headers={"Authorization": f"Bearer {key}"}
+            )
 
         async with client(acme) as http_acme, client(globex) as http_globex:
             body = {"assignee": "helper", "items": ["item 2"]}

@@ -224,7 +224,7 @@ async def test_a_jwt_acts_for_its_tenant_with_its_scopes(
         bob = _bearer(_token(EC_KEY, "ec-1", "ES256", sub="bob", tenant="globex", scope=RW.split()))
         carol = _bearer(_token(sub="carol", tenant="acme", scope="threads:read"))
         api_key = stack.store.api_keys.create("acme", ["threads:read"]).secret
-        async with httpx.AsyncClient(base_url=stack.url) as http:
+        async with httpx.AsyncClient(timeout=60, base_url=stack.url) as http:
             started = await http.post("/threads", json={"agent": "helper"}, headers=alice)
             assert started.status_code == 201, started.text
             ours = started.json()["threadId"]
@@ -335,7 +335,7 @@ async def test_every_wrong_jwt_is_refused_saying_why(temporal_client, weft_confi
         _serve(
             temporal_client, weft_config, weft_config.temporal.task_queue, _verifier(jwks)
         ) as stack,
-        httpx.AsyncClient(base_url=stack.url) as http,
+        httpx.AsyncClient(timeout=60, base_url=stack.url) as http,
     ):
         for name, (token, reason) in cases.items():
             assert jwt_header(token) is not None, name
@@ -352,7 +352,7 @@ async def test_every_wrong_jwt_is_refused_saying_why(temporal_client, weft_confi
     # A server without `serve.jwt` says so rather than treating a JWT as a wrong key.
     async with (
         _serve(temporal_client, weft_config, weft_config.temporal.task_queue, None) as plain,
-        httpx.AsyncClient(base_url=plain.url) as http,
+        httpx.AsyncClient(timeout=60, base_url=plain.url) as http,
     ):
         reply = await http.get("/openapi.json", headers=_bearer(_token()))
         assert reply.status_code == 401
@@ -380,7 +380,7 @@ async def test_a_rotated_key_is_fetched_once_and_made_up_kids_do_not_hammer(
     async with (
         JwksServer([RSA_JWK]) as jwks,
         _serve(temporal_client, weft_config, queue, _verifier(jwks, clock)) as stack,
-        httpx.AsyncClient(base_url=stack.url) as http,
+        httpx.AsyncClient(timeout=60, base_url=stack.url) as http,
     ):
 
         async def status(token: str) -> int:
@@ -520,7 +520,7 @@ async def test_weft_serve_accepts_the_configured_issuers_jwts(tmp_path, dev_serv
             assert banner == (
                 f"weft serve: JWTs of {ISSUER} for {AUDIENCE} (keys {jwks.url}; RS256, ES256)"
             )
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            async with httpx.AsyncClient(timeout=60, base_url=f"http://127.0.0.1:{port}") as http:
                 token = _token(EC_KEY, "ec-1", "ES256")
                 accepted = await http.get("/openapi.json", headers=_bearer(token))
                 assert accepted.status_code == 200, accepted.text

@@ -92,7 +92,7 @@ async def test_a_thread_moves_the_counters_and_gauges(
     stored = worker.store.events.read(handle.id, limit=10_000)
     completed_costs = [e.payload["costUsd"] for e in stored if e.type == "model.completed"]
 
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(timeout=60) as http:
         families = await scrape_until(
             http,
             worker.metrics.url,
@@ -148,7 +148,7 @@ async def test_the_endpoint_answers_keep_alive_and_refuses_other_paths(
         assert url is not None and url.startswith("http://127.0.0.1:")
         assert not url.endswith(":0/metrics")
         limits = httpx.Limits(max_connections=1)
-        async with httpx.AsyncClient(limits=limits) as http:
+        async with httpx.AsyncClient(timeout=60, limits=limits) as http:
             for _ in range(3):
                 families = await scrape(http, url)
                 assert (
@@ -189,7 +189,7 @@ async def test_weft_worker_serves_metrics_on_the_flag_port(dev_server, tmp_path)
     )
     try:
         url = await _line_after(process, "metrics at ")
-        async with httpx.AsyncClient() as http:
+        async with httpx.AsyncClient(timeout=60) as http:
             families = await scrape_until(
                 http, url, lambda f: value(f, "temporal_request_total") is not None
             )

@@ -38,7 +38,9 @@ WRITE = ["threads:read", "threads:write"]
 
 def _client(stack: ApiStack, tenant: str) -> httpx.AsyncClient:
     key = stack.store.api_keys.create(tenant, WRITE).secret
-    return httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {key}"})
+    return httpx.AsyncClient(
+        timeout=60, base_url=stack.url, headers={"Authorization": f"Bearer {key}"}
+    )
 
 
 async def _until(check: Callable[[], Awaitable[Any]], *, seconds: float = 20) -> Any:

@@ -174,9 +174,9 @@ async def test_http_task_and_job_deletion(
         reader = keys.create("acme", ["tasks:read"]).secret
         headers = {"Authorization": f"Bearer {writer}"}
         async with (
-            httpx.AsyncClient(base_url=stack.url, headers=headers) as acme,
+            httpx.AsyncClient(timeout=60, base_url=stack.url, headers=headers) as acme,
             httpx.AsyncClient(
-                base_url=stack.url, headers={"Authorization": f"Bearer {reader}"}
+                timeout=60, base_url=stack.url, headers={"Authorization": f"Bearer {reader}"}
             ) as read_only,
         ):
             made = await acme.post(

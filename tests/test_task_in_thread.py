@@ -222,7 +222,7 @@ async def test_bad_threads_are_refused_naming_the_field(
         key = stack.store.api_keys.create(globex, ["tasks:read", "tasks:write"]).secret
         body = {"objective": "x", "assignee": "helper", "runIn": {"threadId": theirs.id}}
         async with httpx.AsyncClient(
-            base_url=stack.url, headers={"Authorization": f"Bearer {key}"}
+            timeout=60, base_url=stack.url, headers={"Authorization": f"Bearer {key}"}
         ) as http:
             reply = await http.post("/tasks", json=body)
         assert reply.status_code == 422, reply.text

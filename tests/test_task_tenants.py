@@ -27,7 +27,9 @@ TASKS = ["tasks:read", "tasks:write"]
 
 def _client(stack: ApiStack, tenant: str, scopes: list[str]) -> httpx.AsyncClient:
     key = stack.store.api_keys.create(tenant, scopes).secret
-    return httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {key}"})
+    return httpx.AsyncClient(
+        timeout=60, base_url=stack.url, headers={"Authorization": f"Bearer {key}"}
+    )
 
 
 async def test_tasks_and_jobs_are_their_tenants_own(

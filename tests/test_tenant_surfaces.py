@@ -32,7 +32,9 @@ WRITE = ["threads:read", "threads:write"]
 
 def _client(stack: ApiStack, tenant: str, scopes: list[str]) -> httpx.AsyncClient:
     key = stack.store.api_keys.create(tenant, scopes).secret
-    return httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {key}"})
+    return httpx.AsyncClient(
+        timeout=60, base_url=stack.url, headers={"Authorization": f"Bearer {key}"}
+    )
 
 
 async def _start(http: httpx.AsyncClient, **body: Any) -> str:

@@ -48,7 +48,9 @@ def _key(stack: ApiStack, tenant: str, scopes: list[str], **fields: Any) -> str:
 
 
 def _client(stack: ApiStack, key: str) -> httpx.AsyncClient:
-    return httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {key}"})
+    return httpx.AsyncClient(
+        timeout=60, base_url=stack.url, headers={"Authorization": f"Bearer {key}"}
+    )
 
 
 async def _until(check: Callable[[], Any], *, seconds: float = 20) -> Any:
@@ -226,7 +228,7 @@ async def test_tenants_see_and_steer_only_their_own_threads(
 
             # The inbox page takes a key as it takes the token (into its cookie), and then
             # reads through the same routes: its tenant's threads only.
-            async with httpx.AsyncClient(base_url=stack.url) as browser:
+            async with httpx.AsyncClient(timeout=60, base_url=stack.url) as browser:
                 opened = await browser.get("/inbox", params={"token": acme_key})
                 assert opened.status_code == 303
                 assert (await browser.get(f"/threads/{ours}")).status_code == 200
