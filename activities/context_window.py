@@ -45,6 +45,7 @@ from weft.contract.tool_catalog import offered_tools
 from weft.store import Store
 from weft.store.protocols import HasFiles
 from weft.store.rows import ThreadRow
+from weft.store.thread_cache_budget import DEFAULT_THREADS
 from weft.store.thread_env_rows import ThreadEnvRow
 from weft.store.transcripts import MessageJson, message_json
 
@@ -54,8 +55,9 @@ BRIDGE_TEXT = "[weft: the conversation continues from the summary above.]"
 SUMMARY_HEADING = "\n\n## Summary of the earlier conversation\n"
 # Enough of a message's JSON text for its id, thread id and position.
 _HEAD_CHARS = 4096
-# Frames one worker keeps (a few per thread it runs), least recently used dropped first.
-DEFAULT_MAX_FRAMES = 1000
+# Frames one worker keeps of each thread (a side's, a prompt tool's, at an env version),
+# least recently made dropped first.
+FRAMES_PER_THREAD = 4
 
 
 @dataclass(frozen=True)
@@ -193,15 +195,21 @@ class Frames:
     """Each side's frame, worked out once per worker under a key naming everything it
     depends on: the snapshot (stored by digest, never changed), the agent, the side, the
     prompt tool, the version of the thread's env (env_versions.py) and the MCP catalogues
-    (by digest). A frame is shared between requests: never mutate it."""
+    (by digest). Kept per thread: `max_frames` of each of at most `max_threads` threads
+    (least recently used dropped first). A frame is shared between requests: never mutate
+    it."""
 
-    def __init__(self, max_frames: int = DEFAULT_MAX_FRAMES) -> None:
+    def __init__(
+        self, max_threads: int = DEFAULT_THREADS, max_frames: int = FRAMES_PER_THREAD
+    ) -> None:
+        self._max_threads = max_threads
         self._max_frames = max_frames
-        self._frames: OrderedDict[Hashable, Framed] = OrderedDict()
+        self._frames: OrderedDict[str, dict[Hashable, Framed]] = OrderedDict()
         self._lock = threading.Lock()  # requests are built on several pool threads at once
 
     def get(
         self,
+        thread_id: str,
         key: Hashable | None,
         snapshot: DefinitionSnapshot,
         thread: ThreadRow | ThreadEnvRow | None,
@@ -215,18 +223,32 @@ class Frames:
         (the env may have changed unseen), worked out and not kept."""
         if key is not None:
             with self._lock:
-                kept = self._frames.get(key)
+                kept = self._frames.get(thread_id, {}).get(key)
                 if kept is not None:
-                    self._frames.move_to_end(key)
+                    self._frames.move_to_end(thread_id)
                     return kept
         made = frame(snapshot, thread, agent, side, scope, mcp=mcp)
         framed = Framed(made, WirePart.of({"role": "system", "content": made.system}))
         if key is not None:
             with self._lock:
-                self._frames[key] = framed
-                while len(self._frames) > self._max_frames:
+                own = self._frames.setdefault(thread_id, {})
+                self._frames.move_to_end(thread_id)
+                own[key] = framed
+                while len(own) > self._max_frames:
+                    del own[next(iter(own))]
+                while len(self._frames) > self._max_threads:
                     self._frames.popitem(last=False)
         return framed
+
+    def forget(self, thread_id: str) -> None:
+        """Drop the thread's frames (the workflow cache dropped the thread)."""
+        with self._lock:
+            self._frames.pop(thread_id, None)
+
+    def threads_held(self) -> int:
+        """How many threads' frames are kept."""
+        with self._lock:
+            return len(self._frames)
 
 
 class Assembled(NamedTuple):
@@ -270,10 +292,11 @@ def assemble(
     budget = ContextLimits.for_model(model, learnt_limit=window.learnt_limit).prompt_budget
     cap = preview_cap_tokens(budget, window.preview_share)
     if tails is not None:
-        key = (thread_id, side, cap, frame_.dual)
-        sums = tails.sums(key, texts, cap, side=side, dual=frame_.dual, images=images)
+        sums = tails.sums(thread_id, texts, cap, side=side, dual=frame_.dual, images=images)
     else:
-        parts = views.parts(listed, cap, side=side, dual=frame_.dual, images=images).parts
+        parts = views.parts(
+            listed, cap, side=side, dual=frame_.dual, images=images, thread_id=thread_id
+        ).parts
         sums = WindowSums.of(parts)
     return _assembled(framed, sums, boundary, pinned, history, model, budget)
 
@@ -336,35 +359,38 @@ def build_window(
     images: ImageView | None = None,
     views: MessageViews | None = None,
     kept_as: KeptAs | None = None,
+    thread_id: str = "",
 ) -> Window:
     """System (with the summary), pinned messages, then the tail; big messages previewed;
     with `images`, recent image attachments as image parts; measured as it is built.
     The tail may be the transcript cache's texts (`MessageJson`), parsed only where no
     part is kept. `views` keeps each message's part between calls (a worker's model calls
-    share one); without it, the parts are worked out for this window only. With
-    `kept_as`, the window's sums are kept under its key and the next window with the
-    same key works out only what it adds (activities/message_views.py)."""
+    share one), as `thread_id`'s; without it, the parts are worked out for this window
+    only. With `kept_as`, the window's sums are kept as its thread's and the thread's next
+    window of the same shape works out only what it adds (activities/message_views.py)."""
     system = frame_.system
     if boundary is not None:
         system += SUMMARY_HEADING + boundary.summary
     listed = [*pinned, *messages]
     if kept_as is not None:
-        tails, key = kept_as
+        tails, owner = kept_as
         texts = [m if isinstance(m, str) else message_json(m) for m in listed]
-        sums = tails.sums(key, texts, cap, side=side, dual=frame_.dual, images=images)
+        sums = tails.sums(owner, texts, cap, side=side, dual=frame_.dual, images=images)
     else:
         kept = views if views is not None else MessageViews()
-        parts = kept.parts(listed, cap, side=side, dual=frame_.dual, images=images).parts
+        parts = kept.parts(
+            listed, cap, side=side, dual=frame_.dual, images=images, thread_id=thread_id
+        ).parts
         sums = WindowSums.of(parts)
     return _window_of(WirePart.of({"role": "system", "content": system}), sums, boundary)
 
 
 class KeptAs(NamedTuple):
-    """Where a window's sums are kept for the next one: the worker's tails, and the key
-    of the thread's request shape (every window under a key has one cap, side and dual)."""
+    """Where a window's sums are kept for the next one: the worker's tails, and the thread
+    they are kept as (a window of each request shape: cap, side and dual)."""
 
     tails: WindowTails
-    key: Hashable
+    thread_id: str
 
 
 # What a tail that does not begin with a user message after a boundary gets first.

@@ -16,16 +16,22 @@ step after step are found without being parsed. What is kept is tuples of plain 
 (a wire entry is a dict of strings, or holds one list of tool calls), which the garbage
 collector does not track, or tracks once: see store/transcripts.py for why that matters.
 
+**Kept per thread.** Parts are kept for as many threads as the worker's workflow cache
+holds (store/thread_cache_budget.py): a thread the cache dropped replays on its next task
+anyway, and leaves no parts behind (`forget`). A thread's parts of one request shape are
+those of its last whole window and what was added since, so a message before a new
+boundary, or edited away, goes with the next whole window.
+
 **Kept windows.** A step's window is usually the last step's window plus the messages
 stored since. Built afresh, it cost a kept-part lookup and a few sums per message, about
 1.2 ms a step at 800 messages. A worker keeps, per thread and request shape, the texts its
 last window covered and what their parts summed to (`WindowTails`); when the new window's
 texts begin with exactly those, only the rest is looked up. Anything else (an edited or
 deleted message, a new boundary, another worker's window) is a different prefix, and the
-window is worked out afresh. A user message with attachments is the exception: its image
-parts depend on the request (which images it sends, and whether the message is still
-among the recent ones), so it is projected again every time, and the kept sums leave it
-out.
+window is worked out afresh. Windows are kept for as many threads as the parts. A user
+message with attachments is the exception: its image parts depend on the request (which
+images it sends, and whether the message is still among the recent ones), so it is
+projected again every time, and the kept sums leave it out.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from weft.activities.images import ImageView, user_content
@@ -41,10 +47,14 @@ from weft.activities.previews import preview_message
 from weft.contract.activities import ToolResult
 from weft.contract.context_tokens import BYTES_PER_TOKEN, each_message_tokens
 from weft.contract.messages import Message, Side
+from weft.store.thread_cache_budget import DEFAULT_THREADS
 from weft.store.transcripts import MessageJson, message_json
 
-# Parts one worker keeps, least recently used dropped first: a few long windows' worth.
-DEFAULT_MAX_VIEWS = 200_000
+# Parts (or kept window texts) one worker keeps in all for each thread it keeps, beyond
+# which the least recently used threads' are dropped: a bound on memory whatever the
+# threads' lengths (a long thread's window is kept whole while it is in use).
+VIEWS_PER_THREAD = 200
+DEFAULT_MAX_VIEWS = DEFAULT_THREADS * VIEWS_PER_THREAD
 # The most UTF-8 bytes one character takes: a text of n characters is within
 # n * _MAX_CHAR_BYTES / BYTES_PER_TOKEN estimated tokens, whatever its characters.
 _MAX_CHAR_BYTES = 4
@@ -236,7 +246,8 @@ def _compact(value: Any) -> str:
 
 # -- kept parts -----------------------------------------------------------------------
 
-_Key = tuple[MessageJson, int, Side, bool]  # the message, the preview cap, side, dual
+_Shape = tuple[int, Side, bool]  # the preview cap, side, dual
+_Views = dict[MessageJson, WirePart]
 
 
 class Parts(NamedTuple):
@@ -248,12 +259,18 @@ class Parts(NamedTuple):
 
 
 class MessageViews:
-    """Each message's wire part under a preview cap, for a side, memoized by the message's
-    JSON text. Parts are shared between requests: never mutate them."""
+    """Each message's wire part under a preview cap, for a side, memoized per thread by the
+    message's JSON text: at most `max_threads` threads' and `max_views` parts in all, least
+    recently used threads dropped first. Parts are shared between requests: never mutate
+    them."""
 
-    def __init__(self, max_views: int = DEFAULT_MAX_VIEWS) -> None:
+    def __init__(
+        self, max_threads: int = DEFAULT_THREADS, max_views: int = DEFAULT_MAX_VIEWS
+    ) -> None:
+        self._max_threads = max_threads
         self._max_views = max_views
-        self._parts: OrderedDict[_Key, WirePart] = OrderedDict()
+        self._threads: OrderedDict[str, dict[_Shape, _Views]] = OrderedDict()
+        self._held = 0  # parts kept in all
         self._lock = threading.Lock()  # windows are built on several pool threads at once
 
     def parts(
@@ -266,6 +283,7 @@ class MessageViews:
         images: ImageView | None,
         offset: int = 0,
         total: int | None = None,
+        thread_id: str = "",
     ) -> Parts:
         """The messages as a request sends them, measured, in order, and which of them
         were projected for this request only (`loose`).
@@ -277,15 +295,15 @@ class MessageViews:
         JSON, so an unchanged one is found too. `messages` may be the end of a longer
         window: they start at `offset` in it, and it holds `total` messages (recent images
         are counted from the window's end).
+
+        The parts are kept as `thread_id`'s; a whole window (`offset` 0) replaces what the
+        thread kept for the shape (cap, side, dual), a window's end adds to it.
         """
-        keys: list[_Key] = [
-            (m if isinstance(m, str) else message_json(m), cap, side, dual) for m in messages
-        ]
+        keys = [m if isinstance(m, str) else message_json(m) for m in messages]
+        shape: _Shape = (cap, side, dual)
         with self._lock:
-            found: list[WirePart | None] = [self._parts.get(key) for key in keys]
-            for key, part in zip(keys, found, strict=True):
-                if part is not None:
-                    self._parts.move_to_end(key)
+            kept = self._threads.get(thread_id, {}).get(shape, {})
+            found: list[WirePart | None] = [kept.get(key) for key in keys]
         length = offset + len(keys) if total is None else total
         first_recent = length - images.recent if images else 0
         # The messages not kept, shown first and measured together.
@@ -307,19 +325,60 @@ class MessageViews:
                 )
                 loose.append(i)
             missing.append(i)
-        made: dict[_Key, WirePart] = {}
+        is_loose = set(loose)
+        made: _Views = {}
         if missing:
-            is_loose = set(loose)
             for i, part in zip(missing, measured(shown), strict=True):
                 found[i] = part
                 if i not in is_loose:
                     made[keys[i]] = part
-        if made:
-            with self._lock:
-                self._parts.update(made)
-                while len(self._parts) > self._max_views:
-                    self._parts.popitem(last=False)
+        if offset == 0:
+            # A whole window: the thread keeps this window's parts, and no older ones.
+            made = {
+                keys[i]: part
+                for i, part in enumerate(found)
+                if part is not None and i not in is_loose
+            }
+        self._keep(thread_id, shape, made, whole=offset == 0)
         return Parts([p for p in found if p is not None], loose)
+
+    def forget(self, thread_id: str) -> None:
+        """Drop the thread's parts (the workflow cache dropped the thread)."""
+        with self._lock:
+            self._drop(thread_id)
+
+    def threads_held(self) -> int:
+        """How many threads' parts are kept."""
+        with self._lock:
+            return len(self._threads)
+
+    def held(self) -> int:
+        """How many parts are kept in all."""
+        with self._lock:
+            return self._held
+
+    def _keep(self, thread_id: str, shape: _Shape, made: _Views, *, whole: bool) -> None:
+        with self._lock:
+            shapes = self._threads.setdefault(thread_id, {})
+            self._threads.move_to_end(thread_id)
+            kept = shapes.get(shape)
+            if whole or kept is None:
+                self._held += len(made) - (len(kept) if kept is not None else 0)
+                shapes[shape] = made
+            else:
+                before = len(kept)
+                kept.update(made)
+                self._held += len(kept) - before
+            # The thread just used stays, even alone over `max_views` (its window is needed).
+            while len(self._threads) > 1 and (
+                len(self._threads) > self._max_threads or self._held > self._max_views
+            ):
+                self._drop(next(iter(self._threads)))
+
+    def _drop(self, thread_id: str) -> None:
+        shapes = self._threads.pop(thread_id, None)
+        if shapes is not None:
+            self._held -= sum(len(views) for views in shapes.values())
 
 
 # -- kept windows ---------------------------------------------------------------------
@@ -357,19 +416,27 @@ class _Kept(NamedTuple):
 
 
 class WindowTails:
-    """Each thread's last window sums, kept per (thread, side, preview cap, dual) key, at
-    most `max_messages` texts in all (least recently used dropped first)."""
+    """Each thread's last window sums, kept per thread and request shape (side, preview
+    cap, dual), for at most `max_threads` threads and `max_messages` texts in all (least
+    recently used threads dropped first)."""
 
-    def __init__(self, views: MessageViews, max_messages: int = DEFAULT_MAX_VIEWS) -> None:
+    def __init__(
+        self,
+        views: MessageViews,
+        max_messages: int = DEFAULT_MAX_VIEWS,
+        *,
+        max_threads: int = DEFAULT_THREADS,
+    ) -> None:
         self._views = views
         self._max_messages = max_messages
-        self._kept: OrderedDict[Hashable, _Kept] = OrderedDict()
+        self._max_threads = max_threads
+        self._kept: OrderedDict[str, dict[_Shape, _Kept]] = OrderedDict()
         self._held = 0  # texts kept in all
         self._lock = threading.Lock()  # windows are built on several pool threads at once
 
     def sums(
         self,
-        key: Hashable,
+        thread_id: str,
         texts: list[MessageJson],
         cap: int,
         *,
@@ -377,18 +444,24 @@ class WindowTails:
         dual: bool,
         images: ImageView | None,
     ) -> WindowSums:
-        """The window of `texts` (every message of it, in order) for the request shape
-        `key` names; `cap`, `side` and `dual` must be the same for every use of a key."""
+        """The window of `texts` (every message of it, in order) of the thread's request
+        shape (`cap`, `side`, `dual`)."""
+        shape: _Shape = (cap, side, dual)
         with self._lock:
-            kept = self._kept.get(key)
-            if kept is not None:
-                self._kept.move_to_end(key)
+            kept = self._kept.get(thread_id, {}).get(shape)
         start = len(kept.texts) if kept is not None else 0
         # Equal lists of the cache's own text objects compare by identity: a quick check.
         if kept is not None and (len(texts) < start or texts[:start] != kept.texts):
             kept, start = None, 0
         new = self._views.parts(
-            texts[start:], cap, side=side, dual=dual, images=images, offset=start, total=len(texts)
+            texts[start:],
+            cap,
+            side=side,
+            dual=dual,
+            images=images,
+            offset=start,
+            total=len(texts),
+            thread_id=thread_id,
         )
         fixed, loose = _summed(kept, new.parts, new.loose, start)
         sums = (
@@ -397,18 +470,36 @@ class WindowTails:
             else fixed
         )
         with self._lock:
-            old = self._kept.pop(key, None)
+            shapes = self._kept.setdefault(thread_id, {})
+            self._kept.move_to_end(thread_id)
+            old = shapes.get(shape)
             self._held += len(texts) - (len(old.texts) if old else 0)
-            self._kept[key] = _Kept(list(texts), fixed, loose)
-            while self._held > self._max_messages and self._kept:
-                _, dropped = self._kept.popitem(last=False)
-                self._held -= len(dropped.texts)
+            shapes[shape] = _Kept(list(texts), fixed, loose)
+            while self._kept and (
+                len(self._kept) > self._max_threads or self._held > self._max_messages
+            ):
+                self._drop(next(iter(self._kept)))
         return sums
+
+    def forget(self, thread_id: str) -> None:
+        """Drop the thread's windows (the workflow cache dropped the thread)."""
+        with self._lock:
+            self._drop(thread_id)
 
     def held(self) -> int:
         """How many texts the kept windows hold in all."""
         with self._lock:
             return self._held
+
+    def threads_held(self) -> int:
+        """How many threads' windows are kept."""
+        with self._lock:
+            return len(self._kept)
+
+    def _drop(self, thread_id: str) -> None:
+        shapes = self._kept.pop(thread_id, None)
+        if shapes is not None:
+            self._held -= sum(len(kept.texts) for kept in shapes.values())
 
 
 def _summed(

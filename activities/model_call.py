@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from datetime import UTC, datetime
 from functools import partial
+from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
@@ -48,6 +49,46 @@ from weft.contract.definitions_version import DEFINITIONS_CHANGED, DefinitionsRe
 from weft.contract.events import Event
 from weft.contract.messages import Message
 from weft.store import Store
+
+
+class StepWriteFailed(Exception):
+    """The step's own write, made beside the request, failed: the reply is not used, and
+    `error` is raised as it is, not as a failure of the model."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+async def beside(written: asyncio.Future[object] | None, reply: Awaitable[ChatReply]) -> ChatReply:
+    """The provider's reply to a request sent while the step's own write commits.
+
+    Why this is safe: the request was built from one snapshot that found the budget and
+    the tenant's quota unspent (a spent one refuses the call there, unsent, as before) and
+    holds the step's context, its new messages added as they will be stored. No fact of
+    the reply is written before the step's write has committed: the first streamed batch
+    waits for it (`DeltaBatcher`, `after`), and so does the reply's use. When the write
+    fails, the request is cancelled, nothing of the reply is written, and the write's
+    error fails the attempt; its retry writes the step again (every write is idempotent,
+    by id) and reads a context that may already hold the messages (model_request.py
+    `_appended`).
+    """
+    if written is None:
+        return await reply
+    call = asyncio.ensure_future(reply)
+    try:
+        either: list[asyncio.Future[Any]] = [written, call]
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        if not written.done():  # the reply came first: it is used once the write is in
+            await asyncio.wait([written])
+        error = written.exception()
+        if error is not None:
+            raise StepWriteFailed(error)
+        return await call
+    finally:
+        if not call.done():
+            call.cancel()
+            await asyncio.wait([call])
 
 
 def truncated(
@@ -136,9 +177,12 @@ class ModelActivities:
         # The tenant's quota is checked with the ledger, in the reads the request makes
         # anyway (a spent one refuses the call there); the charge updates the quota row
         # that read found, and nothing when it found none.
-        request, report, lead, quota = await self._requests.prepare(
+        request, report, lead, quota, write = await self._requests.prepare(
             call, snapshot, mcp, model, start, hooks
         )
+        # What the step brings, when its reads did not wait for it, is stored beside the
+        # request (`beside` says why that is safe).
+        written = None if write is None else asyncio.ensure_future(asyncio.to_thread(write))
         payer = Payer(call.budget_root, None if quota is None else quota.tenant)
         # What a shared rate limit on the provider counts and how long it may wait.
         request = request.model_copy(
@@ -158,12 +202,13 @@ class ModelActivities:
             ).model_copy(update={"tool_call_id": call_id} if call_id else {}),
             interval=self._delta_interval,
             lead=lead,
+            after=written,
         )
         async with batcher:
             if report.request_tokens * call.window.token_scale > report.prompt_budget:
                 await self._refuse_over_budget(call, ids, model, report, await batcher.take())
             return await self._stream(
-                call, ids, model, provider, request, report, hooks, batcher, payer
+                call, ids, model, provider, request, report, hooks, batcher, payer, written
             )
 
     async def _check_definitions(self, thread: DefinitionsRefreshInput) -> None:
@@ -194,9 +239,10 @@ class ModelActivities:
         hooks: ModelHooks,
         batcher: DeltaBatcher,
         payer: Payer,
+        written: asyncio.Future[object] | None = None,
     ) -> ModelCallResult:
         """Send the request, stream the reply into `batcher`, store the outcome (its cost
-        charged to `payer`)."""
+        charged to `payer`); with `written`, the step's own write under way beside it."""
         attempt = activity.info().attempt
         meter = StreamMeter()
         waiting_first = True
@@ -217,8 +263,10 @@ class ModelActivities:
             # Its first beat after a second: the worker's own beats (workers/recovery.py)
             # cover a quick call, which then costs no heartbeat of its own.
             async with Heartbeater(wait_first=True):
-                reply = await provider.complete(request, on_delta=on_delta)
+                reply = await beside(written, provider.complete(request, on_delta=on_delta))
                 reply = checked_reply(request, reply, attempt=attempt)
+        except StepWriteFailed as write_failed:
+            raise write_failed.error from None
         except ApplicationError as err:
             err = with_estimate(err, report)
             spent = AttemptCost.of_failure(model, attempt, reply, report, meter)

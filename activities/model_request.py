@@ -8,12 +8,19 @@ budget ledger with its tenant's quota, the boundary in force, the transcript sin
 read in one snapshot (`store.step_reads`), then one call into the window module (`context_window.assemble`)
 gives everything the request holds of it: frame, window, tools, measure and selection.
 When no hook shapes the request, all of it runs in one thread hop.
+
+A step whose only writes are its new messages and events that change no row the call
+reads (the queue's depth) does not wait for them: the context is read first, the new
+messages added to the window as they will be stored, and the write is handed back
+(`Prepared.write`) to be made beside the request (model_call.py says why that is safe).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, NamedTuple, TypedDict
 
 from temporalio import activity
@@ -35,7 +42,7 @@ from weft.activities.context_window import (
 )
 from weft.activities.env_versions import env_version
 from weft.activities.hooks.model_hooks import ModelHooks
-from weft.activities.message_views import MessageViews, WindowTails
+from weft.activities.message_views import VIEWS_PER_THREAD, MessageViews, WindowTails
 from weft.activities.model_budget import budget_exhausted, tenant_quota_exhausted
 from weft.activities.providers import ChatRequest
 from weft.activities.providers.definition_fields import definition_fields
@@ -50,8 +57,9 @@ from weft.contract.mcp import McpServerCatalog
 from weft.contract.messages import Message
 from weft.store import Store
 from weft.store.events import changes_rows
+from weft.store.queue_rows import QUEUE_CHANGED
 from weft.store.tenant_quotas import TenantQuota
-from weft.store.transcripts import MessageJson, messages_of
+from weft.store.transcripts import MessageJson, message_json, messages_of
 
 # Hooks that change what a request holds, run between reading the context and sending it.
 _SHAPING_HOOKS: tuple[HookName, ...] = (
@@ -64,17 +72,21 @@ _SHAPING_HOOKS: tuple[HookName, ...] = (
 _History = list[MessageJson] | list[Message]
 # The window's parts as read: the boundary in force, its pinned messages, the tail.
 _Loaded = tuple[ContextBoundary | None, list[Message], _History]
+# The step's own write, not made yet: it stores what the step brings.
+StepWrite = Callable[[], object]
 
 
 class Prepared(NamedTuple):
     """A model call's request, its report, the step's events left for the final write, and
     the tenant's quota as the call's ledger read found it (the charge updates it by its
-    key, or nothing when it is None)."""
+    key, or nothing when it is None); the step's own write when it is left to be made
+    beside the request (None: made already, or nothing to make)."""
 
     request: ChatRequest
     report: ContextReport
     lead: list[Event]
     quota: TenantQuota | None
+    write: StepWrite | None = None
 
 
 class AttemptIds(TypedDict):
@@ -242,12 +254,20 @@ class ModelRequests:
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        # Kept for the threads the worker's workflow cache holds, and forgotten with them
+        # (store/thread_cache_budget.py).
+        threads = store.caches.threads
         # Each stored message's model view and preview, worked out once per worker.
-        self._views = MessageViews()
+        self._views = MessageViews(threads, store.caches.per_thread(VIEWS_PER_THREAD))
         # Each thread's last window, so the next one works out only what it adds.
-        self._tails = WindowTails(self._views)
+        self._tails = WindowTails(
+            self._views, store.caches.per_thread(VIEWS_PER_THREAD), max_threads=threads
+        )
         # Each side's system prompt and tools, worked out once per snapshot and env.
-        self._frames = Frames()
+        self._frames = Frames(threads)
+        store.caches.join("message views", self._views)
+        store.caches.join("window tails", self._tails)
+        store.caches.join("frames", self._frames)
 
     async def prepare(
         self,
@@ -269,7 +289,15 @@ class ModelRequests:
             # for the whole assembly.
             lead = [*call.outbox, *start]
             return await asyncio.to_thread(
-                self._assemble, call, snapshot, mcp, model, call.new_messages, lead, False
+                self._assemble,
+                call,
+                snapshot,
+                mcp,
+                model,
+                call.new_messages,
+                lead,
+                False,
+                beside=True,
             )
         messages, events, resolved = await hooks.new_messages(call.new_messages, call.outbox)
         lead = [*events, *start]
@@ -288,7 +316,7 @@ class ModelRequests:
             await hooks.created(messages)
             await hooks.runner.flush()
             return prepared
-        framed, loaded, _, quota = await asyncio.to_thread(
+        framed, loaded, _, quota, _ = await asyncio.to_thread(
             self._load, call, snapshot, mcp, messages, lead, resolved, defer=False
         )
         await hooks.created(messages)
@@ -321,11 +349,13 @@ class ModelRequests:
         resolved: bool,
         *,
         defer: bool = True,
+        beside: bool = False,
     ) -> Prepared:
-        """What the step brings stored, its context read, the request built: one thread
-        hop, one call into the window module for everything the request holds of it."""
-        framed, (boundary, pinned, history), lead, quota = self._load(
-            call, snapshot, mcp, messages, events, resolved, defer=defer
+        """What the step brings stored (or, with `beside`, left to store beside the
+        request), its context read, the request built: one thread hop, one call into the
+        window module for everything the request holds of it."""
+        framed, (boundary, pinned, history), lead, quota, write = self._load(
+            call, snapshot, mcp, messages, events, resolved, defer=defer, beside=beside
         )
         built: Assembled = assemble(
             framed,
@@ -344,7 +374,7 @@ class ModelRequests:
         )
         request = chat_request(model, built.frame.prompt, built.window, built.tools)
         resolved_event = context_resolved(call, model, built.window, built.report, built.selection)
-        return Prepared(request, built.report, [*lead, resolved_event], quota)
+        return Prepared(request, built.report, [*lead, resolved_event], quota, write)
 
     def _load(
         self,
@@ -356,9 +386,11 @@ class ModelRequests:
         resolved: bool,
         *,
         defer: bool,
-    ) -> tuple[Framed, _Loaded, list[Event], TenantQuota | None]:
+        beside: bool = False,
+    ) -> tuple[Framed, _Loaded, list[Event], TenantQuota | None, StepWrite | None]:
         """The frame and the window's messages, read after what the step brings is stored,
-        the events left for the final write, and the tenant's quota. One thread hop.
+        the events left for the final write, the tenant's quota, and the step's own write
+        when it is left to be made beside the request. One thread hop.
 
         With `defer`, a step that brings no messages and no events that change rows does
         not write first: its events wait for the final write, and the ledger (with the
@@ -366,10 +398,15 @@ class ModelRequests:
         charge never depended on reading the ledger in a write: it is one atomic update
         when the attempt ends. Either way the ledger and the quota are read once, in one
         statement.
+
+        With `beside`, a step whose writes the call's reads do not depend on, but for its
+        new messages (`_writes_beside`), is read first, its messages added to the window
+        as they will be stored; its write is returned, not made.
         """
+        beside = beside and _writes_beside(call, messages, events, resolved)
         # Messages and events that project into rows (effects, ledgers, …) are stored
         # first: the step reads what they change.
-        store_first = not defer or bool(messages) or changes_rows(events)
+        store_first = not beside and (not defer or bool(messages) or changes_rows(events))
         lead, quota = events, None
         if store_first:
             lead, quota = [], self._record_checked(call, messages, events, resolved)
@@ -398,9 +435,9 @@ class ModelRequests:
             env = self._store.threads.env_row(call.thread_id, version)
             scoped = load_scoped_window(self._store, call.thread_id, call.window, call.scope)
             framed = self._frames.get(
-                key, snapshot, env, call.agent, call.side, call.scope, mcp=mcp
+                call.thread_id, key, snapshot, env, call.agent, call.side, call.scope, mcp=mcp
             )
-            return framed, scoped, lead, quota
+            return framed, scoped, lead, quota, None
         read = self._store.step_reads.read(
             call.thread_id,
             env_version=version,
@@ -415,8 +452,37 @@ class ModelRequests:
         if spent or (read.quota is not None and read.quota.spent_limit() is not None):
             # Refused in the write (quota.blocked), unless the budget was raised meanwhile.
             lead, quota = [], self._record_checked(call, messages, events, resolved)
-        framed = self._frames.get(key, snapshot, read.env, call.agent, call.side, mcp=mcp)
-        return framed, (read.boundary, read.pinned, read.transcript), lead, quota
+            if beside:  # stored after the read (the budget was raised): read again
+                return self._reread(call, snapshot, mcp, quota)
+        framed = self._frames.get(
+            call.thread_id, key, snapshot, read.env, call.agent, call.side, mcp=mcp
+        )
+        transcript: list[MessageJson] = read.transcript
+        write: StepWrite | None = None
+        if beside:
+            appended = _appended(read.transcript, messages)
+            if appended is None:  # not after the stored transcript: store first, read again
+                quota = self._record_checked(call, messages, events, resolved)
+                return self._reread(call, snapshot, mcp, quota)
+            transcript = [*read.transcript, *appended]
+            # The events go with the write: the final write gets what the call adds. The
+            # ledger and the quota were read unspent with the context, as a step without
+            # messages reads them: the write need not read them again (a charge is one
+            # atomic update when the attempt ends).
+            write = partial(self._store.events.record, messages, events)
+            lead = []
+        return framed, (read.boundary, read.pinned, transcript), lead, quota, write
+
+    def _reread(
+        self,
+        call: ModelCallInput,
+        snapshot: DefinitionSnapshot,
+        mcp: dict[str, McpServerCatalog],
+        quota: TenantQuota | None,
+    ) -> tuple[Framed, _Loaded, list[Event], TenantQuota | None, StepWrite | None]:
+        """The context read again once the step's write is made (`quota`: what it read)."""
+        framed, loaded, lead, _, _ = self._load(call, snapshot, mcp, [], [], True, defer=True)
+        return framed, loaded, lead, quota, None
 
     def _record_checked(
         self, call: ModelCallInput, messages: list[Message], events: list[Event], resolved: bool
@@ -489,4 +555,37 @@ class ModelRequests:
             cap=preview_cap(model, call.window),
             images=image_view(self._store, call.thread_id, model, side_frame.prompt),
             views=self._views,
+            thread_id=call.thread_id,
         )
+
+
+def _writes_beside(
+    call: ModelCallInput, messages: list[Message], events: list[Event], resolved: bool
+) -> bool:
+    """Whether a step's write can be made beside its request: it brings messages of the
+    thread's main transcript, none queued as a blob (the write resolves its content), and
+    no event that changes a row the call reads (the queue's depth is not one). A prompt
+    tool's scoped window is read its own way."""
+    if call.scope is not None or not messages:
+        return False
+    if any(m.thread_id != call.thread_id or m.depth != 0 for m in messages):
+        return False
+    if not resolved and any(isinstance(m.metadata.get(CONTENT_REF), str) for m in messages):
+        return False
+    return not changes_rows([e for e in events if e.type != QUEUE_CHANGED])
+
+
+def _appended(transcript: list[MessageJson], messages: list[Message]) -> list[MessageJson] | None:
+    """The texts of `messages` the transcript read does not hold yet (an earlier attempt
+    may have stored them), as the transcript cache will read them once stored; None when
+    they would not all come after the transcript's last message in its order (position,
+    creation, id): the caller then stores first and reads again."""
+    held = messages_of(transcript[-len(messages) :]) if transcript else []
+    known = {m.id for m in held}
+    fresh = sorted(
+        (m for m in messages if m.id not in known),
+        key=lambda m: (m.position, m.created_at, m.id),
+    )
+    if fresh and held and held[-1].position >= fresh[0].position:
+        return None
+    return [message_json(m) for m in fresh]

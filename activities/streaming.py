@@ -48,6 +48,10 @@ class DeltaBatcher:
     a live tail smooth at a few writes a second. The call's start events wait in the same
     queue (`PendingEvents`): the first batch written brings them, and a reply that ends
     before any batch was due is stored with them by the call's one final write (`take`).
+
+    With `after` (the step's own write, made beside the request), nothing is written or
+    handed to the final write before it has committed, the start events only then join
+    the queue, and nothing at all is written when it failed.
     """
 
     def __init__(
@@ -57,6 +61,7 @@ class DeltaBatcher:
         *,
         interval: float = 0.1,
         lead: Sequence[Event] = (),
+        after: asyncio.Future[Any] | None = None,
     ) -> None:
         self._make_event = make_event
         self._interval = interval
@@ -65,7 +70,9 @@ class DeltaBatcher:
         self._call_ids: dict[int, str] = {}  # a tool call's id by its index, once named
         self._last = time.monotonic()
         self._count = 0
-        self._pending = PendingEvents(store, lead)
+        self._after = after
+        self._held = list(lead) if after is not None else []
+        self._pending = PendingEvents(store, () if after is not None else lead)
 
     async def __aenter__(self) -> DeltaBatcher:
         await self._pending.__aenter__()
@@ -77,7 +84,12 @@ class DeltaBatcher:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._pending.add(self._batches())
+        try:
+            await self._committed()
+        except Exception:  # the attempt fails by it: nothing of the reply is written
+            self._parts = {}
+        else:
+            self._pending.add(self._batches())
         await self._pending.__aexit__(exc_type, exc, tb)
 
     async def add(self, delta: Delta) -> None:
@@ -92,6 +104,7 @@ class DeltaBatcher:
     async def flush(self) -> None:
         """Write what is pending, if anything, and heartbeat."""
         self._last = time.monotonic()
+        await self._committed()
         self._pending.add(self._batches())
         if await self._pending.flush():
             activity.heartbeat(self._count)
@@ -99,8 +112,19 @@ class DeltaBatcher:
     async def take(self) -> list[Event]:
         """What is not stored yet (start events, the last batches), in order, for the
         call's final write; nothing is written after."""
+        await self._committed()
         self._pending.add(self._batches())
         return await self._pending.take()
+
+    async def _committed(self) -> None:
+        """Wait for the step's own write, if one is under way (raising its error); then
+        the start events it held back join the queue."""
+        if self._after is None:
+            return
+        await asyncio.shield(self._after)
+        self._after = None
+        self._pending.add(self._held)
+        self._held = []
 
     def _batches(self) -> list[Event]:
         events = []

@@ -7,22 +7,32 @@ the workflow's. The commands a running task decides (start, update, delegate, li
 unlink, pause, resume, complete, fail) are updates of its workflow, refused there, before
 history, when its state forbids them; `cancel` and progress are signals. Reads come from
 the store's `tasks` rows, folded from the tasks' events. A refusal is a `TaskError` whose
-`field` names the input refused (None: the task's state refused it).
+`field` names the input refused (None: the task's state refused it). The async commands
+read and write the store off the event loop (`asyncio.to_thread`); the sync reads (`get`,
+`list`, …) are for callers without one.
+
+A run closed through Temporal (terminated, cancelled there, timed out) writes no end, so
+the store would say the task runs for ever. `show`, `list_checked`, `wait`, `retry`, and a
+command whose run turns out to have closed, record the end Temporal states once
+(`_record_unwritten_end`); the commands here trust the store, and `weft.Tasks`
+(client/tasks.py, which asks Temporal: activities do not import the client) records it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import jsonschema
 from pydantic import BaseModel, ValidationError
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
+    WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
 )
@@ -122,11 +132,11 @@ class TaskCommands:
             }
         )
         given = spec.run_in.thread_id if spec.run_in is not None else None
-        spec.scope = self._tenant_scope(spec.scope, tenant, given)
+        spec.scope = await self._tenant_scope(spec.scope, tenant, given)
         if given is not None:
             await self._check_given_thread(given, spec)
         for dependency in spec.dependencies:
-            self._same_tenant(spec.scope.tenant, dependency, "dependencies")
+            await self._same_tenant(spec.scope.tenant, dependency, "dependencies")
         try:
             task_id = check_task_id(task_id) if task_id else new_task_id()
         except ValueError as err:
@@ -135,7 +145,8 @@ class TaskCommands:
         record = TaskRecord.model_validate(
             {**spec.model_dump(mode="json"), "taskId": task_id, "createdAt": at, "updatedAt": at}
         )
-        self._store.tasks.create(_created(record))  # refuses a taken id or a cycle
+        # refuses a taken id or a cycle
+        await asyncio.to_thread(self._store.tasks.create, _created(record))
         try:
             await self._client.start_workflow(
                 TASK_WORKFLOW_TYPE,
@@ -145,15 +156,15 @@ class TaskCommands:
                 static_summary=f"task {task_id} · {assignee}",
             )
         except Exception as err:
-            self._store.tasks.record([_failed_to_start(record, err)])
+            await asyncio.to_thread(self._store.tasks.record, [_failed_to_start(record, err)])
             raise TaskError(f"task {task_id} could not start: {err}") from err
-        return self.get(task_id)
+        return await self._load(task_id)
 
-    def _same_tenant(self, tenant: str | None, dependency: str, field: str) -> None:
+    async def _same_tenant(self, tenant: str | None, dependency: str, field: str) -> None:
         """TaskError naming `field` when `dependency` is another tenant's task: a task
         may wait only on its own tenant's (whose status its events would repeat). A task
         not created yet may be named: a plan may be declared in any order."""
-        theirs = self._store.tasks.tenant(dependency)
+        theirs = await asyncio.to_thread(self._store.tasks.tenant, dependency)
         if theirs is not None and theirs != (tenant or DEFAULT_TENANT):
             raise TaskError(f"{field}: {dependency!r} is not a task of this tenant", field=field)
 
@@ -163,7 +174,7 @@ class TaskCommands:
         naming `assignee` unless the thread's agent is the task's assignee."""
         field = "runIn.threadId"
         unknown = TaskError(f"{field}: no thread {thread_id!r}", field=field)
-        row = self._store.threads.get(thread_id)
+        row = await asyncio.to_thread(self._store.threads.get, thread_id)
         if row is None or row.tenant != (spec.scope.tenant or DEFAULT_TENANT):
             raise unknown
         try:
@@ -187,7 +198,7 @@ class TaskCommands:
                 field="assignee",
             )
 
-    def _tenant_scope(
+    async def _tenant_scope(
         self, scope: TaskScope, tenant: str | None, given_thread: str | None = None
     ) -> TaskScope:
         """`scope` with the task's tenant: `tenant`, else its thread's (`scope.threadId`,
@@ -205,9 +216,9 @@ class TaskCommands:
                     field="scope.tenant",
                 )
         elif scope.tenant is None and scope.thread_id is not None:
-            tenant = self._store.threads.tenant(scope.thread_id)
+            tenant = await asyncio.to_thread(self._store.threads.tenant, scope.thread_id)
         elif scope.tenant is None and given_thread is not None:
-            tenant = self._store.threads.tenant(given_thread)
+            tenant = await asyncio.to_thread(self._store.threads.tenant, given_thread)
         if tenant is None or tenant == DEFAULT_TENANT:
             return scope  # `default`'s: left out, as before tenants
         return scope.model_copy(update={"tenant": tenant})
@@ -223,6 +234,24 @@ class TaskCommands:
             raise TaskNotFound(f"no task {task_id!r}")
         return record
 
+    async def _load(self, task_id: str) -> TaskRecord:
+        """`get`, off the event loop."""
+        return await asyncio.to_thread(self.get, task_id)
+
+    async def show(self, task_id: str) -> TaskRecord:
+        """The task as the store has it, once an end its run did not write (an open task's
+        run closed through Temporal) is recorded; `TaskNotFound` naming the id."""
+        record = await self._load(task_id)
+        if not record.terminal and await self._record_unwritten_end(record):
+            record = await self._load(task_id)
+        return record
+
+    async def _record_unwritten_end(self, record: TaskRecord) -> bool:
+        """Record the end of open task `record` when its run closed without writing it;
+        True when this call stored it. The commands alone trust the store (False):
+        `weft.Tasks` asks Temporal (client/tasks.py)."""
+        return False
+
     def list(
         self,
         *,
@@ -235,6 +264,30 @@ class TaskCommands:
         return self._store.tasks.list(
             statuses=statuses, session_id=session_id, tenant=tenant, limit=limit
         )
+
+    async def list_checked(
+        self,
+        *,
+        statuses: Sequence[str] | None = None,
+        session_id: str | None = None,
+        tenant: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[TaskRecord]:
+        """`list`, once the ends the listed open tasks' runs did not write are recorded
+        (with `weft.Tasks`: one visibility query finds them, client/run_close.py)."""
+
+        def listed() -> builtins.list[TaskRecord]:
+            return self.list(statuses=statuses, session_id=session_id, tenant=tenant, limit=limit)
+
+        records = await asyncio.to_thread(listed)
+        if await self._record_listed_ends([r for r in records if not r.terminal]):
+            records = await asyncio.to_thread(listed)  # their status (and order) moved
+        return records
+
+    async def _record_listed_ends(self, open_tasks: builtins.list[TaskRecord]) -> bool:
+        """`_record_unwritten_end` for the open tasks of a listing; True when any end was
+        stored. The commands alone trust the store (False)."""
+        return False
 
     def snapshot(
         self, *, session_id: str | None = None, tenant: str | None = None, limit: int = 500
@@ -249,11 +302,15 @@ class TaskCommands:
         return self._store.tasks.events(task_id)
 
     async def cancel(self, task_id: str, reason: str | None = None) -> None:
-        """Ask the task to stop: it ends `cancelled`, closing its running attempt's thread."""
-        self._unfinished(task_id, "cancel")
-        await self._handle(task_id).signal(
-            SIGNAL_CANCEL_TASK, CancelTask(reason=reason).model_dump(mode="json")
-        )
+        """Ask the task to stop: it ends `cancelled`, closing its running attempt's thread.
+        TaskError once it has ended (a run closed through Temporal included)."""
+        await self._unfinished(task_id, "cancel")
+        try:
+            await self._handle(task_id).signal(
+                SIGNAL_CANCEL_TASK, CancelTask(reason=reason).model_dump(mode="json")
+            )
+        except RPCError as err:
+            await self._refuse_closed_run(task_id, "cancel", err)
 
     async def append_progress(
         self, task_id: str, message: str, data: dict[str, Any] | None = None
@@ -265,13 +322,19 @@ class TaskCommands:
             raise TaskError(
                 f"progress of {task_id}: {describe_validation_error(err)}", field=_loc(err)
             ) from None
-        self._unfinished(task_id, "append progress to")
-        await self._handle(task_id).signal(SIGNAL_APPEND_PROGRESS, entry.model_dump(mode="json"))
+        await self._unfinished(task_id, "append progress to")
+        try:
+            await self._handle(task_id).signal(
+                SIGNAL_APPEND_PROGRESS, entry.model_dump(mode="json")
+            )
+        except RPCError as err:
+            await self._refuse_closed_run(task_id, "append progress to", err)
 
     async def retry(self, task_id: str, reason: str | None = None) -> TaskRecord:
         """Run a failed, timed out or cancelled task again: a new run of its workflow
-        makes new attempts (up to `maxAttempts` more); the earlier ones stay."""
-        record = self.get(task_id)
+        makes new attempts (up to `maxAttempts` more); the earlier ones stay. A task whose
+        run was closed through Temporal is retried as a failed (or cancelled) one."""
+        record = await self.show(task_id)
         if record.status not in UNSUCCESSFUL_STATUSES:
             raise TaskError(
                 f"task {task_id} is {record.status}: only a failed, timed out or cancelled "
@@ -334,7 +397,7 @@ class TaskCommands:
         """Hand a task whose attempts have not started to agent `to` (`task.delegated`):
         its attempts run as `to`. `start`: also start a task created not to start."""
         command = _model(DelegateTask, {"to": to, "by": by, "reason": reason})
-        held = self.get(task_id)
+        held = await self._load(task_id)
         given = held.run_in
         if given is not None and command.to != held.assignee:
             raise TaskError(
@@ -358,7 +421,8 @@ class TaskCommands:
         """Make a task whose attempts have not started depend on `depends_on`
         (`task.dependency.updated`); a cycle is refused, naming it."""
         command = _model(LinkTasks, {"dependsOn": depends_on, "by": by, "reason": reason})
-        self._same_tenant(self._store.tasks.tenant(task_id), depends_on, "dependsOn")
+        tenant = await asyncio.to_thread(self._store.tasks.tenant, task_id)
+        await self._same_tenant(tenant, depends_on, "dependsOn")
         return await self._update(task_id, "link", UPDATE_LINK_TASKS, command)
 
     async def unlink(
@@ -402,7 +466,7 @@ class TaskCommands:
             CompleteTask,
             {"response": response, "structured": structured, "by": by, "reason": reason},
         )
-        schema = self._unfinished(task_id, "complete").acceptance.schema_
+        schema = (await self._unfinished(task_id, "complete")).acceptance.schema_
         if schema is not None:
             _check_output(command.structured, schema)
         return await self._update(task_id, "complete", UPDATE_COMPLETE_TASK, command)
@@ -414,10 +478,14 @@ class TaskCommands:
         return await self._decide(task_id, "fail", UPDATE_FAIL_TASK, TaskCommand, by, reason)
 
     async def wait(self, task_id: str) -> TaskRecord:
-        """Wait for the task's current run to end; the task as it then is."""
-        self.get(task_id)
-        await self._handle(task_id).result()
-        return self.get(task_id)
+        """Wait for the task's current run to end; the task as it then is (a run closed
+        through Temporal ends the wait too, its end recorded)."""
+        await self._load(task_id)
+        try:
+            await self._handle(task_id).result()
+        except WorkflowFailureError:
+            pass  # closed without returning (terminated, cancelled there): `show` records how
+        return await self.show(task_id)
 
     async def _decide(
         self,
@@ -435,7 +503,7 @@ class TaskCommands:
     async def _update(self, task_id: str, verb: str, update: str, command: BaseModel) -> TaskRecord:
         """Run a command on the task's workflow; its refusal as a TaskError naming the
         field (None: the task's state)."""
-        self._unfinished(task_id, verb)
+        await self._unfinished(task_id, verb)
         payload = command.model_dump(mode="json", by_alias=True, exclude_none=True)
         try:
             await self._handle(task_id).execute_update(update, payload)
@@ -446,19 +514,26 @@ class TaskCommands:
                 raise TaskError(cause.message, field=field) from None
             raise TaskError(f"cannot {verb} task {task_id}: {cause or err}") from None
         except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:
-                raise
-            record = self.get(task_id)
-            raise TaskError(
-                f"cannot {verb} task {task_id}: it is {record.status} and its run has ended"
-            ) from None
-        return self.get(task_id)
+            await self._refuse_closed_run(task_id, verb, err)
+        return await self._load(task_id)
 
     def _handle(self, task_id: str) -> WorkflowHandle[Any, Any]:
         return self._client.get_workflow_handle(task_id)
 
-    def _unfinished(self, task_id: str, verb: str) -> TaskRecord:
-        record = self.get(task_id)
+    async def _refuse_closed_run(self, task_id: str, verb: str, err: RPCError) -> NoReturn:
+        """A command found the task's run gone (NOT_FOUND: closed, or never started): a
+        TaskError saying what the task is, once an end its run did not write is recorded;
+        any other RPC error is raised as it is."""
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise err
+        record = await self.show(task_id)
+        why = f" ({record.reason})" if record.terminal and record.reason else ""
+        raise TaskError(
+            f"cannot {verb} task {task_id}: it is {record.status}{why} and its run has ended"
+        ) from None
+
+    async def _unfinished(self, task_id: str, verb: str) -> TaskRecord:
+        record = await self._load(task_id)
         if record.status in TERMINAL_STATUSES:
             raise TaskError(f"cannot {verb} task {task_id}: it is {record.status}")
         return record

@@ -42,7 +42,7 @@ from weft.activities.thread_deletion import (
     JobDeleted,
     TaskDeleted,
     ThreadNotFound,
-    audit_deletion,
+    audited_deletion,
     close_thread,
     closed_within,
     delete_executions,
@@ -113,14 +113,16 @@ async def delete_task(
             "and remove their edges to it",
             field="force",
         )
-    tenant = await asyncio.to_thread(store.tasks.tenant, task_id)
-    report = DeletionReport()
-    await delete_one_task(client, store, task_id, with_threads, grace, report, doomed=())
-    if audit_subject is not None:
-        await audit_deletion(
-            store, audit_subject, tenant, None, "/tasks/{task_id}", f"/tasks/{task_id}"
-        )
-    return report
+    return await audited_deletion(
+        store,
+        "task",
+        task_id,
+        tenant_of=store.tasks.tenant,
+        delete=lambda report: delete_one_task(
+            client, store, task_id, with_threads, grace, report, doomed=()
+        ),
+        audit_subject=audit_subject,
+    )
 
 
 async def delete_job(
@@ -142,14 +144,14 @@ async def delete_job(
     stored = await asyncio.to_thread(store.deletion.job_known, job_id)
     if not stored and not await temporal_knows(client, job_id):
         raise JobNotFound(f"no job {job_id!r}")
-    tenant = await asyncio.to_thread(store.jobs.tenant, job_id)
-    report = DeletionReport()
-    await delete_one_job(client, store, job_id, with_threads, grace, report)
-    if audit_subject is not None:
-        await audit_deletion(
-            store, audit_subject, tenant, None, "/jobs/{job_id}", f"/jobs/{job_id}"
-        )
-    return report
+    return await audited_deletion(
+        store,
+        "job",
+        job_id,
+        tenant_of=store.jobs.tenant,
+        delete=lambda report: delete_one_job(client, store, job_id, with_threads, grace, report),
+        audit_subject=audit_subject,
+    )
 
 
 async def delete_one_job(

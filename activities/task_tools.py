@@ -11,6 +11,7 @@ subagents and handoff targets). `by` in the tasks' events is the calling thread'
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any, TypeVar
 
@@ -95,7 +96,7 @@ class TaskTools:
             return await self._create(request, _args(CreateArgs, raw))
         if name == UPDATE_TASK_TOOL:
             update = _args(UpdateArgs, raw)
-            record = self._own(thread, update.task)
+            record = await self._own(thread, update.task)
             constraints = None
             if update.max_attempts is not None:
                 constraints = record.constraints.model_copy(
@@ -117,7 +118,7 @@ class TaskTools:
             return _answer(record)
         if name == COMPLETE_TASK_TOOL:
             complete = _args(CompleteArgs, raw)
-            record = self._own(thread, complete.task)
+            record = await self._own(thread, complete.task)
             if record.status == "completed" and record.ended_by == thread:
                 return _answer(record)  # this call, retried after it completed the task
             record = await self._tasks.complete(
@@ -129,7 +130,7 @@ class TaskTools:
             )
             return _answer(record)
         delegate = _args(DelegateArgs, raw)
-        record = self._own(thread, delegate.task)
+        record = await self._own(thread, delegate.task)
         agent = _agent(request, delegate.agent)
         if record.delegated_to == agent and record.status != "accepted":
             return _answer(record)  # this call, retried after it delegated and started it
@@ -141,7 +142,7 @@ class TaskTools:
     async def _create(self, request: ToolDispatch, args: CreateArgs) -> dict[str, Any]:
         thread = request.call.thread_id
         task_id = plan_task_id(thread, args.name)
-        known = self._tasks.find(task_id)
+        known = await asyncio.to_thread(self._tasks.find, task_id)
         if known is not None:  # this call, retried, or the name used before
             if known.objective != args.objective:
                 raise TaskError(f"this thread has a task named {args.name!r} already", field="name")
@@ -160,9 +161,9 @@ class TaskTools:
         )
         return _answer(record, args.name)
 
-    def _own(self, thread_id: str, ref: str) -> TaskRecord:
-        """The task `ref` names, if this thread created it."""
-        record = self._tasks.get(_task_id(thread_id, ref))
+    async def _own(self, thread_id: str, ref: str) -> TaskRecord:
+        """The task `ref` names, if this thread created it (read off the event loop)."""
+        record = await asyncio.to_thread(self._tasks.get, _task_id(thread_id, ref))
         if record.scope.thread_id != thread_id:
             raise TaskError(f"task {record.task_id} was not created by this thread", field="task")
         return record

@@ -20,7 +20,7 @@ from weft.activities.task_deletion import delete_one_job, delete_one_task
 from weft.activities.thread_deletion import (
     DEFAULT_GRACE_SECONDS,
     DeletionReport,
-    audit_deletion,
+    audited_deletion,
     check_thread_id,
     delete_tree,
     temporal_knows,
@@ -44,7 +44,21 @@ async def delete_tenant(
     Temporal's visibility, their children included), then its API keys, quota and
     retention policy."""
     check_tenant(tenant)
-    report = DeletionReport()
+    return await audited_deletion(
+        store,
+        "tenant",
+        tenant,
+        tenant_of=lambda deleted: deleted,  # the audit names the tenant deleted
+        delete=lambda report: _delete_everything(client, store, tenant, grace, report),
+        audit_subject=audit_subject,
+    )
+
+
+async def _delete_everything(
+    client: Client, store: Store, tenant: str, grace: float, report: DeletionReport
+) -> None:
+    """The tenant's work cancelled, then its jobs, tasks, threads and records deleted;
+    added to `report`."""
     report.cancelled = await _cancel_work(client, store, tenant, grace)
     job_ids, _ = await asyncio.to_thread(store.deletion.tenant_work, tenant)
     for job_id in job_ids:
@@ -63,11 +77,6 @@ async def delete_tenant(
             await delete_tree(client, store, thread_id, True, grace, report, seen)
     report.api_keys = await asyncio.to_thread(store.deletion.delete_tenant_records, tenant)
     report.cancelled = list(dict.fromkeys(report.cancelled))  # asked again if still open
-    if audit_subject is not None:
-        await audit_deletion(
-            store, audit_subject, tenant, None, "/tenants/{tenant}", f"/tenants/{tenant}"
-        )
-    return report
 
 
 def _tenant_query(tenant: str) -> str:

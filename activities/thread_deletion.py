@@ -21,24 +21,27 @@ a finished deletion says so, the same way for every caller (the HTTP API's 404).
 from __future__ import annotations
 
 import asyncio
-import logging
 import re
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
+from weft.activities.deletion_report import (
+    DeletedKind,
+    DeletionReport,
+    JobDeleted,
+    TaskDeleted,
+    ThreadDeleted,
+    audit_deletion,
+    audited_deletion,
+)
 from weft.contract.thread import SIGNAL_TERMINATE
 from weft.store import Store
-from weft.store.audit import AuditEntry
 
 # How long a thread may take to close after the terminate signal before it is terminated
 # outright (a thread with no worker never answers the signal).
-log = logging.getLogger(__name__)
-
 DEFAULT_GRACE_SECONDS = 30.0
 # How long Temporal may take to forget a deleted execution (describe and visibility).
 FORGET_TIMEOUT_SECONDS = 60.0
@@ -52,97 +55,6 @@ _QUERY_SAFE = re.compile(r"^[^'\"\\]*$")
 
 class ThreadNotFound(LookupError):
     """Nothing of the thread is left, in the store or in Temporal."""
-
-
-@dataclass
-class ThreadDeleted:
-    """One thread's deletion: its store rows (by table), idempotency records and blobs
-    deleted, and its Temporal executions deleted."""
-
-    thread_id: str
-    rows: dict[str, int] = field(default_factory=dict)
-    idempotency_keys: int = 0
-    blobs: int = 0
-    executions: int = 0
-
-
-@dataclass
-class TaskDeleted:
-    """One task's deletion: its store rows (by table) and idempotency records, its Temporal
-    runs, and the tasks that depended on it and lost that edge (`unlinked`)."""
-
-    task_id: str
-    rows: dict[str, int] = field(default_factory=dict)
-    idempotency_keys: int = 0
-    executions: int = 0
-    unlinked: list[str] = field(default_factory=list)
-
-
-@dataclass
-class JobDeleted:
-    """One job's deletion: its store rows (by table: its row, items and log) and
-    idempotency records, and its Temporal runs (its continue-as-new chain)."""
-
-    job_id: str
-    rows: dict[str, int] = field(default_factory=dict)
-    idempotency_keys: int = 0
-    executions: int = 0
-
-
-@dataclass
-class DeletionReport:
-    """What a deletion did: every thread deleted, children before their parent; the tasks
-    and jobs deleted (activities/task_deletion.py), and those cancelled first."""
-
-    threads: list[ThreadDeleted] = field(default_factory=list)
-    api_keys: int = 0
-    cancelled: list[str] = field(default_factory=list)  # jobs and tasks stopped first
-    tasks: list[TaskDeleted] = field(default_factory=list)
-    jobs: list[JobDeleted] = field(default_factory=list)
-    schedules: list[str] = field(default_factory=list)  # a tenant's, deleted first
-
-    @property
-    def thread_ids(self) -> list[str]:
-        return [t.thread_id for t in self.threads]
-
-    def wire(self) -> dict[str, object]:
-        """As JSON (the CLI's `--json`, the HTTP reply)."""
-        return {
-            "deleted": [
-                {
-                    "threadId": t.thread_id,
-                    "rows": t.rows,
-                    "idempotencyKeys": t.idempotency_keys,
-                    "blobs": t.blobs,
-                    "executions": t.executions,
-                }
-                for t in self.threads
-            ],
-            **({"apiKeys": self.api_keys} if self.api_keys else {}),
-            **({"cancelled": self.cancelled} if self.cancelled else {}),
-            **({"tasks": [_task_wire(t) for t in self.tasks]} if self.tasks else {}),
-            **({"jobs": [_job_wire(j) for j in self.jobs]} if self.jobs else {}),
-            **({"schedules": self.schedules} if self.schedules else {}),
-        }
-
-
-def _task_wire(task: TaskDeleted) -> dict[str, object]:
-    return {
-        "taskId": task.task_id,
-        "rows": task.rows,
-        "idempotencyKeys": task.idempotency_keys,
-        "executions": task.executions,
-        "unlinked": task.unlinked,
-    }
-
-
-def _job_wire(job: JobDeleted) -> dict[str, object]:
-    return {
-        "jobId": job.job_id,
-        "rows": job.rows,
-        "idempotencyKeys": job.idempotency_keys,
-        "executions": job.executions,
-    }
 
 
 def check_thread_id(thread_id: str) -> str:
@@ -170,20 +82,16 @@ async def delete_thread(
     check_thread_id(thread_id)
     if not await _known(client, store, thread_id) or await _work_of(store, thread_id):
         raise ThreadNotFound(f"no thread {thread_id!r}")
-    # Read before the row goes: the audit entry names the tenant whose thread it was.
-    tenant = await asyncio.to_thread(store.threads.tenant, thread_id)
-    report = DeletionReport()
-    await delete_tree(client, store, thread_id, children, grace, report, seen=set())
-    if audit_subject is not None:
-        await audit_deletion(
-            store,
-            audit_subject,
-            tenant,
-            thread_id,
-            "/threads/{thread_id}",
-            f"/threads/{thread_id}",
-        )
-    return report
+    return await audited_deletion(
+        store,
+        "thread",
+        thread_id,
+        tenant_of=store.threads.tenant,
+        delete=lambda report: delete_tree(
+            client, store, thread_id, children, grace, report, seen=set()
+        ),
+        audit_subject=audit_subject,
+    )
 
 
 async def delete_tree(
@@ -340,43 +248,17 @@ async def closed_within(client: Client, workflow_id: str, timeout: float) -> boo
     return True
 
 
-async def audit_deletion(
-    store: Store,
-    subject: str,
-    tenant: str | None,
-    thread_id: str | None,
-    route: str,
-    path: str,
-) -> None:
-    """Record a deletion by `subject` (`cli:<user>`, `python`) of `tenant`'s thread, task,
-    job or whole tenant in the audit log: ids, no content."""
-    entry = AuditEntry(
-        at=datetime.now(UTC),
-        subject=subject,
-        tenant=tenant,
-        method="DELETE",
-        route=route,
-        path=path,
-        thread_id=thread_id,
-        status=200,
-    )
-    try:
-        await asyncio.to_thread(store.audit.record, entry)
-    except Exception:
-        # The deletion is done: a lost record must not turn it into an error (as over
-        # HTTP and in client/audit_trail.py); it is logged instead.
-        log.exception("could not record the deletion of %s by %s", path, subject)
-
-
 __all__ = [
     "DEFAULT_GRACE_SECONDS",
     "FORGET_TIMEOUT_SECONDS",
+    "DeletedKind",
     "DeletionReport",
     "JobDeleted",
     "TaskDeleted",
     "ThreadDeleted",
     "ThreadNotFound",
     "audit_deletion",
+    "audited_deletion",
     "check_thread_id",
     "close_thread",
     "closed_within",

@@ -1,7 +1,8 @@
 """ThreadState's hierarchy: the subagent registry, parent lookups and reports to the parent.
 
 Reads go to the store (the registry rows are projected from the parent's `subagent.*`
-events). Changes are intents: the workflow relays them to the parent as `subagent_report`
+events; the threads the tasks this thread created ran their attempts in are listed after
+them, from the tasks' records: store/attempt_threads.py). Changes are intents: the workflow relays them to the parent as `subagent_report`
 signals once the tool's result is stored (an activity never signals a workflow).
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from weft.activities.thread_scope import ThreadScope
+from weft.store.attempt_threads import attempt_subagents
 from weft.store.subagents import SubagentEntry
 
 if TYPE_CHECKING:
@@ -23,14 +25,22 @@ class ThreadHierarchy:
         self._scope = scope
 
     async def children(self) -> list[SubagentEntry]:
-        """This thread's subagent registry: reference, name, status, … per child."""
+        """This thread's subagent registry: reference, name, status, … per child; then the
+        attempt threads of the tasks it created (`tool: "tasks"`, with `taskId`)."""
         scope = self._scope
-        return await scope.read(scope.store.subagents.list, scope.thread_id)
+        registry = await scope.read(scope.store.subagents.list, scope.thread_id)
+        return [*registry, *await self._attempts()]
 
     async def get_child_thread(self, reference: str) -> SubagentEntry | None:
-        """A child by reference or name: its registry entry and its thread row, or None."""
+        """A child by reference or name (a task's attempt thread too): its registry entry
+        and its thread row, or None."""
         scope = self._scope
         entry = await scope.read(scope.store.subagents.find, scope.thread_id, reference)
+        if entry is None:
+            entry = next(
+                (e for e in await self._attempts() if reference in (e["reference"], e["name"])),
+                None,
+            )
         if entry is None:
             return None
         row = await scope.read(scope.store.threads.get, str(entry["reference"]))
@@ -53,6 +63,10 @@ class ThreadHierarchy:
             return None
         parent = await scope.read(scope.store.threads.get, own.parent_thread_id)
         return _summary(parent) or {"threadId": own.parent_thread_id}
+
+    async def _attempts(self) -> list[SubagentEntry]:
+        scope = self._scope
+        return await scope.read(attempt_subagents, scope.store, scope.thread_id)
 
     def notify_parent(self, content: str) -> None:
         """Send `content` to the parent thread as a queued message (works with explicit

@@ -3,21 +3,28 @@ it, in Temporal and the store (activities/thread_deletion.py, docs/deletion.md).
 
 A tenant's key deletes only its tenant's threads: `authorize` answers 404 for another's
 before this route runs. A thread nothing is left of is a 404 too, so a retried deletion
-that finished says so; one a crash left half-done is finished."""
+that finished says so; one a crash left half-done is finished.
+
+`deleted` is every deletion route's reply (threads here, tasks and jobs in their routes):
+the report, or its error's status from the route's table (`*_DELETION_ERRORS`)."""
 
 # No `from __future__ import annotations`: FastAPI reads the parameter annotations.
 
+from collections.abc import Awaitable, Sequence
 from typing import Annotated
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.service import RPCError
 
-from weft.activities.thread_deletion import ThreadNotFound, delete_thread
+from weft.activities.task_deletion import DeletionRefused
+from weft.activities.thread_deletion import DeletionReport, ThreadNotFound, delete_thread
 from weft.api.context import ApiContext
 from weft.api.gateway.app import GatewayError
 from weft.api.models import error_responses
 from weft.api.thread_routes import ThreadId
+from weft.contract.jobs import JobError, JobNotFound
+from weft.contract.tasks import TaskError, TaskNotFound
 
 
 class DeletedThread(BaseModel):
@@ -83,19 +90,59 @@ def router(ctx: ApiContext) -> APIRouter:
         thread_id: ThreadId,
         children: Annotated[bool, Query(description="its subagents too, recursively")] = False,
     ) -> Deleted:
-        try:
-            report = await delete_thread(ctx.client, ctx.store, thread_id, children=children)
-        except ThreadNotFound as err:
-            raise GatewayError(404, str(err)) from None
-        except ValueError as err:
-            raise GatewayError(422, str(err), fields=["thread_id"]) from None
-        except RuntimeError as err:  # Temporal is slow to close or forget it: retry
-            raise GatewayError(503, str(err)) from None
-        except RPCError as err:
-            raise GatewayError(503, f"Temporal did not answer ({err.message}); retry") from None
-        return Deleted.model_validate(report.wire())
+        return await deleted(
+            delete_thread(ctx.client, ctx.store, thread_id, children=children),
+            THREAD_DELETION_ERRORS,
+            field="thread_id",
+        )
 
     return routes
 
 
-__all__ = ["Deleted", "DeletedJob", "DeletedTask", "DeletedThread", "router"]
+# A deletion's errors and their statuses, the first that matches deciding; a refusal
+# (409) or bad input (422) names the request field at fault.
+DeletionErrors = Sequence[tuple[type[Exception], int]]
+THREAD_DELETION_ERRORS: DeletionErrors = ((ThreadNotFound, 404), (ValueError, 422))
+# A task others depend on, or a job's item's task, is refused for what it is (409).
+TASK_DELETION_ERRORS: DeletionErrors = (
+    (TaskNotFound, 404),
+    (DeletionRefused, 409),
+    (TaskError, 422),
+)
+JOB_DELETION_ERRORS: DeletionErrors = ((JobNotFound, 404), (JobError, 422))
+
+
+async def deleted(
+    deletion: Awaitable[DeletionReport], errors: DeletionErrors, *, field: str
+) -> Deleted:
+    """A deletion's reply (the thread, task and job routes): what went, or the status of
+    its error in `errors`, its field the error's own `field` or else `field`. Temporal
+    slow to close or forget it (a `RuntimeError`), or not answering, is 503: deleting
+    again finishes."""
+    try:
+        report = await deletion
+    except RPCError as err:
+        raise GatewayError(503, f"Temporal did not answer ({err.message}); retry") from None
+    except Exception as err:
+        status = next((status for kind, status in errors if isinstance(err, kind)), None)
+        if status is None and isinstance(err, RuntimeError):
+            status = 503
+        if status is None:
+            raise
+        at_fault = [getattr(err, "field", None) or field] if status in (409, 422) else []
+        raise GatewayError(status, str(err), fields=at_fault) from None
+    return Deleted.model_validate(report.wire())
+
+
+__all__ = [
+    "JOB_DELETION_ERRORS",
+    "TASK_DELETION_ERRORS",
+    "THREAD_DELETION_ERRORS",
+    "Deleted",
+    "DeletedJob",
+    "DeletedTask",
+    "DeletedThread",
+    "DeletionErrors",
+    "deleted",
+    "router",
+]

@@ -12,10 +12,9 @@ from fastapi.responses import Response, StreamingResponse
 from pydantic import Field
 from temporalio.service import RPCError
 
-from weft.activities.thread_deletion import DeletionReport
 from weft.api.auth import principal
 from weft.api.context import ApiContext
-from weft.api.deletion_routes import Deleted
+from weft.api.deletion_routes import JOB_DELETION_ERRORS, Deleted, deleted
 from weft.api.gateway.app import GatewayError
 from weft.api.idempotency import IdempotentRequest, Reply, idempotency
 from weft.api.models import POST_ERRORS, error_responses
@@ -76,7 +75,8 @@ def router(ctx: ApiContext) -> APIRouter:
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
     ) -> list[JobRecord]:
         tenant = principal(http).confined_to  # a tenant's key lists its own only
-        return await asyncio.to_thread(jobs.list, statuses=status, tenant=tenant, limit=limit)
+        # Open jobs are described: a run closed through Temporal has its end recorded.
+        return await jobs.list_checked(statuses=status, tenant=tenant, limit=limit)
 
     @routes.get(
         "/jobs/{job_id}",
@@ -85,7 +85,10 @@ def router(ctx: ApiContext) -> APIRouter:
         summary="A job: its options, status and item counts",
     )
     async def read_job(job_id: JobId) -> JobRecord:
-        return await _get(jobs, job_id)
+        try:
+            return await jobs.show(job_id)  # an open job's run closed through Temporal: recorded
+        except JobNotFound as err:
+            raise GatewayError(404, str(err)) from None
 
     @routes.delete(
         "/jobs/{job_id}",
@@ -102,8 +105,11 @@ def router(ctx: ApiContext) -> APIRouter:
             Query(alias="withThreads", description="the threads its items' attempts ran too"),
         ] = False,
     ) -> Deleted:
-        report = await _deleting(jobs.delete(job_id, with_threads=with_threads, audit_as=None))
-        return Deleted.model_validate(report.wire())
+        return await deleted(
+            jobs.delete(job_id, with_threads=with_threads, audit_as=None),
+            JOB_DELETION_ERRORS,
+            field="jobId",
+        )
 
     @routes.post(
         "/jobs/{job_id}/cancel",
@@ -237,21 +243,6 @@ async def _get(jobs: Jobs, job_id: str) -> JobRecord:
         return await asyncio.to_thread(jobs.get, job_id)
     except JobNotFound as err:
         raise GatewayError(404, str(err)) from None
-
-
-async def _deleting(deletion: Awaitable[DeletionReport]) -> DeletionReport:
-    """Run a deletion: nothing left of the job is 404, a bad id 422, Temporal slow to
-    close or forget it 503 (deleting again finishes)."""
-    try:
-        return await deletion
-    except JobNotFound as err:
-        raise GatewayError(404, str(err)) from None
-    except JobError as err:
-        raise GatewayError(422, str(err), fields=["jobId"]) from None
-    except RuntimeError as err:
-        raise GatewayError(503, str(err)) from None
-    except RPCError as err:
-        raise GatewayError(503, f"Temporal did not answer ({err.message}); retry") from None
 
 
 async def _refusing(command: Awaitable[object]) -> None:

@@ -8,7 +8,7 @@ follow a task's own event log; the same checks and refusals as `weft.Tasks`
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from fastapi.responses import Response
@@ -16,11 +16,9 @@ from pydantic import Field
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError
 
-from weft.activities.task_deletion import DeletionRefused
-from weft.activities.thread_deletion import DeletionReport
 from weft.api.auth import principal
 from weft.api.context import ApiContext, thread_status
-from weft.api.deletion_routes import Deleted
+from weft.api.deletion_routes import TASK_DELETION_ERRORS, Deleted, deleted
 from weft.api.event_routes import (
     SSE_DESCRIPTION,
     AfterParam,
@@ -45,6 +43,8 @@ from weft.contract.tasks import (
     task_snapshot,
 )
 from weft.contract.wire import CamelModel
+
+_T = TypeVar("_T")
 
 TaskId = Annotated[str, Path(pattern=ID_PATH_PATTERN, description="the task id")]
 
@@ -134,12 +134,14 @@ def router(ctx: ApiContext) -> APIRouter:
         ] = None,
         session: Annotated[str | None, Query(max_length=1000)] = None,
     ) -> TaskSnapshot:
-        records = await asyncio.to_thread(
-            tasks.list,
-            statuses=status,
-            session_id=session,
-            tenant=principal(http).confined_to,  # a tenant's key lists its own only
-            limit=500,
+        # Open tasks' runs closed through Temporal have their ends recorded first.
+        records = await _answering(
+            tasks.list_checked(
+                statuses=status,
+                session_id=session,
+                tenant=principal(http).confined_to,  # a tenant's key lists its own only
+                limit=500,
+            )
         )
         return task_snapshot(records)
 
@@ -150,7 +152,7 @@ def router(ctx: ApiContext) -> APIRouter:
         summary="A task: its spec, status, attempts, progress and delivery",
     )
     async def read_task(task_id: TaskId) -> TaskRecord:
-        return await _get(tasks, task_id)
+        return await _answering(tasks.show(task_id))
 
     @routes.delete(
         "/tasks/{task_id}",
@@ -170,10 +172,11 @@ def router(ctx: ApiContext) -> APIRouter:
             bool, Query(alias="withThreads", description="the threads its attempts ran too")
         ] = False,
     ) -> Deleted:
-        report = await _deleting(
-            tasks.delete(task_id, force=force, with_threads=with_threads, audit_as=None)
+        return await deleted(
+            tasks.delete(task_id, force=force, with_threads=with_threads, audit_as=None),
+            TASK_DELETION_ERRORS,
+            field="taskId",
         )
-        return Deleted.model_validate(report.wire())
 
     @routes.post(
         "/tasks/{task_id}/cancel",
@@ -329,7 +332,7 @@ def router(ctx: ApiContext) -> APIRouter:
         limit: LimitParam = 100,
         last_event_id: LastEventIdParam = None,
     ) -> Response:
-        await _get(tasks, task_id)
+        await _answering(tasks.show(task_id))  # a run closed through Temporal: its end too
         closed = await _run_closed(ctx, task_id)
         return await events_reply(
             ctx, request, task_id, after, wait, limit, last_event_id, closed=closed
@@ -405,6 +408,15 @@ async def _get(tasks: Tasks, task_id: str) -> TaskRecord:
         raise GatewayError(404, str(err)) from None
 
 
+async def _answering(read: Awaitable[_T]) -> _T:
+    """A read that may record an end Temporal states (`show`, `list_checked`): an unknown
+    task is 404."""
+    try:
+        return await read
+    except TaskNotFound as err:
+        raise GatewayError(404, str(err)) from None
+
+
 async def _refusing(command: Awaitable[object]) -> None:
     """Run a command: an unknown task is 404, a refused input 422 naming its field, a
     state that forbids the command 409."""
@@ -416,24 +428,6 @@ async def _refusing(command: Awaitable[object]) -> None:
         if err.field is not None:
             raise GatewayError(422, str(err), fields=[err.field]) from None
         raise GatewayError(409, str(err)) from None
-    except RPCError as err:
-        raise GatewayError(503, f"Temporal did not answer ({err.message}); retry") from None
-
-
-async def _deleting(deletion: Awaitable[DeletionReport]) -> DeletionReport:
-    """Run a deletion: nothing left of the task is 404, a refusal for what it is or what
-    depends on it 409 naming the field that would change it, a bad id 422; Temporal slow
-    to close or forget it 503 (deleting again finishes)."""
-    try:
-        return await deletion
-    except TaskNotFound as err:
-        raise GatewayError(404, str(err)) from None
-    except DeletionRefused as err:
-        raise GatewayError(409, str(err), fields=[err.field or "taskId"]) from None
-    except TaskError as err:
-        raise GatewayError(422, str(err), fields=[err.field or "taskId"]) from None
-    except RuntimeError as err:
-        raise GatewayError(503, str(err)) from None
     except RPCError as err:
         raise GatewayError(503, f"Temporal did not answer ({err.message}); retry") from None
 

@@ -12,6 +12,8 @@ at each size it prints:
 
 - the worker's RSS (`/proc/PID/status`) against the same worker with 0 threads and with
   its workflow cache just full (`--cache` threads): what idle threads cost beyond the cache;
+  and how many threads each of its per-thread caches holds (they follow the workflow
+  cache: store/thread_cache_budget.py), as the worker prints them on SIGUSR1;
 - store bytes per thread beyond its messages and events: SQLite's `dbstat` page bytes of
   every table and its indexes, less `messages`, `message_history` and `events`, less what
   the store held before the first thread, divided by the threads (and the rows' own payload
@@ -29,7 +31,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
+import signal
 import sqlite3
 import statistics
 import sys
@@ -118,6 +122,20 @@ async def quiet(pid: int, *, below: float = 0.05, timeout: float = 60) -> float:
         if cpu_seconds(pid) - cpu < below:
             break
     return time.perf_counter() - began
+
+
+async def caches_held(worker: WorkerSubprocess, asked: int) -> str:
+    """The worker's per-thread caches' threads, as it prints them on its `asked`-th
+    SIGUSR1 (bounded wait)."""
+    assert worker.process is not None
+    worker.process.send_signal(signal.SIGUSR1)
+    mark = f"caches held #{asked}: "
+    for _ in range(100):
+        found = [line for line in worker.output().splitlines() if line.startswith(mark)]
+        if found:
+            return found[-1].removeprefix(mark)
+        await asyncio.sleep(0.1)
+    return "(not reported)"
 
 
 async def converse(threads: Threads, turns: int, index: int) -> str:
@@ -234,7 +252,9 @@ async def measure(
     print(f"worker RSS with 0 threads (polling, nothing run yet): {mib(empty_rss)}", flush=True)
     ids: list[str] = []
     cache_rss: int | None = None
-    for size in sorted({*sizes, args.cache} if args.cache < max(sizes) else sizes):
+    for asked, size in enumerate(
+        sorted({*sizes, args.cache} if args.cache < max(sizes) else sizes)
+    ):
         added = size - len(ids)
         took = await add_threads(threads, ids, added, args.turns, args.concurrency)
         settled = await quiet(worker.pid)
@@ -245,6 +265,7 @@ async def measure(
             f"{added * args.turns / took:.1f} turns/s), then quiet after {settled:.1f} s",
             flush=True,
         )
+        print(f"  threads each worker cache holds: {await caches_held(worker, asked)}")
         if size == args.cache and size not in sizes:
             cache_rss = rss
             print(f"  worker RSS with the cache just full: {mib(rss)} (peak so far {mib(peak)})")
@@ -286,8 +307,6 @@ async def measure(
 
 async def serve(config_file: Path, cache: int) -> None:
     """The worker subprocess: `weft worker` with `max_cached_workflows=cache`, until SIGTERM."""
-    import signal
-
     from weft.cli.temporal_client import client_from_config
     from weft.workers.agent_worker import AgentWorker
     from weft.workers.config import load_config
@@ -298,6 +317,15 @@ async def serve(config_file: Path, cache: int) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     async with AgentWorker(client, config, max_cached_workflows=cache) as worker:
+        assert worker.store is not None
+        caches, asked = worker.store.caches, 0
+
+        def report() -> None:
+            nonlocal asked
+            print(f"caches held #{asked}: {json.dumps(caches.held())}", flush=True)
+            asked += 1
+
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, report)
         print(f"idle worker: polling {worker.task_queue} (cache {cache})", flush=True)
         await stop.wait()
 

@@ -28,7 +28,11 @@ the rounds and of the paired ratios are printed. Where weft's time goes comes fr
 Temporal history of the round (server timestamps, the same host's clock): the ask until
 the server accepted the update, the workflow task until `model.call` was scheduled (with
 any local activity it ran), the activity's dispatch, and the activity's own time to the
-commit of the first delta (less the model's own time).
+commit of the first delta (less the model's own time). The activity's start is split at
+the moment the SDK hands it to the worker's outermost activity interceptor (one this
+benchmark adds on both sides): before it, the server's reply to the workflow task that
+carries the eagerly dispatched activity, the core SDK and the input's decoding; after it,
+the worker's own interceptors (weft's recovery interceptor) until the method is entered.
 """
 
 from __future__ import annotations
@@ -55,9 +59,15 @@ sys.path.insert(0, str(ROOT / "bench"))
 import httpx  # noqa: E402
 from floor import stock_sandbox  # noqa: E402
 from support import local_stack, scratch_config, wait_until  # noqa: E402
+from temporalio import client as temporal_client  # noqa: E402
 from temporalio.api.enums.v1 import EventType  # noqa: E402
 from temporalio.client import Client, WorkflowHistory  # noqa: E402
-from temporalio.worker import Worker  # noqa: E402
+from temporalio.worker import (  # noqa: E402
+    ActivityInboundInterceptor,
+    ExecuteActivityInput,
+    Interceptor,
+    Worker,
+)
 from ttft_floor import (  # noqa: E402
     SIGNAL_STOP,
     UPDATE_ASK,
@@ -109,8 +119,9 @@ class Phases:
     dispatch: float = 0.0  # the task completed -> the activity started
     in_activity: float = 0.0  # started -> first token (committed / handed over), less model
     local_activities: int = 0  # local activities recorded in the task
-    # weft's activity, traced: started -> its method entered -> prepare begins, prepare,
-    # -> provider called, first delta -> its commit.
+    # weft's activity, traced: started -> the SDK hands it to the interceptors -> its
+    # method entered -> prepare begins, prepare, -> provider called, first delta -> commit.
+    to_arrived: float = 0.0
     to_entered: float = 0.0
     to_prepare: float = 0.0
     prepare: float = 0.0
@@ -241,6 +252,42 @@ class Trace:
 TRACE = Trace()
 
 
+class Arrivals(temporal_client.Interceptor, Interceptor):
+    """The outermost activity interceptor of a worker: when the SDK hands each activity to
+    the interceptors (wall clock), by workflow id, the first of each armed ask. A client
+    interceptor too, so it can ride on the connection AgentWorker is given (the SDK puts
+    the client's worker interceptors first)."""
+
+    def __init__(self) -> None:
+        self.at: dict[str, float] = {}
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _Arrival(next, self.at)
+
+
+class _Arrival(ActivityInboundInterceptor):
+    def __init__(self, next: ActivityInboundInterceptor, at: dict[str, float]) -> None:
+        super().__init__(next)
+        self._at = at
+
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        from temporalio import activity
+
+        workflow_id = activity.info().workflow_id or ""
+        self._at.setdefault(workflow_id, time.time())
+        return await self.next.execute_activity(input)
+
+
+ARRIVALS = Arrivals()
+
+
+def stamped_client(client: Client) -> Client:
+    """The same connection, with the arrival stamps outermost on the workers built on it."""
+    config = client.config()
+    config["interceptors"] = [ARRIVALS]
+    return Client(**config)
+
+
 async def model_alone(provider: OpenAIChatProvider) -> float:
     """The scripted model's own first-token time through weft's adapter, ms."""
     began, first = time.perf_counter(), 0.0
@@ -260,6 +307,7 @@ async def model_alone(provider: OpenAIChatProvider) -> float:
 
 async def ask_hand(client: Client, handle: Any, tokens: FirstTokens) -> tuple[float, Phases]:
     ask_id = uuid.uuid4().hex
+    ARRIVALS.at.pop(handle.id, None)
     wall, began = time.time(), time.perf_counter()
     update = asyncio.create_task(
         handle.execute_update(UPDATE_ASK, {"text": "hello", "model": SCRIPT, "id": ask_id})
@@ -269,6 +317,7 @@ async def ask_hand(client: Client, handle: Any, tokens: FirstTokens) -> tuple[fl
     phases = phases_of(await handle.fetch_history(), wall, "ttft.stream", first - began)
     activity_started = wall + (phases.to_task + phases.workflow_task + phases.dispatch) / 1000
     phases.to_entered = (tokens.hand_entered[ask_id] - activity_started) * 1000
+    phases.to_arrived = (ARRIVALS.at.get(handle.id, activity_started) - activity_started) * 1000
     return (first - began) * 1000, phases
 
 
@@ -296,6 +345,7 @@ async def ask_weft(
         tokens.committed.pop(thread_id, None)
         tokens.watching.add(thread_id)
     TRACE.stamps, TRACE.armed = {}, True
+    ARRIVALS.at.pop(thread_id, None)
     wall, began = time.time(), time.perf_counter()
     asked = asyncio.create_task(threads.ask(thread_id, "hello"))
     committed = await tokens.wait(tokens.committed, thread_id)
@@ -310,6 +360,8 @@ async def ask_weft(
     activity_started += (phases.workflow_task + phases.dispatch) / 1000
     if {"entered", "prepare", "prepared", "request", "delta"} <= stamps.keys():
         phases.to_entered = (stamps["entered"] - activity_started) * 1000
+        arrived = ARRIVALS.at.get(thread_id, activity_started)
+        phases.to_arrived = (arrived - activity_started) * 1000
         phases.to_prepare = (stamps["prepare"] - stamps["entered"]) * 1000
         phases.prepare = (stamps["prepared"] - stamps["prepare"]) * 1000
         phases.to_request = (stamps["request"] - stamps["prepared"]) * 1000
@@ -457,9 +509,10 @@ async def main(rounds: int, chunk_delay_ms: int) -> None:
                         ).stream
                     ],
                     workflow_runner=stock_sandbox(),
+                    interceptors=[ARRIVALS],
                 ),
                 AgentWorker(
-                    client,
+                    stamped_client(client),
                     scratch_config(tmp),
                     definitions=defs,
                     task_queue=f"ttft-weft-{uuid.uuid4().hex[:8]}",
@@ -582,11 +635,14 @@ def report(results: list[Round], chunk_delay_ms: int) -> None:
             w -= model
         print(f"  {label:44}{h:14.1f}{w:10.1f}")
     print("  the activity, traced in process:")
+    arrived = [med([getattr(r, side).to_arrived for r in results]) for side in ("hand", "weft")]
+    label = "started -> the SDK hands it to interceptors"
+    print(f"    {label:42}{arrived[0]:14.1f}{arrived[1]:10.1f}")
     entered = [med([getattr(r, side).to_entered for r in results]) for side in ("hand", "weft")]
     print(f"    {'started -> the activity method entered':42}{entered[0]:14.1f}{entered[1]:10.1f}")
     for label, name in (
         ("entered -> request preparation begins", "to_prepare"),
-        ("preparing the request (store reads, writes)", "prepare"),
+        ("preparing the request (reads, writes first)", "prepare"),
         ("prepared -> provider called", "to_request"),
         ("first delta received -> committed", "to_commit"),
     ):

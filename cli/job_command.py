@@ -138,7 +138,7 @@ async def _status(args: argparse.Namespace, config: WeftConfig) -> int:
         await scope.owner(JOB, args.job_id)
         if args.watch:
             return await _watch(jobs, args.job_id)
-        record = jobs.get(args.job_id)
+        record = await jobs.show(args.job_id)
     if args.json:
         print(json.dumps(record.model_dump(mode="json"), indent=2))
     else:
@@ -263,7 +263,9 @@ async def _watch(jobs: Jobs, job_id: str, out: TextIO | None = None) -> int:
 
 async def _list(args: argparse.Namespace, config: WeftConfig) -> int:
     async with _jobs(args, config) as (jobs, scope):
-        records = jobs.list(statuses=args.status, tenant=scope.tenant, limit=args.limit)
+        records = await jobs.list_checked(
+            statuses=args.status, tenant=scope.tenant, limit=args.limit
+        )
     for record in records:
         print(progress_line(record))
     if not records:

@@ -1,5 +1,8 @@
-"""`weft task create|get|list|start|update|delegate|link|unlink|pause|resume|complete|fail|
-progress|cancel|retry|delete`: tasks from the command line (docs/tasks.md).
+"""`weft task create|get|wait|list|start|update|delegate|link|unlink|pause|resume|complete|
+fail|progress|cancel|retry|delete`: tasks from the command line (docs/tasks.md).
+
+`get`, `wait` and `list` ask Temporal whether an open task's run closed without writing
+its end (terminated through Temporal), and record that end first.
 
 Under `weft --tenant T` every command keeps to T's tasks, and every control action is in
 the audit log: both through `tenant_scope.py`."""
@@ -18,7 +21,7 @@ from weft.cli.tenant_scope import TASK, TenantScope, tenant_scope
 from weft.cli.thread_guard import cli_subject
 from weft.client.audit_trail import TASK_COMMANDS, TASK_CREATE
 from weft.client.tasks import Tasks
-from weft.contract.tasks import TaskRecord, TaskStatus
+from weft.contract.tasks import TaskRecord, TaskStatus, task_snapshot
 from weft.contract.tenants import DEFAULT_TENANT
 from weft.workers.config import WeftConfig
 
@@ -56,6 +59,9 @@ def register(commands: Any) -> None:
     get = actions.add_parser("get", help="print one task as JSON")
     get.add_argument("task_id")
     get.set_defaults(handler=_get)
+    wait = actions.add_parser("wait", help="wait for a task's run to end; print the task")
+    wait.add_argument("task_id")
+    wait.set_defaults(handler=_wait)
     listing = actions.add_parser("list", help="list tasks, most recently changed first")
     listing.add_argument("--status", choices=_STATUSES, action="append", metavar="STATUS")
     listing.add_argument("--limit", type=int, default=50)
@@ -176,17 +182,26 @@ async def _create(args: argparse.Namespace, config: WeftConfig) -> int:
 async def _get(args: argparse.Namespace, config: WeftConfig) -> int:
     async with _tasks(args, config) as (tasks, scope):
         await scope.owner(TASK, args.task_id)
-        _print(tasks.get(args.task_id))
+        _print(await tasks.show(args.task_id))
+    return 0
+
+
+async def _wait(args: argparse.Namespace, config: WeftConfig) -> int:
+    async with _tasks(args, config) as (tasks, scope):
+        await scope.owner(TASK, args.task_id)
+        _print(await tasks.wait(args.task_id))
     return 0
 
 
 async def _list(args: argparse.Namespace, config: WeftConfig) -> int:
     async with _tasks(args, config) as (tasks, scope):
         if args.json:
-            snapshot = tasks.snapshot(tenant=scope.tenant, limit=args.limit)
-            print(json.dumps(snapshot.model_dump(mode="json"), indent=2))
+            listed = await tasks.list_checked(tenant=scope.tenant, limit=args.limit)
+            print(json.dumps(task_snapshot(listed).model_dump(mode="json"), indent=2))
             return 0
-        records = tasks.list(statuses=args.status, tenant=scope.tenant, limit=args.limit)
+        records = await tasks.list_checked(
+            statuses=args.status, tenant=scope.tenant, limit=args.limit
+        )
     for record in records:
         print(
             f"{record.task_id}\t{record.status}\t{record.assignee}\t{len(record.attempts)}\t{record.objective[:60]}"

@@ -3,13 +3,17 @@ watch its progress, cancel and resume it, over Temporal and the store (docs/jobs
 
 `create` checks every item and the job's options before anything starts, stores the job,
 its items and `job.created` in one transaction, and starts its `JobRun` workflow; every
-later fact is the workflow's. Reads come from the store's `jobs` and `job_items` rows.
+later fact is the workflow's, but one: a run closed through Temporal (terminated, timed
+out, cancelled there) writes no end, so the readers that ask Temporal (`show`,
+`list_checked`, `watch`, `wait`, `resume`) record the end it states, once. Reads come
+from the store's `jobs` and `job_items` rows.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
+import itertools
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
@@ -32,6 +36,7 @@ from weft.activities.rate_limits import parse_keyed_rate
 from weft.activities.task_deletion import delete_job
 from weft.activities.thread_deletion import DEFAULT_GRACE_SECONDS, DeletionReport
 from weft.client.audit_trail import PYTHON_SUBJECT
+from weft.client.run_close import RunClose, record_listed_closes, unwritten_close
 from weft.client.thread_tenant import thread_tenant
 from weft.contract.events import Event
 from weft.contract.jobs import (
@@ -40,6 +45,7 @@ from weft.contract.jobs import (
     MAX_ITEMS,
     QUERY_JOB,
     SIGNAL_CANCEL_JOB,
+    STATUS_OF_JOB_EVENT,
     CancelJob,
     JobItem,
     JobItemSpec,
@@ -233,6 +239,15 @@ class Jobs:
             raise JobNotFound(f"no job {job_id!r}")
         return record
 
+    async def show(self, job_id: str) -> JobRecord:
+        """The job as the store has it, once an end Temporal states and the store lacks is
+        recorded (an open job's run closed through Temporal: one describe); `JobNotFound`
+        naming the id."""
+        record = await asyncio.to_thread(self.get, job_id)
+        if not record.terminal and await self._record_unwritten_end(record):
+            record = await asyncio.to_thread(self.get, job_id)
+        return record
+
     def list(
         self,
         *,
@@ -240,8 +255,30 @@ class Jobs:
         tenant: str | None = None,
         limit: int = 100,
     ) -> list[JobRecord]:
-        """Jobs, most recently changed first (of one `tenant`, when given)."""
+        """Jobs, most recently changed first (of one `tenant`, when given), as the store
+        has them."""
         return self._store.jobs.list(statuses=statuses, tenant=tenant, limit=limit)
+
+    async def list_checked(
+        self,
+        *,
+        statuses: Sequence[str] | None = None,
+        tenant: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[JobRecord]:
+        """`list`, once the ends Temporal states for the listed open jobs are recorded
+        (one visibility query finds them, client/run_close.py)."""
+
+        def listed() -> builtins.list[JobRecord]:
+            return self.list(statuses=statuses, tenant=tenant, limit=limit)
+
+        records = await asyncio.to_thread(listed)
+        open_jobs = [r for r in records if not r.terminal]
+        if await record_listed_closes(
+            self._client, open_jobs, lambda r: r.job_id, self._record_unwritten_end
+        ):
+            records = await asyncio.to_thread(listed)  # their status (and order) moved
+        return records
 
     def items(self, job_id: str) -> Iterator[JobItem]:
         """Every item of the job, in the order given."""
@@ -278,7 +315,7 @@ class Jobs:
         waited for up to `wait_seconds`): a job whose cancel is still under way has items
         whose tasks are still being cancelled, and a run started beside them would find
         those tasks still running. JobError when it does not end in time."""
-        record = self.get(job_id)
+        record = await self.show(job_id)
         if record.status not in _RESUMABLE and not (
             not record.terminal and await self._cancelling(job_id)
         ):
@@ -286,11 +323,12 @@ class Jobs:
                 f"job {job_id} is {record.status}: only a cancelled or failed job can be resumed"
             )
         await self._last_run_ended(job_id, wait_seconds)
-        record = self.get(job_id)  # as the ended run left it
+        record = await self.show(job_id)  # as the ended run left it
         if record.status not in _RESUMABLE:
             raise JobError(
                 f"job {job_id} is {record.status}: only a cancelled or failed job can be resumed"
             )
+        await asyncio.to_thread(self._no_task_left_running, record)
         start = JobRunInput(job_id=job_id, resume_reason=reason or "resumed")
         await self._start(record, start, " (resumed)")
         return self.get(job_id)
@@ -316,18 +354,46 @@ class Jobs:
         except (WorkflowFailureError, RPCError):
             pass  # it ended failed, terminated or timed out, or has no run: none is left
 
+    def _no_task_left_running(self, record: JobRecord) -> None:
+        """JobError naming the tasks when a run closed through Temporal left items whose
+        tasks still run (a job's tasks are not closed with it): a resume would start them
+        again beside themselves."""
+        running = [
+            item.task_id
+            for item in self._store.jobs.items(record.job_id, statuses=["running"], limit=10_000)
+            if (task := self._store.tasks.get(item.task_id)) is not None and not task.terminal
+        ]
+        if running:
+            shown = ", ".join(running[:5]) + (
+                f" and {len(running) - 5} more" if len(running) > 5 else ""
+            )
+            raise JobError(
+                f"job {record.job_id} cannot be resumed yet: its run was closed with "
+                f"{len(running)} items' tasks still running ({shown}); resume it once they "
+                "have ended (or cancel them: weft task cancel)"
+            )
+
     async def wait(self, job_id: str) -> JobRecord:
-        """Wait for the job's runs to end; the job as it then is."""
+        """Wait for the job's runs to end; the job as it then is (a run closed through
+        Temporal ends the wait too, its end recorded)."""
         self.get(job_id)
-        await self._handle(job_id).result()
-        return self.get(job_id)
+        try:
+            await self._handle(job_id).result()
+        except WorkflowFailureError:
+            pass  # closed without returning: `show` records how
+        return await self.show(job_id)
 
     async def watch(self, job_id: str, *, every: float = 0.5) -> AsyncIterator[JobRecord]:
         """The job each time its status or counts change, until it ends (the last one
-        yielded is terminal)."""
+        yielded is terminal). Every tenth poll asks Temporal whether the job's run closed
+        without writing its end (through Temporal): that end is recorded, and ends the
+        watch too."""
         last: tuple[Any, ...] | None = None
-        while True:
-            record = self.get(job_id)
+        for poll in itertools.count():
+            if poll % _CHECK_EVERY_POLLS == 0:
+                record = await self.show(job_id)
+            else:
+                record = self.get(job_id)
             now = (record.status, record.counts)
             if now != last:
                 last = now
@@ -359,6 +425,9 @@ class Jobs:
             audit_subject=audit_as,
         )
 
+    async def _record_unwritten_end(self, record: JobRecord) -> bool:
+        return await record_unwritten_end(self._client, self._store, record)
+
     async def _thread_tenant(self, thread_id: str, tenant: str | None) -> str:
         """The tenant of the thread a job is created for; JobError naming `threadId`,
         worded as for an unknown thread, when it is unknown or not `tenant`'s (so a tenant
@@ -388,6 +457,8 @@ class Jobs:
 
 # The statuses a job is resumed from.
 _RESUMABLE = ("cancelled", "failed")
+# `watch` asks Temporal whether the run closed every this many polls (5 s at 0.5 s).
+_CHECK_EVERY_POLLS = 10
 
 
 def now_iso() -> str:
@@ -409,6 +480,43 @@ def _spec(fields: dict[str, Any]) -> JobSpec:
             where = "/".join(str(p) for p in err.absolute_path) or "(root)"
             raise JobError(f"acceptance.schema at {where}: {err.message}") from None
     return spec
+
+
+async def record_unwritten_end(client: Client, store: Store, record: JobRecord) -> bool:
+    """Record the end of an open job whose latest run Temporal says closed without writing
+    it (terminated, timed out, failed or cancelled through Temporal); True when this call
+    stored it. Once: its event id is the closed run's, and the store writes no end for a
+    job that has one."""
+    close = await unwritten_close(client, record.job_id)
+    if close is None:
+        return False
+    return await asyncio.to_thread(store.jobs.record_end, _run_closed(record, close))
+
+
+def _run_closed(record: JobRecord, close: RunClose) -> Event:
+    """The job's end as Temporal states it, in the job's log as its run would have
+    written it: `job.cancelled` for a run cancelled through Temporal, `job.failed` with
+    Temporal's reason otherwise, under an id of the closed run (written once)."""
+    kind = "job.cancelled" if close.closed_as == "cancelled" else "job.failed"
+    at = close.closed_at.astimezone(UTC).isoformat(timespec="milliseconds")
+    return Event.model_validate(
+        {
+            "type": kind,
+            "eventId": f"{record.job_id}:{close.run_id}:closed",
+            "timestamp": at.replace("+00:00", "Z"),
+            "threadId": record.job_id,
+            "sessionId": record.session_id,
+            "runId": close.run_id,
+            "status": STATUS_OF_JOB_EVENT[kind],
+            "jobId": record.job_id,
+            "payload": {
+                "kind": BATCH_KIND,
+                "reason": close.reason,
+                "closedAs": close.closed_as,
+                "counts": record.counts.model_dump(mode="json"),
+            },
+        }
+    )
 
 
 def _created(record: JobRecord) -> Event:

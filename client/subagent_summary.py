@@ -5,8 +5,12 @@ from `subagent.*` events), each child's thread row and pending actions, the task
 from `task.*` events) and the jobs that belong to the graph's threads (their rows, folded
 from `job.*` events); so it needs no query and reads the same for a running thread and a
 closed one. One fact is only live: whether an open child's or job's workflow still runs,
-which Temporal is asked for when a client is given (a child or job it reports closed
-without a recorded end is `lost`).
+which Temporal is asked for when a client is given (a child it reports closed without a
+recorded end is `lost`; a job's end Temporal states and the store lacks is recorded first,
+as `Jobs.show` does).
+
+A thread's children are its subagent registry and the threads the tasks it created ran
+their attempts in (`store/attempt_threads.py`: the task records state that link).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from datetime import UTC, datetime
 from temporalio.client import Client
 from temporalio.service import RPCError
 
+from weft.client.jobs import record_unwritten_end
 from weft.contract.jobs import JobRecord
 from weft.contract.subagent_summary import (
     MAX_CHILDREN,
@@ -28,6 +33,7 @@ from weft.contract.subagent_summary import (
 )
 from weft.contract.tasks import TaskRecord
 from weft.store import Store
+from weft.store.attempt_threads import attempt_subagents
 from weft.store.job_threads import jobs_of_threads
 
 _ACTION_TYPES = ["action.required", "action.resolved"]
@@ -60,6 +66,12 @@ async def subagent_summary(
     statuses: dict[str, str] | None = None
     job_statuses: dict[str, str] | None = None
     if client is not None:
+        unended = [j for j in read[2] if not j.terminal]
+        ended = await asyncio.gather(*(record_unwritten_end(client, store, j) for j in unended))
+        if any(ended):  # a job's run closed through Temporal: its end is now recorded
+            read = await asyncio.to_thread(_read, store, thread_id)
+            if read is None:
+                return None
         open_ = [_ref(c) for c in read[1] if not c.entry.get("closed")]
         found = await asyncio.gather(*(_status(client, t) for t in open_))
         statuses = dict(zip(open_, found, strict=True))
@@ -127,7 +139,7 @@ def _children(store: Store, root: str) -> list[ChildFacts]:
     seen = {root}
 
     def walk(parent: str, depth: int) -> None:
-        entries = store.subagents.list(parent)
+        entries = [*store.subagents.list(parent), *attempt_subagents(store, parent)]
         if not entries:
             return
         sessions = last_sessions(store.events.read(parent, limit=_READ_LIMIT, types=_SESSION_TYPES))

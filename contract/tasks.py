@@ -85,6 +85,17 @@ STATUS_OF_EVENT: dict[str, str] = {
 }
 
 
+def unused(value: Any) -> bool:
+    """Whether an optional field holds nothing (None, or an empty list or dict).
+
+    A field added to a model that crosses Temporal is left out of the JSON while unused
+    (`Field(exclude_if=unused)`): the previous release's workers validate these models
+    with `extra="forbid"` and refuse a field they do not know, even as `null`, so during
+    a rolling deploy an input that does not use the new field must be written exactly as
+    that release wrote it (tests/test_task_wire_compat.py holds its shapes)."""
+    return value is None or (isinstance(value, list | dict) and not value)
+
+
 class TaskError(ValueError):
     """A task command was refused; the message names the task and what is wrong, and
     `field` the input field refused (None when the task's state refused the command)."""
@@ -158,6 +169,7 @@ class TaskSpec(CamelModel):
     )
     run_in: TaskRunIn | None = Field(
         default=None,
+        exclude_if=unused,  # new since the previous release: left out unless used
         description="a given thread each attempt runs as a turn of (none: a thread each)",
     )
 

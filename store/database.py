@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 
 from weft.contract.events import Event
 from weft.store.correlation import EventStamper, ThreadLinks, unchanged
+from weft.store.thread_cache_budget import DEFAULT_THREADS
 from weft.store.urls import WRITE_OPTION
 
 T = TypeVar("T")
@@ -38,7 +39,7 @@ _STORED_EVENTS = "weft.stored_events"
 class Database:
     """The engine plus the write rules every aggregate follows (SQLite or PostgreSQL)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, cached_threads: int = DEFAULT_THREADS) -> None:
         self.engine = engine
         self.postgres = engine.dialect.name == "postgresql"
         # SQLite takes one writer at a time, and a writer that finds the lock taken sleeps
@@ -50,7 +51,7 @@ class Database:
         # Correlation ids for every stored event (store/correlation.py); the
         # worker replaces the stamper with one that reads the activity and its span.
         self.stamp_event: EventStamper = unchanged
-        self.thread_links = ThreadLinks()
+        self.thread_links = ThreadLinks(cached_threads)
         # Told of the events each write newly stored, after its commit (the worker's
         # metrics): a rolled-back or retried transaction reports nothing twice.
         self.events_committed: Callable[[Sequence[Event]], None] | None = None

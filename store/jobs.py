@@ -32,6 +32,7 @@ from sqlalchemy import (
 from weft.contract.events import Event
 from weft.contract.jobs import (
     ITEM_TERMINAL,
+    JOB_TERMINAL,
     STATUS_OF_JOB_EVENT,
     JobCounts,
     JobItem,
@@ -137,6 +138,26 @@ class Jobs:
                     if fresh:
                         _fold(connection, job_id, fresh)
                 return stored
+
+        return self._db.retrying(once)
+
+    def record_end(self, end: Event) -> bool:
+        """Store a job's end that its run did not write (its run was closed through
+        Temporal), unless the job has ended already: a run that wrote its own end, or
+        another reader that recorded this one first, leaves nothing to write. One
+        transaction; True when it was stored."""
+
+        def once() -> bool:
+            with self._db.write() as connection:
+                status = connection.scalar(
+                    select(jobs.c.status).where(jobs.c.job_id == end.thread_id)
+                )
+                if status is None or status in JOB_TERMINAL:
+                    return False
+                stored = insert_events(self._db, connection, {end.thread_id: [end]})
+                if stored:
+                    _fold(connection, end.thread_id, stored)
+                return bool(stored)
 
         return self._db.retrying(once)
 
@@ -277,10 +298,14 @@ def _fold(connection: Connection, job_id: str, fresh: list[Event]) -> None:
 
 
 def _reopen(connection: Connection, job_id: str) -> None:
-    """A resumed job runs its cancelled and failed items again: they are pending."""
+    """A resumed job runs its cancelled and failed items again: they are pending. So are
+    items still `running`: a resume starts only once the last run has ended, so their run
+    was closed through Temporal before it recorded their ends, and the new run records
+    their tasks' ends (or runs them again)."""
     rows = connection.execute(
         select(job_items.c.idx, job_items.c.data).where(
-            job_items.c.job_id == job_id, job_items.c.status.in_(["cancelled", "failed"])
+            job_items.c.job_id == job_id,
+            job_items.c.status.in_(["cancelled", "failed", "running"]),
         )
     ).all()
     for index, data in rows:

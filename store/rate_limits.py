@@ -2,16 +2,21 @@
 
 A key (normally a provider's name) has one row, `rate_limit_keys`, holding when a
 provider's Retry-After lets it be called again, and one row per grant in
-`rate_limit_grants`: when the request may start and the tokens it counts. A reservation
-locks the key's row (`SELECT … FOR UPDATE` on PostgreSQL; SQLite's `BEGIN IMMEDIATE`
-already admits one writer), drops grants that left the window, places the new grant with
-`rate_limit_window.earliest_start` and inserts it, all in one transaction. Times are the
-database's clock on PostgreSQL, so workers on machines whose clocks differ still agree;
-SQLite is one machine's file, and its clock is that machine's.
+`rate_limit_grants`: when the request may start and the tokens it counts. A reservation,
+of one key or several at once (`reserve_all`: a request's API key and its tenant), holds
+its keys' rows (PostgreSQL locks them, in the order given; SQLite's `BEGIN IMMEDIATE`
+already admits one writer), reads their grants, places each new grant with
+`rate_limit_window.earliest_start`, and inserts them while dropping grants that left the
+window, all in one transaction of a read and a write, whatever the number of keys
+(PostgreSQL locks in a statement of its own before the read; SQLite drops grants in one
+of its own: tests/test_request_limit_statements.py). Times are the database's clock on PostgreSQL, so
+workers on machines whose clocks differ still agree; SQLite is one machine's file, and its
+clock is that machine's.
 """
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Sequence
@@ -20,15 +25,24 @@ from dataclasses import dataclass
 from sqlalchemy import (
     BigInteger,
     Column,
+    CompoundSelect,
     Connection,
     Float,
     Index,
+    Select,
     String,
     Table,
+    and_,
     delete,
+    func,
+    null,
+    or_,
     select,
+    union_all,
     update,
 )
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.sql.dml import ReturningInsert
 
 from weft.store.database import Database
 from weft.store.rate_limit_window import Grant, WindowLimit, earliest_start
@@ -72,14 +86,6 @@ class NoPlace:
     delay_seconds: float
 
 
-class _Refused(Exception):
-    """Rolls back `reserve_all`'s transaction when a key had no place."""
-
-    def __init__(self, refusal: NoPlace) -> None:
-        super().__init__(refusal.key)
-        self.refusal = refusal
-
-
 class RateLimits:
     """Reservations against limit keys, shared by every process on the database."""
 
@@ -94,7 +100,7 @@ class RateLimits:
 
         def write() -> Reservation:
             with self._db.write() as connection:
-                return self._place(connection, key, limit, tokens, max_delay)
+                return self._take(connection, [(key, limit)], tokens, max_delay)[0]
 
         return self._db.retrying(write)
 
@@ -107,56 +113,123 @@ class RateLimits:
         order (narrowest first)."""
 
         def write() -> NoPlace | None:
-            try:
-                with self._db.write() as connection:
-                    for key, limit in places:
-                        placed = self._place(connection, key, limit, 0, max_delay)
-                        if placed.grant_id is None:
-                            # Rolls back the places taken before this one.
-                            raise _Refused(NoPlace(key, placed.delay_seconds))
-            except _Refused as refused:
-                return refused.refusal
+            with self._db.write() as connection:
+                taken = self._take(connection, places, 0, max_delay)
+            for (key, _), reservation in zip(places, taken, strict=False):
+                if reservation.grant_id is None:
+                    return NoPlace(key, reservation.delay_seconds)
             return None
 
         return self._db.retrying(write)
 
-    def _place(
+    def _take(
         self,
         connection: Connection,
-        key: str,
-        limit: WindowLimit,
+        places: Sequence[tuple[str, WindowLimit]],
         tokens: int,
         max_delay: float | None,
-    ) -> Reservation:
-        """Place one request on `key` inside the caller's transaction (see `reserve`)."""
-        blocked_until = self._lock_key(connection, key)
-        now = self._now(connection)
-        connection.execute(
-            delete(rate_limit_grants).where(
-                rate_limit_grants.c.limit_key == key,
-                rate_limit_grants.c.starts_at <= now - limit.hold_seconds,
+    ) -> list[Reservation]:
+        """Place one request of `tokens` in each `(key, limit)` window, in order, inside the
+        caller's transaction: the reservations up to the first with no place within
+        `max_delay`, which ends them and writes nothing. One read of every key's state
+        (`_read`) and one write of the grants (`_write_grants`)."""
+        keys = list(dict.fromkeys(key for key, _ in places))
+        if not keys:
+            return []
+        now, blocked, held = self._read(connection, keys)
+        taken: list[Reservation] = []
+        new: list[dict[str, object]] = []
+        cutoffs: dict[str, float] = {}
+        for key, limit in places:
+            grants = held[key]
+            start = earliest_start(
+                limit, grants, now=now, blocked_until=blocked.get(key, 0.0), tokens=tokens
             )
-        )
-        rows = connection.execute(
-            select(rate_limit_grants.c.starts_at, rate_limit_grants.c.tokens)
-            .where(rate_limit_grants.c.limit_key == key)
-            .order_by(rate_limit_grants.c.starts_at)
-        ).all()
-        grants = [Grant(start, count) for start, count in rows]
-        start = earliest_start(limit, grants, now=now, blocked_until=blocked_until, tokens=tokens)
-        delay = start - now
-        if max_delay is not None and delay > max_delay:
-            return Reservation(None, delay)
-        grant_id = uuid.uuid4().hex
-        connection.execute(
-            rate_limit_grants.insert().values(
-                grant_id=grant_id,
-                limit_key=key,
-                starts_at=start,
-                tokens=limit.counted_tokens(tokens),
+            delay = start - now
+            if max_delay is not None and delay > max_delay:
+                taken.append(Reservation(None, delay))
+                return taken
+            grant = Grant(start, limit.counted_tokens(tokens))
+            grants.append(grant)  # a later place on the same key counts it
+            grant_id = uuid.uuid4().hex
+            new.append(
+                {"grant_id": grant_id, "limit_key": key, "starts_at": start, "tokens": grant.tokens}
             )
+            taken.append(Reservation(grant_id, delay))
+            # Grants that left every window asked of the key go (the widest keeps its own).
+            cutoffs[key] = min(cutoffs.get(key, math.inf), now - limit.hold_seconds)
+        left = {key: cut for key, cut in cutoffs.items() if held[key] and held[key][0].start <= cut}
+        self._write_grants(connection, new, left)
+        return taken
+
+    def _read(
+        self, connection: Connection, keys: Sequence[str]
+    ) -> tuple[float, dict[str, float], dict[str, list[Grant]]]:
+        """Now, the keys' `blocked_until` and their grants in start order, every key held
+        until the transaction ends.
+
+        PostgreSQL locks the keys' rows in one statement and reads their grants in a second:
+        a statement sees what was committed when it began, so grants read by the statement
+        that waited for a key's lock would miss those its holder had just placed. SQLite's
+        BEGIN IMMEDIATE holds every key already: one statement reads both.
+        """
+        if self._db.postgres:
+            locked = connection.execute(self._locking(keys)).all()
+            blocked = {key: float(until) for key, until, _ in locked}
+            now = max(float(at) for _, _, at in locked)  # taken once the last lock was held
+            query: _Rows = _grants_of(keys).order_by(rate_limit_grants.c.starts_at)
+        else:
+            now, blocked = time.time(), {}
+            both = union_all(_blocks_of(keys), _grants_of(keys))
+            query = both.order_by(both.selected_columns.starts_at)
+        held: dict[str, list[Grant]] = {key: [] for key in keys}
+        for key, at, tokens in connection.execute(query):
+            if tokens is None:  # the key's own row: when it may be called again
+                blocked[key] = float(at)
+            else:
+                held[key].append(Grant(float(at), int(tokens)))
+        return now, blocked, held
+
+    def _locking(self, keys: Sequence[str]) -> ReturningInsert[str, float, float]:
+        """Creates the keys' rows if need be and locks them, in the order given (a no-op
+        update locks a row as `FOR UPDATE` does); returns each key's `blocked_until` and
+        the database's clock after its lock."""
+        statement = postgresql.insert(rate_limit_keys).values(
+            [{"limit_key": key, "blocked_until": 0.0} for key in keys]
         )
-        return Reservation(grant_id, delay)
+        return statement.on_conflict_do_update(
+            index_elements=["limit_key"],
+            set_={"blocked_until": rate_limit_keys.c.blocked_until},
+        ).returning(
+            rate_limit_keys.c.limit_key,
+            rate_limit_keys.c.blocked_until,
+            func.extract("epoch", func.clock_timestamp()),
+        )
+
+    def _write_grants(
+        self, connection: Connection, grants: list[dict[str, object]], left: dict[str, float]
+    ) -> None:
+        """Insert the new grants and drop those that left their key's windows (`left`: the
+        cutoff of each key that has some): one statement on PostgreSQL, two on SQLite
+        (which runs no DELETE inside an INSERT)."""
+        insert = rate_limit_grants.insert().values(grants)
+        if left:
+            drop = delete(rate_limit_grants).where(
+                or_(
+                    *(
+                        and_(
+                            rate_limit_grants.c.limit_key == key,
+                            rate_limit_grants.c.starts_at <= cutoff,
+                        )
+                        for key, cutoff in left.items()
+                    )
+                )
+            )
+            if self._db.postgres:
+                insert = insert.add_cte(drop.cte("dropped"))
+            else:
+                connection.execute(drop)
+        connection.execute(insert)
 
     def settle(self, grant_id: str, tokens: int) -> None:
         """Count what the request really used instead of its estimate."""
@@ -222,3 +295,23 @@ class RateLimits:
                 ).scalar_one()
             )
         return time.time()
+
+
+# A read of the keys' grants (and on SQLite their rows): key, start or `blocked_until`, tokens.
+_Rows = Select[str, float, int | None] | CompoundSelect[str, float, int | None]
+
+
+def _grants_of(keys: Sequence[str]) -> Select[str, float, int | None]:
+    """The keys' grants: key, start, tokens."""
+    return select(
+        rate_limit_grants.c.limit_key, rate_limit_grants.c.starts_at, rate_limit_grants.c.tokens
+    ).where(rate_limit_grants.c.limit_key.in_(keys))
+
+
+def _blocks_of(keys: Sequence[str]) -> Select[str, float, int | None]:
+    """The keys' rows in the shape of `_grants_of`: key, `blocked_until`, no tokens."""
+    return select(
+        rate_limit_keys.c.limit_key,
+        rate_limit_keys.c.blocked_until.label("starts_at"),
+        null().label("tokens"),
+    ).where(rate_limit_keys.c.limit_key.in_(keys))

@@ -39,6 +39,7 @@ from weft.store.step_reads import StepReads
 from weft.store.subagents import Subagents
 from weft.store.tasks import Tasks
 from weft.store.tenant_quotas import TenantQuotas
+from weft.store.thread_cache_budget import ThreadCacheBudget
 from weft.store.threads import Threads
 from weft.store.transcripts import Transcripts
 from weft.store.urls import create_store_engine
@@ -55,18 +56,27 @@ class Store:
     Implements `StoreLike` and each aggregate's Protocol (store/protocols.py).
     """
 
-    def __init__(self, engine: Engine, *, keyring: Keyring | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        keyring: Keyring | None = None,
+        caches: ThreadCacheBudget | None = None,
+    ) -> None:
         self._keyring = keyring
-        self._database = Database(engine)
+        # How many threads its per-thread caches keep, and who forgets an evicted one: a
+        # worker's follows its workflow cache (thread_cache_budget.py).
+        self.caches = caches = caches or ThreadCacheBudget()
+        self._database = Database(engine, cached_threads=caches.threads)
         # Built once: each aggregate is a thin view on the shared database.
         self.messages = Messages(self._database)
         # Holds the worker's cached transcripts: one per Store, shared by its activities.
-        self.transcripts = Transcripts(self._database)
+        self.transcripts = Transcripts(self._database, max_threads=caches.threads)
         self.events = Events(self._database)
         self.values = Values(self._database)
         self.snapshots = Snapshots(self._database, keyring)
         self.definitions_versions = DefinitionsVersions(self._database)
-        self.threads = Threads(self._database, keyring)
+        self.threads = Threads(self._database, keyring, cached_threads=caches.threads)
         self.subagents = Subagents(self._database)
         self.variable_requests = VariableRequests(self._database, keyring)
         self.files = FileStore(self._database)
@@ -95,12 +105,23 @@ class Store:
         # Each tenant's active-thread limit and budget (docs/tenants.md#quotas).
         self.tenant_quotas = TenantQuotas(self._database)
         self.step_reads = StepReads(self._database, self.threads, self.transcripts)
+        caches.join("transcripts", self.transcripts)
+        caches.join("env rows", self.threads.env_rows)
+        caches.join("thread links", self._database.thread_links)
 
     @classmethod
-    def open(cls, url: str, *, migrate: bool = True, keyring: Keyring | None = None) -> Store:
+    def open(
+        cls,
+        url: str,
+        *,
+        migrate: bool = True,
+        keyring: Keyring | None = None,
+        caches: ThreadCacheBudget | None = None,
+    ) -> Store:
         """Connect to `url` and, unless `migrate` is false, upgrade the schema to head.
 
-        With a `keyring`, thread env is encrypted at rest (`store/sealed.py`).
+        With a `keyring`, thread env is encrypted at rest (`store/sealed.py`); with
+        `caches`, its per-thread caches keep that budget's threads (a worker's).
         """
         engine = create_store_engine(url)
         if migrate:
@@ -109,7 +130,7 @@ class Store:
             except BaseException:
                 engine.dispose()
                 raise
-        return cls(engine, keyring=keyring)
+        return cls(engine, keyring=keyring, caches=caches)
 
     @property
     def engine(self) -> Engine:

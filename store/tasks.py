@@ -130,6 +130,25 @@ class Tasks:
 
         return self._db.retrying(once)
 
+    def record_end(self, task_id: str, end: Sequence[Event]) -> bool:
+        """Store a task's end that its run did not write (its run was closed through
+        Temporal: the running attempt's end, then the task's), unless the task has ended
+        already: a run that wrote its own end, or another reader that recorded this one
+        first, leaves nothing to write. One transaction, under the task's lock (every
+        writer of its log takes it); True when the task's end was stored."""
+
+        def once() -> bool:
+            with self._db.write() as connection:
+                self._db.lock_thread(connection, task_id)
+                status = connection.scalar(select(tasks.c.status).where(tasks.c.task_id == task_id))
+                if status is None or status in TERMINAL_STATUSES:
+                    return False
+                stored = insert_events(self._db, connection, {task_id: list(end)})
+                _fold(self._db, connection, task_id, stored)
+                return any(e.event_id == end[-1].event_id for e in stored)
+
+        return self._db.retrying(once)
+
     def get(self, task_id: str) -> TaskRecord | None:
         """The task's row, or None when no such task was created."""
         with self._db.read() as connection:

@@ -27,8 +27,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-# As many threads as the transcript cache keeps (store/transcripts.py).
-DEFAULT_CACHED_THREADS = 1000
+from weft.store.thread_cache_budget import DEFAULT_THREADS
 
 
 @dataclass(frozen=True)
@@ -40,9 +39,11 @@ class ThreadEnvRow:
 
 
 class ThreadEnvRows:
-    """Each thread's `ThreadEnvRow`, as read at a version its caller names."""
+    """Each thread's `ThreadEnvRow`, as read at a version its caller names; at most
+    `max_threads` threads' (the worker's workflow cache's worth: thread_cache_budget.py),
+    least recently used dropped first."""
 
-    def __init__(self, max_threads: int = DEFAULT_CACHED_THREADS) -> None:
+    def __init__(self, max_threads: int = DEFAULT_THREADS) -> None:
         self._max_threads = max_threads
         self._rows: OrderedDict[str, tuple[Hashable, ThreadEnvRow]] = OrderedDict()
         # Tool calls of several threads read and fill it from the to_thread pool at once.
@@ -73,6 +74,12 @@ class ThreadEnvRows:
                 self._rows.popitem(last=False)
 
     def forget(self, thread_id: str) -> None:
-        """Drop the thread's copy: its row's env has just changed."""
+        """Drop the thread's copy: its row's env has just changed, or the workflow cache
+        dropped the thread."""
         with self._lock:
             self._rows.pop(thread_id, None)
+
+    def threads_held(self) -> int:
+        """How many threads' rows are kept."""
+        with self._lock:
+            return len(self._rows)

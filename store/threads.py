@@ -15,6 +15,7 @@ from weft.store.events import insert_events
 from weft.store.rows import ThreadRow, row_to_thread, thread_to_row
 from weft.store.sealed import seal, unseal
 from weft.store.tables import threads
+from weft.store.thread_cache_budget import DEFAULT_THREADS
 from weft.store.thread_env_rows import ThreadEnvRow, ThreadEnvRows
 
 # A thread in one of these statuses runs no more: what its queue held never runs.
@@ -28,11 +29,13 @@ _THREAD_ROW = select(threads).where(threads.c.thread_id == bindparam("thread_id"
 class Threads:
     """One row per thread, upserted as the thread changes; env sealed with the keyring."""
 
-    def __init__(self, database: Database, keyring: Keyring | None) -> None:
+    def __init__(
+        self, database: Database, keyring: Keyring | None, *, cached_threads: int = DEFAULT_THREADS
+    ) -> None:
         self._db = database
         self._keyring = keyring
         # What tool calls read of each row, kept between them (thread_env_rows.py).
-        self.env_rows = ThreadEnvRows()
+        self.env_rows = ThreadEnvRows(cached_threads)
 
     def upsert(self, row: ThreadRow) -> None:
         """Insert the row, or update every column of it but `created_at` and `tenant`

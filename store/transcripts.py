@@ -44,10 +44,8 @@ from weft.store.driver_sql import cursor_rows
 from weft.store.messages import TRANSCRIPT_ORDER
 from weft.store.rows import row_to_message
 from weft.store.tables import messages
+from weft.store.thread_cache_budget import DEFAULT_THREADS
 
-# Threads whose transcripts one worker keeps, least recently read dropped first; as many
-# as the SDK's default workflow cache holds, so a cached workflow finds its transcript.
-DEFAULT_CACHED_THREADS = 1000
 # Characters of message JSON all cached transcripts may hold together, about 256 MB.
 DEFAULT_CACHED_CHARS = 256 * 1024 * 1024
 
@@ -98,13 +96,17 @@ class TranscriptStats:
 
 
 class Transcripts:
-    """Depth-0 messages of a thread from a position on, read through a bounded cache."""
+    """Depth-0 messages of a thread from a position on, read through a bounded cache.
+
+    It keeps at most `max_threads` threads' transcripts (a worker's workflow cache's
+    worth: store/thread_cache_budget.py), least recently read dropped first, and at most
+    `max_chars` characters of them in all."""
 
     def __init__(
         self,
         database: Database,
         *,
-        max_threads: int = DEFAULT_CACHED_THREADS,
+        max_threads: int = DEFAULT_THREADS,
         max_chars: int = DEFAULT_CACHED_CHARS,
     ) -> None:
         self._db = database
@@ -144,11 +146,16 @@ class Transcripts:
         return list(fresh.rows)
 
     def forget(self, thread_id: str) -> None:
-        """Drop a thread's cached transcript (tests; a deleted thread)."""
+        """Drop a thread's cached transcript (evicted from the workflow cache; tests)."""
         with self._lock:
             cached = self._cached.pop(thread_id, None)
             if cached is not None:
                 self._chars -= cached.chars
+
+    def threads_held(self) -> int:
+        """How many threads' transcripts are kept."""
+        with self._lock:
+            return len(self._cached)
 
     def _refreshed(
         self,

@@ -26,6 +26,7 @@ from weft.client.threads import Threads
 from weft.contract.events import Event
 from weft.contract.rebuild import thread_read_from_events
 from weft.contract.subagent_summary import (
+    CLOSED_THREAD_STATUSES,
     JOBS_LINKED,
     LIVENESS_UNKNOWN,
     ChildFacts,
@@ -39,6 +40,7 @@ from weft.contract.task_tools import plan_task_id
 from weft.contract.tasks import TaskRecord, rebuild
 from weft.definitions import Definitions, define_agent, define_model, define_prompt
 from weft.store import Store
+from weft.store.attempt_threads import attempt_entries
 
 SPECS = Path(__file__).parent / "specs" / "agentruntime"
 BOSS = {
@@ -175,6 +177,24 @@ def _from_events(store: Store, thread_id: str) -> SubagentJobSummary:
                 )
             )
             walk(reference, depth + 1)
+        # Then the threads the tasks it created ran their attempts in, from the tasks' logs.
+        record = rebuild([e.to_wire() for e in store.tasks.events(plan_task_id(parent, "summary"))])
+        for entry in attempt_entries(record, closed) if record is not None else []:
+            own = store.events.read(entry["reference"], limit=100_000)
+            children.append(
+                ChildFacts(
+                    entry=entry,
+                    parent_thread_id=parent,
+                    depth=depth,
+                    thread_status=thread_read_from_events(own).status,
+                    pending_actions=[] if entry["closed"] else pending_action_kinds(own),
+                )
+            )
+            walk(entry["reference"], depth + 1)
+
+    def closed(thread_id: str) -> bool:
+        own = store.events.read(thread_id, limit=100_000)
+        return thread_read_from_events(own).status in CLOSED_THREAD_STATUSES
 
     walk(thread_id, 1)
     creators = {thread_id, *(str(c.entry["reference"]) for c in children)}
@@ -199,8 +219,8 @@ def _comparable(summary: SubagentJobSummary) -> dict[str, Any]:
 async def test_summary_live_rebuilt_and_closed(
     start_worker, temporal_client, scripted_server, weft_config, tmp_path
 ):
-    """The graph (two children, a grandchild), recoverability, the task with its attempt
-    thread, over every surface; rebuilt from events; then from the store once closed."""
+    """The graph (two children, a grandchild, the task's attempt thread), recoverability,
+    the task with its attempt thread, over every surface; rebuilt from events; then from the store once closed."""
     boss, child = add_script(scripted_server, BOSS), add_script(scripted_server, CHILD)
     worker = await start_worker(_definitions(boss, child))
     store = worker.store
@@ -212,16 +232,16 @@ async def test_summary_live_rebuilt_and_closed(
 
     def settled() -> bool:
         found = summary_from_store(store, thread.id)
-        if found is None or len(found.children) != 3:
+        if found is None or len(found.children) != 4:
             return False
         # Settled: both ended children's closes recorded by their parents, the boss idle
         # after the report queued to it, the task done.
         states = sorted(c.recoverability.state for c in found.children)
         done = bool(found.tasks.items) and found.tasks.items[0].status == "completed"
-        closes = sum(c.closed for c in found.children) == 2
+        closes = sum(c.closed for c in found.children) == 3
         noted = store.messages.list(thread.id)[-1].content == "noted"
         idle = found.thread_status == "waiting_input"
-        settled = states == ["closed", "closed", "waiting_on_person"]
+        settled = states == ["closed", "closed", "closed", "waiting_on_person"]
         return settled and done and closes and noted and idle
 
     await until(settled, "two children, a grandchild and the task settled", 60)
@@ -274,11 +294,11 @@ async def test_summary_live_rebuilt_and_closed(
         )
         reply = await stack.http.get(f"/threads/{thread.id}/subagents")
         assert reply.status_code == 200, reply.text
-        assert len(reply.json()["children"]) == 3
+        assert len(reply.json()["children"]) == 4
         _validate(reply.json())
         globex = stack.store.api_keys.create("globex", ["threads:read"]).secret
         headers = {"Authorization": f"Bearer {globex}"}
-        async with httpx.AsyncClient(base_url=stack.url, headers=headers) as other:
+        async with httpx.AsyncClient(timeout=60, base_url=stack.url, headers=headers) as other:
             hidden = await other.get(f"/threads/{thread.id}/subagents")
             assert hidden.status_code == 404, hidden.text
         missing = await stack.http.get("/threads/no-such-thread/subagents")

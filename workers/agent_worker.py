@@ -45,6 +45,7 @@ from weft.activities.variables_request import VariableRequestActivities
 from weft.definitions import Definitions, load_directory
 from weft.store import Store
 from weft.store.protocols import HasMessages
+from weft.store.thread_cache_budget import ThreadCacheBudget
 from weft.transport.connection import with_keyring
 from weft.workers.config import WeftConfig
 from weft.workers.deployment import (
@@ -57,7 +58,7 @@ from weft.workers.gc_policy import freeze_startup_heap
 from weft.workers.metrics import WorkerMetrics
 from weft.workers.providers import build_providers
 from weft.workers.recovery import RecoveryInterceptor, recovery_options
-from weft.workers.sandbox_runner import workflow_runner
+from weft.workers.sandbox_runner import EvictionNotices, workflow_runner
 from weft.workers.scripted_model import ScriptedModelServer
 from weft.workers.search_attributes import check_search_attributes
 from weft.workers.secrets import load_keyring
@@ -192,8 +193,11 @@ class AgentWorker:
             client = await self.metrics.connect(client)
         if keyring is not None:
             client = with_keyring(client, keyring, encrypt=self._config.codec.encrypt)
+        # Its per-thread caches keep the threads its workflow cache keeps, and forget those
+        # the cache drops (store/thread_cache_budget.py).
+        caches = ThreadCacheBudget(self._max_cached)
         store = self.store = await asyncio.to_thread(
-            Store.open, self._config.store_url(), keyring=keyring
+            Store.open, self._config.store_url(), keyring=keyring, caches=caches
         )
         self._stack.callback(store.close)
         store.database.stamp_event = stamp_event  # run, attempt, trace and span ids
@@ -302,7 +306,7 @@ class AgentWorker:
                 retention.find,
                 retention.delete,
             ],
-            workflow_runner=workflow_runner(client.data_converter),
+            workflow_runner=EvictionNotices(workflow_runner(client.data_converter), caches.evicted),
             max_cached_workflows=self._max_cached,
             interceptors=[self._recovering, *self._tracing(client)],
             deployment_config=deployment_options(version) if version else None,

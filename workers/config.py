@@ -102,10 +102,12 @@ class WorkerConfig(_Config):
     """
 
     sticky_schedule_to_start_seconds: float = Field(
-        default=5,
+        default=1,
         gt=0,
         description="how long a thread's next workflow task waits for the worker that has it "
-        "cached before any worker may take it; a saturated worker's queue waits seconds too",
+        "cached before any worker may take it: 1 s answers a killed worker's idle threads "
+        "within about 2 s; a saturated worker's own tasks that wait longer are replayed from "
+        "full history (docs/recovery.md)",
     )
     heartbeat_throttle_seconds: float = Field(
         default=1,

@@ -17,7 +17,9 @@ context" without entering the sandbox. With any other converter it is the stock 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import temporalio.workflow
 from temporalio.bridge.proto.workflow_activation import WorkflowActivation
@@ -106,3 +108,52 @@ class _ContextOutsideSandbox(WorkflowInstance):
     def get_thread_id(self) -> int | None:
         # The deadlock detector reads it to show the stuck workflow's stack.
         return self._sandboxed.get_thread_id()
+
+
+@dataclass(frozen=True)
+class EvictionNotices(WorkflowRunner):
+    """`runner`, telling `evicted(workflow_id)` after each run the SDK evicts from the
+    workflow cache (a full cache, a finished run, a failed task): the worker's per-thread
+    caches forget the thread with it (store/thread_cache_budget.py). Commands are
+    untouched: the eviction's activation goes to the instance as before."""
+
+    runner: WorkflowRunner
+    evicted: Callable[[str], None]
+
+    def prepare_workflow(self, defn: temporalio.workflow._Definition) -> None:
+        self.runner.prepare_workflow(defn)
+
+    def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
+        return _NoticedEviction(self.runner.create_instance(det), self.evicted)
+
+    def set_worker_level_failure_exception_types(
+        self, types: Sequence[type[BaseException]]
+    ) -> None:
+        self.runner.set_worker_level_failure_exception_types(types)
+
+
+class _NoticedEviction(WorkflowInstance):
+    """An instance that reports its eviction once the instance has processed it."""
+
+    def __init__(self, instance: WorkflowInstance, evicted: Callable[[str], None]) -> None:
+        self._instance = instance
+        self._evicted = evicted
+
+    def activate(self, act: WorkflowActivation) -> WorkflowActivationCompletion:
+        completion = self._instance.activate(act)
+        if any(job.HasField("remove_from_cache") for job in act.jobs):
+            self._evicted(self._instance.get_info().workflow_id)
+        return completion
+
+    # `command_info` is the SDK's private `CommandInfo`: passed through, never read.
+    def get_serialization_context(self, command_info: Any) -> SerializationContext | None:
+        return self._instance.get_serialization_context(command_info)
+
+    def get_external_store_context(self, command_info: Any) -> StorageDriverStoreContext:
+        return self._instance.get_external_store_context(command_info)
+
+    def get_info(self) -> temporalio.workflow.Info:
+        return self._instance.get_info()
+
+    def get_thread_id(self) -> int | None:
+        return self._instance.get_thread_id()

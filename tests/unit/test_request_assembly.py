@@ -180,16 +180,16 @@ def test_a_kept_frame_is_not_worked_out_again(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(context_window, "frame", counting)
     frames = Frames(max_frames=1)
     snap = snapshot()
-    first = frames.get("k1", snap, None, None, "a")
-    assert frames.get("k1", snap, None, None, "a") is first
+    first = frames.get("t", "k1", snap, None, None, "a")
+    assert frames.get("t", "k1", snap, None, None, "a") is first
     assert len(made) == 1
     assert first.head == WirePart.of({"role": "system", "content": "Hi."})
     # No key (the env may have changed unseen): worked out each time, never kept.
-    frames.get(None, snap, None, None, "a")
-    frames.get(None, snap, None, None, "a")
+    frames.get("t", None, snap, None, None, "a")
+    frames.get("t", None, snap, None, None, "a")
     assert len(made) == 3
-    frames.get("k2", snap, None, None, "a")  # drops k1: one frame kept at most
-    frames.get("k1", snap, None, None, "a")
+    frames.get("t", "k2", snap, None, None, "a")  # drops k1: one frame kept at most
+    frames.get("t", "k1", snap, None, None, "a")
     assert len(made) == 5
 
 

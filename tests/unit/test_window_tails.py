@@ -85,9 +85,7 @@ def _both(
 ) -> tuple[Window, Window]:
     """The window kept under one key, and the same window built afresh."""
     args = (_frame(dual), boundary, pinned or [], texts)
-    kept = build_window(
-        *args, side="a", cap=60, images=IMAGES, kept_as=KeptAs(tails, ("t", "a", 60, dual))
-    )
+    kept = build_window(*args, side="a", cap=60, images=IMAGES, kept_as=KeptAs(tails, "t"))
     # Each message's JSON, as the request body joins it, is that message.
     assert kept.encoded is not None
     assert [json.loads(e) for e in kept.encoded] == kept.messages

@@ -1,0 +1,144 @@
+"""A job whose run is terminated through Temporal (not `cancel`) writes no end of its own:
+the readers that ask Temporal (`Jobs.show`, `list_checked`, `wait`, GET /jobs and
+/jobs/{id}) record the end Temporal states, once, as the job's other ends are recorded;
+a resume waits for the tasks the closed run left running, then runs every item again."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from api_support import api_stack
+from support import (
+    StartWorker,
+    add_script,
+    agent_definitions,
+    event_schema_validator,
+    store_of,
+    until,
+)
+from temporalio.client import Client
+
+from weft.client.jobs import JobError, Jobs
+from weft.client.tasks import Tasks
+from weft.workers.config import WeftConfig
+from weft.workers.scripted_model import ScriptedModelServer
+
+_ENDS = ("job.completed", "job.failed", "job.cancelled")
+
+
+def _script(count: int, **reply: Any) -> dict[str, Any]:
+    """Answers `item N` with `answer N`."""
+    return {
+        "turns": [
+            {"match": f"regex:^item {n}$", "replies": [{"text": f"answer {n}", **reply}]}
+            for n in range(count)
+        ]
+    }
+
+
+def _running(jobs: Jobs, job_id: str) -> Callable[[], bool]:
+    return lambda: jobs.get(job_id).counts.running == 1
+
+
+def _ends(jobs: Jobs, job_id: str) -> list[dict[str, Any]]:
+    """The job's end events, each checked against the vendored event schema."""
+    validator = event_schema_validator()
+    ends = [e.to_wire() for e in jobs.events(job_id) if e.type in _ENDS]
+    for end in ends:
+        validator.validate(end)
+    return ends
+
+
+async def _listed_failed(http: httpx.AsyncClient, job_id: str) -> dict[str, Any]:
+    """GET /jobs until it lists `job_id` failed (bounded), by id: a listing finds the runs
+    closed through Temporal by a visibility query, which lags a close by a moment."""
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:
+        page = await http.get("/jobs")
+        assert page.status_code == 200, page.text
+        by_id: dict[str, Any] = {j["jobId"]: j for j in page.json()}
+        if by_id.get(job_id, {}).get("status") == "failed":
+            return by_id
+        assert asyncio.get_running_loop().time() < deadline, by_id
+        await asyncio.sleep(0.1)
+
+
+async def test_a_job_terminated_through_temporal_is_recorded_failed_once(
+    start_worker: StartWorker,
+    temporal_client: Client,
+    weft_config: WeftConfig,
+    scripted_server: ScriptedModelServer,
+) -> None:
+    """Two jobs on a slow model, each terminated through Temporal: one read by
+    `Jobs.show`, the other listed by GET /jobs. Each is then `failed` with Temporal's
+    reason, in the store, `show`, `wait` and both routes, with one `job.failed`
+    however often it is read."""
+    name = add_script(scripted_server, _script(2, delay_ms=60_000))
+    worker = await start_worker(agent_definitions(name))
+    jobs = Jobs(temporal_client, store_of(worker), task_queue=worker.task_queue)
+    shown = (await jobs.create("helper", ["item 0"], concurrency=1)).job_id
+    listed = (await jobs.create("helper", ["item 1"], concurrency=1)).job_id
+    for job_id in (shown, listed):
+        await until(_running(jobs, job_id), "the item runs")
+        await temporal_client.get_workflow_handle(job_id).terminate(reason="stuck on a deploy")
+    assert jobs.get(shown).status == "running"  # the run wrote nothing: the store can't know
+
+    first = await jobs.show(shown)
+    assert first.status == "failed", first
+    assert first.reason is not None
+    assert first.reason.startswith("its run was terminated through Temporal by ")
+    assert first.reason.endswith(": stuck on a deploy")
+    async with api_stack(
+        temporal_client, weft_config, worker.task_queue, store=store_of(worker)
+    ) as stack:
+        by_id = await _listed_failed(stack.http, listed)
+        assert "stuck on a deploy" in by_id[listed]["reason"]
+        one = await stack.http.get(f"/jobs/{shown}")
+        assert one.status_code == 200 and one.json()["status"] == "failed", one.text
+    assert (await jobs.wait(shown)).status == "failed"
+    assert [j.status for j in await jobs.list_checked() if j.job_id in (shown, listed)] == [
+        "failed",
+        "failed",
+    ]
+    for job_id in (shown, listed):
+        ends = _ends(jobs, job_id)
+        assert [e["type"] for e in ends] == ["job.failed"], ends
+        payload = ends[0]["payload"]
+        assert payload["closedAs"] == "terminated" and "stuck on a deploy" in payload["reason"]
+        assert payload["counts"]["running"] == 1
+        # The item's task was abandoned by the closed run, not closed: it runs on.
+        item = next(jobs.items(job_id))
+        assert item.status == "running"
+        task = store_of(worker).tasks.get(item.task_id)
+        assert task is not None and task.status == "running"
+
+
+async def test_a_terminated_job_resumes_once_its_tasks_have_ended(
+    start_worker: StartWorker, temporal_client: Client, scripted_server: ScriptedModelServer
+) -> None:
+    """A resume of a terminated job is refused while the closed run's tasks still run
+    (naming them); once they are cancelled it runs every item again, to completion."""
+    name = add_script(scripted_server, _script(2, delay_ms=60_000))
+    worker = await start_worker(agent_definitions(name))
+    store = store_of(worker)
+    jobs = Jobs(temporal_client, store, task_queue=worker.task_queue)
+    job_id = (await jobs.create("helper", ["item 0", "item 1"], concurrency=1)).job_id
+    await until(lambda: jobs.get(job_id).counts.running == 1, "the first item runs")
+    await temporal_client.get_workflow_handle(job_id).terminate(reason="by hand")
+    running = next(i for i in jobs.items(job_id) if i.status == "running")
+    with pytest.raises(JobError, match=f"still running \\({running.task_id}\\)"):
+        await jobs.resume(job_id)
+    assert jobs.get(job_id).status == "failed"  # the resume's read recorded the end
+    tasks = Tasks(temporal_client, store, task_queue=worker.task_queue)
+    await tasks.cancel(running.task_id, "its job was terminated")
+    await asyncio.wait_for(tasks.wait(running.task_id), timeout=60)
+    scripted_server.set_script(name, _script(2))  # answers at once from now on
+    await jobs.resume(job_id, "go on")
+    done = await asyncio.wait_for(jobs.wait(job_id), timeout=60)
+    assert done.status == "completed", done
+    assert [i.output.response for i in jobs.items(job_id) if i.output] == ["answer 0", "answer 1"]
+    assert [e["type"] for e in _ends(jobs, job_id)] == ["job.failed", "job.completed"]
