@@ -1,6 +1,11 @@
 """`weft thread export ID -o FILE` and `weft thread import FILE [--as ID]`: one portable
 bundle of a thread, and that bundle brought into this store as a closed thread
-(docs/export-import.md)."""
+(docs/export-import.md).
+
+An import lands in the tenant the bundle's thread row names, or in `--tenant`'s (re-homed,
+as `POST /threads/import` re-homes into a tenant key's tenant). Under `weft --tenant T` it
+is T's whatever the bundle names, and its id (`--as`, else the bundle's) must be one T may
+choose for a new thread, as over HTTP: one of T's own, or a free id beginning with `T:`."""
 
 from __future__ import annotations
 
@@ -9,7 +14,9 @@ import asyncio
 from typing import Any
 
 from weft.cli.temporal_client import client_from_config
-from weft.client.bundles import export_thread, import_bundle
+from weft.cli.thread_guard import check_new_thread_id
+from weft.client.bundles import bundle_thread_id, export_thread, import_bundle
+from weft.contract.tenants import check_tenant
 from weft.store import Store
 from weft.workers.config import WeftConfig
 from weft.workers.secrets import load_keyring
@@ -35,6 +42,11 @@ def register(actions_parser: Any) -> None:
     )
     imported.add_argument("file", metavar="FILE")
     imported.add_argument("--as", dest="as_id", metavar="ID", help="import under another id")
+    imported.add_argument(
+        "--tenant",
+        help="the tenant the thread lands in (default: the one the bundle names; under"
+        " `weft --tenant T`: T); docs/tenants.md",
+    )
     imported.set_defaults(handler=run_import)
 
 
@@ -52,9 +64,19 @@ async def run_export(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 async def run_import(args: argparse.Namespace, config: WeftConfig) -> int:
+    if args.tenant is not None:
+        try:
+            check_tenant(args.tenant)
+        except ValueError as err:
+            raise ValueError(f"--tenant: {err}") from None
+    if getattr(args, "acting_tenant", None) is not None:
+        # Checked as a chosen start id is: the answer never says whether another tenant
+        # holds the id (cli/thread_guard.py `check_new_thread_id`).
+        thread_id = args.as_id or await asyncio.to_thread(bundle_thread_id, args.file)
+        await check_new_thread_id(args, config, thread_id)
     store = await _store(config)
     try:
-        ref = await import_bundle(store, args.file, as_id=args.as_id)
+        ref = await import_bundle(store, args.file, as_id=args.as_id, tenant=args.tenant)
     finally:
         store.close()
     print(

@@ -1,7 +1,12 @@
 """`weft schedule …`: agents that wake up on their own, as Temporal Schedules.
 
 Creates, pauses, unpauses, triggers and deletes are recorded in the audit log as
-`cli:<os user>`, with the schedule's tenant (`_recorded`)."""
+`cli:<os user>`, with the schedule's tenant (`_recorded`).
+
+Under `weft --tenant T` every action keeps to T's schedules (`Schedules(tenant=T)`):
+another tenant's schedule is `no schedule named 'x'`, worded as a missing one, refused
+before anything is done or recorded (as another tenant's task is); `list` lists T's and
+`create` makes T's (`--tenant` defaults to T and may not name another)."""
 
 from __future__ import annotations
 
@@ -97,10 +102,12 @@ def _register_create(actions: Any) -> None:
     create.set_defaults(handler=_create)
 
 
-async def _schedules(config: WeftConfig) -> Schedules:
-    temporal = config.temporal
+async def _schedules(args: argparse.Namespace, config: WeftConfig) -> Schedules:
+    """The schedules the command reaches: every tenant's, or under `weft --tenant T`
+    (`args.acting_tenant`, set by `confine_to_tenant`) T's only."""
     client = await client_from_config(config)
-    return Schedules(client, task_queue=temporal.task_queue)
+    tenant = getattr(args, "acting_tenant", None)
+    return Schedules(client, task_queue=config.temporal.task_queue, tenant=tenant)
 
 
 @asynccontextmanager
@@ -117,12 +124,28 @@ async def _recorded(
         store.close()
 
 
+@asynccontextmanager
+async def _acting_on(
+    args: argparse.Namespace, config: WeftConfig, action: ControlAction
+) -> AsyncIterator[Schedules]:
+    """The schedules for the body doing `action` on schedule `args.name`, recorded with
+    the schedule's tenant once its outcome is known. Under `--tenant`, a schedule that is
+    not the tenant's is refused before the action, unrecorded; the operator's refusals (a
+    missing schedule) are recorded, as before tenants."""
+    schedules = await _schedules(args, config)
+    owner = None if schedules.tenant is None else (await schedules.describe(args.name)).tenant
+    async with _recorded(config, action, args.name, owner) as outcome:
+        if owner is None:
+            outcome.tenant = (await schedules.describe(args.name)).tenant
+        yield schedules
+
+
 async def _create(args: argparse.Namespace, config: WeftConfig) -> int:
     # Checked here first so that an error names the flag the user typed, not the API's name.
     if args.every is not None:
         checked_interval(args.every, what="--every")
     checked_catchup_window(args.catchup_window, what="--catchup-window")
-    schedules = await _schedules(config)
+    schedules = await _schedules(args, config)
     async with _recorded(config, SCHEDULE_CREATE, args.name, args.tenant) as outcome:
         await schedules.create(
             args.name,
@@ -144,7 +167,7 @@ async def _create(args: argparse.Namespace, config: WeftConfig) -> int:
 
 
 async def _list(args: argparse.Namespace, config: WeftConfig) -> int:
-    found = await (await _schedules(config)).list(tenant=args.tenant)
+    found = await (await _schedules(args, config)).list(tenant=args.tenant)
     for schedule in found:
         print(_row(schedule))
     if not found:
@@ -175,42 +198,34 @@ def _time(moment: datetime) -> str:
 
 
 async def _show(args: argparse.Namespace, config: WeftConfig) -> int:
-    schedule = await (await _schedules(config)).describe(args.name)
+    schedule = await (await _schedules(args, config)).describe(args.name)
     print(schedule.model_dump_json(indent=2))
     return 0
 
 
 async def _pause(args: argparse.Namespace, config: WeftConfig) -> int:
-    schedules = await _schedules(config)
-    async with _recorded(config, SCHEDULE_PAUSE, args.name) as outcome:
-        outcome.tenant = (await schedules.describe(args.name)).tenant
+    async with _acting_on(args, config, SCHEDULE_PAUSE) as schedules:
         await schedules.pause(args.name, note=args.note)
     print(f"paused schedule {args.name}")
     return 0
 
 
 async def _unpause(args: argparse.Namespace, config: WeftConfig) -> int:
-    schedules = await _schedules(config)
-    async with _recorded(config, SCHEDULE_UNPAUSE, args.name) as outcome:
-        outcome.tenant = (await schedules.describe(args.name)).tenant
+    async with _acting_on(args, config, SCHEDULE_UNPAUSE) as schedules:
         await schedules.unpause(args.name, note=args.note)
     print(f"unpaused schedule {args.name}")
     return 0
 
 
 async def _trigger(args: argparse.Namespace, config: WeftConfig) -> int:
-    schedules = await _schedules(config)
-    async with _recorded(config, SCHEDULE_TRIGGER, args.name) as outcome:
-        outcome.tenant = (await schedules.describe(args.name)).tenant
+    async with _acting_on(args, config, SCHEDULE_TRIGGER) as schedules:
         await schedules.trigger(args.name)
     print(f"triggered schedule {args.name}")
     return 0
 
 
 async def _delete(args: argparse.Namespace, config: WeftConfig) -> int:
-    schedules = await _schedules(config)
-    async with _recorded(config, SCHEDULE_DELETE, args.name) as outcome:
-        outcome.tenant = (await schedules.describe(args.name)).tenant
+    async with _acting_on(args, config, SCHEDULE_DELETE) as schedules:
         await schedules.delete(args.name)
     print(f"deleted schedule {args.name}")
     return 0

@@ -52,8 +52,9 @@ NO_TENANT_DATA = frozenset({"dev", "worker", "demo", "code", "codec", "serve"})
 # --tenant) and `list` (a visibility clause).
 TENANT_THREAD_ACTIONS = frozenset({"start", "list"})
 # Commands that keep to the tenant themselves: the inbox (a visibility clause), tasks and
-# jobs (cli/tenant_scope.py: another tenant's is not found, listings and creates are T's).
-TENANT_SCOPED_COMMANDS = frozenset({"inbox", "task", "job"})
+# jobs (cli/tenant_scope.py: another tenant's is not found, listings and creates are T's),
+# schedules (cli/schedule_command.py: likewise, through `Schedules(tenant=)`).
+TENANT_SCOPED_COMMANDS = frozenset({"inbox", "task", "job", "schedule"})
 
 Handler = Callable[[argparse.Namespace, WeftConfig], Awaitable[int | None]]
 

@@ -117,12 +117,20 @@ class Schedules:
     `task_queue` is where `--agent` schedules start their threads (the worker's queue);
     a `--thread` schedule delivers on the task queue its thread runs on. `client` must come
     from `weft.connect` (weft's data converter), like the workers'.
+
+    With `tenant` (`weft --tenant T`), the schedules of that tenant only: another tenant's
+    schedule, or one weft did not create, is `ScheduleNotFound` worded as a missing one
+    (a caller acting for one tenant learns nothing of another's schedules); `list` lists
+    the tenant's, and `create` makes the tenant's.
     """
 
-    def __init__(self, client: Client, *, task_queue: str = "agents") -> None:
+    def __init__(
+        self, client: Client, *, task_queue: str = "agents", tenant: str | None = None
+    ) -> None:
         self._client = client
         self._task_queue = task_queue
         self._runs = ScheduleRuns(client)
+        self.tenant = check_tenant(tenant) if tenant is not None else None
 
     async def create(
         self,
@@ -157,6 +165,7 @@ class Schedules:
         its thread's tenant's, and naming another tenant is refused.
         """
         check_name(name)
+        tenant = self._own(tenant)
         if tenant is not None:
             try:
                 check_tenant(tenant)
@@ -216,11 +225,12 @@ class Schedules:
 
     async def list(self, *, tenant: str | None = None) -> builtins.list[WeftSchedule]:
         """weft's schedules (others on the namespace are left out), by name; with
-        `tenant`, that tenant's only."""
+        `tenant`, that tenant's only (under a `Schedules` of one tenant: that one's)."""
+        tenant = self._own(tenant)
         names = []
         async for entry in await self._client.list_schedules():
             target = _target(await entry.memo_value(SCHEDULE_MEMO, None))
-            if target is not None and tenant in (None, target.tenant or DEFAULT_TENANT):
+            if target is not None and tenant in (None, _owner(target)):
                 names.append(entry.id)
         # The listing is eventually consistent; describing each one is not, so a schedule
         # deleted a moment ago drops out here.
@@ -260,12 +270,21 @@ class Schedules:
         with _named(name):
             description = await self._client.get_schedule_handle(name).describe()
         target = _target(await description.memo_value(SCHEDULE_MEMO, None))
+        if self.tenant is not None and (target is None or _owner(target) != self.tenant):
+            raise _not_found(name)
         if target is None:
             raise ScheduleError(
                 f"schedule {name!r} was not created by weft (no {SCHEDULE_MEMO} memo);"
                 " manage it with `temporal schedule`"
             )
         return description, target
+
+    def _own(self, tenant: str | None) -> str | None:
+        """The tenant a create or listing is for: `tenant`, or this `Schedules`' own one;
+        naming another tenant than its own is refused."""
+        if self.tenant is None or tenant in (None, self.tenant):
+            return tenant or self.tenant
+        raise ScheduleError(f"tenant {tenant!r}: these schedules are tenant {self.tenant!r}'s")
 
     async def _describe_if_any(self, name: str) -> WeftSchedule | None:
         try:
@@ -345,7 +364,7 @@ class Schedules:
         return WeftSchedule(
             name=description.id,
             target=target,
-            tenant=target.tenant or DEFAULT_TENANT,
+            tenant=_owner(target),
             spec=target.spec,
             overlap=schedule.policy.overlap.name.lower(),
             catchup_window_seconds=window.total_seconds() if window is not None else None,
@@ -371,6 +390,16 @@ def _target(memo: Any) -> ScheduleTarget | None:
         return None
 
 
+def _owner(target: ScheduleTarget) -> str:
+    """The tenant of a schedule (one made before tenants is `default`'s)."""
+    return target.tenant or DEFAULT_TENANT
+
+
+def _not_found(name: str) -> ScheduleNotFound:
+    """The refusal a missing schedule gets, and so another tenant's too."""
+    return ScheduleNotFound(f"no schedule named {name!r}")
+
+
 @contextmanager
 def _named(name: str) -> Iterator[None]:
     """Temporal's NOT_FOUND for schedule `name` as `ScheduleNotFound`."""
@@ -378,7 +407,7 @@ def _named(name: str) -> Iterator[None]:
         yield
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:
-            raise ScheduleNotFound(f"no schedule named {name!r}") from None
+            raise _not_found(name) from None
         raise
 
 

@@ -3,7 +3,7 @@
 `tools_server.py` (tests/mcp_servers/) has the tools every MCP test uses: add, echo, fail,
 slow, pid, env, cwd, header, weather (structured), picture (image + resource), ask_name
 (elicitation), add_tool (list_changed) and broken (`--bad-schema` makes its schema
-`{"type": 5}`); `--mode hang` never answers `initialize`, `--mode exit` exits at once, `--mode garbage`
+`{"type": 5}`); `--mode hang` never answers `initialize`, `--mode exit` exits at once; mcp_servers/babbler.py
 answers with what is not JSON-RPC.
 """
 

@@ -110,8 +110,8 @@ async def test_the_cli_acts_for_one_tenant(
     assert code == 2 and "--scopes admin: the CLI acts for tenant 'acme'" in err, err
     code, _, err = await weft_("--tenant", "a b", "thread", "list")
     assert code == 2 and err.startswith("weft: --tenant: tenant 'a b'"), err
-    code, _, err = await weft_("--tenant", "acme", "schedule", "show", "nightly")
-    assert code == 2 and "weft: schedule does not act for one tenant yet" in err, err
+    code, _, err = await weft_("--tenant", "acme", "eval", "suite")
+    assert code == 2 and "weft: eval does not act for one tenant yet" in err, err
 
     # The listing shows the tenant's threads only (visibility catches up: bounded wait).
     async def listed(*flags: str) -> set[str]:

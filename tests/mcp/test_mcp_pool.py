@@ -28,6 +28,8 @@ from weft.activities.mcp.types import McpUnavailable
 from weft.contract.mcp import ElicitationAnswer, McpServerDef
 from weft.contract.thread_env import EnvEntry
 
+BABBLER = Path(__file__).resolve().parents[1] / "mcp_servers" / "babbler.py"
+
 NO_ENV: dict[str, EnvEntry] = {}
 
 
@@ -153,13 +155,15 @@ async def test_a_slow_tool_times_out_and_the_session_stays(pool):
     assert await server_pid(pool, server) == pid
 
 
-async def _noted(note: Path) -> str:
-    """What the server wrote to `note` within 5 s ("" when nothing)."""
-    for _ in range(50):
-        if note.exists():
-            return note.read_text()
+async def _noted(note: Path, what: str = "cancelled") -> str:
+    """What the server wrote to `note`, once it is `what` or after 30 s ("" when nothing)."""
+    written = ""
+    for _ in range(300):
+        written = note.read_text() if note.exists() else ""
+        if written == what:
+            break
         await asyncio.sleep(0.1)
-    return ""
+    return written
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
@@ -180,7 +184,7 @@ async def test_a_call_whose_activity_is_cancelled_is_cancelled_on_the_server(poo
     note = tmp_path / "note"
     server = stdio_server()
     running = asyncio.create_task(call(pool, server, "slow", seconds=30, note=str(note)))
-    await asyncio.sleep(1.0)
+    assert await _noted(note, "started") == "started"  # the tool runs on the server
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
@@ -319,7 +323,11 @@ async def test_a_server_that_never_answers_times_out_at_start(pool):
 
 async def test_a_server_that_does_not_speak_mcp_is_unavailable(pool):
     """A server that answers with what is not JSON-RPC is unavailable, quoting what it sent."""
-    server = stdio_server("babbler", args=["--mode", "garbage"], startup_timeout_seconds=2)
+    # The babbler answers at once (it imports nothing), so a loaded machine's slow start of
+    # the MCP SDK cannot run out the startup timeout before it has said anything.
+    server = McpServerDef(
+        name="babbler", command="python", args=[str(BABBLER)], startup_timeout_seconds=5
+    )
     with pytest.raises(McpUnavailable) as caught:
         await pool.list_tools(server, NO_ENV)
     assert "MCP server 'babbler': did not answer `initialize`" in str(caught.value)

@@ -7,7 +7,6 @@ Run it over stdio (the default) or as a streamable HTTP server on loopback:
     python tools_server.py --bad-schema         # the `broken` tool's inputSchema is {"type": 5}
     python tools_server.py --mode hang          # never answers `initialize`
     python tools_server.py --mode exit          # writes to stderr and exits at once (status 3)
-    python tools_server.py --mode garbage       # writes what is not JSON-RPC, answers nothing
 
 A call of a tool it does not have is answered with a JSON-RPC error (INVALID_PARAMS).
 """
@@ -65,8 +64,10 @@ def build(*, bad_schema: bool) -> FastMCP:
 
     @server.tool(structured_output=False)
     async def slow(seconds: float, note: str = "") -> str:
-        """Sleep for `seconds`, then answer; when the client cancels the call first, write
-        "cancelled" to the file `note` (if given)."""
+        """Sleep for `seconds`, then answer; with a file `note`, write "started" to it first,
+        and "cancelled" when the client cancels the call before the sleep ends."""
+        if note:
+            Path(note).write_text("started")
         try:
             await asyncio.sleep(seconds)
         except asyncio.CancelledError:
@@ -164,11 +165,10 @@ def _unknown_tools_are_rpc_errors(server: FastMCP) -> None:
     handlers[types.CallToolRequest] = call
 
 
-def hang(*, garbage: bool = False) -> None:
-    """Read stdin and never answer (or answer with what is not JSON-RPC); exit when it closes."""
+def hang() -> None:
+    """Read stdin and never answer; exit when it closes."""
     for _ in sys.stdin:
-        if garbage:
-            print("this is not JSON-RPC", flush=True)
+        pass
 
 
 def serve_http(server: FastMCP, port: int) -> None:
@@ -188,13 +188,13 @@ def main() -> None:
     parser.add_argument("--http", action="store_true", help="streamable HTTP, not stdio")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--bad-schema", action="store_true")
-    parser.add_argument("--mode", choices=["serve", "hang", "exit", "garbage"], default="serve")
+    parser.add_argument("--mode", choices=["serve", "hang", "exit"], default="serve")
     options = parser.parse_args()
     if options.mode == "exit":
         print("tools_server: refusing to start (--mode exit)", file=sys.stderr, flush=True)
         sys.exit(3)
-    if options.mode in ("hang", "garbage"):
-        hang(garbage=options.mode == "garbage")
+    if options.mode == "hang":
+        hang()
         return
     server = build(bad_schema=options.bad_schema)
     if options.http:

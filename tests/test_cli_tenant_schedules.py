@@ -1,0 +1,175 @@
+"""`weft --tenant T` on schedules and imports (docs/tenants.md): every schedule command
+keeps to T's schedules (another tenant's is `no schedule named 'x'`, worded as a missing
+one, and nothing is done or recorded; the listing is T's), and `weft thread import` lands
+the thread in T, whatever tenant the bundle names, under an id T may choose, as `POST
+/threads/import` with T's key does. `weft` runs as a real process, against the session's
+dev server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+from bundle_support import closed_thread
+from schedule_support import eventually
+from support import weft_cli
+
+from weft.cli.thread_guard import cli_subject
+from weft.client.schedules import ScheduleError, ScheduleNotFound, Schedules
+from weft.store import Store
+from weft.store.audit import AuditEntry
+from weft.workers.config import WeftConfig
+
+
+def _config(path: Path, weft_config: WeftConfig, store_url: str) -> Path:
+    temporal = {
+        "address": weft_config.temporal.address,
+        "taskQueue": weft_config.temporal.task_queue,
+    }
+    path.write_text(yaml.safe_dump({"temporal": temporal, "store": {"url": store_url}}))
+    return path
+
+
+def _recorded(store: Store, name: str) -> list[AuditEntry]:
+    """The CLI's audit entries naming schedule `name`."""
+    entries = store.audit.list(subject=cli_subject(), limit=1000)
+    return [e for e in entries if e.path.startswith(f"/schedules/{name}")]
+
+
+async def test_schedule_commands_keep_to_the_cli_tenant(temporal_client, weft_config, tmp_path):
+    config = _config(tmp_path / "cli.yml", weft_config, weft_config.store_url())
+    store = await asyncio.to_thread(Store.open, weft_config.store_url())
+    schedules = Schedules(temporal_client, task_queue=weft_config.temporal.task_queue)
+    suffix = uuid.uuid4().hex[:8]
+    ours, theirs, missing = f"ours-{suffix}", f"theirs-{suffix}", f"missing-{suffix}"
+
+    async def acme(*args: str) -> tuple[int, str, str]:
+        return await weft_cli(config, "--tenant", "acme", "schedule", *args)
+
+    # Created under --tenant: the schedule is acme's (its own --tenant defaults to acme).
+    code, out, err = await acme("create", ours, "--every", "1h", "--agent", "helper", "-m", "hi")
+    assert code == 0 and "for tenant acme" in out, err
+    await schedules.create(theirs, message="hi", agent="helper", every="1h", tenant="globex")
+    try:
+        # Its own schedule it shows, pauses, unpauses.
+        code, out, err = await acme("show", ours)
+        assert code == 0, err
+        assert json.loads(out)["tenant"] == "acme"
+        for action in ("pause", "unpause"):
+            code, out, err = await acme(action, ours)
+            assert (code, out) == (0, f"{action}d schedule {ours}\n"), err
+        assert (await schedules.describe(ours)).paused is False
+        assert (await schedules.describe(ours)).note == "unpaused with weft"
+
+        # Another tenant's is a missing one, word for word, and nothing is done or recorded.
+        for action in ("show", "pause", "unpause", "trigger", "delete"):
+            refusals = [await acme(action, name) for name in (theirs, missing)]
+            assert refusals == [
+                (1, "", f"weft: no schedule named {name!r}\n") for name in (theirs, missing)
+            ], action
+        described = await schedules.describe(theirs)
+        assert (described.tenant, described.paused, described.runs) == ("globex", False, 0)
+        assert _recorded(store, theirs) == [] and _recorded(store, missing) == []
+        # From Python alike: a `Schedules` of one tenant reaches its own only.
+        confined = Schedules(temporal_client, tenant="acme")
+        assert (await confined.describe(ours)).tenant == "acme"
+        with pytest.raises(ScheduleNotFound, match=f"^no schedule named '{theirs}'$"):
+            await confined.pause(theirs)
+        with pytest.raises(ScheduleError, match="tenant 'globex': these schedules are"):
+            await confined.list(tenant="globex")
+        # Nor may it name another tenant's schedules to list.
+        code, _, err = await acme("list", "--tenant", "globex")
+        assert code == 2 and "tenant 'globex': the CLI acts for tenant 'acme'" in err, err
+
+        # The listing is acme's only; the operator's has both (visibility catches up).
+        async def listed(*flags: str) -> set[str]:
+            code, out, err = await weft_cli(config, *flags, "schedule", "list")
+            assert code == 0, err
+            return {line.split("\t")[0] for line in out.splitlines()}
+
+        await eventually(listed, lambda names: {ours, theirs} <= names)
+        acmes = await listed("--tenant", "acme")
+        assert ours in acmes and theirs not in acmes
+        globexes = await listed("--tenant", "globex")
+        assert theirs in globexes and ours not in globexes
+
+        # Its own it deletes; each action recorded once, with acme as the tenant.
+        code, out, err = await acme("delete", ours)
+        assert (code, out) == (0, f"deleted schedule {ours}\n"), err
+        code, _, err = await acme("show", ours)
+        assert (code, err) == (1, f"weft: no schedule named {ours!r}\n")
+        recorded = [(e.method, e.path, e.status, e.tenant) for e in _recorded(store, ours)]
+        assert sorted(recorded) == sorted(
+            [
+                ("POST", f"/schedules/{ours}", 201, "acme"),
+                ("POST", f"/schedules/{ours}/pause", 200, "acme"),
+                ("POST", f"/schedules/{ours}/unpause", 200, "acme"),
+                ("DELETE", f"/schedules/{ours}", 200, "acme"),
+            ]
+        )
+    finally:
+        for name in (ours, theirs):
+            try:
+                await schedules.delete(name)
+            except ValueError:
+                pass  # deleted by the test
+        store.close()
+
+
+async def test_an_import_under_a_tenant_lands_in_it(
+    start_worker, temporal_client, scripted_server, weft_config, tmp_path
+):
+    """The bundle names `default` (its thread's tenant); imported under `--tenant acme`, the
+    thread is acme's, and its id must be one acme may choose: the bundle's own (a free id
+    outside acme's space) is refused as an HTTP import with acme's key is."""
+    _, thread_id = await closed_thread(start_worker, temporal_client, scripted_server)
+    source = _config(tmp_path / "source.yml", weft_config, weft_config.store_url())
+    target_url = f"sqlite:///{tmp_path / 'target.db'}"
+    target = _config(tmp_path / "target.yml", weft_config, target_url)
+    bundle = tmp_path / "thread.weftbundle"
+    code, _, err = await weft_cli(source, "thread", "export", thread_id, "-o", str(bundle))
+    assert code == 0, err
+
+    code, out, err = await weft_cli(target, "--tenant", "acme", "thread", "import", str(bundle))
+    assert (code, out) == (1, ""), err
+    assert f"weft: thread id {thread_id!r} is not available to tenant 'acme'" in err
+    code, out, err = await weft_cli(
+        target, "--tenant", "acme", "thread", "import", str(bundle), "--as", "acme:imported"
+    )
+    assert code == 0 and out.startswith("acme:imported  (closed; from "), err
+    code, out, err = await weft_cli(
+        target, "--tenant", "acme", "thread", "import", str(bundle), "--tenant", "globex"
+    )
+    assert code == 2 and "tenant 'globex': the CLI acts for tenant 'acme'" in err, err
+
+    # The operator keeps the bundle's tenant, or re-homes it with the import's --tenant.
+    for as_id, flags in (("plain-import", ()), ("globex-import", ("--tenant", "globex"))):
+        code, _, err = await weft_cli(
+            target, "thread", "import", str(bundle), "--as", as_id, *flags
+        )
+        assert code == 0, err
+    code, _, err = await weft_cli(target, "thread", "import", str(bundle), "--tenant", "a b")
+    assert code == 1 and "weft: --tenant: tenant 'a b'" in err, err
+
+    store = await asyncio.to_thread(Store.open, target_url)
+    try:
+        tenants = {
+            as_id: store.threads.tenant(as_id)
+            for as_id in ("acme:imported", "plain-import", "globex-import")
+        }
+        assert tenants == {
+            "acme:imported": "acme",
+            "plain-import": "default",
+            "globex-import": "globex",
+        }
+        assert store.threads.get(thread_id) is None  # the refused import wrote nothing
+    finally:
+        store.close()
+    code, out, err = await weft_cli(target, "--tenant", "acme", "thread", "show", "acme:imported")
+    assert code == 0 and json.loads(out)["threadId"] == "acme:imported", err
+    code, _, err = await weft_cli(target, "--tenant", "globex", "thread", "show", "acme:imported")
+    assert (code, err) == (1, "weft: thread 'acme:imported' not found\n")
