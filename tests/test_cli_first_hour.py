@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from api_support import api_stack
 from support import add_script, agent_definitions, idle_after, start_thread, wait_until
@@ -116,6 +117,7 @@ async def test_tail_exits_when_the_thread_closes(
     assert code == 0 and out.splitlines()[-1] == f"thread {refused.id} ended (failed)", err
 
 
+@pytest.mark.timeout(360)  # about 30 s: a dozen `weft` processes, each seconds under load
 async def test_one_status_vocabulary_for_cli_and_http(
     start_worker, temporal_client, scripted_server, weft_config, tmp_path
 ):

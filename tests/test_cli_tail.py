@@ -59,7 +59,9 @@ async def test_tail_streams_deltas_live(
     )
     worker = await start_worker(agent_definitions(script))
     config = _cli_config(tmp_path, weft_config, worker.task_queue)
-    thread_id = (await _weft(config, "thread", "start", "helper", "-m", "count")).strip()
+    # The message goes once the tail prints the thread's first event: a slow start of the
+    # `weft` process on a loaded machine must not let the reply end before it watches.
+    thread_id = (await _weft(config, "thread", "start", "helper")).strip()
     tail = await asyncio.create_subprocess_exec(
         str(Path(sys.executable).parent / "weft"),
         "--config",
@@ -74,6 +76,8 @@ async def test_tail_streams_deltas_live(
     arrivals: list[dict[str, Any]] = []
     completed_when_first_delta_shown: list[object] | None = None
     try:
+        arrivals.append(json.loads(await asyncio.wait_for(tail.stdout.readline(), 60)))
+        await _weft(config, "thread", "send", thread_id, "count")
         while True:
             line = await asyncio.wait_for(tail.stdout.readline(), 30)
             event = json.loads(line)
