@@ -24,7 +24,10 @@ first and are not measured):
   SDK's converter, weft's transport), activities and weft's activity code, the store and
   SQLAlchemy, pydantic, httpx, logging, the SDK's bridge;
 - the innermost frame's package (self time), the top functions by self time and the top
-  weft functions by inclusive time.
+  weft functions by inclusive time;
+- the SQL statements per step, in all and by their shape (values left out): on SQLite every
+  statement the library ran (its trace callback: Core's, the driver cursor's, BEGIN and
+  COMMIT), on another database those through SQLAlchemy's cursor events.
 The sampler costs CPU of its own (its thread is not counted) and slows the worker a little;
 the shares are what matters, the absolute figures are a few percent high.
 """
@@ -117,6 +120,7 @@ class Samples:
     process_cpu_began: float = 0.0
     wall_began: float = 0.0
     samples: int = 0
+    statements: Counter[str] = field(default_factory=Counter)  # by their first words
 
 
 class Sampler:
@@ -133,6 +137,12 @@ class Sampler:
         self._running: defaultdict[str, defaultdict[tuple[str, ...], float]] = defaultdict(
             lambda: defaultdict(float)
         )
+
+    def count_statement(self, sql: str) -> None:
+        # SQLite's trace gives the statement with its values: counted without them. A lost
+        # increment between threads is noise here.
+        shape = re.sub(r"\b\d+(\.\d+)?\b", "?", re.sub(r"'(?:[^']|'')*'", "?", sql))
+        self._samples.statements[" ".join(shape.split())[:110]] += 1
 
     def start(self) -> None:
         threading.Thread(target=self._sample_forever, name="profile-sampler", daemon=True).start()
@@ -167,6 +177,7 @@ class Sampler:
                 - s.process_cpu_began,
                 "wall": time.perf_counter() - s.wall_began,
                 "samples": s.samples,
+                "statements": dict(s.statements),
                 "spread": spread,
                 "roles": dict(s.roles),
                 "stacks": [[list(k), v] for k, v in stacks.items()],
@@ -228,6 +239,24 @@ class Sampler:
         self._running[role][key] += used
 
 
+def count_statements(sampler: Sampler) -> None:
+    """Count every statement the worker's store runs: on SQLite, each one the library ran
+    (its trace callback: Core's and the driver's cursor's alike, BEGIN and COMMIT too); on
+    another database, each one through SQLAlchemy's cursor events."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    @event.listens_for(Engine, "connect")
+    def _trace(dbapi_connection: Any, _record: Any) -> None:
+        if hasattr(dbapi_connection, "set_trace_callback"):  # sqlite3
+            dbapi_connection.set_trace_callback(sampler.count_statement)
+
+    @event.listens_for(Engine, "before_cursor_execute")
+    def _core(conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if conn.dialect.name != "sqlite":
+            sampler.count_statement(statement)
+
+
 def worker_child(config: str, out: Path, interval: float) -> None:
     """The worker process: `weft worker` with the sampler; SIGUSR1 resets it, SIGUSR2
     writes what it measured since to `out`."""
@@ -239,6 +268,7 @@ def worker_child(config: str, out: Path, interval: float) -> None:
     sys.setswitchinterval(min(interval / 10, 0.0001))
     sampler = Sampler(interval)
     sampler.start()
+    count_statements(sampler)
 
     def on_reset(*_: Any) -> None:
         sampler.reset()
@@ -355,6 +385,8 @@ def report(result: dict[str, Any], top: int) -> None:
         f"{steps} steps in {result['seconds']:.1f} s: {steps / result['seconds']:.1f} steps/s; "
         f"{result['samples']} samples"
     )
+    statements = Counter(result.get("statements", {}))
+    print(f"SQL statements: {statements.total() / steps:.2f} per step")
     print(f"\nworker process CPU: {process * per_step:6.2f} ms/step")
     for role, seconds in sorted(result["roles"].items(), key=lambda r: -r[1]):
         print(f"  {role:44}{seconds * per_step:6.2f}")
@@ -396,6 +428,9 @@ def report(result: dict[str, Any], top: int) -> None:
     print("\nweft functions by inclusive time (ms/step):")
     for name, seconds in inclusive.most_common(top):
         print(f"  {name:80}{seconds * per_step:6.2f}")
+    print("\nSQL statements per step, by their first words:")
+    for sql, count in statements.most_common(top):
+        print(f"  {count / steps:6.2f}  {sql}")
 
 
 if __name__ == "__main__":

@@ -55,3 +55,16 @@ def cursor_rows(connection: Connection, sql: str, params: Sequence[Any]) -> list
         return [tuple(row) for row in cursor.fetchall()]
     finally:
         cursor.close()
+
+
+def cursor_executemany(connection: Connection, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    """Run `sql` (`?` placeholders) once per row of `rows` on the connection's DBAPI cursor,
+    in its transaction: an insert every write makes, without Core's execution context and
+    its per-row parameter processing (the caller hands the values as the driver stores
+    them: JSON as its text)."""
+    statement = sql if connection.dialect.paramstyle == "qmark" else _format_style(sql)
+    cursor = connection.connection.cursor()
+    try:
+        cursor.executemany(statement, rows)
+    finally:
+        cursor.close()

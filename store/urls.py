@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.pool import StaticPool
 
 # How long a SQLite writer waits for another writer's lock before giving up, in ms.
@@ -138,4 +138,12 @@ def _enable_wal(cursor: sqlite3.Cursor) -> None:
 
 def _sqlite_on_begin(connection: Any) -> None:
     immediate = connection.get_execution_options().get(WRITE_OPTION, False)
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    # On the driver's connection: every transaction of every step begins here, and Core's
+    # execution path (context, cursor events, result) cost several times SQLite's BEGIN.
+    # The engine's cursor events do not see it; the "begin" event does. A driver error is
+    # raised as Core would (a lock taken by another process is a race `retrying` retries).
+    statement = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+    try:
+        connection.connection.driver_connection.execute(statement)
+    except sqlite3.Error as error:
+        raise DBAPIError.instance(statement, (), error, sqlite3.Error) from error

@@ -23,12 +23,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from sqlalchemy import event, func, select
+from sqlalchemy import Connection, event, func, select
 
 from weft.api.auth import Principal
 from weft.api.request_limits import KEY_PREFIX, TENANT_PREFIX, RequestLimiter, RequestLimits
 from weft.store import Store
 from weft.store.rate_limits import rate_limit_grants
+from weft.store.urls import WRITE_OPTION
 
 WHO = Principal("k1", "acme", frozenset({"threads:read"}))
 KEYS = (KEY_PREFIX + "k1", TENANT_PREFIX + "acme")
@@ -58,11 +59,19 @@ def statements_of(store: Store) -> Iterator[list[str]]:
     def count(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
         seen.append(" ".join(statement.split()))
 
+    def began(conn: Connection) -> None:
+        # SQLite's BEGIN runs on the driver's connection (store/urls.py), unseen above.
+        if not store.database.postgres:
+            immediate = conn.get_execution_options().get(WRITE_OPTION, False)
+            seen.append("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
     event.listen(store.engine, "before_cursor_execute", count)
+    event.listen(store.engine, "begin", began)
     try:
         yield seen
     finally:
         event.remove(store.engine, "before_cursor_execute", count)
+        event.remove(store.engine, "begin", began)
 
 
 def _grants(store: Store) -> dict[str, int]:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sandbox_probe import ProbeWorkflow, echo
 from temporalio.api.common.v1 import Payload
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import (
     DataConverter,
@@ -19,13 +20,14 @@ from temporalio.converter import (
     SerializationContext,
     WithSerializationContext,
 )
-from temporalio.worker import Worker
+from temporalio.worker import Replayer, Worker, WorkflowInstanceDetails
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from temporalio.worker.workflow_sandbox import _runner as sandbox_internals
 
 from weft.activities.crypto import new_key, parse_keys
 from weft.transport.codec import data_converter
 from weft.workers.sandbox_runner import ContextFreeSandboxRunner, workflow_runner
+from weft.workflows.agent_thread import AgentThreadWorkflow
 
 
 class ContextCodec(PayloadCodec, WithSerializationContext):
@@ -121,3 +123,36 @@ async def test_it_writes_what_the_stock_sandbox_writes_without_entering_it(
     assert ours_result == stock_result == [{"echo": f"hello-{i}", "length": 7} for i in range(3)]
     assert len(ours_payloads) == 3 + 3 + 3 + 1
     assert ours_payloads == stock_payloads
+
+
+async def test_its_instances_share_one_payload_converter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each replay of an evicted thread is a new instance; with one converter per runner it
+    keeps the pydantic type adapters the previous instances built instead of building
+    them again (bench/bench_replay.py)."""
+    converters: list[object] = []
+    stock_create = SandboxedWorkflowRunner.create_instance
+
+    def create_instance(self: SandboxedWorkflowRunner, det: WorkflowInstanceDetails) -> Any:
+        if det.info.workflow_id == history.workflow_id:  # not `prepare_workflow`'s probe
+            converters.append(det.payload_converter_factory())
+        return stock_create(self, det)
+
+    monkeypatch.setattr(SandboxedWorkflowRunner, "create_instance", create_instance)
+    path = Path(__file__).parent / "histories" / "truthful_log.json"
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    replayer = Replayer(
+        workflows=[AgentThreadWorkflow],
+        data_converter=pydantic_data_converter,
+        workflow_runner=workflow_runner(pydantic_data_converter),
+    )
+
+    async def twice() -> AsyncIterator[WorkflowHistory]:
+        for _ in range(2):
+            yield history
+
+    # One replayer worker, as one worker replays every evicted thread it is given.
+    await replayer.replay_workflows(twice())
+    assert len(converters) == 2
+    assert all(converter is converters[0] for converter in converters)
+    # The converter is still the worker's: the pydantic one, with the SDK's wrapper.
+    assert type(converters[0]) is type(pydantic_data_converter._new_payload_converter())

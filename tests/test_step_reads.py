@@ -28,6 +28,7 @@ from temporalio.client import Client
 
 from weft.store import budgets as budget_store
 from weft.store import events as event_store
+from weft.store.urls import WRITE_OPTION
 from weft.workers.scripted_model import ScriptedModelServer
 
 
@@ -52,10 +53,14 @@ async def _turn_of(
 
     def count(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
         statements[statement.split(None, 1)[0].upper()] += 1
-        if statement.upper().startswith("BEGIN IMMEDIATE"):  # a SQLite write transaction
-            statements["writes"] += 1
         if statement.startswith("SELECT threads."):
             statements["thread_rows"] += 1
+
+    def began(conn: Any) -> None:
+        # BEGIN runs on the driver's connection (store/urls.py): a write asks for IMMEDIATE.
+        statements["BEGIN"] += 1
+        if conn.get_execution_options().get(WRITE_OPTION, False):  # a SQLite write
+            statements["writes"] += 1
 
     def counted(fence: Callable[..., bool]) -> Callable[..., bool]:
         # The closed-thread fence of a tool or model call's final write
@@ -73,6 +78,7 @@ async def _turn_of(
     )
     await wait_until(handle, lambda s: s.status == "waiting_input")
     event.listen(store_of(worker).engine, "before_cursor_execute", count)
+    event.listen(store_of(worker).engine, "begin", began)
     for module, fence in fences:
         module.any_closed = counted(fence)  # type: ignore[attr-defined]
     try:
@@ -80,6 +86,7 @@ async def _turn_of(
         state = await wait_until(handle, idle_after(1), timeout=240)
     finally:
         event.remove(store_of(worker).engine, "before_cursor_execute", count)
+        event.remove(store_of(worker).engine, "begin", began)
         for module, fence in fences:
             module.any_closed = fence  # type: ignore[attr-defined]
     assert state.counters.steps == steps + 1

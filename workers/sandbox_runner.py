@@ -17,8 +17,9 @@ context" without entering the sandbox. With any other converter it is the stock 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import temporalio.workflow
@@ -26,6 +27,7 @@ from temporalio.bridge.proto.workflow_activation import WorkflowActivation
 from temporalio.bridge.proto.workflow_completion import WorkflowActivationCompletion
 from temporalio.converter import (
     DataConverter,
+    PayloadConverter,
     SerializationContext,
     StorageDriverStoreContext,
     StorageDriverWorkflowInfo,
@@ -70,10 +72,35 @@ def takes_no_context(data_converter: DataConverter) -> bool:
 
 @dataclass(frozen=True)
 class ContextFreeSandboxRunner(SandboxedWorkflowRunner):
-    """The stock sandbox, for a data converter that takes no context (`takes_no_context`)."""
+    """The stock sandbox, for a data converter that takes no context (`takes_no_context`),
+    whose instances share one payload converter.
+
+    The SDK builds a payload converter for every instance, and the pydantic converter
+    caches a `TypeAdapter` per type inside it: each replay of an evicted thread built its
+    adapters again (3 for a thread of three turns, about 0.2 ms of its ~20 ms of CPU;
+    bench/bench_replay.py). One converter per worker keeps them. Sharing it is safe for
+    weft's converters (transport/codec.py: the pydantic one, or its subclass that marks
+    env payloads): they hold nothing but that cache, which is thread-safe and a pure
+    function of the type (the types are the passed-through modules' own, the same objects
+    in every instance), and with no context a converter never differs between instances.
+    """
+
+    _shared_converters: dict[Callable[[], PayloadConverter], PayloadConverter] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
+        shared = self._shared_converter(det.payload_converter_factory)
+        det = dataclasses.replace(det, payload_converter_factory=lambda: shared)
         return _ContextOutsideSandbox(super().create_instance(det))
+
+    def _shared_converter(self, factory: Callable[[], PayloadConverter]) -> PayloadConverter:
+        # Keyed by the factory (the worker's data converter's bound method): one worker's
+        # runner could in principle serve workers with different converters.
+        converter = self._shared_converters.get(factory)
+        if converter is None:
+            converter = self._shared_converters.setdefault(factory, factory())
+        return converter
 
 
 class _ContextOutsideSandbox(WorkflowInstance):
