@@ -71,7 +71,9 @@ async def beside(written: asyncio.Future[object] | None, reply: Awaitable[ChatRe
     fails, the request is cancelled, nothing of the reply is written, and the write's
     error fails the attempt; its retry writes the step again (every write is idempotent,
     by id) and reads a context that may already hold the messages (model_request.py
-    `_appended`).
+    `_appended`). The cost of a reply that came before the write failed is not charged
+    (nothing of the attempt is stored): the budget undercounts that one call, which the
+    retry makes again.
     """
     if written is None:
         return await reply
@@ -89,6 +91,8 @@ async def beside(written: asyncio.Future[object] | None, reply: Awaitable[ChatRe
         if not call.done():
             call.cancel()
             await asyncio.wait([call])
+        elif not call.cancelled():
+            call.exception()  # seen: when the write failed too, its error is the one raised
 
 
 def truncated(

@@ -90,7 +90,8 @@ class DeltaBatcher:
             self._parts = {}
         else:
             self._pending.add(self._batches())
-        await self._pending.__aexit__(exc_type, exc, tb)
+        finally:
+            await self._pending.__aexit__(exc_type, exc, tb)
 
     async def add(self, delta: Delta) -> None:
         """Take one delta; write a batch when the interval has passed."""

@@ -9,6 +9,7 @@ and the close event when it closed) and record the end Temporal states (docs/job
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistoryEventFilterType
 from temporalio.service import RPCError
+
+_log = logging.getLogger(__name__)
 
 ClosedAs = Literal["terminated", "timed_out", "failed", "cancelled"]
 Record = TypeVar("Record")
@@ -123,14 +126,15 @@ async def _closed_among(client: Client, workflow_ids: list[str]) -> list[str]:
     """The ids among `workflow_ids` with a run visibility lists as closed without
     returning (an earlier run's close too: `record_end` describes the latest); an id a
     query cannot name is kept, to be described."""
-    listable = [i for i in workflow_ids if _QUERY_SAFE.match(i)]
-    found = [i for i in workflow_ids if not _QUERY_SAFE.match(i)]
+    listable = [i for i in workflow_ids if _QUERY_SAFE.fullmatch(i)]
+    found = [i for i in workflow_ids if not _QUERY_SAFE.fullmatch(i)]
     closed = ", ".join(f"'{s}'" for s in _CLOSED_STATUSES)
     for start in range(0, len(listable), _IDS_PER_QUERY):
-        names = ", ".join(f"'{i}'" for i in listable[start : start + _IDS_PER_QUERY])
+        batch = listable[start : start + _IDS_PER_QUERY]
+        names = ", ".join(f"'{i}'" for i in batch)
         query = f"WorkflowId IN ({names}) AND ExecutionStatus IN ({closed})"
         try:
             found.extend({w.id async for w in client.list_workflows(query)})
-        except RPCError:  # visibility unavailable: the store's word stands, as in `unwritten_close`
-            continue
+        except RPCError as error:  # the store's word stands, as in `unwritten_close`
+            _log.warning("could not list closed runs of %d ids: %s", len(batch), error.message)
     return found

@@ -21,11 +21,13 @@ cursor events do not see these statements.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError
 
 
 def placeholders(count: int) -> str:
@@ -49,12 +51,9 @@ def cursor_rows(connection: Connection, sql: str, params: Sequence[Any]) -> list
     """`driver_rows` on the connection's DBAPI cursor, in its transaction; the rows the
     driver returns (SQLite: JSON columns as text; psycopg: decoded)."""
     statement = sql if connection.dialect.paramstyle == "qmark" else _format_style(sql)
-    cursor = connection.connection.cursor()
-    try:
+    with _cursor(connection, statement, params) as cursor:
         cursor.execute(statement, tuple(params))
         return [tuple(row) for row in cursor.fetchall()]
-    finally:
-        cursor.close()
 
 
 def cursor_executemany(connection: Connection, sql: str, rows: Sequence[Sequence[Any]]) -> None:
@@ -63,8 +62,22 @@ def cursor_executemany(connection: Connection, sql: str, rows: Sequence[Sequence
     its per-row parameter processing (the caller hands the values as the driver stores
     them: JSON as its text)."""
     statement = sql if connection.dialect.paramstyle == "qmark" else _format_style(sql)
+    with _cursor(connection, statement, rows) as cursor:
+        cursor.executemany(statement, rows)
+
+
+@contextmanager
+def _cursor(connection: Connection, statement: str, params: Sequence[Any]) -> Iterator[Any]:
+    """The connection's DBAPI cursor, closed after; a driver error raised as Core raises it
+    (`IntegrityError`, `OperationalError`, …), so `Database.retrying` still retries a lost
+    race (a unique violation, a lock, a deadlock)."""
+    dbapi = connection.dialect.loaded_dbapi
     cursor = connection.connection.cursor()
     try:
-        cursor.executemany(statement, rows)
+        yield cursor
+    except dbapi.Error as error:
+        raise DBAPIError.instance(
+            statement, params, error, dbapi.Error, dialect=connection.dialect
+        ) from error
     finally:
         cursor.close()

@@ -149,6 +149,9 @@ class Jobs:
 
         def once() -> bool:
             with self._db.write() as connection:
+                # Locked before the read: a late end written by the closed run waits, and
+                # then finds this one (or this one finds it).
+                self._db.lock_thread(connection, end.thread_id)
                 status = connection.scalar(
                     select(jobs.c.status).where(jobs.c.job_id == end.thread_id)
                 )
