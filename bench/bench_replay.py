@@ -33,14 +33,12 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import temporalio.workflow
 from temporalio.bridge.proto.workflow_activation import WorkflowActivation
 from temporalio.bridge.proto.workflow_completion import WorkflowActivationCompletion
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import SerializationContext, StorageDriverStoreContext
 from temporalio.worker import (
     Replayer,
     WorkflowInstance,
@@ -48,7 +46,7 @@ from temporalio.worker import (
     WorkflowRunner,
 )
 
-from weft.workers.sandbox_runner import workflow_runner
+from weft.workers.sandbox_runner import ForwardingInstance, workflow_runner
 from weft.workflows.agent_thread import AgentThreadWorkflow
 
 HISTORIES = Path(__file__).resolve().parents[1] / "tests" / "histories"
@@ -91,9 +89,9 @@ class TimedRunner(WorkflowRunner):
         self.runner.set_worker_level_failure_exception_types(types)
 
 
-class _TimedInstance(WorkflowInstance):
+class _TimedInstance(ForwardingInstance):
     def __init__(self, instance: WorkflowInstance, clock: ActivationClock) -> None:
-        self._instance = instance
+        super().__init__(instance)
         self._clock = clock
 
     def activate(self, act: WorkflowActivation) -> WorkflowActivationCompletion:
@@ -102,18 +100,6 @@ class _TimedInstance(WorkflowInstance):
         kind = "+".join(sorted({str(job.WhichOneof("variant")) for job in act.jobs}))
         self._clock.add(kind, time.thread_time() - began)
         return completion
-
-    def get_serialization_context(self, command_info: Any) -> SerializationContext | None:
-        return self._instance.get_serialization_context(command_info)
-
-    def get_external_store_context(self, command_info: Any) -> StorageDriverStoreContext:
-        return self._instance.get_external_store_context(command_info)
-
-    def get_info(self) -> temporalio.workflow.Info:
-        return self._instance.get_info()
-
-    def get_thread_id(self) -> int | None:
-        return self._instance.get_thread_id()
 
 
 async def repeated(history: WorkflowHistory, times: int) -> AsyncIterator[WorkflowHistory]:

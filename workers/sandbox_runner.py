@@ -159,18 +159,15 @@ class EvictionNotices(WorkflowRunner):
         self.runner.set_worker_level_failure_exception_types(types)
 
 
-class _NoticedEviction(WorkflowInstance):
-    """An instance that reports its eviction once the instance has processed it."""
+class ForwardingInstance(WorkflowInstance):
+    """A workflow instance that hands everything to `instance`: the base of a wrapper that
+    watches activations (`_NoticedEviction`, bench/bench_replay.py's timer)."""
 
-    def __init__(self, instance: WorkflowInstance, evicted: Callable[[str], None]) -> None:
+    def __init__(self, instance: WorkflowInstance) -> None:
         self._instance = instance
-        self._evicted = evicted
 
     def activate(self, act: WorkflowActivation) -> WorkflowActivationCompletion:
-        completion = self._instance.activate(act)
-        if any(job.HasField("remove_from_cache") for job in act.jobs):
-            self._evicted(self._instance.get_info().workflow_id)
-        return completion
+        return self._instance.activate(act)
 
     # `command_info` is the SDK's private `CommandInfo`: passed through, never read.
     def get_serialization_context(self, command_info: Any) -> SerializationContext | None:
@@ -184,3 +181,17 @@ class _NoticedEviction(WorkflowInstance):
 
     def get_thread_id(self) -> int | None:
         return self._instance.get_thread_id()
+
+
+class _NoticedEviction(ForwardingInstance):
+    """An instance that reports its eviction once the instance has processed it."""
+
+    def __init__(self, instance: WorkflowInstance, evicted: Callable[[str], None]) -> None:
+        super().__init__(instance)
+        self._evicted = evicted
+
+    def activate(self, act: WorkflowActivation) -> WorkflowActivationCompletion:
+        completion = self._instance.activate(act)
+        if any(job.HasField("remove_from_cache") for job in act.jobs):
+            self._evicted(self._instance.get_info().workflow_id)
+        return completion
