@@ -198,6 +198,8 @@ def router(ctx: ApiContext) -> APIRouter:
         # first (activities/spill.py `resolve_content_refs`).
         message = await asyncio.to_thread(ctx.store.messages.get, thread_id, message_id)
         if message is None:
+            message = await _stored_soon(ctx, thread_id, message_id)
+        if message is None:
             raise GatewayError(404, f"thread {thread_id!r} has no stored message {message_id!r}")
         return message
 
@@ -217,6 +219,35 @@ def router(ctx: ApiContext) -> APIRouter:
         return await asyncio.to_thread(_file, ctx, thread_id, path)
 
     return routes
+
+
+# A message a live thread lists before its step's activity has stored it: how long a read
+# of it waits for the store, and how often it looks.
+STORED_WAIT_SECONDS = 10.0
+_STORED_POLL_SECONDS = 0.05
+
+
+async def _stored_soon(ctx: ApiContext, thread_id: str, message_id: str) -> Message | None:
+    """The message once stored, when the live thread's session snapshot lists it (the
+    workflow has it; the step's activity stores it a moment later, beside its model
+    request: activities/model_call.py `beside`); None at once for a message it does not
+    list, and after `STORED_WAIT_SECONDS` for one never stored."""
+    found = await snapshot(ctx.client, ctx.store, thread_id)
+    listed = any(
+        isinstance(m, dict) and m.get("id") == message_id
+        for t in (found or {}).get("threads", [])
+        for m in (t.get("history") or {}).get("messages", [])
+    )
+    if not listed:
+        return None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STORED_WAIT_SECONDS
+    while loop.time() < deadline:
+        await asyncio.sleep(_STORED_POLL_SECONDS)
+        message = await asyncio.to_thread(ctx.store.messages.get, thread_id, message_id)
+        if message is not None:
+            return message
+    return None
 
 
 # -- POST /threads ------------------------------------------------------------------------
