@@ -83,6 +83,10 @@ from weft.store import Store
 _M = TypeVar("_M", bound=BaseModel)
 
 
+# How long a retry waits for the run that wrote the task's end to close.
+LAST_RUN_WAIT_SECONDS = 10.0
+
+
 def new_task_id() -> str:
     """A fresh `task-<12 hex>` id."""
     return f"task-{uuid.uuid4().hex[:12]}"
@@ -341,19 +345,33 @@ class TaskCommands:
                 "task can be retried"
             )
         start = TaskRunInput(task=record, retry_reason=reason or "retried")
-        try:
-            await self._client.start_workflow(
-                TASK_WORKFLOW_TYPE,
-                start.model_dump(mode="json"),
-                id=task_id,
-                task_queue=self._task_queue,
-                static_summary=f"task {task_id} · {record.assignee} (retry)",
-            )
-        except WorkflowAlreadyStartedError:
-            raise TaskError(
-                f"task {task_id} is still finishing its last run; retry it again"
-            ) from None
+        # The run that wrote the task's end returns a moment after it: a retry right after
+        # the end waits (bounded) for it to close, then starts the new run.
+        for last_try in (False, True):
+            try:
+                await self._client.start_workflow(
+                    TASK_WORKFLOW_TYPE,
+                    start.model_dump(mode="json"),
+                    id=task_id,
+                    task_queue=self._task_queue,
+                    static_summary=f"task {task_id} · {record.assignee} (retry)",
+                )
+                break
+            except WorkflowAlreadyStartedError:
+                if last_try:
+                    raise TaskError(
+                        f"task {task_id} is still finishing its last run; retry it again"
+                    ) from None
+                await self._last_run_closed(task_id)
         return record
+
+    async def _last_run_closed(self, task_id: str) -> None:
+        """Wait, up to `LAST_RUN_WAIT_SECONDS`, for the task's current run to close,
+        however it closes."""
+        try:
+            await asyncio.wait_for(self._handle(task_id).result(), LAST_RUN_WAIT_SECONDS)
+        except (TimeoutError, WorkflowFailureError, RPCError):
+            pass  # still running (the retry is then refused), or closed as it did
 
     async def start(
         self, task_id: str, *, by: str | None = None, reason: str | None = None
