@@ -195,3 +195,19 @@ async def send_elicitation(
         lambda r: request.action_id in {a["actionId"] for a in r["pendingActions"]},
     )
     return request.action_id
+
+
+async def get_until(
+    http: httpx.AsyncClient, path: str, holds: Callable[[Any], bool], *, timeout: float = 30
+) -> Any:
+    """GET `path` (200 each time) until its JSON `holds` (bounded): for what a listing shows
+    a moment late, such as a run closed through Temporal that a visibility query finds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        page = await http.get(path)
+        assert page.status_code == 200, page.text
+        found = page.json()
+        if holds(found):
+            return found
+        assert asyncio.get_running_loop().time() < deadline, found
+        await asyncio.sleep(0.1)

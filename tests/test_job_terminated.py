@@ -9,9 +9,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-import httpx
 import pytest
-from api_support import api_stack
+from api_support import api_stack, get_until
 from support import (
     StartWorker,
     add_script,
@@ -53,20 +52,6 @@ def _ends(jobs: Jobs, job_id: str) -> list[dict[str, Any]]:
     return ends
 
 
-async def _listed_failed(http: httpx.AsyncClient, job_id: str) -> dict[str, Any]:
-    """GET /jobs until it lists `job_id` failed (bounded), by id: a listing finds the runs
-    closed through Temporal by a visibility query, which lags a close by a moment."""
-    deadline = asyncio.get_running_loop().time() + 30
-    while True:
-        page = await http.get("/jobs")
-        assert page.status_code == 200, page.text
-        by_id: dict[str, Any] = {j["jobId"]: j for j in page.json()}
-        if by_id.get(job_id, {}).get("status") == "failed":
-            return by_id
-        assert asyncio.get_running_loop().time() < deadline, by_id
-        await asyncio.sleep(0.1)
-
-
 async def test_a_job_terminated_through_temporal_is_recorded_failed_once(
     start_worker: StartWorker,
     temporal_client: Client,
@@ -95,7 +80,12 @@ async def test_a_job_terminated_through_temporal_is_recorded_failed_once(
     async with api_stack(
         temporal_client, weft_config, worker.task_queue, store=store_of(worker)
     ) as stack:
-        by_id = await _listed_failed(stack.http, listed)
+        page = await get_until(
+            stack.http,
+            "/jobs",
+            lambda jobs: any(j["jobId"] == listed and j["status"] == "failed" for j in jobs),
+        )
+        by_id = {j["jobId"]: j for j in page}
         assert "stuck on a deploy" in by_id[listed]["reason"]
         one = await stack.http.get(f"/jobs/{shown}")
         assert one.status_code == 200 and one.json()["status"] == "failed", one.text

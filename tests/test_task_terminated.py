@@ -11,10 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
-from api_support import api_stack
+from api_support import api_stack, get_until
 from support import (
     StartWorker,
     add_script,
@@ -60,20 +59,6 @@ async def _running_attempt(tasks: Tasks, store: Store, task_id: str) -> TaskReco
     return record
 
 
-async def _listed_failed(http: httpx.AsyncClient, task_id: str) -> dict[str, Any]:
-    """GET /tasks until it lists `task_id` failed (bounded): a listing finds the runs closed
-    through Temporal by a visibility query, which lags a close by a moment."""
-    deadline = asyncio.get_running_loop().time() + 30
-    while True:
-        page = await http.get("/tasks")
-        assert page.status_code == 200, page.text
-        listing: dict[str, Any] = page.json()
-        if any(t["taskId"] == task_id for t in listing["failed"]):
-            return listing
-        assert asyncio.get_running_loop().time() < deadline, listing
-        await asyncio.sleep(0.1)
-
-
 async def _thread_closed(client: Client, thread_id: str) -> None:
     """The attempt's thread ends by its own soft terminate (a completed run, not a
     terminated one)."""
@@ -113,7 +98,9 @@ async def test_a_task_terminated_through_temporal_ends_failed_once_and_retries(
     assert attempt.status == "failed" and attempt.error == first.reason, attempt
     assert first.delivery.state == "none"
     async with api_stack(temporal_client, weft_config, worker.task_queue, store=store) as stack:
-        listing = await _listed_failed(stack.http, listed)
+        listing = await get_until(
+            stack.http, "/tasks", lambda page: any(t["taskId"] == listed for t in page["failed"])
+        )
         failed = {t["taskId"]: t for t in listing["failed"]}
         assert "stuck on a deploy" in failed[listed]["reason"], listing
         assert listed not in listing["currentAttempts"]
