@@ -87,6 +87,19 @@ _M = TypeVar("_M", bound=BaseModel)
 LAST_RUN_WAIT_SECONDS = 10.0
 
 
+async def run_closed(handle: WorkflowHandle[Any, Any], seconds: float) -> bool:
+    """Wait, up to `seconds`, for the workflow's current run (and any it continues as) to
+    close, however it closes; False when it still runs. A task's retry and a job's resume
+    start a new run of the same id only once the last one has closed."""
+    try:
+        await asyncio.wait_for(handle.result(), seconds)
+    except TimeoutError:
+        return False
+    except (WorkflowFailureError, RPCError):
+        pass  # it closed failed, terminated or timed out, or has no run: none is left
+    return True
+
+
 def new_task_id() -> str:
     """A fresh `task-<12 hex>` id."""
     return f"task-{uuid.uuid4().hex[:12]}"
@@ -362,16 +375,8 @@ class TaskCommands:
                     raise TaskError(
                         f"task {task_id} is still finishing its last run; retry it again"
                     ) from None
-                await self._last_run_closed(task_id)
+                await run_closed(self._handle(task_id), LAST_RUN_WAIT_SECONDS)
         return record
-
-    async def _last_run_closed(self, task_id: str) -> None:
-        """Wait, up to `LAST_RUN_WAIT_SECONDS`, for the task's current run to close,
-        however it closes."""
-        try:
-            await asyncio.wait_for(self._handle(task_id).result(), LAST_RUN_WAIT_SECONDS)
-        except (TimeoutError, WorkflowFailureError, RPCError):
-            pass  # still running (the retry is then refused), or closed as it did
 
     async def start(
         self, task_id: str, *, by: str | None = None, reason: str | None = None

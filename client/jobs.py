@@ -33,6 +33,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from weft.activities.rate_limits import parse_keyed_rate
+from weft.activities.task_commands import run_closed
 from weft.activities.task_deletion import delete_job
 from weft.activities.thread_deletion import DEFAULT_GRACE_SECONDS, DeletionReport
 from weft.client.audit_trail import PYTHON_SUBJECT
@@ -344,15 +345,11 @@ class Jobs:
     async def _last_run_ended(self, job_id: str, wait_seconds: float) -> None:
         """Wait for the job's last run (and any it continued as) to end, however it ended;
         JobError naming the job when it has not ended within `wait_seconds`."""
-        try:
-            await asyncio.wait_for(self._handle(job_id).result(), timeout=wait_seconds)
-        except TimeoutError:
+        if not await run_closed(self._handle(job_id), wait_seconds):
             raise JobError(
                 f"job {job_id}'s last run has not ended within {wait_seconds:g} s (its items' "
                 "tasks are still being cancelled); resume it again once it has"
-            ) from None
-        except (WorkflowFailureError, RPCError):
-            pass  # it ended failed, terminated or timed out, or has no run: none is left
+            )
 
     def _no_task_left_running(self, record: JobRecord) -> None:
         """JobError naming the tasks when a run closed through Temporal left items whose
