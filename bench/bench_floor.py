@@ -15,7 +15,7 @@ on the same tuned dev server (tests/support.py local_stack):
 
 A side's overhead per step is its ms/step less the loop's: the
 model's time grows with the transcript it is sent (for every side alike), so the targets
-(weft's overhead at most 1.3x the floor's, growing under 10 % from the first K to the
+(weft's overhead at most 1.15x the floor's, growing under 10 % from the first K to the
 last) are on overhead, and the ratio is the median of each run's own ratio (the sides of a
 run go back to back, so the machine's drift between runs cancels). The runs go in rounds,
 each round one run of every K, and growth is the median of each round's own growth: the
@@ -96,7 +96,7 @@ from weft.workers.agent_worker import AgentWorker  # noqa: E402
 from weft.workers.scripted_model import ScriptedModelServer  # noqa: E402
 
 MODEL_CALL = "model.call"  # weft's model activity: the last one of a turn ends it
-TARGET_RATIO = 1.3
+TARGET_RATIO = 1.15
 TARGET_GROWTH = 0.10
 
 

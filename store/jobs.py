@@ -43,6 +43,7 @@ from weft.contract.tenants import DEFAULT_TENANT
 from weft.store.database import Database
 from weft.store.events import insert_events
 from weft.store.rows import row_to_event
+from weft.store.run_order import written_after_run
 from weft.store.tables import ID_LENGTH, UTCDateTime, events, metadata
 
 # One row per job (docs/jobs.md): its record, folded from its `job.*` events.
@@ -144,8 +145,9 @@ class Jobs:
     def record_end(self, end: Event) -> bool:
         """Store a job's end that its run did not write (its run was closed through
         Temporal), unless the job has ended already: a run that wrote its own end, or
-        another reader that recorded this one first, leaves nothing to write. One
-        transaction; True when it was stored."""
+        another reader that recorded this one first, leaves nothing to write; nor does a
+        newer run's write (a resume that began after the closed run wrote its own end:
+        `written_after_run`). One transaction; True when it was stored."""
 
         def once() -> bool:
             with self._db.write() as connection:
@@ -156,6 +158,8 @@ class Jobs:
                     select(jobs.c.status).where(jobs.c.job_id == end.thread_id)
                 )
                 if status is None or status in JOB_TERMINAL:
+                    return False
+                if end.run_id and written_after_run(connection, end.thread_id, end.run_id):
                     return False
                 stored = insert_events(self._db, connection, {end.thread_id: [end]})
                 if stored:

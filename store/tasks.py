@@ -26,6 +26,7 @@ from weft.contract.tenants import DEFAULT_TENANT
 from weft.store.database import Database
 from weft.store.events import insert_events
 from weft.store.rows import row_to_event
+from weft.store.run_order import written_after_run
 from weft.store.tables import events, tasks
 
 _READ_LIMIT = 10_000
@@ -134,14 +135,19 @@ class Tasks:
         """Store a task's end that its run did not write (its run was closed through
         Temporal: the running attempt's end, then the task's), unless the task has ended
         already: a run that wrote its own end, or another reader that recorded this one
-        first, leaves nothing to write. One transaction, under the task's lock (every
-        writer of its log takes it); True when the task's end was stored."""
+        first, leaves nothing to write; nor does a newer run's write (a retry that began
+        after the closed run wrote its own end: `written_after_run`). One transaction,
+        under the task's lock (every writer of its log takes it); True when the task's end
+        was stored."""
+        closed_run = end[-1].run_id
 
         def once() -> bool:
             with self._db.write() as connection:
                 self._db.lock_thread(connection, task_id)
                 status = connection.scalar(select(tasks.c.status).where(tasks.c.task_id == task_id))
                 if status is None or status in TERMINAL_STATUSES:
+                    return False
+                if closed_run and written_after_run(connection, task_id, closed_run):
                     return False
                 stored = insert_events(self._db, connection, {task_id: list(end)})
                 _fold(self._db, connection, task_id, stored)

@@ -443,3 +443,27 @@ def test_store_folds_item_ends_once(store: Store) -> None:
         "job.item.completed",
         "job.item.failed",
     ]
+
+
+def test_a_recorded_end_never_ends_a_resumed_run(store: Store) -> None:
+    """A reader's recorded end of run r1 (closed through Temporal) is refused once a
+    resume's run r2 has written after r1's own end; stored while r1 wrote last."""
+    job_id = "job-bbbbbbbbbbbb"
+    record = JobRecord(job_id=job_id, assignee="helper", created_at=AT, updated_at=AT)
+    created = _job_event(job_id, "job.created", "c", {"job": record.model_dump(mode="json")})
+    store.jobs.create(record, [], created)
+
+    def by_run(kind: str, event_id: str, run_id: str, **payload: Any) -> Event:
+        return _job_event(job_id, kind, event_id, payload).model_copy(update={"run_id": run_id})
+
+    closed_r1 = by_run("job.failed", f"{job_id}:r1:closed", "r1", reason="terminated")
+    store.jobs.record([by_run("job.started", "s1", "r1")])
+    store.jobs.record([by_run("job.failed", "f1", "r1", reason="an item failed")])
+    store.jobs.record([by_run("job.started", "s2", "r2", resumed=True)])
+    assert store.jobs.record_end(closed_r1) is False
+    job = store.jobs.get(job_id)
+    assert job is not None and job.status == "running"
+    closed_r2 = by_run("job.failed", f"{job_id}:r2:closed", "r2", reason="terminated")
+    assert store.jobs.record_end(closed_r2) is True
+    job = store.jobs.get(job_id)
+    assert job is not None and job.status == "failed" and job.reason == "terminated"

@@ -224,3 +224,52 @@ def test_lose_records_the_loss_unless_the_attempt_ended(store: Store) -> None:
     known = store.tasks.lose(end, again)
     assert known is not None and known.payload["attempt"]["status"] == "lost"
     assert [e.type for e in store.tasks.events(task_id)].count("task.lost") == 1
+
+
+def _closed(task_id: str, run_id: str) -> Event:
+    """The end a reader records for run `run_id` closed through Temporal (client/tasks.py)."""
+    return Event.model_validate(
+        {
+            "type": "task.failed",
+            "eventId": f"{task_id}:{run_id}:closed",
+            "timestamp": AT,
+            "threadId": task_id,
+            "taskId": task_id,
+            "runId": run_id,
+            "payload": {
+                "reason": "its run was terminated through Temporal",
+                "closedAs": "terminated",
+            },
+        }
+    )
+
+
+def test_a_recorded_end_never_ends_a_newer_run(store: Store) -> None:
+    """A reader describes run r1 as terminated, then writes its end: stored when the log's
+    last writer is r1 (or r1 wrote nothing), refused once a retry's run r2 has written
+    after r1's own end, which a describe that came first cannot see."""
+    ended_by_itself, cut_off, silent = "task-00000000001a", "task-00000000001b", "task-00000000001c"
+    for task_id in (ended_by_itself, cut_off, silent):
+        store.tasks.record([_created(task_id)])
+    # r1 wrote its own end, was then terminated before returning, and a retry's r2 began.
+    store.tasks.record(
+        [
+            _event(ended_by_itself, 1, "task.started", {}, runId="r1"),
+            _event(ended_by_itself, 2, "task.failed", {"reason": "no"}, runId="r1"),
+            _event(ended_by_itself, 3, "task.retrying", {"reason": "retried"}, runId="r2"),
+        ]
+    )
+    assert store.tasks.record_end(ended_by_itself, [_closed(ended_by_itself, "r1")]) is False
+    row = store.tasks.get(ended_by_itself)
+    assert row is not None and row.status == "retrying"
+    # r1 was terminated while it ran: its end is recorded.
+    store.tasks.record([_event(cut_off, 1, "task.started", {}, runId="r1")])
+    assert store.tasks.record_end(cut_off, [_closed(cut_off, "r1")]) is True
+    row = store.tasks.get(cut_off)
+    assert row is not None and row.status == "failed"
+    # r2 was terminated before its first write: the log's writes are r1's, and its end
+    # is recorded.
+    store.tasks.record([_event(silent, 1, "task.started", {}, runId="r1")])
+    assert store.tasks.record_end(silent, [_closed(silent, "r2")]) is True
+    row = store.tasks.get(silent)
+    assert row is not None and row.status == "failed"
