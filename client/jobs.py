@@ -38,6 +38,7 @@ from weft.activities.task_deletion import delete_job
 from weft.activities.thread_deletion import DEFAULT_GRACE_SECONDS, DeletionReport
 from weft.client.audit_trail import PYTHON_SUBJECT
 from weft.client.run_close import RunClose, record_listed_closes, unwritten_close
+from weft.client.tasks import Tasks
 from weft.client.thread_tenant import thread_tenant
 from weft.contract.events import Event
 from weft.contract.jobs import (
@@ -61,6 +62,7 @@ from weft.contract.jobs import (
 )
 from weft.contract.jobs import JobError as JobError  # the refusals, shared with deletion
 from weft.contract.jobs import JobNotFound as JobNotFound
+from weft.contract.tasks import TaskRecord
 from weft.contract.tenants import DEFAULT_TENANT
 from weft.contract.validation import describe_validation_error
 from weft.store import Store
@@ -329,7 +331,7 @@ class Jobs:
             raise JobError(
                 f"job {job_id} is {record.status}: only a cancelled or failed job can be resumed"
             )
-        await asyncio.to_thread(self._no_task_left_running, record)
+        await self._no_task_left_running(record)
         start = JobRunInput(job_id=job_id, resume_reason=reason or "resumed")
         await self._start(record, start, " (resumed)")
         return self.get(job_id)
@@ -351,24 +353,29 @@ class Jobs:
                 "tasks are still being cancelled); resume it again once it has"
             )
 
-    def _no_task_left_running(self, record: JobRecord) -> None:
+    async def _no_task_left_running(self, record: JobRecord) -> None:
         """JobError naming the tasks when a run closed through Temporal left items whose
         tasks still run (a job's tasks are not closed with it): a resume would start them
-        again beside themselves."""
-        running = [
-            item.task_id
-            for item in self._store.jobs.items(record.job_id, statuses=["running"], limit=10_000)
-            if (task := self._store.tasks.get(item.task_id)) is not None and not task.terminal
-        ]
+        again beside themselves. A task whose own run was closed through Temporal too is
+        recorded ended first (`Tasks.record_closed_runs`), as `weft task get` would."""
+        running = await asyncio.to_thread(self._open_item_tasks, record.job_id)
+        tasks = Tasks(self._client, self._store, task_queue=self._task_queue)
+        if running and await tasks.record_closed_runs(running):
+            running = await asyncio.to_thread(self._open_item_tasks, record.job_id)
         if running:
-            shown = ", ".join(running[:5]) + (
-                f" and {len(running) - 5} more" if len(running) > 5 else ""
-            )
+            ids = [task.task_id for task in running]
+            shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
             raise JobError(
                 f"job {record.job_id} cannot be resumed yet: its run was closed with "
-                f"{len(running)} items' tasks still running ({shown}); resume it once they "
+                f"{len(ids)} items' tasks still running ({shown}); resume it once they "
                 "have ended (or cancel them: weft task cancel)"
             )
+
+    def _open_item_tasks(self, job_id: str) -> builtins.list[TaskRecord]:
+        """The unfinished tasks of the job's items its rows say are running."""
+        items = self._store.jobs.items(job_id, statuses=["running"], limit=10_000)
+        found = (self._store.tasks.get(item.task_id) for item in items)
+        return [task for task in found if task is not None and not task.terminal]
 
     async def wait(self, job_id: str) -> JobRecord:
         """Wait for the job's runs to end; the job as it then is (a run closed through

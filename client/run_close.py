@@ -113,13 +113,21 @@ async def record_listed_closes(
     stored."""
     by_id = {workflow_id(r): r for r in records}
     candidates = [by_id[i] for i in await _closed_among(client, list(by_id))]
+    return await record_each_close(candidates, record_end)
+
+
+async def record_each_close(
+    records: Sequence[Record], record_end: Callable[[Record], Awaitable[bool]]
+) -> bool:
+    """`record_end` of every record, a few at a time (each describes its run: no
+    visibility lag, for a caller that must know now); True when any end was stored."""
     gate = asyncio.Semaphore(_DESCRIBES_AT_ONCE)
 
     async def checked(record: Record) -> bool:
         async with gate:
             return await record_end(record)
 
-    return any(await asyncio.gather(*(checked(r) for r in candidates)))
+    return any(await asyncio.gather(*(checked(r) for r in records)))
 
 
 async def _closed_among(client: Client, workflow_ids: list[str]) -> list[str]:

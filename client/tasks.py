@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from datetime import UTC
 from typing import Any
 
@@ -26,7 +27,12 @@ from weft.activities.task_commands import TaskCommands, new_task_id, now_iso
 from weft.activities.task_deletion import delete_task
 from weft.activities.thread_deletion import DEFAULT_GRACE_SECONDS, DeletionReport
 from weft.client.audit_trail import PYTHON_SUBJECT
-from weft.client.run_close import RunClose, record_listed_closes, unwritten_close
+from weft.client.run_close import (
+    RunClose,
+    record_each_close,
+    record_listed_closes,
+    unwritten_close,
+)
 from weft.contract.events import Event
 from weft.contract.tasks import (
     STATUS_OF_EVENT,
@@ -85,6 +91,11 @@ class Tasks(TaskCommands):
         if stored and attempt is not None and not _given_thread(record, attempt):
             await self._close_thread(attempt.thread_id, f"its task ended: {close.reason}")
         return stored
+
+    async def record_closed_runs(self, open_tasks: Sequence[TaskRecord]) -> bool:
+        """Record the end of each of `open_tasks` whose latest run Temporal says was closed
+        without writing it (one describe each, a few at once); True when any was stored."""
+        return await record_each_close(open_tasks, self._record_unwritten_end)
 
     async def _record_listed_ends(self, open_tasks: list[TaskRecord]) -> bool:
         return await record_listed_closes(

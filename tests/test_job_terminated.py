@@ -132,3 +132,31 @@ async def test_a_terminated_job_resumes_once_its_tasks_have_ended(
     assert done.status == "completed", done
     assert [i.output.response for i in jobs.items(job_id) if i.output] == ["answer 0", "answer 1"]
     assert [e["type"] for e in _ends(jobs, job_id)] == ["job.failed", "job.completed"]
+
+
+async def test_a_resume_records_the_ends_of_tasks_terminated_by_hand(
+    start_worker: StartWorker, temporal_client: Client, scripted_server: ScriptedModelServer
+) -> None:
+    """A job and then its running item's task, both terminated through Temporal: the
+    resume itself records the task's end (nothing read the task in between) and runs
+    every item again, to completion."""
+    name = add_script(scripted_server, _script(2, delay_ms=60_000))
+    worker = await start_worker(agent_definitions(name))
+    store = store_of(worker)
+    jobs = Jobs(temporal_client, store, task_queue=worker.task_queue)
+    job_id = (await jobs.create("helper", ["item 0", "item 1"], concurrency=1)).job_id
+    await until(lambda: jobs.get(job_id).counts.running == 1, "the first item runs")
+    running = next(i for i in jobs.items(job_id) if i.status == "running")
+    await temporal_client.get_workflow_handle(job_id).terminate(reason="by hand")
+    task_run = temporal_client.get_workflow_handle(running.task_id)
+    await task_run.terminate(reason="its job was terminated")
+    task = store.tasks.get(running.task_id)
+    assert task is not None and task.status == "running"  # its run wrote no end
+    scripted_server.set_script(name, _script(2))  # answers at once from now on
+    await jobs.resume(job_id, "go on")
+    task = store.tasks.get(running.task_id)
+    assert task is not None and task.status == "failed", task
+    assert task.reason is not None and task.reason.endswith(": its job was terminated")
+    done = await asyncio.wait_for(jobs.wait(job_id), timeout=60)
+    assert done.status == "completed", done
+    assert [i.output.response for i in jobs.items(job_id) if i.output] == ["answer 0", "answer 1"]
