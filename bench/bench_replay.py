@@ -46,7 +46,7 @@ from temporalio.worker import (
     WorkflowRunner,
 )
 
-from weft.workers.sandbox_runner import ForwardingInstance, workflow_runner
+from weft.workers.workflow_runner import ForwardingInstance, workflow_runner
 from weft.workflows.agent_thread import AgentThreadWorkflow
 
 HISTORIES = Path(__file__).resolve().parents[1] / "tests" / "histories"

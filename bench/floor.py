@@ -125,10 +125,10 @@ async def plain_loop(activities: FloorActivities, args: dict[str, Any]) -> int:
 def stock_sandbox() -> SandboxedWorkflowRunner:
     """The SDK's sandbox as a hand-written workflow would run in it.
 
-    Passing pydantic through, as weft does, keeps per-run module imports out of the
-    comparison. weft's own runner (weft/workers/sandbox_runner.py) also answers the
-    converter's context questions outside the sandbox; that saving is weft's, so the floor
-    does not get it.
+    A hand-written workflow runs in the sandbox unless its author turns it off, so the floor
+    does. Passing pydantic through keeps per-run module imports out of the comparison.
+    weft's own workflows run outside the sandbox (weft/workers/workflow_runner.py says why);
+    that saving is weft's, so the floor does not get it.
     """
     restrictions = SandboxRestrictions.default.with_passthrough_modules(
         "weft.contract", "pydantic", "pydantic_core"

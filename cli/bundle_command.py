@@ -14,7 +14,8 @@ import asyncio
 from typing import Any
 
 from weft.cli.temporal_client import client_from_config
-from weft.cli.thread_guard import check_new_thread_id
+from weft.cli.thread_guard import audit_trail, check_new_thread_id
+from weft.client.audit_trail import IMPORT
 from weft.client.bundles import bundle_thread_id, export_thread, import_bundle
 from weft.contract.tenants import check_tenant
 from weft.store import Store
@@ -76,7 +77,10 @@ async def run_import(args: argparse.Namespace, config: WeftConfig) -> int:
         await check_new_thread_id(args, config, thread_id)
     store = await _store(config)
     try:
-        ref = await import_bundle(store, args.file, as_id=args.as_id, tenant=args.tenant)
+        # Recorded as `POST /threads/import` is over HTTP, refusals too.
+        async with audit_trail(store).acting(IMPORT, tenant=args.tenant) as outcome:
+            ref = await import_bundle(store, args.file, as_id=args.as_id, tenant=args.tenant)
+            outcome.thread_id = ref.thread_id
     finally:
         store.close()
     print(

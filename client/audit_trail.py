@@ -35,6 +35,7 @@ from weft.contract.jobs import JobError, JobNotFound, JobThreadNotFound
 from weft.contract.tasks import TaskError, TaskNotFound
 from weft.store import Store
 from weft.store.audit import AuditEntry
+from weft.store.bundle_rows import ThreadExists
 from weft.store.tenant_quotas import QuotaExceeded
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,7 @@ COMPACT = ControlAction("POST", "/threads/{thread_id}/compact", done=202)
 REFRESH_TOOLS = ControlAction("POST", "/threads/{thread_id}/tools/refresh", done=202)
 SCHEDULE_EFFECT = ControlAction("POST", "/threads/{thread_id}/effects")
 REMOVE_EFFECT = ControlAction("DELETE", "/threads/{thread_id}/effects/{effect_id}")
+IMPORT = ControlAction("POST", "/threads/import", done=201)
 FORK = ControlAction("POST", "/threads/{thread_id}/fork", done=201)
 REWIND = ControlAction("POST", "/threads/{thread_id}/rewind", done=201)
 KEY_CREATE = ControlAction("POST", "/keys/{key_id}", done=201)
@@ -134,7 +136,7 @@ def refusal_status(err: Exception, *, refused: int = 422) -> int:
         return 202  # the message was accepted; its turn goes on, not waited for
     if isinstance(err, RPCError):
         return 404 if err.status == RPCStatusCode.NOT_FOUND else 503
-    if isinstance(err, WorkflowUpdateFailedError | WorkflowAlreadyStartedError):
+    if isinstance(err, WorkflowUpdateFailedError | WorkflowAlreadyStartedError | ThreadExists):
         return 409
     if isinstance(err, QuotaExceeded):
         return 429
@@ -217,6 +219,7 @@ __all__ = [
     "CLI_SUBJECT",
     "COMPACT",
     "FORK",
+    "IMPORT",
     "INTERRUPT",
     "JOB_CANCEL",
     "JOB_CREATE",

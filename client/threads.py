@@ -325,7 +325,11 @@ class Threads:
 
     async def import_bundle(self, path: str | Path, *, as_id: str | None = None) -> BundleRef:
         """Bring a bundle into this client's store as a closed thread (its id, or `as_id`)."""
-        return await import_bundle(self._with_store("import_bundle"), path, as_id=as_id)
+        store = self._with_store("import_bundle")
+        async with self._acting(audit.IMPORT) as outcome:
+            ref = await import_bundle(store, path, as_id=as_id)
+            outcome.thread_id = ref.thread_id
+        return ref
 
     async def delete(self, thread_id: str, *, children: bool = False) -> DeletionReport:
         """Terminate the thread if it runs and delete everything of it from Temporal and

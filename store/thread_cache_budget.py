@@ -13,7 +13,7 @@ idle threads the workflow cache had long dropped, a few KiB each.
 `ThreadCacheBudget` is the one number they are all sized from, and the one place the
 worker reports a dropped thread: each cache joins the budget with its `forget`, and the
 worker's workflow runner calls `evicted` when the SDK evicts a run (workers/
-sandbox_runner.py), so a dropped thread leaves nothing behind. The bound by count still
+workflow_runner.py), so a dropped thread leaves nothing behind. The bound by count still
 holds when an activity runs for a thread after its eviction.
 """
 

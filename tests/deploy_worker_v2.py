@@ -35,9 +35,9 @@ _V1_STORE_CARRIED = vars(agent_thread)[_STORE_CARRIED]
 
 @contextmanager
 def v2_build() -> Iterator[None]:
-    """The v2 build's workflow code in this process, for the block. weft.workflows is
-    passed through the workflow sandbox (workers/sandbox_runner.py), so sandboxed runs see
-    the module as set here."""
+    """The v2 build's workflow code in this process, for the block. weft's workflows
+    run outside the SDK's sandbox (workers/workflow_runner.py), so their runs see the
+    module as set here."""
     vars(agent_thread)[_STORE_CARRIED] = store_carried_v2
     try:
         yield

@@ -302,7 +302,7 @@ async def assert_runs_replay(histories: Sequence[WorkflowHistory]) -> int:
     from temporalio.worker import Replayer
 
     from weft.transport.codec import data_converter
-    from weft.workers.sandbox_runner import workflow_runner
+    from weft.workers.workflow_runner import workflow_runner
     from weft.workflows.agent_thread import AgentThreadWorkflow
 
     replayer = Replayer(

@@ -154,6 +154,8 @@ async def test_an_import_under_a_tenant_lands_in_it(
         assert code == 0, err
     code, _, err = await weft_cli(target, "thread", "import", str(bundle), "--tenant", "a b")
     assert code == 1 and "weft: --tenant: tenant 'a b'" in err, err
+    code, _, err = await weft_cli(target, "thread", "import", str(bundle), "--as", "plain-import")
+    assert code == 1 and "plain-import" in err, err
 
     store = await asyncio.to_thread(Store.open, target_url)
     try:
@@ -167,6 +169,22 @@ async def test_an_import_under_a_tenant_lands_in_it(
             "globex-import": "globex",
         }
         assert store.threads.get(thread_id) is None  # the refused import wrote nothing
+        # Each import the CLI made or refused for its own reason is in the audit log, as
+        # `POST /threads/import` is; a refused tenant is refused before (nothing recorded).
+        imports = [
+            (e.thread_id, e.tenant, e.status)
+            for e in store.audit.list(subject=cli_subject(), limit=1000)
+            if e.route == "/threads/import"
+        ]
+        assert sorted(imports, key=str) == sorted(
+            [
+                ("acme:imported", "acme", 201),
+                ("plain-import", "default", 201),
+                ("globex-import", "globex", 201),
+                (None, None, 409),
+            ],
+            key=str,
+        ), imports
     finally:
         store.close()
     code, out, err = await weft_cli(target, "--tenant", "acme", "thread", "show", "acme:imported")

@@ -31,7 +31,7 @@ from weft.definitions import load_directory
 from weft.store import Store
 from weft.transport.codec import data_converter
 from weft.workers.config import DeploymentConfig
-from weft.workers.sandbox_runner import workflow_runner
+from weft.workers.workflow_runner import workflow_runner
 from weft.workers.scripted_model import ScriptedModelServer
 from weft.workflows.agent_thread import AgentThreadWorkflow
 

@@ -13,7 +13,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from weft.workers.sandbox_runner import workflow_runner
+from weft.workers.workflow_runner import workflow_runner
 from weft.workflows.agent_thread import AgentThreadWorkflow
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))

@@ -12,7 +12,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from weft.workers.sandbox_runner import workflow_runner
+from weft.workers.workflow_runner import workflow_runner
 from weft.workflows.agent_thread import AgentThreadWorkflow
 from weft.workflows.continuation import UPGRADE_PATCH
 

@@ -28,7 +28,7 @@ from weft.contract.tasks import (
     UPDATE_START_TASK,
 )
 from weft.transport.codec import data_converter
-from weft.workers.sandbox_runner import workflow_runner
+from weft.workers.workflow_runner import workflow_runner
 from weft.workflows.tasks import task_attempts
 from weft.workflows.tasks.task_continuation import CONTINUE_AS_NEW_PATCH
 from weft.workflows.tasks.task_run import TASK_COMMANDS_PATCH, TaskRunWorkflow

@@ -62,8 +62,8 @@ def test_boundary_check_sees_io_imports(tmp_path):
     assert _imports(bad) == ["httpx", "temporalio", "temporalio.activity"]
 
 
-# workflows/ is passed through the sandbox (workers/sandbox_runner.py workflow_runner), so
-# the sandbox no longer checks it at run time; these scans stand in for that check.
+# workflows/ runs outside the SDK's sandbox (workers/workflow_runner.py says why), so nothing
+# checks it at run time; these scans stand in for that check.
 NONDETERMINISTIC_CALLS = {"now", "utcnow", "today", "fromtimestamp", "get_event_loop"}
 CLOCK_OWNERS = {"datetime", "date", "datetime.datetime", "datetime.date", "asyncio"}
 # Module-level names that may be bound: constants are UPPER_CASE and never mutated.
@@ -115,7 +115,7 @@ def _module_state(path: Path) -> list[str]:
 
 
 def test_workflow_modules_read_no_clock_and_keep_no_module_state():
-    """Passed through the sandbox, workflows/ must still be replay-safe and stateless."""
+    """Run outside the sandbox, workflows/ must still be replay-safe and stateless."""
     paths = sorted(WORKFLOWS.rglob("*.py"))
     assert [f for p in paths for f in _clock_reads(p)] == []
     assert [f for p in paths for f in _module_state(p)] == []

@@ -58,12 +58,12 @@ from weft.workers.gc_policy import freeze_startup_heap
 from weft.workers.metrics import WorkerMetrics
 from weft.workers.providers import build_providers
 from weft.workers.recovery import RecoveryInterceptor, recovery_options
-from weft.workers.sandbox_runner import EvictionNotices, workflow_runner
 from weft.workers.scripted_model import ScriptedModelServer
 from weft.workers.search_attributes import check_search_attributes
 from weft.workers.secrets import load_keyring
 from weft.workers.telemetry import activity_spans, has_tracing, tracing_interceptor
 from weft.workers.telemetry import tracer_provider as tracer_provider_for
+from weft.workers.workflow_runner import EvictionNotices, workflow_runner
 from weft.workflows.agent_thread import AgentThreadWorkflow
 from weft.workflows.jobs.job_run import JobRunWorkflow
 from weft.workflows.retention import RetentionSweepWorkflow

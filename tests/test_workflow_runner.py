@@ -1,5 +1,6 @@
-"""weft's sandbox runner answers the converter's context questions outside the sandbox,
-writes exactly what the stock sandbox writes, and is used only where that is safe."""
+"""weft's workflow runner (workers/workflow_runner.py): weft's workflows run outside the
+SDK's sandbox and write byte for byte what the sandbox wrote; its instances share one
+payload converter, only for a data converter that takes no context."""
 
 from __future__ import annotations
 
@@ -9,24 +10,27 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
-from sandbox_probe import ProbeWorkflow, echo
+from runner_probe import ProbeWorkflow, echo
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import (
-    DataConverter,
     PayloadCodec,
     SerializationContext,
     WithSerializationContext,
 )
-from temporalio.worker import Replayer, Worker, WorkflowInstanceDetails
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
-from temporalio.worker.workflow_sandbox import _runner as sandbox_internals
+from temporalio.worker import (
+    Replayer,
+    UnsandboxedWorkflowRunner,
+    Worker,
+    WorkflowInstanceDetails,
+    WorkflowRunner,
+)
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from weft.activities.crypto import new_key, parse_keys
 from weft.transport.codec import data_converter
-from weft.workers.sandbox_runner import ContextFreeSandboxRunner, workflow_runner
+from weft.workers.workflow_runner import SharedConverterRunner, workflow_runner
 from weft.workflows.agent_thread import AgentThreadWorkflow
 
 
@@ -46,19 +50,19 @@ class ContextCodec(PayloadCodec, WithSerializationContext):
         return list(payloads)
 
 
-def test_the_context_free_runner_only_for_converters_that_take_no_context():
-    """Skipping the sandbox's answer is safe only when no answer can change a byte."""
+def test_one_converter_is_shared_only_when_no_context_can_change_a_byte():
+    """weft's converters (with and without keys) share one; a codec that takes a context
+    gets the SDK's own unsandboxed runner, a converter per instance."""
     keyring = parse_keys([f"k1:{new_key()}"], source="test")
-    assert isinstance(workflow_runner(pydantic_data_converter), ContextFreeSandboxRunner)
-    assert isinstance(workflow_runner(data_converter(keyring)), ContextFreeSandboxRunner)
+    assert isinstance(workflow_runner(pydantic_data_converter), SharedConverterRunner)
+    assert isinstance(workflow_runner(data_converter(keyring)), SharedConverterRunner)
     takes_context = dataclasses.replace(pydantic_data_converter, payload_codec=ContextCodec())
     runner = workflow_runner(takes_context)
-    assert isinstance(runner, SandboxedWorkflowRunner)
-    assert not isinstance(runner, ContextFreeSandboxRunner)
+    assert type(runner) is UnsandboxedWorkflowRunner
 
 
-async def _run_probe(client: Client, runner: SandboxedWorkflowRunner) -> tuple[Any, list[bytes]]:
-    queue = f"sandbox-runner-{uuid.uuid4().hex[:8]}"
+async def _run_probe(client: Client, runner: WorkflowRunner) -> tuple[Any, list[bytes]]:
+    queue = f"workflow-runner-{uuid.uuid4().hex[:8]}"
     async with Worker(
         client,
         task_queue=queue,
@@ -76,68 +80,50 @@ async def _run_probe(client: Client, runner: SandboxedWorkflowRunner) -> tuple[A
         scheduled = event.activity_task_scheduled_event_attributes
         completed = event.activity_task_completed_event_attributes
         payloads += [p.SerializeToString() for p in scheduled.input.payloads]
-        payloads += [scheduled_summary(event)]
+        payloads += [_summary(event)]
         payloads += [p.SerializeToString() for p in completed.result.payloads]
-    completed_run = history.events[-1].workflow_execution_completed_event_attributes
-    payloads += [p.SerializeToString() for p in completed_run.result.payloads]
     return result, [p for p in payloads if p]
 
 
-def scheduled_summary(event: Any) -> bytes:
+def _summary(event: Any) -> bytes:
     summary = event.user_metadata.summary
     return summary.SerializeToString() if summary.data else b""
 
 
-def _sandboxed_runner(converter: DataConverter) -> SandboxedWorkflowRunner:
-    """weft's workflow runner, which is a sandbox (with or without serialization context)."""
-    runner = workflow_runner(converter)
-    assert isinstance(runner, SandboxedWorkflowRunner)
-    return runner
-
-
-async def test_it_writes_what_the_stock_sandbox_writes_without_entering_it(
-    temporal_client: Client, monkeypatch: pytest.MonkeyPatch
+async def test_it_runs_outside_the_sandbox_and_writes_what_the_sandbox_writes(
+    temporal_client: Client,
 ) -> None:
-    """Every payload the workflow writes (activity inputs and summaries, its result) is
-    byte for byte the stock sandbox's, and the sandbox is never asked for a context."""
-    asked: list[object] = []
-    ask_sandbox = sandbox_internals._Instance.get_serialization_context
-
-    def counting(self: Any, command_info: Any) -> Any:
-        asked.append(command_info)
-        return ask_sandbox(self, command_info)
-
-    monkeypatch.setattr(sandbox_internals._Instance, "get_serialization_context", counting)
+    """The same workflow on the SDK's sandbox (weft's runner before) and on weft's runner:
+    every activity input, summary and result is byte for byte the same, and only the
+    sandbox's run was in the sandbox."""
     converter = temporal_client.data_converter
-
-    stock_result, stock_payloads = await _run_probe(
-        temporal_client,
-        SandboxedWorkflowRunner(restrictions=_sandboxed_runner(converter).restrictions),
+    passthrough = SandboxRestrictions.default.with_passthrough_modules(
+        "weft.contract", "weft.workflows", "pydantic", "pydantic_core"
     )
-    stock_questions = len(asked)
-    asked.clear()
-    ours_result, ours_payloads = await _run_probe(temporal_client, _sandboxed_runner(converter))
+    sandboxed, sandboxed_payloads = await _run_probe(
+        temporal_client, SandboxedWorkflowRunner(restrictions=passthrough)
+    )
+    ours, ours_payloads = await _run_probe(temporal_client, workflow_runner(converter))
 
-    assert stock_questions > 0, "the stock sandbox was never asked: the probe measures nothing"
-    assert asked == []
-    assert ours_result == stock_result == [{"echo": f"hello-{i}", "length": 7} for i in range(3)]
-    assert len(ours_payloads) == 3 + 3 + 3 + 1
-    assert ours_payloads == stock_payloads
+    replies = [{"echo": f"hello-{i}", "length": 7} for i in range(3)]
+    assert sandboxed == {"replies": replies, "sandboxed": True}
+    assert ours == {"replies": replies, "sandboxed": False}
+    assert len(ours_payloads) == 3 + 3 + 3
+    assert ours_payloads == sandboxed_payloads
 
 
-async def test_its_instances_share_one_payload_converter(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_its_instances_share_one_payload_converter(monkeypatch: Any) -> None:
     """Each replay of an evicted thread is a new instance; with one converter per runner it
     keeps the pydantic type adapters the previous instances built instead of building
     them again (bench/bench_replay.py)."""
     converters: list[object] = []
-    stock_create = SandboxedWorkflowRunner.create_instance
+    stock_create = UnsandboxedWorkflowRunner.create_instance
 
-    def create_instance(self: SandboxedWorkflowRunner, det: WorkflowInstanceDetails) -> Any:
-        if det.info.workflow_id == history.workflow_id:  # not `prepare_workflow`'s probe
-            converters.append(det.payload_converter_factory())
+    def create_instance(self: UnsandboxedWorkflowRunner, det: WorkflowInstanceDetails) -> Any:
+        converters.append(det.payload_converter_factory())
         return stock_create(self, det)
 
-    monkeypatch.setattr(SandboxedWorkflowRunner, "create_instance", create_instance)
+    monkeypatch.setattr(UnsandboxedWorkflowRunner, "create_instance", create_instance)
     path = Path(__file__).parent / "histories" / "truthful_log.json"
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     replayer = Replayer(
