@@ -1,7 +1,7 @@
 """Idle threads: what thousands of threads that had a few turns and now wait cost.
 
 Run: `.venv/bin/python bench/bench_idle.py [--threads 1000,10000] [--turns 2] [--wakes 50]
-[--cache 250] [--concurrency 64]`.
+[--cache 250] [--concurrency 64] [--trace-memory]`.
 
 One `weft worker`-equivalent subprocess (this file with `--serve`, so its workflow cache,
 `max_cached_workflows`, can be set) on a tuned dev server, a scratch SQLite store and the
@@ -25,6 +25,11 @@ at each size it prints:
 
 Eager workflow start needs the worker in the client's own process, so it does not apply to
 a worker subprocess; the start phase gets its speed from concurrency instead.
+
+`--trace-memory` runs the worker under `tracemalloc` (slower) and prints, from each size to
+the next, the allocation sites whose live Python memory grew most, and the growth of
+everything Python allocated against the RSS's: what RSS grew by beyond it is native (the
+Temporal core SDK's Rust heap, SQLite's, the allocator's free lists).
 """
 
 from __future__ import annotations
@@ -222,8 +227,15 @@ async def main(args: argparse.Namespace) -> None:
                 model_url=scripted.openai_base_url,
             )
             store = await asyncio.to_thread(Store.open, f"sqlite:///{db_file}")
+            traced = ["--trace-folder", str(config.parent)] if args.trace_memory else []
             worker = WorkerSubprocess(
-                sys.executable, __file__, "--serve", str(config), "--cache", str(args.cache)
+                sys.executable,
+                __file__,
+                "--serve",
+                str(config),
+                "--cache",
+                str(args.cache),
+                *traced,
             )
             try:
                 await worker.start()
@@ -252,6 +264,7 @@ async def measure(
     print(f"worker RSS with 0 threads (polling, nothing run yet): {mib(empty_rss)}", flush=True)
     ids: list[str] = []
     cache_rss: int | None = None
+    last_rss = empty_rss
     for asked, size in enumerate(
         sorted({*sizes, args.cache} if args.cache < max(sizes) else sizes)
     ):
@@ -266,6 +279,9 @@ async def measure(
             flush=True,
         )
         print(f"  threads each worker cache holds: {await caches_held(worker, asked)}")
+        if args.trace_memory and asked > 0:
+            print(memory_growth(config.parent, asked, rss - last_rss), flush=True)
+        last_rss = rss
         if size == args.cache and size not in sizes:
             cache_rss = rss
             print(f"  worker RSS with the cache just full: {mib(rss)} (peak so far {mib(peak)})")
@@ -305,8 +321,36 @@ async def measure(
         )
 
 
-async def serve(config_file: Path, cache: int) -> None:
-    """The worker subprocess: `weft worker` with `max_cached_workflows=cache`, until SIGTERM."""
+def memory_growth(folder: Path, asked: int, rss_growth: int, top: int = 12) -> str:
+    """What the worker's traced Python memory grew by from checkpoint `asked - 1` to
+    `asked`, in all and at the sites that grew most, against the RSS's growth."""
+    import tracemalloc
+
+    before = tracemalloc.Snapshot.load(str(folder / f"memory-{asked - 1}.snapshot"))
+    after = tracemalloc.Snapshot.load(str(folder / f"memory-{asked}.snapshot"))
+    stats = after.compare_to(before, "lineno")
+    python = sum(stat.size_diff for stat in stats)
+    lines = [
+        f"  traced Python memory grew {mib(python)}, the RSS {mib(rss_growth)}: "
+        f"{mib(rss_growth - python)} native or free; the sites that grew most:"
+    ]
+    for stat in sorted(stats, key=lambda st: st.size_diff, reverse=True)[:top]:
+        frame = stat.traceback[0]
+        where = "/".join(Path(frame.filename).parts[-3:])
+        lines.append(
+            f"    {stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+8d} blocks  "
+            f"{where}:{frame.lineno}"
+        )
+    return "\n".join(lines)
+
+
+async def serve(config_file: Path, cache: int, trace_folder: Path | None) -> None:
+    """The worker subprocess: `weft worker` with `max_cached_workflows=cache`, until SIGTERM;
+    with `trace_folder`, under tracemalloc, a snapshot written there at each report."""
+    if trace_folder is not None:
+        import tracemalloc
+
+        tracemalloc.start(1)
     from weft.cli.temporal_client import client_from_config
     from weft.workers.agent_worker import AgentWorker
     from weft.workers.config import load_config
@@ -322,6 +366,13 @@ async def serve(config_file: Path, cache: int) -> None:
 
         def report() -> None:
             nonlocal asked
+            if trace_folder is not None:
+                import tracemalloc
+
+                snapshot = tracemalloc.take_snapshot().filter_traces(
+                    [tracemalloc.Filter(False, tracemalloc.__file__)]
+                )
+                snapshot.dump(str(trace_folder / f"memory-{asked}.snapshot"))
             print(f"caches held #{asked}: {json.dumps(caches.held())}", flush=True)
             asked += 1
 
@@ -343,9 +394,15 @@ if __name__ == "__main__":
     parser.add_argument("--wakes", type=int, default=50)
     parser.add_argument("--cache", type=int, default=250, help="the worker's workflow cache")
     parser.add_argument("--concurrency", type=int, default=64, help="threads started at once")
+    parser.add_argument(
+        "--trace-memory",
+        action="store_true",
+        help="trace the worker's Python allocations: what grew from each size to the next",
+    )
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)  # the worker subprocess
+    parser.add_argument("--trace-folder", type=Path, help=argparse.SUPPRESS)  # its snapshots
     parsed = parser.parse_args()
     if parsed.serve is not None:
-        asyncio.run(serve(parsed.serve, parsed.cache))
+        asyncio.run(serve(parsed.serve, parsed.cache, parsed.trace_folder))
     else:
         asyncio.run(main(parsed))

@@ -31,8 +31,8 @@ from weft.definitions import load_directory
 from weft.store import Store
 from weft.transport.codec import data_converter
 from weft.workers.config import DeploymentConfig
-from weft.workers.workflow_runner import workflow_runner
 from weft.workers.scripted_model import ScriptedModelServer
+from weft.workers.workflow_runner import workflow_runner
 from weft.workflows.agent_thread import AgentThreadWorkflow
 
 # 12 in CI: each way of waiting on v1 for each agent, twice; WEFT_DEPLOY_THREADS=100 runs

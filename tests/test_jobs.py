@@ -33,8 +33,8 @@ from weft.contract.events import Event
 from weft.contract.jobs import JobItem, JobRecord, item_id_of, item_task_id
 from weft.store import Store
 from weft.transport.codec import data_converter
-from weft.workers.workflow_runner import workflow_runner
 from weft.workers.scripted_model import ScriptedModelServer
+from weft.workers.workflow_runner import workflow_runner
 from weft.workflows.jobs.job_run import JobRunWorkflow
 
 

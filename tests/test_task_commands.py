@@ -24,8 +24,8 @@ from weft.contract.tasks import TaskRecord
 from weft.contract.thread import SIGNAL_TERMINATE
 from weft.definitions import define_agent
 from weft.transport.codec import data_converter
-from weft.workers.workflow_runner import workflow_runner
 from weft.workers.scripted_model import ScriptedModelServer
+from weft.workers.workflow_runner import workflow_runner
 from weft.workflows.tasks.task_run import TaskRunWorkflow
 
 ANSWER_SCHEMA = {

@@ -40,8 +40,8 @@ from weft.contract.tasks import (
 )
 from weft.contract.thread import SIGNAL_TERMINATE
 from weft.transport.codec import data_converter
-from weft.workers.workflow_runner import workflow_runner
 from weft.workers.scripted_model import ScriptedModelServer
+from weft.workers.workflow_runner import workflow_runner
 from weft.workflows.tasks.task_continuation import CONTINUE_AS_NEW_PATCH
 from weft.workflows.tasks.task_run import TASK_COMMANDS_PATCH, TaskRunWorkflow
 

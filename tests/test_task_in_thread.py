@@ -33,8 +33,8 @@ from weft.contract.tasks import TaskRecord
 from weft.contract.thread import SIGNAL_TERMINATE
 from weft.transport.codec import data_converter
 from weft.workers.agent_worker import AgentWorker
-from weft.workers.workflow_runner import workflow_runner
 from weft.workers.scripted_model import ScriptedModelServer
+from weft.workers.workflow_runner import workflow_runner
 from weft.workflows.tasks.task_attempts import RUN_IN_THREAD_PATCH
 from weft.workflows.tasks.task_run import TaskRunWorkflow
 

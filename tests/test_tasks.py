@@ -22,8 +22,8 @@ from weft.client.tasks import TaskError, Tasks
 from weft.contract.tasks import TaskRecord
 from weft.contract.thread import SIGNAL_TERMINATE, WORKFLOW_TYPE
 from weft.transport.codec import data_converter
-from weft.workers.workflow_runner import workflow_runner
 from weft.workers.scripted_model import ScriptedModelServer
+from weft.workers.workflow_runner import workflow_runner
 from weft.workflows.tasks.task_run import TaskRunWorkflow
 
 ANSWER_SCHEMA = {
