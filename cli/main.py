@@ -337,7 +337,10 @@ async def _dev(args: argparse.Namespace, config: WeftConfig) -> int:
                 print(f"weft dev: the demo's definitions ({config.definitions}); {HOW_TO_POINT}")
             _print_metrics_url("weft dev", stack.worker)
             print("weft dev: worker running; Ctrl-C stops what this command started", flush=True)
-            await stack.worker.wait()
+            try:
+                await stack.worker.wait()
+            finally:
+                print("weft dev: stopping the worker, then what this command started", flush=True)
         return 0
 
     return await _until_stopped(serve())

@@ -88,7 +88,11 @@ async def until(fact: Callable[[], object], what: str, timeout: float = 60) -> N
 async def stopped_cleanly(dev: Dev, server: list[int]) -> None:
     """Wait until `weft dev`, the server it started and both ports are gone."""
     try:
-        await until(lambda: not alive(dev.pid), "weft dev did not exit")
+        try:
+            await until(lambda: not alive(dev.pid), "weft dev did not exit")
+        except AssertionError as err:
+            # What it printed says which stop it was stuck in (worker, server).
+            raise AssertionError(f"{err}; its output:\n{dev.output()[-3000:]}") from None
         await until(lambda: not any(alive(p) for p in server), "the dev server outlived weft dev")
         await until(lambda: not is_listening(dev.address), "the frontend port stayed taken")
         await until(lambda: not is_listening(dev.ui), "the UI port stayed taken")
