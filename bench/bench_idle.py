@@ -46,6 +46,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -321,6 +322,11 @@ async def measure(
         )
 
 
+# Frames kept per traced allocation: enough to reach weft's code from inside pydantic or the
+# SDK.
+TRACE_FRAMES = 24
+
+
 def memory_growth(folder: Path, asked: int, rss_growth: int, top: int = 12) -> str:
     """What the worker's traced Python memory grew by from checkpoint `asked - 1` to
     `asked`, in all and at the sites that grew most, against the RSS's growth."""
@@ -328,20 +334,29 @@ def memory_growth(folder: Path, asked: int, rss_growth: int, top: int = 12) -> s
 
     before = tracemalloc.Snapshot.load(str(folder / f"memory-{asked - 1}.snapshot"))
     after = tracemalloc.Snapshot.load(str(folder / f"memory-{asked}.snapshot"))
-    stats = after.compare_to(before, "lineno")
+    stats = after.compare_to(before, "traceback")
     python = sum(stat.size_diff for stat in stats)
     lines = [
         f"  traced Python memory grew {mib(python)}, the RSS {mib(rss_growth)}: "
-        f"{mib(rss_growth - python)} native or free; the sites that grew most:"
+        f"{mib(rss_growth - python)} native or free; the call paths that grew most "
+        "(where it was allocated <- the innermost weft frame that led there):"
     ]
     for stat in sorted(stats, key=lambda st: st.size_diff, reverse=True)[:top]:
-        frame = stat.traceback[0]
-        where = "/".join(Path(frame.filename).parts[-3:])
+        frames = list(stat.traceback)  # innermost last
+        ours = next((f for f in reversed(frames) if _ours(f.filename)), None)
         lines.append(
             f"    {stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+8d} blocks  "
-            f"{where}:{frame.lineno}"
+            f"{_where(frames[-1])}" + (f" <- {_where(ours)}" if ours is not None else "")
         )
     return "\n".join(lines)
+
+
+def _ours(filename: str) -> bool:
+    return filename.startswith(f"{ROOT}/") and "/.venv/" not in filename
+
+
+def _where(frame: Any) -> str:
+    return f"{'/'.join(Path(frame.filename).parts[-3:])}:{frame.lineno}"
 
 
 async def serve(config_file: Path, cache: int, trace_folder: Path | None) -> None:
@@ -350,7 +365,7 @@ async def serve(config_file: Path, cache: int, trace_folder: Path | None) -> Non
     if trace_folder is not None:
         import tracemalloc
 
-        tracemalloc.start(1)
+        tracemalloc.start(TRACE_FRAMES)
     from weft.cli.temporal_client import client_from_config
     from weft.workers.agent_worker import AgentWorker
     from weft.workers.config import load_config
