@@ -374,3 +374,24 @@ def test_results_are_kept_for_minutes_not_for_the_last_few(temporal_client, monk
     recovery.finished(info("late", 1), "a later result")
     assert recovery.earlier_result(info("first", 2)) is None
     assert recovery.earlier_result(info("late", 2)) == Finished("a later result")
+
+
+async def test_an_idle_worker_drops_expired_results(temporal_client):
+    """Results older than the retention go even when no activity finishes after them (a
+    worker whose threads all wait): the sweep drops them, and keeps the younger ones."""
+    recovery = RecoveryInterceptor(temporal_client, heartbeat_every_seconds=1)
+    recovery.finished(info("old", 1), "an old result")
+    recovery.finished(info("new", 1), "a newer result")
+    # The first finished a retention and a second ago (the loop's clock is real here).
+    key, (_, kept) = next(iter(recovery._results.items()))
+    recovery._results[key] = (time.monotonic() - RESULTS_KEPT.total_seconds() - 1, kept)
+    sweep = asyncio.create_task(recovery.forget_expired_every(0.01))
+    try:
+        for _ in range(500):  # bounded: one sweep suffices
+            if len(recovery._results) < 2:
+                break
+            await asyncio.sleep(0.01)
+        assert recovery.earlier_result(info("old", 2)) is None
+        assert recovery.earlier_result(info("new", 2)) == Finished("a newer result")
+    finally:
+        sweep.cancel()

@@ -57,7 +57,11 @@ from weft.workers.eager_gate import eager_gate
 from weft.workers.gc_policy import freeze_startup_heap
 from weft.workers.metrics import WorkerMetrics
 from weft.workers.providers import build_providers
-from weft.workers.recovery import RecoveryInterceptor, recovery_options
+from weft.workers.recovery import (
+    RESULTS_SWEEP_SECONDS,
+    RecoveryInterceptor,
+    recovery_options,
+)
 from weft.workers.scripted_model import ScriptedModelServer
 from weft.workers.search_attributes import check_search_attributes
 from weft.workers.secrets import load_keyring
@@ -264,6 +268,10 @@ class AgentWorker:
             client,
             heartbeat_every_seconds=self._recovery.heartbeat_throttle_seconds,
             start_delays=gate.delays if gate else None,
+        )
+        self._stack.push_async_callback(
+            stop,
+            asyncio.create_task(self._recovering.forget_expired_every(RESULTS_SWEEP_SECONDS)),
         )
         options = recovery_options(self._recovery)
         if gate is not None:

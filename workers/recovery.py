@@ -55,6 +55,8 @@ REMEMBERED_ATTEMPTS = 10_000
 # large outputs), so this holds tens of MB at most.
 REMEMBERED_RESULTS = 20_000
 RESULTS_KEPT = timedelta(minutes=5)
+# How often expired results are dropped while no activity finishes.
+RESULTS_SWEEP_SECONDS = 30.0
 UNSTICK_TIMEOUT = timedelta(seconds=2)
 # How long the work of a timed-out attempt may go on for a retry to join, when the activity
 # has no start-to-close timeout of its own to bound it.
@@ -176,9 +178,21 @@ class RecoveryInterceptor(Interceptor):
         """Keep the result of an attempt that returned, for a retry after a lost report."""
         now = time.monotonic()
         _remember(self._results, _key(info), (now, _KeptResult(result)), REMEMBERED_RESULTS)
-        kept_since = now - RESULTS_KEPT.total_seconds()
+        self.forget_expired(now)
+
+    def forget_expired(self, now: float | None = None) -> None:
+        """Drop the results kept longer than `RESULTS_KEPT`."""
+        kept_since = (time.monotonic() if now is None else now) - RESULTS_KEPT.total_seconds()
         while self._results and next(iter(self._results.values()))[0] < kept_since:
             self._results.popitem(last=False)
+
+    async def forget_expired_every(self, seconds: float) -> None:
+        """`forget_expired` every `seconds` until cancelled: a worker gone idle (its threads
+        waiting for their next message) finishes no activity that would drop them, and
+        would keep its last minutes' results, thousands under load, until one came."""
+        while True:
+            await asyncio.sleep(seconds)
+            self.forget_expired()
 
     def earlier_result(self, info: activity.Info) -> Finished | None:
         """What an earlier attempt of this activity that finished here returned."""
