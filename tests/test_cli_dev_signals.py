@@ -20,6 +20,10 @@ WEFT = Path(sys.executable).parent / "weft"
 DEMO = Path(__file__).resolve().parents[1] / "workers" / "demo"
 
 
+def _hangup_by_default() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 class Dev:
     """One `weft dev` process started by a shell, as a user's terminal would."""
 
@@ -47,7 +51,15 @@ class Dev:
         # non-interactive shell, SIGINT ignored, SIGHUP too under nohup.
         prefix = "nohup " if nohup else ""
         line = f"{prefix}'{WEFT}' --config '{config}' dev > '{self.log}' 2>&1 & echo $!"
-        shell = subprocess.run(["sh", "-c", line], capture_output=True, text=True, check=True)
+        shell = subprocess.run(
+            ["sh", "-c", line],
+            capture_output=True,
+            text=True,
+            check=True,
+            # A terminal's shell has SIGHUP at its default even when this test runs under
+            # `nohup` (which weft dev rightly keeps ignoring): set it as a terminal would.
+            preexec_fn=None if nohup else _hangup_by_default,
+        )
         self.pid = int(shell.stdout.strip())
 
     def children(self) -> list[int]:
