@@ -448,3 +448,12 @@ async def until(check: Callable[[], Any], what: str, timeout: float = 30.0) -> A
             raise AssertionError(f"not within {timeout} s: {what}")
         await asyncio.sleep(0.05)
     return found
+
+
+def assert_terminated_through_temporal(record: Any, why: str) -> None:
+    """`record` (a task's or a job's) ended `failed` with Temporal's reason for a terminate
+    that gave `why`, as the reader that saw the closed run recorded it."""
+    assert record.status == "failed", record
+    assert record.reason is not None
+    assert record.reason.startswith("its run was terminated through Temporal by ")
+    assert record.reason.endswith(f": {why}")

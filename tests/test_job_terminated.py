@@ -16,6 +16,7 @@ from support import (
     StartWorker,
     add_script,
     agent_definitions,
+    assert_terminated_through_temporal,
     event_schema_validator,
     store_of,
     until,
@@ -76,10 +77,7 @@ async def test_a_job_terminated_through_temporal_is_recorded_failed_once(
     assert jobs.get(shown).status == "running"  # the run wrote nothing: the store can't know
 
     first = await jobs.show(shown)
-    assert first.status == "failed", first
-    assert first.reason is not None
-    assert first.reason.startswith("its run was terminated through Temporal by ")
-    assert first.reason.endswith(": stuck on a deploy")
+    assert_terminated_through_temporal(first, "stuck on a deploy")
     async with api_stack(
         temporal_client, weft_config, worker.task_queue, store=store_of(worker)
     ) as stack:

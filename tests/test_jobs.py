@@ -122,7 +122,7 @@ async def _runs_replay(client: Client, job_id: str) -> int:
     return len(runs)
 
 
-async def _job_of(count: int, jobs: Jobs, client: Client) -> None:
+async def _job_of(count: int, jobs: Jobs, client: Client) -> JobRecord:
     created = await jobs.create("helper", numbered_items(count), concurrency=3)
     assert created.counts.total == count and created.status in ("accepted", "running")
     done = await _ended(jobs, created.job_id)
@@ -139,13 +139,15 @@ async def _job_of(count: int, jobs: Jobs, client: Client) -> None:
         (n, f"k{n}", "completed", f"answer {n}") for n in range(count)
     ]
     assert await _runs_replay(client, created.job_id) == 1
+    return done
 
 
 async def test_job_of_twenty_items_completes(start_worker, temporal_client, scripted_server):
     """Twenty items run three at a time, each as a task completed by one attempt; the log
     validates, results are one JSON line per item in order, and the run replays."""
     jobs, _ = await _jobs(start_worker, temporal_client, scripted_server, numbered_script(20))
-    await _job_of(20, jobs, temporal_client)
+    done = await _job_of(20, jobs, temporal_client)
+    assert (done.status, done.counts.completed) == ("completed", 20)
 
 
 async def test_job_on_postgres(
@@ -155,7 +157,8 @@ async def test_job_on_postgres(
     weft_config.store.url = postgres_databases()
     jobs, _ = await _jobs(start_worker, temporal_client, scripted_server, numbered_script(12))
     assert jobs._store.engine.dialect.name == "postgresql"
-    await _job_of(12, jobs, temporal_client)
+    done = await _job_of(12, jobs, temporal_client)
+    assert (done.status, done.counts.completed) == ("completed", 12)
 
 
 async def test_job_continues_as_new_and_runs_each_item_once(

@@ -18,6 +18,7 @@ from support import (
     StartWorker,
     add_script,
     agent_definitions,
+    assert_terminated_through_temporal,
     event_schema_validator,
     store_of,
     until,
@@ -90,10 +91,7 @@ async def test_a_task_terminated_through_temporal_ends_failed_once_and_retries(
     assert tasks.get(shown).status == "running"  # the run wrote nothing: the store can't know
 
     first = await tasks.show(shown)
-    assert first.status == "failed", first
-    assert first.reason is not None
-    assert first.reason.startswith("its run was terminated through Temporal by ")
-    assert first.reason.endswith(": stuck on a deploy")
+    assert_terminated_through_temporal(first, "stuck on a deploy")
     [attempt] = first.attempts
     assert attempt.status == "failed" and attempt.error == first.reason, attempt
     assert first.delivery.state == "none"
