@@ -109,6 +109,14 @@ class ThreadOptions(CamelModel):
         le=40 * 1024 * 1024,
         description="the same, by history size in bytes (Temporal's hard limit is 50 MB)",
     )
+    continue_as_new_idle_seconds: float | None = Field(
+        default=900,
+        ge=1,
+        le=MAX_OPTION_SECONDS,
+        description="an idle run whose history grew by a turn or more continues as new "
+        "after this many quiet seconds, so a later wake replays a short history, not the "
+        "run's; None: only by length (docs/long-threads.md)",
+    )
     payload_budget_bytes: int = Field(
         default=1536 * 1024,
         ge=16 * 1024,
@@ -376,6 +384,10 @@ FLAT_PARTS: dict[str, type[BaseModel]] = {
 }
 
 
+# `thread.updated {continuedAsNew: {reason}}` of a run that continued because it was idle.
+REASON_IDLE = "idle"
+
+
 class ContinuedFrom(CamelModel):
     """The run a continued run follows, as the new run records it: only the run that
     exists can say a transition happened (a continue-as-new can still be refused)."""
@@ -392,6 +404,11 @@ class ContinuedFrom(CamelModel):
     )
     build_id: str | None = Field(
         default=None, description="the build id the previous run ran on (None: unversioned)"
+    )
+    idle: bool = Field(
+        default=False,
+        description="the previous run continued as new because it stayed idle "
+        "(`continue_as_new_idle_seconds`), not because its history was long",
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from scenarios import DRIVERS, LONG_THREAD, SUBAGENTS, Probe  # noqa: E402
+from scenarios import DRIVERS, IDLE_CONTINUED, LONG_THREAD, SUBAGENTS, Probe  # noqa: E402
 from support import local_stack, run_histories, scratch_config  # noqa: E402
 from task_scenarios import TASK_COMMANDS, drive_task_commands  # noqa: E402
 
@@ -53,7 +53,7 @@ def _recorder(client: Any, name: str, out: Path) -> Probe:
     """A probe that writes the closed thread's history (every run's, a subagent's) to `out`."""
 
     async def closed(worker: Any, handle: Any, extra: dict[str, Any]) -> None:
-        if name == LONG_THREAD:
+        if name in (LONG_THREAD, IDLE_CONTINUED):  # every run
             runs = await run_histories(client, handle.id, extra["first_run_id"])
             for i, history in enumerate(runs, start=1):
                 (out / f"{name}_run{i}.json").write_text(history.to_json())

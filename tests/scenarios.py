@@ -209,6 +209,36 @@ async def _long_thread(
         await terminate(probe, worker, handle, first_run_id=started.first_execution_run_id)
 
 
+IDLE_CONTINUED = "continued_idle"
+
+
+async def _idle_thread(
+    client: Any, scripted: ScriptedModelServer, config: Any, probe: Probe
+) -> None:
+    """Two turns, each followed by a second of quiet that continues the run as new: three
+    runs, the last of which has run no turn and so arms no idle timer."""
+    model = add_script(scripted, {"turns": [{"match": "*", "replies": [{"text": "ok"}]}]})
+    async with AgentWorker(
+        client,
+        config,
+        definitions=agent_definitions(model),
+        task_queue=f"{probe.queue}-{IDLE_CONTINUED}",
+        scripted=scripted,
+    ) as worker:
+        started = await start_thread(
+            client,
+            worker.task_queue,
+            options={"continueAsNewIdleSeconds": 1},
+            messages=[{"role": "user", "content": "hello"}],
+        )
+        handle = client.get_workflow_handle(started.id)  # follows the newest run
+        await wait_until(handle, lambda s: idle_after(1)(s) and s.counters.runs == 2, timeout=60)
+        await handle.signal("queue_message", {"role": "user", "content": "still there?"})
+        await wait_until(handle, lambda s: idle_after(2)(s) and s.counters.runs == 3, timeout=60)
+        await probe.quiet(worker, handle)
+        await terminate(probe, worker, handle, first_run_id=started.first_execution_run_id)
+
+
 SUBAGENTS = "subagents"
 
 
@@ -657,6 +687,7 @@ def _hitl(name: str) -> Driver:
 DRIVERS: dict[str, Driver] = {
     **{name: _simple(name) for name in SCENARIOS},
     LONG_THREAD: _long_thread,
+    IDLE_CONTINUED: _idle_thread,
     **{name: _hitl(name) for name in HITL},
     SUBAGENTS: _subagents,
     PROMPT_TOOL: _prompt_tool,

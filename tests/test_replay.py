@@ -29,6 +29,8 @@ def test_histories_are_committed():
         "model_error_then_fallback",
         "continued_as_new_run1",
         "continued_as_new_run2",
+        "continued_idle_run1",
+        "continued_idle_run2",
         "subagents_parent",
         "subagents_child",
         "prompt_tool",

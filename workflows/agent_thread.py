@@ -200,6 +200,8 @@ class AgentThreadWorkflow:
         mem.readable_child_ids = workflow.patched(CHILD_ID_PATCH)
         definitions = self._parts.definitions
         definitions.start_run()  # asks its patch: before any command too
+        continuation = self._parts.continuation
+        continuation.start_run()  # the same
         effects = self._parts.effects
         if carried is None:
             await init_thread(self._mem, self.set_status)
@@ -210,24 +212,18 @@ class AgentThreadWorkflow:
             if carried.turn is not None and not mem.is_terminated():
                 await self._parts.session.run(resume=carried.turn)
         while not mem.is_terminated():
-            await self._parts.continuation.continue_if_due(None)  # a safe point: idle
-            await workflow.wait_condition(
-                lambda: (
-                    bool(self._parts.queue)
-                    or mem.is_terminated()
-                    or self._parts.context.requested()
-                    or effects.has_due()
-                    or effects.changed
-                    or self._parts.budget.resume_requested
-                    # A fact produced while idle (a refused signal's warning) is written
-                    # when it happens, not with the next turn.
-                    or (mem.truthful_log and bool(mem.outbox))
-                    # A new target version of the worker deployment: move at once.
-                    or self._parts.continuation.upgrade_ready()
-                    # `upgrade_definitions` while idle: move now, not at the next turn.
-                    or definitions.upgrade_waiting()
+            await continuation.continue_if_due(None)  # a safe point: idle
+            idle_timeout = continuation.idle_timeout()
+            try:
+                await workflow.wait_condition(
+                    self._has_idle_work,
+                    timeout=idle_timeout,
+                    timeout_summary="idle: continue as new" if idle_timeout else None,
                 )
-            )
+            except TimeoutError:
+                # Quiet for a while: shed this run's history, so a wake replays little.
+                await continuation.continue_idle()
+                continue
             if mem.is_terminated():
                 break
             if effects.has_due():  # an effect's alarm fired (Runtime §2, the fourth trigger)
@@ -247,6 +243,25 @@ class AgentThreadWorkflow:
                 effects.changed = False
                 await self._parts.outbox.flush()
         return await self._close()
+
+    def _has_idle_work(self) -> bool:
+        """Whether something wakes the idle thread."""
+        parts, mem = self._parts, self._mem
+        return (
+            bool(parts.queue)
+            or mem.is_terminated()
+            or parts.context.requested()
+            or parts.effects.has_due()
+            or parts.effects.changed
+            or parts.budget.resume_requested
+            # A fact produced while idle (a refused signal's warning) is written when it
+            # happens, not with the next turn.
+            or (mem.truthful_log and bool(mem.outbox))
+            # A new target version of the worker deployment: move at once.
+            or parts.continuation.upgrade_ready()
+            # `upgrade_definitions` while idle: move now, not at the next turn.
+            or parts.definitions.upgrade_waiting()
+        )
 
     async def _close(self) -> ThreadResult:
         mem = self._mem

@@ -24,6 +24,7 @@ from weft.contract.context_state import ContextState
 from weft.contract.definitions import DefinitionSnapshot
 from weft.contract.deploys import REASON_VERSION_CHANGED, SIGNAL_UPGRADE_CHECK
 from weft.contract.thread import (
+    REASON_IDLE,
     ContinuedFrom,
     ThreadCarryOver,
     ThreadStartInput,
@@ -48,6 +49,12 @@ PATCH_ID = "continue-as-new-v1"
 SETTLE_PATCH = "continue-as-new-settle-v1"
 # The patch that lets a pinned run continue as new onto its deployment's new target version.
 UPGRADE_PATCH = "deployment-upgrade-v1"
+# The patch that lets an idle run continue as new after `continue_as_new_idle_seconds`.
+IDLE_PATCH = "continue-as-new-idle-v1"
+# How many events a run must have added to its history before a quiet while sheds it:
+# about one short turn's. A run that has just continued adds fewer (its carried write), so
+# an idle continue-as-new is never followed by another one until a turn has run.
+IDLE_SHED_EVENTS = 20
 # The message index carried into the next run: the `messages` query pages through this
 # recent window; older metadata (and all content) is read from the store.
 CARRIED_INDEX = 500
@@ -66,6 +73,39 @@ class Continuation:
         # An upgrade this run tried and could not make (a waiter arrived, the carry-over is
         # too heavy): the idle loop must not wake for it again until something else happens.
         self._upgrade_blocked = False
+        # Whether this run may continue as new for being idle (`IDLE_PATCH`), and the
+        # history length at which it last tried: it tries again only once the run has
+        # done something since.
+        self._idle_patched = False
+        self._idle_tried_at: int | None = None
+
+    def start_run(self) -> None:
+        """Asks the idle patch: once per run, before any command of the run, so a run
+        recorded before it never arms the idle timer, and every replay decides alike."""
+        self._idle_patched = workflow.patched(IDLE_PATCH)
+
+    def idle_timeout(self) -> float | None:
+        """How long the idle run waits before it continues as new, so that a later wake
+        replays a short history instead of this run's; None: it waits for ever.
+
+        Only a run that has added a turn or more to its history sheds it, and it tries once
+        per history length: decided from the history gauge, which every replay reads alike.
+        """
+        mem = self._mem
+        seconds = mem.start.options.continue_as_new_idle_seconds
+        if not self._idle_patched or seconds is None or not mem.history.in_use:
+            return None
+        if mem.history.grown() < IDLE_SHED_EVENTS:
+            return None
+        if self._idle_tried_at == mem.history.last.events:
+            return None
+        return seconds
+
+    async def continue_idle(self) -> None:
+        """The idle timer fired: continue as new now, whatever the history's length (or
+        not at all, when `_may_continue` says no; the next turn may try again)."""
+        self._idle_tried_at = self._mem.history.last.events
+        await self.continue_if_due(None, idle=True)
 
     def signal_handlers(self) -> dict[str, Callable[[str, list[Any]], None]]:
         """`upgrade_check` wakes the thread and reads the history gauge: a signal comes in
@@ -95,9 +135,10 @@ class Continuation:
             or mem.turns.waiting
         )
 
-    async def continue_if_due(self, turn: TurnCursor | None) -> None:
-        """Continue as new when this run's history is long, or when a pinned run's worker
-        deployment has a new target version; called at safe points only."""
+    async def continue_if_due(self, turn: TurnCursor | None, *, idle: bool = False) -> None:
+        """Continue as new when this run's history is long, when a pinned run's worker
+        deployment has a new target version, or (`idle`) when the idle timer fired; called
+        at safe points only."""
         mem = self._mem
         start = mem.start
         self._upgrade_blocked = False
@@ -109,7 +150,7 @@ class Continuation:
         upgrading = (
             turn is None and mem.history.last.target_changed and workflow.patched(UPGRADE_PATCH)
         )
-        if not upgrading and not self._history_is_long():
+        if not upgrading and not idle and not self._history_is_long():
             return
         self._upgrade_blocked = upgrading  # until it is made, below
         settling = mem.history.in_use or workflow.patched(SETTLE_PATCH)
@@ -142,6 +183,7 @@ class Continuation:
                     carry_over_bytes=size,
                     upgraded=upgrading,
                     build_id=current_build_id(),
+                    idle=idle and not upgrading,
                 )
             if flushed and (settling or (not mem.outbox and not mem.outbox_messages)):
                 break  # what signals added since the last write is carried (`carry_over`)
@@ -206,6 +248,8 @@ async def store_carried(mem: ThreadMemory, outbox: Outbox) -> None:
                 "previousBuildId": came.build_id,
                 "buildId": current_build_id(),
             }
+        elif came.idle:
+            continued["reason"] = REASON_IDLE
         mem.emit("thread.updated", {"continuedAsNew": continued})
         # Emitted only with the transition above, so it never makes a flush of its own
         # (no new command): runs before the truthful log announce nothing here.

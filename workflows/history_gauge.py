@@ -67,6 +67,8 @@ class HistoryGauge:
     def __init__(self) -> None:
         self.in_use = False
         self._last = HistoryReading(events=0, size_bytes=0, suggested=False)
+        # The reading the run started with: how much the run itself has added.
+        self.first = self._last
 
     def start(self) -> None:
         """Called first in the run: whether this run decides from the gauge, and a reading.
@@ -77,6 +79,11 @@ class HistoryGauge:
         """
         self.in_use = workflow.patched(GAUGE_PATCH)
         self.read()
+        self.first = self._last
+
+    def grown(self) -> int:
+        """The events this run has added to its history, as of the last reading."""
+        return self._last.events - self.first.events
 
     def read(self) -> None:
         self._last = live_reading()

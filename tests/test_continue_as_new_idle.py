@@ -1,0 +1,129 @@
+"""An idle thread sheds its history: after `continueAsNewIdleSeconds` of quiet, a run that
+has added a turn continues as new, so a wake replays the short new run, not the old one."""
+
+from __future__ import annotations
+
+import asyncio
+
+from support import (
+    add_script,
+    agent_definitions,
+    event_schema_validator,
+    idle_after,
+    run_histories,
+    start_thread,
+    wait_until,
+)
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHistory
+
+from weft.client.threads import Threads
+from weft.contract.events import Event
+from weft.contract.thread import REASON_IDLE, SIGNAL_TERMINATE
+from weft.workers.agent_worker import AgentWorker
+
+TIMER_STARTED = EventType.EVENT_TYPE_TIMER_STARTED
+CONTINUED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+ACTIVITY_SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+IN_FLIGHT = (
+    EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+    ACTIVITY_SCHEDULED,
+    EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED,
+)
+
+
+async def settled_history(client: Client, workflow_id: str, run_id: str) -> WorkflowHistory:
+    """The run's history once it waits with nothing in flight: no workflow task scheduled
+    or running, and every activity it scheduled completed."""
+    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:
+        history = await handle.fetch_history()
+        types = [e.event_type for e in history.events]
+        if types[-1] not in IN_FLIGHT and types.count(ACTIVITY_SCHEDULED) == types.count(
+            EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+        ):
+            return history
+        assert asyncio.get_running_loop().time() < deadline, f"{run_id} never settled: {types}"
+        await asyncio.sleep(0.05)
+
+
+async def idle_continuations(worker: AgentWorker, thread_id: str, count: int) -> list[Event]:
+    """The log's `continuedAsNew` transitions, once it holds `count` of them (bounded)."""
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:
+        continued = [
+            e
+            for e in worker.store.events.read(thread_id, limit=10_000)
+            if e.type == "thread.updated" and "continuedAsNew" in (e.payload or {})
+        ]
+        if len(continued) >= count:
+            return continued
+        assert asyncio.get_running_loop().time() < deadline, f"only {len(continued)} transitions"
+        await asyncio.sleep(0.05)
+
+
+async def test_an_idle_thread_continues_as_new_once_and_answers_on_the_new_run(
+    start_worker, temporal_client, scripted_server
+):
+    """A turn, then a second of quiet: the run continues as new, the new run records it
+    (`reason: "idle"`), arms no timer of its own (it has run no turn), and its history is a
+    fraction of the first run's; asked again, it answers with the whole conversation."""
+    script = add_script(scripted_server, {"turns": [{"match": "*", "replies": [{"text": "ok"}]}]})
+    worker = await start_worker(agent_definitions(script))
+    handle = await start_thread(
+        temporal_client, worker.task_queue, options={"continueAsNewIdleSeconds": 1}
+    )
+    threads = Threads(temporal_client, task_queue=worker.task_queue, store=worker.store)
+    await threads.submit_turn(handle.id, "first question")
+    await wait_until(handle, idle_after(1))
+
+    [continued] = await idle_continuations(worker, handle.id, 1)
+    transition = continued.payload["continuedAsNew"]
+    assert transition["reason"] == REASON_IDLE
+    assert transition["run"] == 2
+    first = handle.first_execution_run_id or ""
+    assert transition["previousRunId"] == first
+    event_schema_validator().validate(continued.to_wire())
+
+    first_history, _ = await run_histories(temporal_client, handle.id, first)
+    assert first_history.events[-1].event_type == CONTINUED
+    assert any(e.event_type == TIMER_STARTED for e in first_history.events)
+    second = await settled_history(temporal_client, handle.id, continued.run_id)
+    assert not any(e.event_type == TIMER_STARTED for e in second.events), (
+        "a run that has run no turn armed the idle timer"
+    )
+    assert len(second.events) * 2 < len(first_history.events), (
+        len(second.events),
+        len(first_history.events),
+    )
+
+    await threads.submit_turn(handle.id, "second question")
+    state = await wait_until(handle, idle_after(2))
+    assert state.counters.runs == 2
+    assert state.counters.turns == 2
+    texts = [m.content for m in worker.store.messages.list(handle.id)]
+    assert texts == ["first question", "ok", "second question", "ok"]
+    await handle.signal(SIGNAL_TERMINATE, {})
+    await handle.result()
+
+
+async def test_an_idle_thread_without_the_option_arms_no_timer(
+    start_worker, temporal_client, scripted_server
+):
+    """`continueAsNewIdleSeconds: null`: after its turn the run waits with no timer."""
+    script = add_script(scripted_server, {"turns": [{"match": "*", "replies": [{"text": "ok"}]}]})
+    worker = await start_worker(agent_definitions(script))
+    handle = await start_thread(
+        temporal_client,
+        worker.task_queue,
+        options={"continueAsNewIdleSeconds": None},
+        messages=[{"role": "user", "content": "a question"}],
+    )
+    await wait_until(handle, idle_after(1))
+    history = await settled_history(temporal_client, handle.id, handle.first_execution_run_id or "")
+    assert not any(e.event_type == TIMER_STARTED for e in history.events)
+    assert history.events[-1].event_type != CONTINUED
+    await handle.signal(SIGNAL_TERMINATE, {})
+    await handle.result()
