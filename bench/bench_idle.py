@@ -1,7 +1,7 @@
 """Idle threads: what thousands of threads that had a few turns and now wait cost.
 
 Run: `.venv/bin/python bench/bench_idle.py [--threads 1000,10000] [--turns 2] [--wakes 50]
-[--cache 250] [--concurrency 64] [--trace-memory]`.
+[--cache 250] [--concurrency 64] [--idle-continue 5] [--trace-memory]`.
 
 One `weft worker`-equivalent subprocess (this file with `--serve`, so its workflow cache,
 `max_cached_workflows`, can be set) on a tuned dev server, a scratch SQLite store and the
@@ -21,7 +21,11 @@ at each size it prints:
 - wake latency: `--wakes` random threads that went idle long ago (evicted from the cache)
   are each sent a message, then another at once (now cached); each latency is the signal
   until the turn's `turn.completed` is in the store. Printed: p50 / p95 of each, and the
-  median of the paired ratios evicted / cached (target ≤ 1.5×).
+  median of the paired ratios evicted / cached (target ≤ 1.5×). Every other thread is
+  started with `continueAsNewIdleSeconds` of `--idle-continue` (the default behaviour,
+  with a shorter wait: docs/long-threads.md), the rest with null; the benchmark waits
+  until each of the first kind has continued as new, and wakes the two kinds alternately,
+  so a wake of the short new run and one of the whole run are measured in one run.
 
 Eager workflow start needs the worker in the client's own process, so it does not apply to
 a worker subprocess; the start phase gets its speed from concurrency instead.
@@ -144,9 +148,16 @@ async def caches_held(worker: WorkerSubprocess, asked: int) -> str:
     return "(not reported)"
 
 
-async def converse(threads: Threads, turns: int, index: int) -> str:
+def sheds(index: int) -> bool:
+    """Whether thread `index` continues as new when idle: every other thread, so the two
+    kinds of wake are measured side by side in one run."""
+    return index % 2 == 0
+
+
+async def converse(threads: Threads, turns: int, index: int, idle_continue: float) -> str:
     """Start one thread and ask it `turns` questions, each waited for; returns its id."""
-    handle = await threads.start(AGENT)
+    idle = idle_continue if sheds(index) else None
+    handle = await threads.start(AGENT, options={"continueAsNewIdleSeconds": idle})
     for turn in range(turns):
         result = await threads.ask(handle.id, f"thread {index} turn {turn}", timeout=300)
         if result.status != "completed":
@@ -155,7 +166,12 @@ async def converse(threads: Threads, turns: int, index: int) -> str:
 
 
 async def add_threads(
-    threads: Threads, ids: list[str], count: int, turns: int, concurrency: int
+    threads: Threads,
+    ids: list[str],
+    count: int,
+    turns: int,
+    concurrency: int,
+    idle_continue: float,
 ) -> float:
     """Add `count` threads of `turns` turns to `ids`, `concurrency` at a time; seconds."""
     gate = asyncio.Semaphore(concurrency)
@@ -164,7 +180,7 @@ async def add_threads(
 
     async def one(index: int) -> str:
         async with gate:
-            thread_id = await converse(threads, turns, index)
+            thread_id = await converse(threads, turns, index, idle_continue)
             if (index + 1) % 500 == 0:
                 note(f"{index + 1} threads conversed ({time.perf_counter() - began:.0f} s)")
             return thread_id
@@ -184,17 +200,58 @@ class Wakes:
 
 
 async def wake_pairs(
-    client: Client, store: Store, candidates: list[str], wakes: int, turns_done: int
-) -> Wakes:
-    """Wake random long-idle threads twice each: evicted first, then cached."""
-    found = Wakes([], [], [], [])
+    client: Client,
+    store: Store,
+    candidates: list[str],
+    wakes: int,
+    turns_done: int,
+    found: Wakes,
+) -> None:
+    """Wake random long-idle threads twice each, evicted first, then cached; into `found`.
+    A thread is woken once in a run (`candidates` loses it)."""
     for thread_id in random.sample(candidates, min(wakes, len(candidates))):
+        candidates.remove(thread_id)
         handle = client.get_workflow_handle(thread_id)
         found.evicted.append(await wake(store, handle, "wake up.", turns_done + 1))
         found.evicted_phases.append(await phases(client, thread_id, 0.0))
         found.cached.append(await wake(store, handle, "and again.", turns_done + 2))
         found.cached_phases.append(await phases(client, thread_id, 0.0))
-    return found
+
+
+def idle_continuations(db_file: Path) -> int:
+    """How many idle continue-as-new transitions the store holds."""
+    with sqlite3.connect(f"file:{db_file}?mode=ro", uri=True) as connection:
+        query = (
+            "SELECT count(*) FROM events WHERE type = 'thread.updated' "
+            "AND json_extract(data, '$.payload.continuedAsNew.reason') = 'idle'"
+        )
+        return int(connection.execute(query).fetchone()[0])
+
+
+async def all_shed(db_file: Path, expected: int, timeout: float) -> float:
+    """Wait until `expected` idle continue-as-new transitions are stored; seconds waited."""
+    began = time.perf_counter()
+    while (found := await asyncio.to_thread(idle_continuations, db_file)) < expected:
+        if time.perf_counter() - began > timeout:
+            raise TimeoutError(f"{found} of {expected} threads continued as new when idle")
+        await asyncio.sleep(0.5)
+    return time.perf_counter() - began
+
+
+def show_wakes(label: str, found: Wakes) -> None:
+    """One kind of thread's wakes: evicted and warm, their phases and the paired ratio."""
+    ratios = [e / c for e, c in zip(found.evicted, found.cached, strict=True)]
+    print(f"  {label}:")
+    print(f"    wake latency, evicted thread: {summary(found.evicted)}")
+    print(f"      medians: {show_phases(found.evicted_phases)}")
+    print(f"    wake latency, warm thread (woken again at once): {summary(found.cached)}")
+    print(f"      medians: {show_phases(found.cached_phases)}")
+    verdict = "met" if statistics.median(ratios) <= 1.5 else "NOT met"
+    print(
+        f"    evicted / warm, median of {len(ratios)} paired ratios: "
+        f"{statistics.median(ratios):.2f}x (target <= 1.5x: {verdict})",
+        flush=True,
+    )
 
 
 def show_phases(found: list[dict[str, float]]) -> str:
@@ -264,19 +321,25 @@ async def measure(
     empty_store = await asyncio.to_thread(store_bytes, db_file)
     print(f"worker RSS with 0 threads (polling, nothing run yet): {mib(empty_rss)}", flush=True)
     ids: list[str] = []
+    woken: set[str] = set()  # each thread is woken once: its turns are then counted
     cache_rss: int | None = None
     last_rss = empty_rss
     for asked, size in enumerate(
         sorted({*sizes, args.cache} if args.cache < max(sizes) else sizes)
     ):
         added = size - len(ids)
-        took = await add_threads(threads, ids, added, args.turns, args.concurrency)
+        took = await add_threads(
+            threads, ids, added, args.turns, args.concurrency, args.idle_continue
+        )
+        shedding = sum(1 for index in range(len(ids)) if sheds(index))
+        shed_after = await all_shed(db_file, shedding, args.idle_continue + 300)
         settled = await quiet(worker.pid)
         rss, peak = rss_bytes(worker.pid)
         print(
             f"== {size} threads x {args.turns} turns (workflow cache {args.cache}): "
             f"start phase {took:.1f} s for the {added} newest ({added / took:.1f} threads/s, "
-            f"{added * args.turns / took:.1f} turns/s), then quiet after {settled:.1f} s",
+            f"{added * args.turns / took:.1f} turns/s); every other thread continued as new "
+            f"when idle {shed_after:.1f} s later, then quiet after {settled:.1f} s",
             flush=True,
         )
         print(f"  threads each worker cache holds: {await caches_held(worker, asked)}")
@@ -304,22 +367,24 @@ async def measure(
             flush=True,
         )
         # Threads that went idle well before the newest `cache` ones: evicted long ago.
-        candidates = ids[: max(0, len(ids) - 2 * args.cache)]
+        candidates = [t for t in ids[: max(0, len(ids) - 2 * args.cache)] if t not in woken]
         if not candidates:
             print("  wake latency: no evicted thread to wake (threads <= 2 x cache)")
             continue
-        found = await wake_pairs(client, store, candidates, args.wakes, args.turns)
-        ratios = [e / c for e, c in zip(found.evicted, found.cached, strict=True)]
-        print(f"  wake latency, evicted thread: {summary(found.evicted)}")
-        print(f"    medians: {show_phases(found.evicted_phases)}")
-        print(f"  wake latency, warm thread (woken again at once): {summary(found.cached)}")
-        print(f"    medians: {show_phases(found.cached_phases)}")
-        verdict = "met" if statistics.median(ratios) <= 1.5 else "NOT met"
-        print(
-            f"  evicted / warm, median of {len(ratios)} paired ratios: "
-            f"{statistics.median(ratios):.2f}x (target <= 1.5x: {verdict})",
-            flush=True,
+        shed = [t for t in candidates if sheds(ids.index(t))]
+        kept = [t for t in candidates if not sheds(ids.index(t))]
+        # Alternated, so both kinds meet the same moments of a shared machine.
+        found_shed, found_kept = Wakes([], [], [], []), Wakes([], [], [], [])
+        for _ in range(args.wakes):
+            await wake_pairs(client, store, shed, 1, args.turns, found_shed)
+            await wake_pairs(client, store, kept, 1, args.turns, found_kept)
+        woken.update(t for t in candidates if t not in shed and t not in kept)
+        show_wakes(
+            f"threads that continued as new when idle (continueAsNewIdleSeconds "
+            f"{args.idle_continue:g}, the default behaviour)",
+            found_shed,
         )
+        show_wakes("threads that keep their run (continueAsNewIdleSeconds null)", found_kept)
 
 
 # Frames kept per traced allocation: enough to reach weft's code from inside pydantic or the
@@ -409,6 +474,13 @@ if __name__ == "__main__":
     parser.add_argument("--wakes", type=int, default=50)
     parser.add_argument("--cache", type=int, default=250, help="the worker's workflow cache")
     parser.add_argument("--concurrency", type=int, default=64, help="threads started at once")
+    parser.add_argument(
+        "--idle-continue",
+        type=float,
+        default=5.0,
+        help="continueAsNewIdleSeconds of every other thread (the rest: null); short, so "
+        "the benchmark need not wait the default 900 s",
+    )
     parser.add_argument(
         "--trace-memory",
         action="store_true",

@@ -78,3 +78,18 @@ def test_long_by_events_by_size_or_by_temporal_suggestion() -> None:
     assert reading(100).is_long(options)
     assert reading(1, 64 * 1024).is_long(options)
     assert reading(1, suggested=True).is_long(options)
+
+
+def test_grown_counts_what_the_run_added_since_it_started(
+    live: list[HistoryReading], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The idle continue-as-new asks how much the run itself added: a continued run starts
+    with its own short history, not at zero, and only later readings count."""
+    monkeypatch.setattr(history_gauge.workflow, "patched", lambda _patch_id: True)
+    gauge = HistoryGauge()
+    gauge.start()
+    assert gauge.in_use
+    assert gauge.grown() == 0
+    live.append(reading(35))
+    gauge.read()
+    assert gauge.grown() == 25

@@ -17,6 +17,8 @@ from weft.contract.thread import MAX_OPTION_ATTEMPTS, MAX_OPTION_SECONDS, Thread
         ("heartbeatTimeoutSeconds", 1e300),
         ("modelMaxAttempts", MAX_OPTION_ATTEMPTS + 1),
         ("toolMaxAttempts", 10**30),
+        ("continueAsNewIdleSeconds", MAX_OPTION_SECONDS + 1),
+        ("continueAsNewIdleSeconds", 0),
     ],
 )
 def test_options_past_what_temporal_holds_are_refused(field: str, value: float) -> None:
