@@ -215,8 +215,10 @@ IDLE_CONTINUED = "continued_idle"
 async def _idle_thread(
     client: Any, scripted: ScriptedModelServer, config: Any, probe: Probe
 ) -> None:
-    """Two turns, each followed by a second of quiet that continues the run as new: three
-    runs, the last of which has run no turn and so arms no idle timer."""
+    """Two turns, the second asked while the first quiet while runs (its timer, never
+    cancelled, fires during or after the second turn and sleeps what is left of the newer
+    quiet while); three seconds after the second turn, the run continues as new. The new
+    run has run no turn: it arms nothing, and is terminated."""
     model = add_script(scripted, {"turns": [{"match": "*", "replies": [{"text": "ok"}]}]})
     async with AgentWorker(
         client,
@@ -228,13 +230,13 @@ async def _idle_thread(
         started = await start_thread(
             client,
             worker.task_queue,
-            options={"continueAsNewIdleSeconds": 1},
+            options={"continueAsNewIdleSeconds": 3},
             messages=[{"role": "user", "content": "hello"}],
         )
         handle = client.get_workflow_handle(started.id)  # follows the newest run
-        await wait_until(handle, lambda s: idle_after(1)(s) and s.counters.runs == 2, timeout=60)
+        await wait_until(handle, idle_after(1), timeout=60)
         await handle.signal("queue_message", {"role": "user", "content": "still there?"})
-        await wait_until(handle, lambda s: idle_after(2)(s) and s.counters.runs == 3, timeout=60)
+        await wait_until(handle, lambda s: idle_after(2)(s) and s.counters.runs == 2, timeout=60)
         await probe.quiet(worker, handle)
         await terminate(probe, worker, handle, first_run_id=started.first_execution_run_id)
 

@@ -51,6 +51,7 @@ async def settled_history(client: Client, workflow_id: str, run_id: str) -> Work
 
 async def idle_continuations(worker: AgentWorker, thread_id: str, count: int) -> list[Event]:
     """The log's `continuedAsNew` transitions, once it holds `count` of them (bounded)."""
+    assert worker.store is not None
     deadline = asyncio.get_running_loop().time() + 30
     while True:
         continued = [
@@ -90,7 +91,7 @@ async def test_an_idle_thread_continues_as_new_once_and_answers_on_the_new_run(
     first_history, _ = await run_histories(temporal_client, handle.id, first)
     assert first_history.events[-1].event_type == CONTINUED
     assert any(e.event_type == TIMER_STARTED for e in first_history.events)
-    second = await settled_history(temporal_client, handle.id, continued.run_id)
+    second = await settled_history(temporal_client, handle.id, continued.run_id or "")
     assert not any(e.event_type == TIMER_STARTED for e in second.events), (
         "a run that has run no turn armed the idle timer"
     )
@@ -125,5 +126,47 @@ async def test_an_idle_thread_without_the_option_arms_no_timer(
     history = await settled_history(temporal_client, handle.id, handle.first_execution_run_id or "")
     assert not any(e.event_type == TIMER_STARTED for e in history.events)
     assert history.events[-1].event_type != CONTINUED
+    await handle.signal(SIGNAL_TERMINATE, {})
+    await handle.result()
+
+
+async def test_a_wake_leaves_the_timer_and_the_quiet_while_restarts(
+    start_worker, temporal_client, scripted_server
+):
+    """A second turn asked while the first quiet while runs: the ask's workflow task cancels
+    no timer, and the run continues as new a whole quiet while after the second turn."""
+    quiet_seconds = 2
+    script = add_script(scripted_server, {"turns": [{"match": "*", "replies": [{"text": "ok"}]}]})
+    worker = await start_worker(agent_definitions(script))
+    handle = await start_thread(
+        temporal_client, worker.task_queue, options={"continueAsNewIdleSeconds": quiet_seconds}
+    )
+    threads = Threads(temporal_client, task_queue=worker.task_queue, store=worker.store)
+    await threads.submit_turn(handle.id, "first question")
+    await wait_until(handle, idle_after(1))
+    await threads.submit_turn(handle.id, "second question")
+    await wait_until(handle, idle_after(2))
+    [continued] = await idle_continuations(worker, handle.id, 1)
+
+    first_history, _ = await run_histories(
+        temporal_client, handle.id, handle.first_execution_run_id
+    )
+    events = first_history.events
+    assert not any(e.event_type == EventType.EVENT_TYPE_TIMER_CANCELED for e in events)
+    assert events[-1].event_type == CONTINUED
+    # The run continued when its last timer fired: a whole quiet while after the last
+    # activity before it, the second turn's. Had the first quiet while's timer continued
+    # the run, the second turn would have ended less than `quiet_seconds` before it fired.
+    last_fired = max(
+        i for i, e in enumerate(events) if e.event_type == EventType.EVENT_TYPE_TIMER_FIRED
+    )
+    fired = events[last_fired].event_time.ToDatetime()
+    second_turn_end = max(
+        e.event_time.ToDatetime()
+        for e in events[:last_fired]
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+    )
+    assert (fired - second_turn_end).total_seconds() >= quiet_seconds
+    assert continued.payload["continuedAsNew"]["reason"] == REASON_IDLE
     await handle.signal(SIGNAL_TERMINATE, {})
     await handle.result()

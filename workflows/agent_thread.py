@@ -200,8 +200,8 @@ class AgentThreadWorkflow:
         mem.readable_child_ids = workflow.patched(CHILD_ID_PATCH)
         definitions = self._parts.definitions
         definitions.start_run()  # asks its patch: before any command too
-        continuation = self._parts.continuation
-        continuation.start_run()  # the same
+        continuation, idle = self._parts.continuation, self._parts.idle
+        idle.start_run()  # the same
         effects = self._parts.effects
         if carried is None:
             await init_thread(self._mem, self.set_status)
@@ -213,16 +213,12 @@ class AgentThreadWorkflow:
                 await self._parts.session.run(resume=carried.turn)
         while not mem.is_terminated():
             await continuation.continue_if_due(None)  # a safe point: idle
-            idle_timeout = continuation.idle_timeout()
-            try:
-                await workflow.wait_condition(
-                    self._has_idle_work,
-                    timeout=idle_timeout,
-                    timeout_summary="idle: continue as new" if idle_timeout else None,
-                )
-            except TimeoutError:
+            idle.began()
+            await workflow.wait_condition(lambda: self._has_idle_work() or idle.due)
+            idle.ended()
+            if idle.take_due() and not self._has_idle_work():
                 # Quiet for a while: shed this run's history, so a wake replays little.
-                await continuation.continue_idle()
+                await continuation.continue_if_due(None, idle=True)
                 continue
             if mem.is_terminated():
                 break

@@ -49,12 +49,6 @@ PATCH_ID = "continue-as-new-v1"
 SETTLE_PATCH = "continue-as-new-settle-v1"
 # The patch that lets a pinned run continue as new onto its deployment's new target version.
 UPGRADE_PATCH = "deployment-upgrade-v1"
-# The patch that lets an idle run continue as new after `continue_as_new_idle_seconds`.
-IDLE_PATCH = "continue-as-new-idle-v1"
-# How many events a run must have added to its history before a quiet while sheds it:
-# about one short turn's. A run that has just continued adds fewer (its carried write), so
-# an idle continue-as-new is never followed by another one until a turn has run.
-IDLE_SHED_EVENTS = 20
 # The message index carried into the next run: the `messages` query pages through this
 # recent window; older metadata (and all content) is read from the store.
 CARRIED_INDEX = 500
@@ -73,39 +67,6 @@ class Continuation:
         # An upgrade this run tried and could not make (a waiter arrived, the carry-over is
         # too heavy): the idle loop must not wake for it again until something else happens.
         self._upgrade_blocked = False
-        # Whether this run may continue as new for being idle (`IDLE_PATCH`), and the
-        # history length at which it last tried: it tries again only once the run has
-        # done something since.
-        self._idle_patched = False
-        self._idle_tried_at: int | None = None
-
-    def start_run(self) -> None:
-        """Asks the idle patch: once per run, before any command of the run, so a run
-        recorded before it never arms the idle timer, and every replay decides alike."""
-        self._idle_patched = workflow.patched(IDLE_PATCH)
-
-    def idle_timeout(self) -> float | None:
-        """How long the idle run waits before it continues as new, so that a later wake
-        replays a short history instead of this run's; None: it waits for ever.
-
-        Only a run that has added a turn or more to its history sheds it, and it tries once
-        per history length: decided from the history gauge, which every replay reads alike.
-        """
-        mem = self._mem
-        seconds = mem.start.options.continue_as_new_idle_seconds
-        if not self._idle_patched or seconds is None or not mem.history.in_use:
-            return None
-        if mem.history.grown() < IDLE_SHED_EVENTS:
-            return None
-        if self._idle_tried_at == mem.history.last.events:
-            return None
-        return seconds
-
-    async def continue_idle(self) -> None:
-        """The idle timer fired: continue as new now, whatever the history's length (or
-        not at all, when `_may_continue` says no; the next turn may try again)."""
-        self._idle_tried_at = self._mem.history.last.events
-        await self.continue_if_due(None, idle=True)
 
     def signal_handlers(self) -> dict[str, Callable[[str, list[Any]], None]]:
         """`upgrade_check` wakes the thread and reads the history gauge: a signal comes in

@@ -20,6 +20,7 @@ from weft.workflows.control_plane import ControlHost, ControlPlane
 from weft.workflows.definitions_refresh import DefinitionsRefresh
 from weft.workflows.effects import EffectHost, EffectTimers
 from weft.workflows.human_gate import GateHost, HumanGate
+from weft.workflows.idle_watch import IdleWatch
 from weft.workflows.in_flight import InFlight
 from weft.workflows.intake import Intake
 from weft.workflows.mcp_tools import McpTools
@@ -57,6 +58,7 @@ class ThreadParts:
     control: ControlPlane
     mcp: McpTools
     continuation: Continuation
+    idle: IdleWatch
     effects: EffectTimers
     session: SessionLoop
     budget: BudgetControl
@@ -97,6 +99,7 @@ def build_parts(
     steps = StepCycle(mem, agents, intake, agent_tools, model, tools, control)
     # Around the steps: continue-as-new, effects, sessions and budgets.
     continuation = Continuation(mem, agents, background, outbox)
+    idle = IdleWatch(mem)
     effects = EffectTimers(mem, in_flight, host, outbox)
     session = SessionLoop(
         mem, agents, queue, steps, effects, control, continuation, reporter, host, outbox
@@ -121,6 +124,7 @@ def build_parts(
         control=control,
         mcp=mcp,
         continuation=continuation,
+        idle=idle,
         effects=effects,
         session=session,
         budget=budget,

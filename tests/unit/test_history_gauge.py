@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
+import temporalio.workflow
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, RetryState
 
 from weft.contract.thread import ThreadOptions
@@ -85,7 +86,7 @@ def test_grown_counts_what_the_run_added_since_it_started(
 ) -> None:
     """The idle continue-as-new asks how much the run itself added: a continued run starts
     with its own short history, not at zero, and only later readings count."""
-    monkeypatch.setattr(history_gauge.workflow, "patched", lambda _patch_id: True)
+    monkeypatch.setattr(temporalio.workflow, "patched", lambda _patch_id: True)
     gauge = HistoryGauge()
     gauge.start()
     assert gauge.in_use

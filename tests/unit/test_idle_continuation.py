@@ -1,6 +1,6 @@
-"""When an idle run arms its continue-as-new timer: only a run recorded with the idle
-patch, with the option set, that has added a turn's worth of history, and once per
-history length (a continue-as-new refused for a waiter is not tried again and again)."""
+"""When an idle run's watch is armed: only a run recorded with the idle patch, with the
+option set, that has added a turn's worth of history, and once per history length (a
+continue-as-new refused for a waiter is not tried again and again)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,21 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
+import temporalio.workflow
 
 from weft.contract.thread import ThreadOptions
 from weft.workflows import history_gauge
-from weft.workflows.continuation import IDLE_SHED_EVENTS, Continuation
 from weft.workflows.history_gauge import HistoryGauge, HistoryReading
+from weft.workflows.idle_watch import IDLE_SHED_EVENTS, IdleWatch
 
 
 class Run:
-    """A run's memory as the continuation reads it, with a gauge fed by hand."""
+    """A run's memory as the watch reads it, with a gauge fed by hand."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, idle_seconds: float | None) -> None:
         self.readings = [HistoryReading(events=12, size_bytes=0, suggested=False)]
         monkeypatch.setattr(history_gauge, "live_reading", lambda: self.readings[-1])
-        monkeypatch.setattr(history_gauge.workflow, "patched", lambda _patch_id: True)
+        monkeypatch.setattr(temporalio.workflow, "patched", lambda _patch_id: True)
         self.history = HistoryGauge()
         self.history.start()
         options = ThreadOptions(continue_as_new_idle_seconds=idle_seconds)
@@ -32,46 +33,40 @@ class Run:
         self.history.read()
 
 
-def continuation(run: Run, patched: bool = True) -> Continuation:
-    made = Continuation(cast(Any, run), cast(Any, None), cast(Any, None), cast(Any, None))
-    made._idle_patched = patched
+def watch(run: Run, patched: bool = True) -> IdleWatch:
+    made = IdleWatch(cast(Any, run))
+    made._patched = patched
     return made
 
 
-def test_a_run_that_ran_a_turn_arms_the_timer(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_that_ran_a_turn_is_armed(monkeypatch: pytest.MonkeyPatch) -> None:
     run = Run(monkeypatch, idle_seconds=900)
-    idle = continuation(run)
-    assert idle.idle_timeout() is None  # a run that has run nothing yet
+    idle = watch(run)
+    assert idle.armed_seconds() is None  # a run that has run nothing yet
     run.grow_to(12 + IDLE_SHED_EVENTS - 1)
-    assert idle.idle_timeout() is None
+    assert idle.armed_seconds() is None
     run.grow_to(12 + IDLE_SHED_EVENTS)
-    assert idle.idle_timeout() == 900
+    assert idle.armed_seconds() == 900
 
 
-def test_no_timer_without_the_option_or_the_patch(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_not_armed_without_the_option_or_the_patch(monkeypatch: pytest.MonkeyPatch) -> None:
     run = Run(monkeypatch, idle_seconds=None)
     run.grow_to(500)
-    assert continuation(run).idle_timeout() is None
+    assert watch(run).armed_seconds() is None
     run = Run(monkeypatch, idle_seconds=900)
     run.grow_to(500)
-    assert continuation(run, patched=False).idle_timeout() is None
+    assert watch(run, patched=False).armed_seconds() is None
 
 
-async def test_a_refused_idle_continue_is_tried_again_only_after_more_history(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_due_once_until_the_run_adds_history(monkeypatch: pytest.MonkeyPatch) -> None:
     run = Run(monkeypatch, idle_seconds=60)
-    idle = continuation(run)
-    tried: list[bool] = []
-
-    async def refused(turn: object, *, idle: bool = False) -> None:
-        tried.append(idle)  # `_may_continue` said no: the run goes on
-
-    monkeypatch.setattr(idle, "continue_if_due", refused)
+    idle = watch(run)
     run.grow_to(80)
-    assert idle.idle_timeout() == 60
-    await idle.continue_idle()
-    assert tried == [True]
-    assert idle.idle_timeout() is None  # no timer again until the run does something
+    assert idle.armed_seconds() == 60
+    idle.due = True  # the watch's timer found the run quiet for 60 s
+    assert idle.take_due()
+    assert not idle.take_due()
+    # The continue-as-new was refused (a waiter): no new watch until the run does more.
+    assert idle.armed_seconds() is None
     run.grow_to(95)
-    assert idle.idle_timeout() == 60
+    assert idle.armed_seconds() == 60
