@@ -184,29 +184,51 @@ async def _scenario(
         await terminate(probe, worker, handle)
 
 
-async def _long_thread(
-    client: Any, scripted: ScriptedModelServer, config: Any, probe: Probe
+async def _two_turns(
+    client: Any,
+    scripted: ScriptedModelServer,
+    config: Any,
+    probe: Probe,
+    name: str,
+    script: dict[str, Any],
+    options: dict[str, Any],
+    *,
+    runs: int | None = None,
 ) -> None:
-    model = add_script(scripted, LONG_SCRIPT)
+    """A thread over several runs: a first message, a second queued once the first turn is
+    done; quiet once the second turn is done (on run `runs`, when given), then terminated."""
+    model = add_script(scripted, script)
     async with AgentWorker(
         client,
         config,
         definitions=agent_definitions(model),
-        task_queue=f"{probe.queue}-{LONG_THREAD}",
+        task_queue=f"{probe.queue}-{name}",
         scripted=scripted,
     ) as worker:
         started = await start_thread(
             client,
             worker.task_queue,
-            options={"modelMaxAttempts": 1, "continueAsNewEvents": 30},
+            options=options,
             messages=[{"role": "user", "content": "hello"}],
         )
         handle = client.get_workflow_handle(started.id)  # follows the newest run
         await wait_until(handle, idle_after(1), timeout=60)
         await handle.signal("queue_message", {"role": "user", "content": "are you there?"})
-        await wait_until(handle, idle_after(2), timeout=60)
+        await wait_until(
+            handle,
+            lambda s: idle_after(2)(s) and runs in (None, s.counters.runs),
+            timeout=60,
+        )
         await probe.quiet(worker, handle)
         await terminate(probe, worker, handle, first_run_id=started.first_execution_run_id)
+
+
+async def _long_thread(
+    client: Any, scripted: ScriptedModelServer, config: Any, probe: Probe
+) -> None:
+    """Two turns on a thread that continues as new every 30 events."""
+    options = {"modelMaxAttempts": 1, "continueAsNewEvents": 30}
+    await _two_turns(client, scripted, config, probe, LONG_THREAD, LONG_SCRIPT, options)
 
 
 IDLE_CONTINUED = "continued_idle"
@@ -219,26 +241,9 @@ async def _idle_thread(
     cancelled, fires during or after the second turn and sleeps what is left of the newer
     quiet while); three seconds after the second turn, the run continues as new. The new
     run has run no turn: it arms nothing, and is terminated."""
-    model = add_script(scripted, {"turns": [{"match": "*", "replies": [{"text": "ok"}]}]})
-    async with AgentWorker(
-        client,
-        config,
-        definitions=agent_definitions(model),
-        task_queue=f"{probe.queue}-{IDLE_CONTINUED}",
-        scripted=scripted,
-    ) as worker:
-        started = await start_thread(
-            client,
-            worker.task_queue,
-            options={"continueAsNewIdleSeconds": 3},
-            messages=[{"role": "user", "content": "hello"}],
-        )
-        handle = client.get_workflow_handle(started.id)  # follows the newest run
-        await wait_until(handle, idle_after(1), timeout=60)
-        await handle.signal("queue_message", {"role": "user", "content": "still there?"})
-        await wait_until(handle, lambda s: idle_after(2)(s) and s.counters.runs == 2, timeout=60)
-        await probe.quiet(worker, handle)
-        await terminate(probe, worker, handle, first_run_id=started.first_execution_run_id)
+    script = {"turns": [{"match": "*", "replies": [{"text": "ok"}]}]}
+    options = {"continueAsNewIdleSeconds": 3}
+    await _two_turns(client, scripted, config, probe, IDLE_CONTINUED, script, options, runs=2)
 
 
 SUBAGENTS = "subagents"
