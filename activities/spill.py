@@ -78,6 +78,12 @@ BLOB_REF_PREFIX = "blob:"
 CONTENT_REF = "contentRef"
 
 
+def may_spill(content: str) -> bool:
+    """Whether `content` can be over the spill threshold, without encoding it: UTF-8 takes
+    at most 4 bytes a character, so shorter text never is (and needs no store)."""
+    return len(content) * 4 > SPILL_THRESHOLD_BYTES
+
+
 def spill_queued_content(store: HasFiles, content: str) -> tuple[str, dict[str, Any]]:
     """For a message about to be queued: (content, metadata) to send instead.
 

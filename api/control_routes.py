@@ -7,7 +7,7 @@ unknown thread and 409 for a closed one before it acts (docs/http-api.md)."""
 # routes, and those name dependencies built inside `router` (a closure, not a global).
 
 import asyncio
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path
 from fastapi.responses import Response
@@ -18,7 +18,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 
-from weft.activities.spill import spill_queued_content
+from weft.activities.spill import may_spill, spill_queued_content
 from weft.api import thread_calls
 from weft.api.context import ApiContext, require_running
 from weft.api.gateway.app import GatewayError
@@ -323,7 +323,9 @@ def _add_queue_route(
 async def _queued(ctx: ApiContext, body: MessageInput) -> QueuedMessage:
     """The message to send: content over 64 KiB goes to the store as a blob first, and the
     message carries a preview and `metadata.contentRef` (as `Threads` does)."""
-    content, ref = await asyncio.to_thread(spill_queued_content, ctx.store, body.content)
+    content, ref = body.content, dict[str, Any]()
+    if may_spill(content):  # no thread hop for the common short message
+        content, ref = await asyncio.to_thread(spill_queued_content, ctx.store, content)
     try:
         return QueuedMessage(
             role=body.role,

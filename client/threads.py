@@ -16,7 +16,7 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
-from weft.activities.spill import SPILL_THRESHOLD_BYTES, spill_queued_content
+from weft.activities.spill import SPILL_THRESHOLD_BYTES, may_spill, spill_queued_content
 from weft.activities.thread_deletion import DeletionReport, delete_thread
 from weft.client import actions, inventory
 from weft.client import audit_trail as audit
@@ -476,8 +476,8 @@ class Threads:
     async def _spilled(self, message: dict[str, Any]) -> dict[str, Any]:
         """`message` with content over the threshold replaced by a preview and a ref."""
         content = message.get("content")
-        if self._store is None or not isinstance(content, str):
-            return message
+        if self._store is None or not isinstance(content, str) or not may_spill(content):
+            return message  # no thread hop for the common short message
         content, ref = await asyncio.to_thread(spill_queued_content, self._store, content)
         return {**message, "content": content, "metadata": {**message.get("metadata", {}), **ref}}
 
