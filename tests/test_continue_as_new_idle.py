@@ -4,12 +4,15 @@ has added a turn continues as new, so a wake replays the short new run, not the 
 from __future__ import annotations
 
 import asyncio
+import json
 
+from subagent_support import family, start_boss
 from support import (
     add_script,
     agent_definitions,
     event_schema_validator,
     idle_after,
+    read,
     run_histories,
     start_thread,
     wait_until,
@@ -168,5 +171,85 @@ async def test_a_wake_leaves_the_timer_and_the_quiet_while_restarts(
     )
     assert (fired - second_turn_end).total_seconds() >= quiet_seconds
     assert continued.payload["continuedAsNew"]["reason"] == REASON_IDLE
+    await handle.signal(SIGNAL_TERMINATE, {})
+    await handle.result()
+
+
+async def test_a_resumable_subagent_continues_when_idle_and_still_answers_its_parent(
+    start_worker, temporal_client, scripted_server
+):
+    """Parent and resumable child both continue as new when idle (the child inherits the
+    option); the parent's next turn messages the child by name, and the child's new run
+    answers it."""
+    parent = add_script(
+        scripted_server,
+        {
+            "turns": [
+                {
+                    "match": "go",
+                    "replies": [
+                        {
+                            "tool_calls": [
+                                {
+                                    "name": "subagent_create",
+                                    "arguments": {
+                                        "agent": "researcher",
+                                        "name": "ann",
+                                        "message": "q1",
+                                    },
+                                }
+                            ]
+                        },
+                        {"text": "first done"},
+                    ],
+                },
+                {
+                    "match": "again",
+                    "replies": [
+                        {
+                            "tool_calls": [
+                                {
+                                    "name": "subagent_message",
+                                    "arguments": {"reference": "ann", "message": "q2"},
+                                }
+                            ]
+                        },
+                        {"text": "second done"},
+                    ],
+                },
+            ]
+        },
+    )
+    child = add_script(
+        scripted_server,
+        {
+            "turns": [
+                {
+                    "match": q,
+                    "replies": [{"tool_calls": [{"name": "report", "arguments": {"summary": r}}]}],
+                }
+                for q, r in (("q1", "r1"), ("q2", "r2"))
+            ]
+        },
+    )
+    worker = await start_worker(family(parent, child, subagent={"resumable": {"maxInstances": 1}}))
+    handle = await start_boss(temporal_client, worker, options={"continueAsNewIdleSeconds": 1})
+    state = await wait_until(handle, idle_after(1))
+    [entry] = state.children
+    child_id = entry["reference"]
+    await idle_continuations(worker, child_id, 1)
+    await idle_continuations(worker, handle.id, 1)
+
+    await handle.signal("queue_message", {"role": "user", "content": "again"})
+    state = await wait_until(handle, idle_after(2))
+    assert worker.store is not None
+    results = [
+        json.loads(m.content) for m in worker.store.messages.list(handle.id) if m.role == "tool"
+    ]
+    assert [r["result"]["response"] for r in results] == ["r1", "r2"]
+    [entry] = state.children
+    assert entry["status"] == "idle"
+    child_state = await read(temporal_client.get_workflow_handle(child_id))
+    assert child_state.counters.turns == 2 and child_state.counters.runs >= 2
     await handle.signal(SIGNAL_TERMINATE, {})
     await handle.result()
