@@ -22,6 +22,7 @@ from weft.contract.messages import MessagePage
 from weft.workflows.agent_thread import TRUTHFUL_LOG_PATCH
 from weft.workflows.definitions_refresh import DEFINITIONS_CHECK_PATCH, DEFINITIONS_VERSION_PATCH
 from weft.workflows.history_gauge import GAUGE_PATCH
+from weft.workflows.idle_watch import IDLE_PATCH
 from weft.workflows.subagents.spawner import CHILD_ID_PATCH
 
 # Twenty runs or so (a run continues as new at 200 events), with messages queued meanwhile:
@@ -133,7 +134,7 @@ async def test_a_long_turn_across_many_runs_loses_nothing(
     assert first + rejected >= 1, "no signal arrived during a transition"
     # Each run decides from the history gauge, asked for in its first workflow task: the
     # run's first command is that patch's marker, the truthful-log, child-id,
-    # definitions-version and definitions-check patches (asked once per run) follow in the
+    # definitions-version, definitions-check and idle patches (asked once per run) follow in the
     # same task, no later patch marker is written.
     # (A patch asked for where a run decides could land where a replay does not ask.)
     scheduled = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
@@ -150,6 +151,7 @@ async def test_a_long_turn_across_many_runs_loses_nothing(
             CHILD_ID_PATCH,
             DEFINITIONS_VERSION_PATCH,
             DEFINITIONS_CHECK_PATCH,
+            IDLE_PATCH,
         ]
         assert markers[0][0] == first_command.event_id
         assert len(task_done) == 1 or markers[-1][0] < task_done[1]

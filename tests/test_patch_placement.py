@@ -12,6 +12,7 @@ from test_context_compaction import ask, chat_script, chat_thread
 from weft.workflows.agent_thread import TRUTHFUL_LOG_PATCH
 from weft.workflows.definitions_refresh import DEFINITIONS_CHECK_PATCH, DEFINITIONS_VERSION_PATCH
 from weft.workflows.history_gauge import GAUGE_PATCH
+from weft.workflows.idle_watch import IDLE_PATCH
 from weft.workflows.subagents.spawner import CHILD_ID_PATCH
 
 
@@ -54,6 +55,7 @@ async def test_compactions_a_tool_asks_for_replay_in_every_run(
             CHILD_ID_PATCH,
             DEFINITIONS_VERSION_PATCH,
             DEFINITIONS_CHECK_PATCH,
+            IDLE_PATCH,
         }
         assert {name for _, name in patch_markers(run)} <= asked_at_start
     # Only the newest run may still wait for its first task (the server's backoff between
