@@ -219,17 +219,18 @@ async def wake_pairs(
 
 
 def idle_continuations(db_file: Path) -> int:
-    """How many idle continue-as-new transitions the store holds."""
+    """How many threads have continued as new when idle (a woken thread that did again
+    counts once)."""
     with sqlite3.connect(f"file:{db_file}?mode=ro", uri=True) as connection:
         query = (
-            "SELECT count(*) FROM events WHERE type = 'thread.updated' "
+            "SELECT count(DISTINCT thread_id) FROM events WHERE type = 'thread.updated' "
             "AND json_extract(data, '$.payload.continuedAsNew.reason') = 'idle'"
         )
         return int(connection.execute(query).fetchone()[0])
 
 
 async def all_shed(db_file: Path, expected: int, timeout: float) -> float:
-    """Wait until `expected` idle continue-as-new transitions are stored; seconds waited."""
+    """Wait until `expected` threads have continued as new when idle; seconds waited."""
     began = time.perf_counter()
     while (found := await asyncio.to_thread(idle_continuations, db_file)) < expected:
         if time.perf_counter() - began > timeout:
