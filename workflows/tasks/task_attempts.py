@@ -62,6 +62,11 @@ _ATTEMPT_LIMIT = timedelta(days=7)
 # thread (`runIn`): a run of a task without it never asks, so older histories replay as
 # they were recorded.
 RUN_IN_THREAD_PATCH = "task-run-in-thread-v1"
+# Asked at every run's first activation: an attempt's thread is started with the
+# cancellation type ABANDON, so that ending the attempt's work never asks Temporal to
+# cancel the thread (which ended it cancelled, recording nothing, when the request beat the
+# soft terminate the task sends it). Runs recorded before it replay their cancel requests.
+ABANDON_THREAD_PATCH = "task-thread-abandon-v1"
 
 
 class AttemptControls(Protocol):
@@ -97,15 +102,24 @@ class AttemptLoop:
         # The thread the task's attempts run as turns of (`runIn`), under the patch;
         # None: each attempt starts a thread of its own.
         self._given_thread: str | None = None
+        self._thread_cancellation = (
+            workflow.ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED
+        )
         self.started = False  # task.started written in this run: attempts have begun
         self._stage: Stage = "waiting"
         self._made = 0  # attempts made since this run (or a retry) of the task began
         self._retry_due = False  # the last attempt failed: `task.retrying` comes next
 
     def begin(self, task: TaskRecord) -> None:
-        """At the run's first activation: whether the attempts run in a given thread."""
+        """At the run's first activation: whether the attempts run in a given thread, and
+        how an attempt's own thread is started."""
         if task.run_in is not None and workflow.patched(RUN_IN_THREAD_PATCH):
             self._given_thread = task.run_in.thread_id
+        self._thread_cancellation = (
+            workflow.ChildWorkflowCancellationType.ABANDON
+            if workflow.patched(ABANDON_THREAD_PATCH)
+            else workflow.ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED
+        )
 
     async def work(self, log: TaskLog, carried: TaskRunCarry | None = None) -> Resting | None:
         """Start (when held, once started), wait for the dependencies, run the attempts;
@@ -302,6 +316,7 @@ class AttemptLoop:
             # Not TERMINATE: the task closes the thread itself with the soft terminate,
             # which records the thread's end; a hard termination would record nothing.
             parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+            cancellation_type=self._thread_cancellation,
             static_summary=f"{task.assignee} · attempt {number} of {task.task_id}",
         )
         self._thread_id = thread_id  # only a thread this task started is closed by it
