@@ -58,15 +58,12 @@ from weft.workflows.tasks.task_views import RunFacts
 _ATTEMPT_HEARTBEAT = timedelta(seconds=30)
 _ATTEMPT_LIMIT = timedelta(days=7)
 
-# Asked at a run's first activation, and only by a task whose attempts run in a given
-# thread (`runIn`): a run of a task without it never asks, so older histories replay as
-# they were recorded.
+# Asked at a run's first activation, only by a task whose attempts run in a given thread
+# (`runIn`): a run of a task without it never asks, so older histories replay as recorded.
 RUN_IN_THREAD_PATCH = "task-run-in-thread-v1"
-# Asked at every run's first activation: an attempt's thread is started with the
-# cancellation type ABANDON, so that ending the attempt's work never asks Temporal to
-# cancel the thread (which ended it cancelled, recording nothing, when the request beat the
-# soft terminate the task sends it). Runs recorded before it replay their cancel requests.
+# Attempt threads start with cancellation ABANDON: the task's soft terminate closes them.
 ABANDON_THREAD_PATCH = "task-thread-abandon-v1"
+_CANCEL = workflow.ChildWorkflowCancellationType
 
 
 class AttemptControls(Protocol):
@@ -99,27 +96,20 @@ class AttemptLoop:
         self._controls = controls
         self._dependencies = dependencies
         self._thread_id: str | None = None
-        # The thread the task's attempts run as turns of (`runIn`), under the patch;
-        # None: each attempt starts a thread of its own.
+        # The thread the attempts run as turns of (`runIn`); None: each starts its own.
         self._given_thread: str | None = None
-        self._thread_cancellation = (
-            workflow.ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED
-        )
+        self._thread_cancellation = _CANCEL.WAIT_CANCELLATION_COMPLETED
         self.started = False  # task.started written in this run: attempts have begun
         self._stage: Stage = "waiting"
         self._made = 0  # attempts made since this run (or a retry) of the task began
         self._retry_due = False  # the last attempt failed: `task.retrying` comes next
 
     def begin(self, task: TaskRecord) -> None:
-        """At the run's first activation: whether the attempts run in a given thread, and
-        how an attempt's own thread is started."""
+        """At the run's first activation: the given thread, and how attempt threads start."""
         if task.run_in is not None and workflow.patched(RUN_IN_THREAD_PATCH):
             self._given_thread = task.run_in.thread_id
-        self._thread_cancellation = (
-            workflow.ChildWorkflowCancellationType.ABANDON
-            if workflow.patched(ABANDON_THREAD_PATCH)
-            else workflow.ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED
-        )
+        if workflow.patched(ABANDON_THREAD_PATCH):
+            self._thread_cancellation = _CANCEL.ABANDON
 
     async def work(self, log: TaskLog, carried: TaskRunCarry | None = None) -> Resting | None:
         """Start (when held, once started), wait for the dependencies, run the attempts;
