@@ -19,7 +19,12 @@ sys.path.insert(0, str(HERE))
 
 from scenarios import DRIVERS, IDLE_CONTINUED, LONG_THREAD, SUBAGENTS, Probe  # noqa: E402
 from support import local_stack, run_histories, scratch_config  # noqa: E402
-from task_scenarios import TASK_COMMANDS, drive_task_commands  # noqa: E402
+from task_scenarios import (  # noqa: E402
+    TASK_COMMANDS,
+    TASK_TEMPORAL_CANCEL,
+    drive_task_commands,
+    drive_task_temporal_cancel,
+)
 
 
 async def record(out: Path, only: set[str]) -> None:
@@ -28,18 +33,26 @@ async def record(out: Path, only: set[str]) -> None:
         for name, drive in DRIVERS.items():
             if not only or name in only:
                 await drive(client, scripted, _config(address), _recorder(client, name, out))
-        if not only or TASK_COMMANDS in only:
-            await _record_tasks(client, scripted, address, out / "tasks")
+        for name, drive_tasks in TASK_DRIVERS.items():
+            if not only or name in only:
+                await _record_tasks(client, scripted, address, out / "tasks", drive_tasks)
 
 
-async def _record_tasks(client: Any, scripted: Any, address: str, out: Path) -> None:
-    """The task scenario's `TaskRun` histories (each task ran once: one run each)."""
-    recorded = await drive_task_commands(client, scripted, _config(address), "record")
+async def _record_tasks(client: Any, scripted: Any, address: str, out: Path, drive: Any) -> None:
+    """A task scenario's `TaskRun` histories (each task ran once: one run each)."""
+    recorded = await drive(client, scripted, _config(address), "record")
     out.mkdir(exist_ok=True)
     for name, task_id in recorded.items():
         history = await client.get_workflow_handle(task_id).fetch_history()
         (out / f"{name}.json").write_text(history.to_json())
         print(f"recorded {name}: {len(history.events)} events")
+
+
+# The task scenarios, by the name that records them.
+TASK_DRIVERS = {
+    TASK_COMMANDS: drive_task_commands,
+    TASK_TEMPORAL_CANCEL: drive_task_temporal_cancel,
+}
 
 
 def _config(address: str) -> Any:

@@ -5,6 +5,7 @@ One task uses every kind of command a run can take while it waits or runs: held
 (`autoStart: false`), linked to a dependency, started, paused while its first attempt
 runs, given progress while paused, resumed, and retried after that attempt failed. Its
 dependency is a second task, started by command, that tells it when it completed.
+A third scenario's task is cancelled through Temporal while its attempt runs.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from weft.workers.agent_worker import AgentWorker
 from weft.workers.scripted_model import ScriptedModelServer
 
 TASK_COMMANDS = "task_commands"
+TASK_TEMPORAL_CANCEL = "task_temporal_cancel"
 ANSWER_SCHEMA = {
     "type": "object",
     "required": ["answer"],
@@ -96,3 +98,26 @@ async def drive_task_commands(
         f"{TASK_COMMANDS}_task": task.task_id,
         f"{TASK_COMMANDS}_dependency": dependency.task_id,
     }
+
+
+async def drive_task_temporal_cancel(
+    client: Any, scripted: ScriptedModelServer, config: Any, queue: str
+) -> dict[str, str]:
+    """A task whose run is cancelled through Temporal while its attempt runs: the run
+    writes its own end and returns (patch `task-temporal-cancel-v1`)."""
+    script = add_script(scripted, _SLOW)
+    async with AgentWorker(
+        client,
+        config,
+        definitions=agent_definitions(script),
+        task_queue=f"{queue}-{TASK_TEMPORAL_CANCEL}",
+        scripted=scripted,
+    ) as worker:
+        assert worker.store is not None
+        tasks = Tasks(client, worker.store, task_queue=worker.task_queue)
+        task = await tasks.create("Answer with JSON.", "helper")
+        await until(lambda: tasks.get(task.task_id).attempts, "the first attempt started")
+        await client.get_workflow_handle(task.task_id).cancel(reason="recorded")
+        done = await _ended(tasks, task.task_id)
+        assert done.status == "cancelled", done
+    return {TASK_TEMPORAL_CANCEL: task.task_id}

@@ -4,7 +4,9 @@ tests/histories/tasks/ holds the runs of tests/task_scenarios.py, recorded with
 `python tests/record_histories.py task_commands`: a task held, linked, started, paused
 while its first attempt ran, resumed and retried; and the dependency that told it it had
 completed. Beside them, the runs of a task that continued as new from each of its rests
-(`WEFT_RECORD_TASK_HISTORIES=1` on tests/test_task_continue_as_new.py). A change to the commands `TaskRun` issues needs `workflow.patched`, and these
+(`WEFT_RECORD_TASK_HISTORIES=1` on tests/test_task_continue_as_new.py), and a task
+cancelled through Temporal while its attempt ran, which wrote its own end
+(`python tests/record_histories.py task_temporal_cancel`). A change to the commands `TaskRun` issues needs `workflow.patched`, and these
 histories must keep replaying (record new ones next to them).
 """
 
@@ -31,7 +33,11 @@ from weft.transport.codec import data_converter
 from weft.workers.workflow_runner import workflow_runner
 from weft.workflows.tasks import task_attempts
 from weft.workflows.tasks.task_continuation import CONTINUE_AS_NEW_PATCH
-from weft.workflows.tasks.task_run import TASK_COMMANDS_PATCH, TaskRunWorkflow
+from weft.workflows.tasks.task_run import (
+    TASK_COMMANDS_PATCH,
+    TEMPORAL_CANCEL_PATCH,
+    TaskRunWorkflow,
+)
 
 FOLDER = Path(__file__).parent / "histories" / "tasks"
 HISTORIES = sorted(FOLDER.glob("*.json"))
@@ -39,6 +45,7 @@ TASK = FOLDER / "task_commands_task.json"
 # The runs of one task that continued as new from each of its rests (held, queued, paused
 # between attempts), recorded by tests/test_task_continue_as_new.py.
 CONTINUED = sorted(FOLDER.glob("task_continue_as_new_run*.json"))
+TEMPORAL_CANCEL = FOLDER / "task_temporal_cancel.json"
 
 
 def history_of(path: Path) -> WorkflowHistory:
@@ -77,6 +84,7 @@ def test_the_task_histories_are_committed():
     assert [p.stem for p in HISTORIES if p not in CONTINUED] == [
         "task_commands_dependency",
         "task_commands_task",
+        "task_temporal_cancel",
     ]
     attempts = _names(TASK, "activityTaskScheduledEventAttributes", "activityType.name")
     assert attempts == [ACTIVITY_TASK_ATTEMPT, ACTIVITY_TASK_ATTEMPT]
@@ -93,7 +101,18 @@ def test_the_task_histories_are_committed():
             if path in CONTINUED
             else [TASK_COMMANDS_PATCH]
         )
+        if path == TEMPORAL_CANCEL:
+            patches = [
+                TASK_COMMANDS_PATCH,
+                TEMPORAL_CANCEL_PATCH,
+                CONTINUE_AS_NEW_PATCH,
+                task_attempts.ABANDON_THREAD_PATCH,
+            ]
         assert markers == patches
+    cancelled = _names(TEMPORAL_CANCEL, "workflowExecutionCancelRequestedEventAttributes", "cause")
+    assert cancelled == ["recorded"]  # the run went on from Temporal's cancel, and returned
+    closed = json.loads(TEMPORAL_CANCEL.read_text())["events"][-1]
+    assert "workflowExecutionCompletedEventAttributes" in closed
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])

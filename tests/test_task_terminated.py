@@ -2,7 +2,8 @@
 own: the readers that ask Temporal (`Tasks.show`, `list_checked`, `wait`, GET /tasks and
 /tasks/{id}, `weft task get|wait|list`) and the commands that find the run gone record the
 end Temporal states, once, with the running attempt's end, and close the attempt's thread;
-`cancel` then says the task has ended, and `retry` runs it again as a failed task."""
+`cancel` then says the task has ended, and `retry` runs it again as a failed task.
+A run cancelled through Temporal (not terminated) writes its own end, as `cancel` does."""
 
 from __future__ import annotations
 
@@ -144,8 +145,7 @@ async def test_a_command_on_a_terminated_task_records_its_end(
     start_worker: StartWorker, temporal_client: Client, scripted_server: ScriptedModelServer
 ) -> None:
     """`cancel` of a task whose run was terminated (the store still saying it runs) finds
-    the run gone: the end is recorded and the cancel refused, naming it; a run cancelled
-    through Temporal ends the task `cancelled`."""
+    the run gone: the end is recorded and the cancel refused, naming it."""
     worker = await start_worker(agent_definitions(add_script(scripted_server, _SLOW)))
     store = store_of(worker)
     tasks = Tasks(temporal_client, store, task_queue=worker.task_queue)
@@ -156,15 +156,32 @@ async def test_a_command_on_a_terminated_task_records_its_end(
         await tasks.cancel(terminated, "stop")
     assert [e["type"] for e in _ends(tasks, terminated)] == ["task.failed"]
 
-    cancelled = (await tasks.create("Work slowly.", "helper")).task_id
-    await _running_attempt(tasks, store, cancelled)
-    await temporal_client.get_workflow_handle(cancelled).cancel()
-    ended = await asyncio.wait_for(tasks.wait(cancelled), timeout=60)
-    assert ended.status == "cancelled", ended
-    assert ended.reason == "its run was cancelled through Temporal"
-    assert ended.attempts[0].status == "cancelled"
-    [end] = _ends(tasks, cancelled)
-    assert end["type"] == "task.cancelled" and end["payload"]["closedAs"] == "cancelled"
+
+async def test_a_task_cancelled_through_temporal_ends_itself_and_closes_its_thread(
+    start_worker: StartWorker, temporal_client: Client, scripted_server: ScriptedModelServer
+) -> None:
+    """A run cancelled through Temporal (its UI's Cancel) ends as `cancel` ends it: its
+    own `task.cancel_requested`, the attempt's end and `task.cancelled` with Temporal's
+    reason, its attempt's thread closed at once (no reader asks first), and the run returns
+    its record (a job's item would record the task's end)."""
+    worker = await start_worker(agent_definitions(add_script(scripted_server, _SLOW)))
+    store = store_of(worker)
+    tasks = Tasks(temporal_client, store, task_queue=worker.task_queue)
+    task_id = (await tasks.create("Work slowly.", "helper")).task_id
+    running = await _running_attempt(tasks, store, task_id)
+    run = temporal_client.get_workflow_handle(task_id)
+    await run.cancel(reason="not needed")
+    await _thread_closed(temporal_client, running.attempts[0].thread_id)
+    returned = TaskRecord.model_validate(await asyncio.wait_for(run.result(), timeout=60))
+    assert returned.status == "cancelled", returned
+    reason = "its run was cancelled through Temporal: not needed"
+    assert returned.reason == reason and returned.attempts[0].status == "cancelled"
+    assert (await run.describe()).status == WorkflowExecutionStatus.COMPLETED
+    ends = [e["type"] for e in _log(tasks, task_id)][-3:]
+    assert ends == ["task.cancel_requested", "task.attempt.failed", "task.cancelled"]
+    ended = await asyncio.wait_for(tasks.wait(task_id), timeout=60)
+    assert ended.status == "cancelled" and ended.reason == reason
+    assert [e["type"] for e in _ends(tasks, task_id)] == ["task.cancelled"]
 
 
 async def test_the_cli_reads_a_terminated_task(

@@ -58,6 +58,11 @@ INVALID_TASK_INPUT = "InvalidTaskRunInput"
 # Asked once, at the run's first activation: runs from before the task commands keep their
 # commands (the attempt's retry policy, writes one at a time, `task.lose`).
 TASK_COMMANDS_PATCH = "task-commands-v1"
+# Asked once, at the run's first activation: a run cancelled through Temporal (its UI or
+# CLI) ends as `cancel_task` ends it; older runs ended CANCELED and replay so.
+TEMPORAL_CANCEL_PATCH = "task-temporal-cancel-v1"
+# The longest reason a cancel carries into the task's log (`CancelTask.reason`).
+_REASON_LIMIT = 4096
 
 
 @workflow.defn(name=TASK_WORKFLOW_TYPE)
@@ -112,6 +117,7 @@ class TaskRunWorkflow:
                 non_retryable=True,
             ) from None
         self._commands = workflow.patched(TASK_COMMANDS_PATCH)
+        ends_own_cancel = workflow.patched(TEMPORAL_CANCEL_PATCH)
         self._continuation.begin(
             enabled=self._commands and workflow.patched(CONTINUE_AS_NEW_PATCH),
             after_events=start.continue_after_events,
@@ -135,6 +141,15 @@ class TaskRunWorkflow:
                 )
             except TimeoutError:
                 timed_out = True
+                break
+            except asyncio.CancelledError:
+                # Cancelled through Temporal, not `cancel_task`: ended as that cancel ends
+                # it, so the attempt's thread is closed now (it was started ABANDON) and
+                # the run returns its record to its parent (a job) instead of failing it.
+                if not ends_own_cancel:
+                    raise
+                if controls.cancel is None:
+                    controls.on_cancel({"reason": _temporal_cancel_reason()})
                 break
             if work.done() or controls.deadline_moves == moves:
                 break
@@ -291,3 +306,10 @@ class TaskRunWorkflow:
     @fail_task.validator
     def _check_fail(self, raw: Any = None) -> None:
         self._controls.check_fail(raw)
+
+
+def _temporal_cancel_reason() -> str:
+    """The task's end reason for a cancel through Temporal, with the reason it was given."""
+    given = workflow.cancellation_reason()
+    said = f": {given}" if given else ""
+    return f"its run was cancelled through Temporal{said}"[:_REASON_LIMIT]
