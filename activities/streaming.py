@@ -157,6 +157,8 @@ class Heartbeater:
         self._timer: asyncio.TimerHandle | None = None
 
     async def __aenter__(self) -> Heartbeater:
+        if activity.info().is_local:
+            return self  # a local activity has no heartbeat (a quick tool's `tool.call`)
         if self._wait_first:
             self._next()
         else:

@@ -74,11 +74,13 @@ from scenario import (  # noqa: E402
     SCRIPT,
     USER_TEXT,
     add_eager_flag,
+    add_quick_tools_flag,
     add_script,
     add_tool,
     bench_definitions,
     eager_worker,
     floor_input,
+    use_quick_tools,
 )
 from support import (  # noqa: E402
     local_stack,
@@ -466,5 +468,8 @@ if __name__ == "__main__":
         help="runs per side and K (medians; the paired ratio needs several)",
     )
     add_eager_flag(parser)
+    add_quick_tools_flag(parser)
     args = parser.parse_args()
+    use_quick_tools(args.quick_tools)
+    print(f"weft's add tool: {'quick (local activities)' if args.quick_tools else 'an activity'}")
     asyncio.run(main([int(k) for k in args.steps.split(",")], args.runs, args.eager))

@@ -58,10 +58,12 @@ from scenario import (  # noqa: E402
     SCRIPT,
     USER_TEXT,
     add_eager_flag,
+    add_quick_tools_flag,
     add_script,
     bench_definitions,
     eager_worker,
     floor_input,
+    use_quick_tools,
 )
 from sqlalchemy import select  # noqa: E402
 from support import local_stack, read, start_thread  # noqa: E402
@@ -542,12 +544,15 @@ if __name__ == "__main__":
         help="weft's stores, comma-separated (the floor always runs: it is the reference)",
     )
     add_eager_flag(parser)
+    add_quick_tools_flag(parser)
     parser.add_argument(
         "--sticky-schedule-to-start",
         type=float,
         help="weft's workers' stickyScheduleToStartSeconds (default: weft's own)",
     )
     args = parser.parse_args()
+    use_quick_tools(args.quick_tools)  # the worker subprocesses inherit it
+    print(f"weft's add tool: {'quick (local activities)' if args.quick_tools else 'an activity'}")
     sizes = [int(n) for n in args.threads.split(",")]
     counts = [int(n) for n in args.workers.split(",")]
     stores = args.stores.split(",")

@@ -10,6 +10,7 @@ subprocess loads); the floor takes the prompt and the tool from those definition
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,22 @@ EAGER: dict[str, dict[str, Any]] = {
         "eager_max_loop_lag_ms": None,
     },
 }
+
+
+def add_quick_tools_flag(parser: argparse.ArgumentParser) -> None:
+    """The benches' `--quick-tools` flag."""
+    parser.add_argument(
+        "--quick-tools",
+        action="store_true",
+        help="define weft's add tool quick: its calls run as local activities "
+        "(the floor keeps its activity); set before the definitions load",
+    )
+
+
+def use_quick_tools(quick: bool) -> None:
+    """Make weft's add tool quick (or not) for this process and the workers it starts
+    (bench/definitions/tools/add.py reads the variable when it loads)."""
+    os.environ["WEFT_BENCH_QUICK_TOOLS"] = "1" if quick else "0"
 
 
 def eager_worker(choice: str) -> WorkerConfig:

@@ -257,6 +257,13 @@ class ToolSpec(CamelModel):
     target: str | None = Field(
         default=None, description="the agent a subagent/handoff tool runs, the prompt a prompt tool"
     )
+    # Left out of the spec's JSON when false, so the definitions digests of tools that
+    # are not quick stay what they were before the field (docs/defining-agents.md).
+    quick: bool = Field(
+        default=False,
+        exclude_if=lambda quick: not quick,
+        description="a function tool run as a local activity, in the thread's workflow task",
+    )
 
 
 class EffectSpec(CamelModel):

@@ -35,7 +35,8 @@ class FunctionTool:
 
     `variables` declares the env values it needs (required ones are checked when a thread
     starts). `side_effects=False` is refused (docs/definitions-fields.md): every tool is
-    treated as having side effects.
+    treated as having side effects. `quick` runs it as a Temporal local activity
+    (docs/defining-agents.md, "Quick tools").
     """
 
     name: str
@@ -44,11 +45,16 @@ class FunctionTool:
     execute: Callable[..., Any]
     side_effects: bool = True
     variables: dict[str, VariableDef] = field(default_factory=dict)
+    quick: bool = False
 
     def spec(self) -> ToolSpec:
-        """What the model sees: name, description and the JSON schema of the arguments."""
+        """What the model sees (name, description and the JSON schema of the arguments),
+        and how the worker runs it."""
         return ToolSpec(
-            name=self.name, description=self.description, parameters=self.args.model_json_schema()
+            name=self.name,
+            description=self.description,
+            parameters=self.args.model_json_schema(),
+            quick=self.quick,
         )
 
     @property
@@ -65,8 +71,14 @@ def define_tool(
     name: str | None = None,
     side_effects: bool = True,
     variables: list[dict[str, Any]] | dict[str, Any] | None = None,
+    quick: bool = False,
 ) -> FunctionTool:
-    """Define a function tool; in a `tools/NAME.py` file the name defaults to NAME."""
+    """Define a function tool; in a `tools/NAME.py` file the name defaults to NAME.
+
+    `quick=True` promises the tool ends within a second or two: each call then runs as a
+    Temporal local activity in the thread's own workflow task (one activity round trip
+    and one workflow task fewer a call), without heartbeats (docs/defining-agents.md,
+    "Quick tools")."""
     source = f"tool {name or getattr(execute, '__name__', '?')!r}"
     if not (isinstance(args, type) and issubclass(args, BaseModel)):
         raise DefinitionError(source, "args", "must be a pydantic BaseModel subclass")
@@ -74,6 +86,8 @@ def define_tool(
         raise DefinitionError(source, "execute", "must be callable as execute(state, args)")
     if not description.strip():
         raise DefinitionError(source, "description", "must not be empty")
+    if not isinstance(quick, bool):
+        raise DefinitionError(source, "quick", f"must be true or false, not {quick!r}")
     try:
         declared = _VARIABLES.validate_python(variables_by_name(variables or {}))
     except (ValueError, ValidationError) as err:
@@ -86,6 +100,7 @@ def define_tool(
         execute=execute,
         side_effects=side_effects,
         variables=declared,
+        quick=quick,
     )
 
 

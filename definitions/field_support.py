@@ -48,6 +48,7 @@ _CATALOG = "contract/tool_catalog.py"
 _REGISTRY = "workflows/subagents/registry.py"
 _SUBAGENT_TYPES = "contract/subagents.py"
 _TOOL_EXECUTE = "activities/tool_execute.py"
+_TOOL_RUNNER = "workflows/tool_runner.py"
 _OPENAI = "activities/providers/openai_chat.py"
 _CONTEXT_LIMITS = "contract/context_tokens.py"
 _STOP = "workflows/stop_rules.py"
@@ -212,6 +213,7 @@ FIELDS: dict[str, Support] = {
     "define_tool.args": _I(_TOOL_EXECUTE, "argument schema, validated"),
     "define_tool.execute": _I(_TOOL_EXECUTE, "run by tool.call"),
     "define_tool.variables": _I(_VARIABLES, "declared env values, checked at thread start"),
+    "define_tool.quick": _I(_TOOL_RUNNER, "run as a local activity (weft's own field)"),
     "define_tool.side_effects": _R(
         "every tool is treated as having side effects: a call interrupted past its retries "
         "is reported to the model as outcome_unknown whatever this says"

@@ -16,15 +16,18 @@ from typing import Any
 
 from pydantic import BaseModel
 from support import (
+    CityArgs,
     add_script,
     agent_definitions,
     idle_after,
     start_thread,
     store_of,
     wait_until,
+    weather,
 )
 
 from weft.contract.definitions import ToolRef
+from weft.definitions import define_tool
 from weft.workers.agent_worker import AgentWorker
 from weft.workers.scripted_model import ScriptedModelServer
 
@@ -134,6 +137,13 @@ HITL: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 }
 
 
+def _scenario_worker(
+    client: Any, scripted: ScriptedModelServer, config: Any, queue: str, definitions: Any
+) -> AgentWorker:
+    """A scenario's own worker: its definitions on its own task queue, the scripted model."""
+    return AgentWorker(client, config, definitions=definitions, task_queue=queue, scripted=scripted)
+
+
 async def _scenario(
     client: Any,
     scripted: ScriptedModelServer,
@@ -144,12 +154,8 @@ async def _scenario(
     extra: dict[str, Any] | None = None,
 ) -> None:
     model = add_script(scripted, script)
-    async with AgentWorker(
-        client,
-        config,
-        definitions=agent_definitions(model, **(extra or {})),
-        task_queue=f"{probe.queue}-{name}",
-        scripted=scripted,
+    async with _scenario_worker(
+        client, scripted, config, f"{probe.queue}-{name}", agent_definitions(model, **(extra or {}))
     ) as worker:
         handle = await start_thread(
             client,
@@ -198,12 +204,8 @@ async def _two_turns(
     """A thread over several runs: a first message, a second queued once the first turn is
     done; quiet once the second turn is done (on run `runs`, when given), then terminated."""
     model = add_script(scripted, script)
-    async with AgentWorker(
-        client,
-        config,
-        definitions=agent_definitions(model),
-        task_queue=f"{probe.queue}-{name}",
-        scripted=scripted,
+    async with _scenario_worker(
+        client, scripted, config, f"{probe.queue}-{name}", agent_definitions(model)
     ) as worker:
         started = await start_thread(
             client,
@@ -283,12 +285,8 @@ async def _subagents(client: Any, scripted: ScriptedModelServer, config: Any, pr
     definitions.prompts["boss_prompt"].tools[1] = ToolRef.model_validate(
         {"name": "keeper", "resumable": True}
     )
-    async with AgentWorker(
-        client,
-        config,
-        definitions=definitions,
-        task_queue=f"{probe.queue}-{SUBAGENTS}",
-        scripted=scripted,
+    async with _scenario_worker(
+        client, scripted, config, f"{probe.queue}-{SUBAGENTS}", definitions
     ) as worker:
         handle = await start_thread(
             client, worker.task_queue, agent="boss", messages=[{"role": "user", "content": "go"}]
@@ -338,12 +336,8 @@ async def _prompt_tool(
         },
     )
     definitions = prompt_tool_definitions(main, advisor, deep=deep)
-    async with AgentWorker(
-        client,
-        config,
-        definitions=definitions,
-        task_queue=f"{probe.queue}-{PROMPT_TOOL}",
-        scripted=scripted,
+    async with _scenario_worker(
+        client, scripted, config, f"{probe.queue}-{PROMPT_TOOL}", definitions
     ) as worker:
         handle = await start_thread(
             client, worker.task_queue, messages=[{"role": "user", "content": "hello"}]
@@ -382,12 +376,8 @@ async def _hooks(client: Any, scripted: ScriptedModelServer, config: Any, probe:
     definitions = hook_definitions(
         model, agent_hooks=["created_audit", "stamp", "guard", "success_audit", "refuse_explosions"]
     )
-    async with AgentWorker(
-        client,
-        config,
-        definitions=definitions,
-        task_queue=f"{probe.queue}-{HOOKS}",
-        scripted=scripted,
+    async with _scenario_worker(
+        client, scripted, config, f"{probe.queue}-{HOOKS}", definitions
     ) as worker:
         handle = await start_thread(
             client, worker.task_queue, messages=[{"role": "user", "content": "hello"}]
@@ -435,12 +425,8 @@ async def _asks(client: Any, scripted: ScriptedModelServer, config: Any, probe: 
             ]
         },
     )
-    async with AgentWorker(
-        client,
-        config,
-        definitions=agent_definitions(model),
-        task_queue=f"{probe.queue}-{ASKS}",
-        scripted=scripted,
+    async with _scenario_worker(
+        client, scripted, config, f"{probe.queue}-{ASKS}", agent_definitions(model)
     ) as worker:
         handle = await start_thread(client, worker.task_queue, options={"modelMaxAttempts": 1})
         threads = Threads(client, task_queue=worker.task_queue)
@@ -514,12 +500,8 @@ async def _effects(client: Any, scripted: ScriptedModelServer, config: Any, prob
             ]
         },
     )
-    async with AgentWorker(
-        client,
-        config,
-        definitions=effect_definitions(model),
-        task_queue=f"{probe.queue}-{EFFECTS}",
-        scripted=scripted,
+    async with _scenario_worker(
+        client, scripted, config, f"{probe.queue}-{EFFECTS}", effect_definitions(model)
     ) as worker:
         handle = await start_thread(
             client, worker.task_queue, messages=[{"role": "user", "content": "hello"}]
@@ -563,12 +545,8 @@ async def _mcp(client: Any, scripted: ScriptedModelServer, config: Any, probe: P
     )
     definitions = agent_definitions(model, tools=["weather", {"mcp": "tools"}])
     definitions.add(stdio_server(allow=["add", "add_tool", "ask_name", "shiny"]))
-    async with AgentWorker(
-        client,
-        config,
-        definitions=definitions,
-        task_queue=f"{probe.queue}-{MCP}",
-        scripted=scripted,
+    async with _scenario_worker(
+        client, scripted, config, f"{probe.queue}-{MCP}", definitions
     ) as worker:
         handle = await start_thread(
             client, worker.task_queue, messages=[{"role": "user", "content": "start"}]
@@ -623,12 +601,8 @@ async def _truthful(client: Any, scripted: ScriptedModelServer, config: Any, pro
     definitions = agent_definitions(model, tools=["weather", "wait"]).add(
         define_tool(name="wait", description="Waits", args=_Wait, execute=_wait)
     )
-    async with AgentWorker(
-        client,
-        config,
-        definitions=definitions,
-        task_queue=f"{probe.queue}-{TRUTHFUL}",
-        scripted=scripted,
+    async with _scenario_worker(
+        client, scripted, config, f"{probe.queue}-{TRUTHFUL}", definitions
     ) as worker:
         handle = await start_thread(
             client, worker.task_queue, messages=[{"role": "user", "content": "hello"}]
@@ -641,6 +615,48 @@ async def _truthful(client: Any, scripted: ScriptedModelServer, config: Any, pro
             if store_of(worker).events.read(handle.id, types=["tool.started"]):
                 break
             await asyncio.sleep(0.05)
+        await terminate(probe, worker, handle)
+
+
+# A quick tool (`define_tool(quick=True)`): its calls are local activities, beside an
+# activity call in the same step.
+QUICK_TOOL = "quick_tool"
+QUICK_SCRIPT: dict[str, Any] = {
+    "replies": [
+        {
+            "tool_calls": [
+                {"name": "quick_weather", "arguments": {"city": "Rome"}},
+                {"name": "weather", "arguments": {"city": "Oslo"}},
+                {"name": "quick_weather", "arguments": {"city": "Bergen"}},
+            ]
+        },
+        {"tool_calls": [{"name": "quick_weather", "arguments": {"city": "Paris"}}]},
+        {"text": "all sunny"},
+    ]
+}
+
+
+async def _quick_tool(
+    client: Any, scripted: ScriptedModelServer, config: Any, probe: Probe
+) -> None:
+    model = add_script(scripted, QUICK_SCRIPT)
+    definitions = agent_definitions(model, tools=["weather", "quick_weather"]).add(
+        define_tool(
+            name="quick_weather",
+            description="Weather for a city, quickly",
+            args=CityArgs,
+            execute=weather,
+            quick=True,
+        )
+    )
+    async with _scenario_worker(
+        client, scripted, config, f"{probe.queue}-{QUICK_TOOL}", definitions
+    ) as worker:
+        handle = await start_thread(
+            client, worker.task_queue, messages=[{"role": "user", "content": "weather?"}]
+        )
+        await wait_until(handle, idle_after(1))
+        await probe.quiet(worker, handle)
         await terminate(probe, worker, handle)
 
 
@@ -704,4 +720,5 @@ DRIVERS: dict[str, Driver] = {
     MCP: _mcp,
     TRUTHFUL: _truthful,
     DEFINITIONS_CHECK: _definitions_check,
+    QUICK_TOOL: _quick_tool,
 }

@@ -15,6 +15,8 @@ from support import (
     read,
     run_histories,
     start_thread,
+    stored_events,
+    until,
     wait_until,
 )
 from temporalio.api.enums.v1 import EventType
@@ -54,18 +56,15 @@ async def settled_history(client: Client, workflow_id: str, run_id: str) -> Work
 
 async def idle_continuations(worker: AgentWorker, thread_id: str, count: int) -> list[Event]:
     """The log's `continuedAsNew` transitions, once it holds `count` of them (bounded)."""
-    assert worker.store is not None
-    deadline = asyncio.get_running_loop().time() + 30
-    while True:
-        continued = [
-            e
-            for e in worker.store.events.read(thread_id, limit=10_000)
-            if e.type == "thread.updated" and "continuedAsNew" in (e.payload or {})
-        ]
-        if len(continued) >= count:
-            return continued
-        assert asyncio.get_running_loop().time() < deadline, f"only {len(continued)} transitions"
-        await asyncio.sleep(0.05)
+
+    def continued() -> list[Event]:
+        updates = stored_events(worker, thread_id, "thread.updated")
+        return [e for e in updates if "continuedAsNew" in (e.payload or {})]
+
+    found: list[Event] = await until(
+        lambda: len(c := continued()) >= count and c, f"{count} idle continuations"
+    )
+    return found
 
 
 async def test_an_idle_thread_continues_as_new_once_and_answers_on_the_new_run(

@@ -78,6 +78,7 @@ async def start_within_budget(
     limits: Limits,
     summary: str | None = None,
     wait_for_cancel: bool = False,
+    local: bool = False,
 ) -> tuple[workflow.ActivityHandle[Result], Carried]:
     """Start `activity`; when `payload` is over the thread's payload budget, persist what it
     carries first.
@@ -87,29 +88,49 @@ async def start_within_budget(
     `wait_for_cancel`, cancelling the handle waits until the activity has stopped (or timed
     out), so what the thread records next is true of it. Returns the handle and what the
     started input still carries (nothing, after persisting).
+
+    `local` runs it as a local activity on this worker, inside the workflow task: no
+    round trip to the server and no workflow task of its own, but no heartbeat either (a
+    lost worker is noticed by the workflow task's timeout, and the call runs again).
     """
     if encoded_size(payload) > mem.start.options.payload_budget_bytes:
         await outbox.persist_first(carried.events, carried.messages)
         carried = Carried()
         payload = payload.model_copy(update=without_carried)
     outbox.show_details()
+    cancellation_type = (
+        ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
+        if wait_for_cancel
+        else ActivityCancellationType.TRY_CANCEL
+    )
+    retry_policy = RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        maximum_interval=timedelta(seconds=30),
+        maximum_attempts=limits.max_attempts,
+    )
+    timeout = timedelta(seconds=limits.timeout_seconds)
+    if local:
+        # Not watched by the history gauge: the activation a local activity resumes is
+        # no safe place to read the history's length (workflows/history_gauge.py).
+        local_handle: workflow.ActivityHandle[Result] = workflow.start_local_activity(
+            activity,
+            payload,
+            result_type=result_type,
+            summary=summary,
+            cancellation_type=cancellation_type,
+            start_to_close_timeout=timeout,
+            retry_policy=retry_policy,
+        )
+        return local_handle, carried
     handle = workflow.start_activity(
         activity,
         payload,
         result_type=result_type,
         summary=summary,
-        cancellation_type=(
-            ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
-            if wait_for_cancel
-            else ActivityCancellationType.TRY_CANCEL
-        ),
-        start_to_close_timeout=timedelta(seconds=limits.timeout_seconds),
+        cancellation_type=cancellation_type,
+        start_to_close_timeout=timeout,
         heartbeat_timeout=timedelta(seconds=limits.heartbeat_seconds),
-        retry_policy=RetryPolicy(
-            initial_interval=timedelta(seconds=1),
-            maximum_interval=timedelta(seconds=30),
-            maximum_attempts=limits.max_attempts,
-        ),
+        retry_policy=retry_policy,
     )
     mem.history.watch(handle)
     return handle, carried

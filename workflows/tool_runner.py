@@ -1,7 +1,9 @@
 """Runtime §3 steps 5-6: run a step's tool calls sequentially and persist their results.
 
 Each call is one `tool.call` activity that also writes the result message, under an id
-drawn once per call, so a retried attempt stores nothing twice."""
+drawn once per call, so a retried attempt stores nothing twice. A function tool defined
+`quick` runs it as a local activity, in the workflow task that decided it
+(docs/defining-agents.md, "Quick tools")."""
 
 from __future__ import annotations
 
@@ -207,7 +209,10 @@ class ToolRunner:
             self._records.result(call, side, turn_id, step_id, local, scope)
             succeeded = local.status == "success"
             return ToolOutcome(call, succeeded, blocked, None if succeeded else local.error)
-        return await self._run_activity(call, prior, side, turn_id, step_id, agent, scope, mcp)
+        quick = spec is not None and spec.quick and mcp is None
+        return await self._run_activity(
+            call, prior, side, turn_id, step_id, agent, scope, mcp, quick=quick
+        )
 
     def _stopped(self) -> str | None:
         """Why the step's calls must stop (terminate, or interrupt_turn), if they must."""
@@ -239,7 +244,10 @@ class ToolRunner:
         agent: str | None,
         scope: PromptScope | None,
         mcp: McpToolTarget | None = None,
+        *,
+        quick: bool = False,
     ) -> ToolOutcome:
+        """Run the call as `tool.call`: a local activity for a tool defined `quick`."""
         mem, budget = self._mem, self._mem.start.options.payload_budget_bytes
         message_id, position = mem.new_id("msg"), mem.reserve_position()
         size = encoded_size(call)
@@ -297,6 +305,7 @@ class ToolRunner:
             # Terminate records the call aborted only once it has stopped (a tool with
             # effects may still be running otherwise); a late result then writes nothing.
             wait_for_cancel=mem.truthful_log,
+            local=quick,
         )
         self._in_flight.track(handle, turn_work=True)
         try:

@@ -1,4 +1,9 @@
-"""The benchmark's tool: as cheap as a tool gets, so what is measured is the runtime."""
+"""The benchmark's tool: as cheap as a tool gets, so what is measured is the runtime.
+
+`WEFT_BENCH_QUICK_TOOLS=1` (the benches' `--quick-tools`, bench/scenario.py) defines it
+`quick`: its calls run as local activities (docs/defining-agents.md, "Quick tools")."""
+
+import os
 
 from pydantic import BaseModel
 
@@ -15,4 +20,9 @@ async def add(state: ThreadState, args: AddArgs) -> int:
     return args.a + args.b
 
 
-tool = define_tool(description="Add two integers", args=AddArgs, execute=add)
+tool = define_tool(
+    description="Add two integers",
+    args=AddArgs,
+    execute=add,
+    quick=os.environ.get("WEFT_BENCH_QUICK_TOOLS") == "1",
+)
