@@ -16,18 +16,16 @@ from typing import Any
 
 from pydantic import BaseModel
 from support import (
-    CityArgs,
     add_script,
     agent_definitions,
     idle_after,
+    quick_weather_tool,
     start_thread,
     store_of,
     wait_until,
-    weather,
 )
 
 from weft.contract.definitions import ToolRef
-from weft.definitions import define_tool
 from weft.workers.agent_worker import AgentWorker
 from weft.workers.scripted_model import ScriptedModelServer
 
@@ -641,13 +639,7 @@ async def _quick_tool(
 ) -> None:
     model = add_script(scripted, QUICK_SCRIPT)
     definitions = agent_definitions(model, tools=["weather", "quick_weather"]).add(
-        define_tool(
-            name="quick_weather",
-            description="Weather for a city, quickly",
-            args=CityArgs,
-            execute=weather,
-            quick=True,
-        )
+        quick_weather_tool()
     )
     async with _scenario_worker(
         client, scripted, config, f"{probe.queue}-{QUICK_TOOL}", definitions

@@ -50,6 +50,17 @@ def weather(state: Any, args: CityArgs) -> dict[str, Any]:
     return {"city": args.city, "forecast": "sunny", "celsius": 21}
 
 
+def quick_weather_tool() -> Any:
+    """`weather` defined quick: its calls run as local activities."""
+    return define_tool(
+        name="quick_weather",
+        description="Weather for a city, quickly",
+        args=CityArgs,
+        execute=weather,
+        quick=True,
+    )
+
+
 class NoteArgs(BaseModel):
     """Arguments of the note tool."""
 

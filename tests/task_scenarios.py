@@ -11,6 +11,8 @@ A third scenario's task is cancelled through Temporal while its attempt runs.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from support import add_script, agent_definitions, until
@@ -44,6 +46,19 @@ _ANSWERING = {
 }
 
 
+@asynccontextmanager
+async def _task_worker(
+    client: Any, scripted: ScriptedModelServer, config: Any, queue: str, script: str
+) -> AsyncIterator[Tasks]:
+    """A scenario's own worker (the helper agent on `script`, on its own task queue), and
+    the tasks client of its store."""
+    async with AgentWorker(
+        client, config, definitions=agent_definitions(script), task_queue=queue, scripted=scripted
+    ) as worker:
+        assert worker.store is not None
+        yield Tasks(client, worker.store, task_queue=worker.task_queue)
+
+
 async def _ended(tasks: Tasks, task_id: str) -> TaskRecord:
     return await asyncio.wait_for(tasks.wait(task_id), timeout=60)
 
@@ -54,15 +69,7 @@ async def drive_task_commands(
     """Run the scenario on its own worker; the recorded tasks' ids by history name
     (`<name>.json` under tests/histories/tasks/), once both have ended."""
     script = add_script(scripted, _SLOW)
-    async with AgentWorker(
-        client,
-        config,
-        definitions=agent_definitions(script),
-        task_queue=f"{queue}-{TASK_COMMANDS}",
-        scripted=scripted,
-    ) as worker:
-        assert worker.store is not None
-        tasks = Tasks(client, worker.store, task_queue=worker.task_queue)
+    async with _task_worker(client, scripted, config, f"{queue}-{TASK_COMMANDS}", script) as tasks:
         dependency = await tasks.create("Dependency first.", "helper", auto_start=False)
         task = await tasks.create(
             "Answer with JSON.",
@@ -106,15 +113,8 @@ async def drive_task_temporal_cancel(
     """A task whose run is cancelled through Temporal while its attempt runs: the run
     writes its own end and returns (patch `task-temporal-cancel-v1`)."""
     script = add_script(scripted, _SLOW)
-    async with AgentWorker(
-        client,
-        config,
-        definitions=agent_definitions(script),
-        task_queue=f"{queue}-{TASK_TEMPORAL_CANCEL}",
-        scripted=scripted,
-    ) as worker:
-        assert worker.store is not None
-        tasks = Tasks(client, worker.store, task_queue=worker.task_queue)
+    queue = f"{queue}-{TASK_TEMPORAL_CANCEL}"
+    async with _task_worker(client, scripted, config, queue, script) as tasks:
         task = await tasks.create("Answer with JSON.", "helper")
         await until(lambda: tasks.get(task.task_id).attempts, "the first attempt started")
         await client.get_workflow_handle(task.task_id).cancel(reason="recorded")

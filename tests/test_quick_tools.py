@@ -18,6 +18,7 @@ from support import (
     agent_definitions,
     assert_every_run_replays,
     idle_after,
+    quick_weather_tool,
     start_thread,
     stored_events,
     until,
@@ -58,13 +59,7 @@ def _definitions(script: str) -> Any:
     return agent_definitions(
         script, tools=["weather", "quick_weather", "quick_explode", "quick_slow"]
     ).add(
-        define_tool(
-            name="quick_weather",
-            description="Weather for a city, quickly",
-            args=CityArgs,
-            execute=weather,
-            quick=True,
-        ),
+        quick_weather_tool(),
         define_tool(
             name="quick_explode",
             description="Always fails, quickly",
