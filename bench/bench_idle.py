@@ -1,7 +1,7 @@
 """Idle threads: what thousands of threads that had a few turns and now wait cost.
 
 Run: `.venv/bin/python bench/bench_idle.py [--threads 1000,10000] [--turns 2] [--wakes 50]
-[--cache 250] [--concurrency 64] [--idle-continue 5] [--trace-memory]`.
+[--cache 250] [--concurrency 64] [--idle-continue 5] [--trace-memory] [--malloc-trim]`.
 
 One `weft worker`-equivalent subprocess (this file with `--serve`, so its workflow cache,
 `max_cached_workflows`, can be set) on a tuned dev server, a scratch SQLite store and the
@@ -34,12 +34,16 @@ a worker subprocess; the start phase gets its speed from concurrency instead.
 the next, the allocation sites whose live Python memory grew most, and the growth of
 everything Python allocated against the RSS's: what RSS grew by beyond it is native (the
 Temporal core SDK's Rust heap, SQLite's, the allocator's free lists).
+
+`--malloc-trim` also prints, at each checkpoint, the worker's RSS after glibc's
+`malloc_trim(0)` (on SIGUSR2): the part of the RSS that was the allocator's free pages.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
 import json
 import random
 import signal
@@ -134,6 +138,21 @@ async def quiet(pid: int, *, below: float = 0.05, timeout: float = 60) -> float:
     return time.perf_counter() - began
 
 
+async def trimmed_rss(worker: WorkerSubprocess, asked: int) -> int:
+    """The worker's RSS after it ran glibc's `malloc_trim(0)` for the `asked`-th time
+    (`--malloc-trim`; bounded wait)."""
+    assert worker.process is not None
+    worker.process.send_signal(signal.SIGUSR2)
+    mark = f"trimmed #{asked}"
+    for _ in range(100):
+        if any(line == mark for line in worker.output().splitlines()):
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise TimeoutError("the worker did not report its malloc_trim")
+    return rss_bytes(worker.pid)[0]
+
+
 async def caches_held(worker: WorkerSubprocess, asked: int) -> str:
     """The worker's per-thread caches' threads, as it prints them on its `asked`-th
     SIGUSR1 (bounded wait)."""
@@ -206,16 +225,18 @@ async def wake_pairs(
     wakes: int,
     turns_done: int,
     found: Wakes,
-) -> None:
+) -> list[str]:
     """Wake random long-idle threads twice each, evicted first, then cached; into `found`.
-    A thread is woken once in a run (`candidates` loses it)."""
-    for thread_id in random.sample(candidates, min(wakes, len(candidates))):
+    A thread is woken once in a run (`candidates` loses it). Returns the threads woken."""
+    woken = random.sample(candidates, min(wakes, len(candidates)))
+    for thread_id in woken:
         candidates.remove(thread_id)
         handle = client.get_workflow_handle(thread_id)
         found.evicted.append(await wake(store, handle, "wake up.", turns_done + 1))
         found.evicted_phases.append(await phases(client, thread_id, 0.0))
         found.cached.append(await wake(store, handle, "and again.", turns_done + 2))
         found.cached_phases.append(await phases(client, thread_id, 0.0))
+    return woken
 
 
 def idle_continuations(db_file: Path) -> int:
@@ -324,6 +345,7 @@ async def measure(
     ids: list[str] = []
     woken: set[str] = set()  # each thread is woken once: its turns are then counted
     cache_rss: int | None = None
+    cache_trimmed: int | None = None
     last_rss = empty_rss
     for asked, size in enumerate(
         sorted({*sizes, args.cache} if args.cache < max(sizes) else sizes)
@@ -347,9 +369,12 @@ async def measure(
         if args.trace_memory and asked > 0:
             print(memory_growth(config.parent, asked, rss - last_rss), flush=True)
         last_rss = rss
+        trimmed = await trimmed_rss(worker, asked) if args.malloc_trim else None
         if size == args.cache and size not in sizes:
-            cache_rss = rss
+            cache_rss, cache_trimmed = rss, trimmed
             print(f"  worker RSS with the cache just full: {mib(rss)} (peak so far {mib(peak)})")
+            if trimmed is not None:
+                print(f"    after malloc_trim(0): {mib(trimmed)}")
             continue
         beyond = f", {mib(rss - cache_rss)} above the cache just full" if cache_rss else ""
         print(
@@ -357,6 +382,9 @@ async def measure(
             f"threads{beyond}; {(rss - empty_rss) / size / 1024:.1f} KiB per thread overall",
             flush=True,
         )
+        if trimmed is not None:
+            than = f", {mib(trimmed - cache_trimmed)} above the cache's" if cache_trimmed else ""
+            print(f"    after malloc_trim(0): {mib(trimmed)}{than}", flush=True)
         sized = await asyncio.to_thread(store_bytes, db_file)
         pages, payload, largest = overhead_per_thread(sized, empty_store, size)
         top = ", ".join(f"{t} {b:.0f}" for t, b in largest)
@@ -377,9 +405,8 @@ async def measure(
         # Alternated, so both kinds meet the same moments of a shared machine.
         found_shed, found_kept = Wakes([], [], [], []), Wakes([], [], [], [])
         for _ in range(args.wakes):
-            await wake_pairs(client, store, shed, 1, args.turns, found_shed)
-            await wake_pairs(client, store, kept, 1, args.turns, found_kept)
-        woken.update(t for t in candidates if t not in shed and t not in kept)
+            woken.update(await wake_pairs(client, store, shed, 1, args.turns, found_shed))
+            woken.update(await wake_pairs(client, store, kept, 1, args.turns, found_kept))
         show_wakes(
             f"threads that continued as new when idle (continueAsNewIdleSeconds "
             f"{args.idle_continue:g}, the default behaviour)",
@@ -458,6 +485,17 @@ async def serve(config_file: Path, cache: int, trace_folder: Path | None) -> Non
             asked += 1
 
         asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, report)
+        trims = 0
+
+        def trim() -> None:
+            nonlocal trims
+            # glibc's allocator returns the free pages of its arenas to the system: what
+            # the RSS loses here was free, not held.
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+            print(f"trimmed #{trims}", flush=True)
+            trims += 1
+
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, trim)
         print(f"idle worker: polling {worker.task_queue} (cache {cache})", flush=True)
         await stop.wait()
 
@@ -486,6 +524,12 @@ if __name__ == "__main__":
         "--trace-memory",
         action="store_true",
         help="trace the worker's Python allocations: what grew from each size to the next",
+    )
+    parser.add_argument(
+        "--malloc-trim",
+        action="store_true",
+        help="at each checkpoint, also print the worker's RSS after glibc's malloc_trim(0): "
+        "how much of it was the allocator's free pages",
     )
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)  # the worker subprocess
     parser.add_argument("--trace-folder", type=Path, help=argparse.SUPPRESS)  # its snapshots
