@@ -6,6 +6,7 @@ while what it records is what any tool call records."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -73,21 +74,22 @@ def _definitions(script: str) -> Any:
     )
 
 
-async def _tool_activity_types(client: Client, thread_id: str) -> tuple[list[str], int]:
-    """The activity types the thread's history scheduled, and its local activity markers."""
+async def _activity_types(client: Client, thread_id: str) -> tuple[list[str], list[str]]:
+    """The activity types the thread's history scheduled, and those its local activity
+    markers record."""
     history = await client.get_workflow_handle(thread_id).fetch_history()
     scheduled = [
         e.activity_task_scheduled_event_attributes.activity_type.name
         for e in history.events
         if e.event_type == SCHEDULED
     ]
-    markers = [
-        e
+    local = [
+        json.loads(marker.details["data"].payloads[0].data)["activity_type"]
         for e in history.events
         if e.event_type == MARKER
-        and e.marker_recorded_event_attributes.marker_name == "core_local_activity"
+        and (marker := e.marker_recorded_event_attributes).marker_name == "core_local_activity"
     ]
-    return scheduled, len(markers)
+    return scheduled, local
 
 
 async def test_quick_tool_calls_run_as_local_activities_and_record_everything(
@@ -117,9 +119,9 @@ async def test_quick_tool_calls_run_as_local_activities_and_record_everything(
     )
     await wait_until(handle, idle_after(1))
 
-    scheduled, markers = await _tool_activity_types(temporal_client, handle.id)
+    scheduled, local = await _activity_types(temporal_client, handle.id)
     assert scheduled.count(ACTIVITY_TOOL_CALL) == 1, scheduled  # only `weather`
-    assert markers >= 2, "the two quick calls left no local activity markers"
+    assert local.count(ACTIVITY_TOOL_CALL) == 2, local  # quick_weather, quick_explode
 
     started = stored_events(worker, handle.id, "tool.started")
     assert sorted(e.payload["name"] for e in started) == [
