@@ -471,5 +471,4 @@ if __name__ == "__main__":
     add_quick_tools_flag(parser)
     args = parser.parse_args()
     use_quick_tools(args.quick_tools)
-    print(f"weft's add tool: {'quick (local activities)' if args.quick_tools else 'an activity'}")
     asyncio.run(main([int(k) for k in args.steps.split(",")], args.runs, args.eager))

@@ -138,33 +138,32 @@ async def quiet(pid: int, *, below: float = 0.05, timeout: float = 60) -> float:
     return time.perf_counter() - began
 
 
+async def signalled_reply(worker: WorkerSubprocess, sig: signal.Signals, mark: str) -> str | None:
+    """Send the worker `sig` and wait (bounded) for the line it prints starting with `mark`;
+    the rest of that line, or None when it did not print one."""
+    assert worker.process is not None
+    worker.process.send_signal(sig)
+    for _ in range(100):
+        found = [line for line in worker.output().splitlines() if line.startswith(mark)]
+        if found:
+            return found[-1].removeprefix(mark)
+        await asyncio.sleep(0.1)
+    return None
+
+
 async def trimmed_rss(worker: WorkerSubprocess, asked: int) -> int:
     """The worker's RSS after it ran glibc's `malloc_trim(0)` for the `asked`-th time
-    (`--malloc-trim`; bounded wait)."""
-    assert worker.process is not None
-    worker.process.send_signal(signal.SIGUSR2)
-    mark = f"trimmed #{asked}"
-    for _ in range(100):
-        if any(line == mark for line in worker.output().splitlines()):
-            break
-        await asyncio.sleep(0.1)
-    else:
+    (`--malloc-trim`)."""
+    if await signalled_reply(worker, signal.SIGUSR2, f"trimmed #{asked}: ") is None:
         raise TimeoutError("the worker did not report its malloc_trim")
     return rss_bytes(worker.pid)[0]
 
 
 async def caches_held(worker: WorkerSubprocess, asked: int) -> str:
     """The worker's per-thread caches' threads, as it prints them on its `asked`-th
-    SIGUSR1 (bounded wait)."""
-    assert worker.process is not None
-    worker.process.send_signal(signal.SIGUSR1)
-    mark = f"caches held #{asked}: "
-    for _ in range(100):
-        found = [line for line in worker.output().splitlines() if line.startswith(mark)]
-        if found:
-            return found[-1].removeprefix(mark)
-        await asyncio.sleep(0.1)
-    return "(not reported)"
+    SIGUSR1."""
+    held = await signalled_reply(worker, signal.SIGUSR1, f"caches held #{asked}: ")
+    return "(not reported)" if held is None else held
 
 
 def sheds(index: int) -> bool:
@@ -492,7 +491,7 @@ async def serve(config_file: Path, cache: int, trace_folder: Path | None) -> Non
             # glibc's allocator returns the free pages of its arenas to the system: what
             # the RSS loses here was free, not held.
             ctypes.CDLL("libc.so.6").malloc_trim(0)
-            print(f"trimmed #{trims}", flush=True)
+            print(f"trimmed #{trims}: done", flush=True)
             trims += 1
 
         asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, trim)

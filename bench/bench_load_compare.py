@@ -552,7 +552,6 @@ if __name__ == "__main__":
     )
     args = parser.parse_args()
     use_quick_tools(args.quick_tools)  # the worker subprocesses inherit it
-    print(f"weft's add tool: {'quick (local activities)' if args.quick_tools else 'an activity'}")
     sizes = [int(n) for n in args.threads.split(",")]
     counts = [int(n) for n in args.workers.split(",")]
     stores = args.stores.split(",")

@@ -49,8 +49,9 @@ def add_quick_tools_flag(parser: argparse.ArgumentParser) -> None:
 
 def use_quick_tools(quick: bool) -> None:
     """Make weft's add tool quick (or not) for this process and the workers it starts
-    (bench/definitions/tools/add.py reads the variable when it loads)."""
+    (bench/definitions/tools/add.py reads the variable when it loads), and say which."""
     os.environ["WEFT_BENCH_QUICK_TOOLS"] = "1" if quick else "0"
+    print(f"weft's add tool: {'quick (local activities)' if quick else 'an activity'}")
 
 
 def eager_worker(choice: str) -> WorkerConfig:
