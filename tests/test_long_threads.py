@@ -65,6 +65,23 @@ def lost_messages_report(sent: list[str], stored: list[str], runs: list[Any]) ->
     return f"{len(missing)} queued messages are not stored ({where}); {len(stored)} stored"
 
 
+# Events a run is sent or that only carry workflow tasks, not its own commands' events.
+NOT_OWN = {
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+}
+
+
+def own_events_past(run: Any, budget: int) -> int:
+    """How many events of its own (commands and their results) a run added after its
+    history had reached `budget` events."""
+    return sum(e.event_id > budget and e.event_type not in NOT_OWN for e in run.events)
+
+
 async def test_a_long_turn_across_many_runs_loses_nothing(
     start_worker, temporal_client, scripted_server
 ):
@@ -118,7 +135,13 @@ async def test_a_long_turn_across_many_runs_loses_nothing(
     assert len(runs) == (await read(handle)).counters.runs
     continued = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
     assert all(r.events[-1].event_type == continued for r in runs[:-1])
-    assert max(len(r.events) for r in runs) < 200 + 80
+    # A run reaches a safe point soon after its history passes 200 events. Signals (and the
+    # workflow tasks they cost, a continue-as-new refused for them included) arrive at the
+    # sender's pace, which the thread does not set: CI saw 313 events under load. So only
+    # the events the run made itself count against the overshoot.
+    overshoot = [own_events_past(run, 200) for run in runs]
+    print(f"longest run {max(len(r.events) for r in runs)} events, own overshoot {overshoot}")
+    assert max(overshoot) < 40, overshoot
     signaled = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
     wt_failed = EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
     # A run fetched the moment it began may hold only its started event (CI saw one).
