@@ -1,7 +1,8 @@
 """Idle threads: what thousands of threads that had a few turns and now wait cost.
 
 Run: `.venv/bin/python bench/bench_idle.py [--threads 1000,10000] [--turns 2] [--wakes 50]
-[--cache 250] [--concurrency 64] [--idle-continue 5] [--trace-memory] [--malloc-trim]`.
+[--cache 250] [--concurrency 64] [--idle-continue 5] [--trace-memory] [--forget-results]
+[--malloc-trim]`.
 
 One `weft worker`-equivalent subprocess (this file with `--serve`, so its workflow cache,
 `max_cached_workflows`, can be set) on a tuned dev server, a scratch SQLite store and the
@@ -13,7 +14,9 @@ at each size it prints:
 - the worker's RSS (`/proc/PID/status`) against the same worker with 0 threads and with
   its workflow cache just full (`--cache` threads): what idle threads cost beyond the cache;
   and how many threads each of its per-thread caches holds (they follow the workflow
-  cache: store/thread_cache_budget.py), as the worker prints them on SIGUSR1;
+  cache: store/thread_cache_budget.py), as the worker prints them on SIGUSR1, with what
+  the recovery interceptor's book of finished results holds (workers/recovery.py: every
+  activity's result of the last 5 minutes, whatever the number of threads);
 - store bytes per thread beyond its messages and events: SQLite's `dbstat` page bytes of
   every table and its indexes, less `messages`, `message_history` and `events`, less what
   the store held before the first thread, divided by the threads (and the rows' own payload
@@ -35,7 +38,9 @@ the next, the allocation sites whose live Python memory grew most, and the growt
 everything Python allocated against the RSS's: what RSS grew by beyond it is native (the
 Temporal core SDK's Rust heap, SQLite's, the allocator's free lists).
 
-`--malloc-trim` also prints, at each checkpoint, the worker's RSS after glibc's
+`--forget-results` also prints, at each checkpoint, the worker's RSS once that book has let
+every result expire (on SIGHUP), as its sweep does 5 minutes after the last activity: what
+the idle threads themselves hold. `--malloc-trim` then prints the worker's RSS after glibc's
 `malloc_trim(0)` (on SIGUSR2): the part of the RSS that was the allocator's free pages.
 """
 
@@ -44,7 +49,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ctypes
+import gc
 import json
+import math
 import random
 import signal
 import sqlite3
@@ -159,11 +166,23 @@ async def trimmed_rss(worker: WorkerSubprocess, asked: int) -> int:
     return rss_bytes(worker.pid)[0]
 
 
+async def forgotten_rss(worker: WorkerSubprocess, asked: int) -> int:
+    """The worker's RSS once its recovery book has let every kept result expire, as it
+    does after 5 minutes without a finished activity (`--forget-results`)."""
+    if await signalled_reply(worker, signal.SIGHUP, f"forgot #{asked}: ") is None:
+        raise TimeoutError("the worker did not report its kept results forgotten")
+    return rss_bytes(worker.pid)[0]
+
+
 async def caches_held(worker: WorkerSubprocess, asked: int) -> str:
     """The worker's per-thread caches' threads, as it prints them on its `asked`-th
     SIGUSR1."""
-    held = await signalled_reply(worker, signal.SIGUSR1, f"caches held #{asked}: ")
-    return "(not reported)" if held is None else held
+    # The caches' line comes first, the book's last: waiting for the last finds both.
+    book = await signalled_reply(worker, signal.SIGUSR1, f"results kept #{asked}: ")
+    mark = f"caches held #{asked}: "
+    held = [line for line in worker.output().splitlines() if line.startswith(mark)]
+    caches = held[-1].removeprefix(mark) if held else "(not reported)"
+    return f"{caches}; the recovery book: {book or '(not reported)'}"
 
 
 def sheds(index: int) -> bool:
@@ -345,6 +364,7 @@ async def measure(
     woken: set[str] = set()  # each thread is woken once: its turns are then counted
     cache_rss: int | None = None
     cache_trimmed: int | None = None
+    cache_forgotten: int | None = None
     last_rss = empty_rss
     for asked, size in enumerate(
         sorted({*sizes, args.cache} if args.cache < max(sizes) else sizes)
@@ -368,10 +388,14 @@ async def measure(
         if args.trace_memory and asked > 0:
             print(memory_growth(config.parent, asked, rss - last_rss), flush=True)
         last_rss = rss
+        forgotten = await forgotten_rss(worker, asked) if args.forget_results else None
         trimmed = await trimmed_rss(worker, asked) if args.malloc_trim else None
         if size == args.cache and size not in sizes:
             cache_rss, cache_trimmed = rss, trimmed
+            cache_forgotten = forgotten
             print(f"  worker RSS with the cache just full: {mib(rss)} (peak so far {mib(peak)})")
+            if forgotten is not None:
+                print(f"    with the kept results forgotten: {mib(forgotten)}")
             if trimmed is not None:
                 print(f"    after malloc_trim(0): {mib(trimmed)}")
             continue
@@ -381,6 +405,11 @@ async def measure(
             f"threads{beyond}; {(rss - empty_rss) / size / 1024:.1f} KiB per thread overall",
             flush=True,
         )
+        if forgotten is not None:
+            than = (
+                f", {mib(forgotten - cache_forgotten)} above the cache's" if cache_forgotten else ""
+            )
+            print(f"    with the kept results forgotten: {mib(forgotten)}{than}", flush=True)
         if trimmed is not None:
             than = f", {mib(trimmed - cache_trimmed)} above the cache's" if cache_trimmed else ""
             print(f"    after malloc_trim(0): {mib(trimmed)}{than}", flush=True)
@@ -480,7 +509,9 @@ async def serve(config_file: Path, cache: int, trace_folder: Path | None) -> Non
                     [tracemalloc.Filter(False, tracemalloc.__file__)]
                 )
                 snapshot.dump(str(trace_folder / f"memory-{asked}.snapshot"))
+            results, pickled = worker.recovering.kept_results()
             print(f"caches held #{asked}: {json.dumps(caches.held())}", flush=True)
+            print(f"results kept #{asked}: {results} results, {pickled} bytes", flush=True)
             asked += 1
 
         asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, report)
@@ -495,6 +526,18 @@ async def serve(config_file: Path, cache: int, trace_folder: Path | None) -> Non
             trims += 1
 
         asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, trim)
+        forgets = 0
+
+        def forget() -> None:
+            nonlocal forgets
+            # What the recovery interceptor's sweep does once the worker has finished no
+            # activity for RESULTS_KEPT (5 minutes): every kept result expires.
+            worker.recovering.forget_expired(math.inf)
+            gc.collect()
+            print(f"forgot #{forgets}: done", flush=True)
+            forgets += 1
+
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, forget)
         print(f"idle worker: polling {worker.task_queue} (cache {cache})", flush=True)
         await stop.wait()
 
@@ -529,6 +572,12 @@ if __name__ == "__main__":
         action="store_true",
         help="at each checkpoint, also print the worker's RSS after glibc's malloc_trim(0): "
         "how much of it was the allocator's free pages",
+    )
+    parser.add_argument(
+        "--forget-results",
+        action="store_true",
+        help="at each checkpoint, also print the worker's RSS once the recovery book has "
+        "let its finished results expire (what it does 5 minutes after the last activity)",
     )
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)  # the worker subprocess
     parser.add_argument("--trace-folder", type=Path, help=argparse.SUPPRESS)  # its snapshots

@@ -264,14 +264,15 @@ class AgentWorker:
         job_admit = JobAdmitActivities(store)
         retention = RetentionActivities(store, client, self.definitions.agents)
         gate = eager_gate(self._recovery)
-        self._recovering = RecoveryInterceptor(
+        # Read by benchmarks too: what its book of finished results holds (bench_idle.py).
+        self.recovering = RecoveryInterceptor(
             client,
             heartbeat_every_seconds=self._recovery.heartbeat_throttle_seconds,
             start_delays=gate.delays if gate else None,
         )
         self._stack.push_async_callback(
             stop,
-            asyncio.create_task(self._recovering.forget_expired_every(RESULTS_SWEEP_SECONDS)),
+            asyncio.create_task(self.recovering.forget_expired_every(RESULTS_SWEEP_SECONDS)),
         )
         options = recovery_options(self._recovery)
         if gate is not None:
@@ -316,7 +317,7 @@ class AgentWorker:
             ],
             workflow_runner=EvictionNotices(workflow_runner(client.data_converter), caches.evicted),
             max_cached_workflows=self._max_cached,
-            interceptors=[self._recovering, *self._tracing(client)],
+            interceptors=[self.recovering, *self._tracing(client)],
             deployment_config=deployment_options(version) if version else None,
             **options,
         )
@@ -350,7 +351,7 @@ class AgentWorker:
                 if not self._run_task.done():
                     await self.worker.shutdown()
                 await asyncio.gather(self._run_task, return_exceptions=True)
-                await self._recovering.stop_abandoned()
+                await self.recovering.stop_abandoned()
         finally:
             await self._stack.aclose()
             if self._tracer_provider is not None:

@@ -110,6 +110,11 @@ class _KeptResult:
         except Exception:  # any result must be kept, pickled or not
             self._pickled, self._value = None, result
 
+    @property
+    def pickled_bytes(self) -> int:
+        """The size of the pickled copy (0 for a result kept as it is)."""
+        return 0 if self._pickled is None else len(self._pickled)
+
     def finished(self) -> Finished:
         """The result as the attempt returned it (an equal copy, when pickled)."""
         if self._pickled is None:
@@ -185,6 +190,11 @@ class RecoveryInterceptor(Interceptor):
         kept_since = (time.monotonic() if now is None else now) - RESULTS_KEPT.total_seconds()
         while self._results and next(iter(self._results.values()))[0] < kept_since:
             self._results.popitem(last=False)
+
+    def kept_results(self) -> tuple[int, int]:
+        """How many finished attempts' results are kept, and their pickled bytes: memory
+        that follows the last `RESULTS_KEPT` of activity, not the number of threads."""
+        return len(self._results), sum(kept.pickled_bytes for _, kept in self._results.values())
 
     async def forget_expired_every(self, seconds: float) -> None:
         """`forget_expired` every `seconds` until cancelled: a worker gone idle (its threads
