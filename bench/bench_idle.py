@@ -175,8 +175,8 @@ async def forgotten_rss(worker: WorkerSubprocess, asked: int) -> int:
 
 
 async def caches_held(worker: WorkerSubprocess, asked: int) -> str:
-    """The worker's per-thread caches' threads, as it prints them on its `asked`-th
-    SIGUSR1."""
+    """The worker's per-thread caches' threads and its recovery book's results, as it
+    prints them on its `asked`-th SIGUSR1."""
     # The caches' line comes first, the book's last: waiting for the last finds both.
     book = await signalled_reply(worker, signal.SIGUSR1, f"results kept #{asked}: ")
     mark = f"caches held #{asked}: "
@@ -391,8 +391,7 @@ async def measure(
         forgotten = await forgotten_rss(worker, asked) if args.forget_results else None
         trimmed = await trimmed_rss(worker, asked) if args.malloc_trim else None
         if size == args.cache and size not in sizes:
-            cache_rss, cache_trimmed = rss, trimmed
-            cache_forgotten = forgotten
+            cache_rss, cache_forgotten, cache_trimmed = rss, forgotten, trimmed
             print(f"  worker RSS with the cache just full: {mib(rss)} (peak so far {mib(peak)})")
             if forgotten is not None:
                 print(f"    with the kept results forgotten: {mib(forgotten)}")

@@ -24,8 +24,8 @@ RATE = {"requestsPerMinute": 120, "windowSeconds": 5}
 WINDOW_SECONDS, PER_WINDOW = 5.0, 10
 # A place counts 0.25 s past a 5 s window (5 %, docs/rate-limits.md) to absorb the time from
 # taking it to the request's arrival. On a loaded CI machine that time varied by more (11
-# arrivals in one 5 s window, once): the windows counted at the server leave it a further
-# half second, which still holds every request together were the limit not kept.
+# arrivals in one 5 s window, once), so the windows counted at the server are half a second
+# shorter: without the limit, every request of the load would still arrive inside one.
 SEND_JITTER = 0.5
 THREADS_PER_WORKER = 12
 RETRY_AFTER = 3.0
