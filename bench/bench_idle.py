@@ -59,6 +59,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -158,19 +159,20 @@ async def signalled_reply(worker: WorkerSubprocess, sig: signal.Signals, mark: s
     return None
 
 
-async def trimmed_rss(worker: WorkerSubprocess, asked: int) -> int:
-    """The worker's RSS after it ran glibc's `malloc_trim(0)` for the `asked`-th time
-    (`--malloc-trim`)."""
-    if await signalled_reply(worker, signal.SIGUSR2, f"trimmed #{asked}: ") is None:
-        raise TimeoutError("the worker did not report its malloc_trim")
-    return rss_bytes(worker.pid)[0]
+# What the worker does on each signal the benchmark sends it at a checkpoint, and the word
+# it prints when done: `trimmed` glibc's malloc_trim(0) (`--malloc-trim`); `forgot` every
+# result its recovery book kept, as the book's sweep does 5 minutes after the last activity
+# (`--forget-results`).
+TRIM, FORGET = (signal.SIGUSR2, "trimmed"), (signal.SIGHUP, "forgot")
 
 
-async def forgotten_rss(worker: WorkerSubprocess, asked: int) -> int:
-    """The worker's RSS once its recovery book has let every kept result expire, as it
-    does after 5 minutes without a finished activity (`--forget-results`)."""
-    if await signalled_reply(worker, signal.SIGHUP, f"forgot #{asked}: ") is None:
-        raise TimeoutError("the worker did not report its kept results forgotten")
+async def rss_after(
+    worker: WorkerSubprocess, action: tuple[signal.Signals, str], asked: int
+) -> int:
+    """The worker's RSS once it has done `action` (TRIM or FORGET) for the `asked`-th time."""
+    sig, done = action
+    if await signalled_reply(worker, sig, f"{done} #{asked}: ") is None:
+        raise TimeoutError(f"the worker did not report `{done}` after {sig.name}")
     return rss_bytes(worker.pid)[0]
 
 
@@ -388,8 +390,8 @@ async def measure(
         if args.trace_memory and asked > 0:
             print(memory_growth(config.parent, asked, rss - last_rss), flush=True)
         last_rss = rss
-        forgotten = await forgotten_rss(worker, asked) if args.forget_results else None
-        trimmed = await trimmed_rss(worker, asked) if args.malloc_trim else None
+        forgotten = await rss_after(worker, FORGET, asked) if args.forget_results else None
+        trimmed = await rss_after(worker, TRIM, asked) if args.malloc_trim else None
         if size == args.cache and size not in sizes:
             cache_rss, cache_forgotten, cache_trimmed = rss, forgotten, trimmed
             print(f"  worker RSS with the cache just full: {mib(rss)} (peak so far {mib(peak)})")
@@ -514,31 +516,34 @@ async def serve(config_file: Path, cache: int, trace_folder: Path | None) -> Non
             asked += 1
 
         asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, report)
-        trims = 0
 
         def trim() -> None:
-            nonlocal trims
             # glibc's allocator returns the free pages of its arenas to the system: what
             # the RSS loses here was free, not held.
             ctypes.CDLL("libc.so.6").malloc_trim(0)
-            print(f"trimmed #{trims}: done", flush=True)
-            trims += 1
-
-        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, trim)
-        forgets = 0
 
         def forget() -> None:
-            nonlocal forgets
-            # What the recovery interceptor's sweep does once the worker has finished no
-            # activity for RESULTS_KEPT (5 minutes): every kept result expires.
-            worker.recovering.forget_expired(math.inf)
+            worker.recovering.forget_expired(math.inf)  # every kept result expires
             gc.collect()
-            print(f"forgot #{forgets}: done", flush=True)
-            forgets += 1
 
-        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, forget)
+        for (sig, done), action in ((TRIM, trim), (FORGET, forget)):
+            asyncio.get_running_loop().add_signal_handler(sig, counted(action, done))
         print(f"idle worker: polling {worker.task_queue} (cache {cache})", flush=True)
         await stop.wait()
+
+
+def counted(action: Callable[[], None], done: str) -> Callable[[], None]:
+    """`action` as a signal handler that prints `<done> #<n>: done` after its n-th run
+    (from 0), the line `rss_after` waits for."""
+    runs = 0
+
+    def handler() -> None:
+        nonlocal runs
+        action()
+        print(f"{done} #{runs}: done", flush=True)
+        runs += 1
+
+    return handler
 
 
 def sizes_arg(text: str) -> list[int]:
