@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from weft.cli.temporal_client import client_from_config
+from weft.client.schedules import schedule_ids
 from weft.client.thread_status import STATUS_MEANINGS, STATUS_QUERIES, thread_state, threads_query
 from weft.client.thread_tenant import tenant_clause
 from weft.workers.config import WeftConfig
@@ -45,7 +46,8 @@ async def run(args: argparse.Namespace, config: WeftConfig) -> int:
         clauses.append(f"WeftAgent = '{_quote(args.agent)}'")
     if args.schedule:
         # Temporal's own attribute: set on the threads of every weft schedule (docs/schedules.md).
-        clauses.append(f"TemporalScheduledById = '{_quote(args.schedule)}'")
+        names = schedule_ids(args.schedule, args.acting_tenant)
+        clauses.append(f"TemporalScheduledById IN ({', '.join(_quoted(n) for n in names)})")
     if args.status:
         clauses.append(STATUS_QUERIES[args.status])
     if args.acting_tenant:  # `weft --tenant T`: T's threads only
@@ -61,6 +63,10 @@ async def run(args: argparse.Namespace, config: WeftConfig) -> int:
     if count == 0:
         print("no threads", file=sys.stderr)
     return 0
+
+
+def _quoted(value: str) -> str:
+    return f"'{_quote(value)}'"
 
 
 def _quote(value: str) -> str:

@@ -147,7 +147,7 @@ async def _create(args: argparse.Namespace, config: WeftConfig) -> int:
     checked_catchup_window(args.catchup_window, what="--catchup-window")
     schedules = await _schedules(args, config)
     async with _recorded(config, SCHEDULE_CREATE, args.name, args.tenant) as outcome:
-        await schedules.create(
+        handle = await schedules.create(
             args.name,
             message=args.message,
             thread=args.thread,
@@ -160,7 +160,7 @@ async def _create(args: argparse.Namespace, config: WeftConfig) -> int:
             note=args.note,
             tenant=args.tenant,
         )
-        created = await schedules.describe(args.name)
+        created = await schedules.describe(handle.id)  # `T:NAME` when a tenant's
         outcome.tenant = created.tenant  # a --thread schedule's is its thread's
     print(f"created schedule {created.name}: {created.target.summary()}, {created.spec}")
     return 0

@@ -1,9 +1,11 @@
 """Schedules: agents that wake up on their own, as Temporal Schedules (docs/schedules.md).
 
 A weft schedule is a plain Temporal Schedule whose id is its name and whose memo
-(`weftSchedule`) says what it does. Each firing either starts `ScheduledDelivery`, which
-queues a message to a standing thread, or `ScheduledThreadStart`, which starts a new
-`AgentThread` with a readable id. Temporal does the timing, catch-up, overlap and pausing;
+(`weftSchedule`) says what it does. A tenant's schedule is named in the tenant's own space,
+`<tenant>:<name>` (`default`'s keep the bare name), so tenants never contend for a name;
+acting for a tenant, the bare name means the tenant's (docs/tenants.md). Each firing
+either starts `ScheduledDelivery`, which queues a message to a standing thread, or
+`ScheduledThreadStart`, which starts a new `AgentThread` with a readable id. Temporal does the timing, catch-up, overlap and pausing;
 nothing here runs on a timer.
 """
 
@@ -121,7 +123,8 @@ class Schedules:
     With `tenant` (`weft --tenant T`), the schedules of that tenant only: another tenant's
     schedule, or one weft did not create, is `ScheduleNotFound` worded as a missing one
     (a caller acting for one tenant learns nothing of another's schedules); `list` lists
-    the tenant's, and `create` makes the tenant's.
+    the tenant's, and `create` makes the tenant's. Its schedules may be named bare (`x`
+    for `T:x`).
     """
 
     def __init__(
@@ -148,9 +151,10 @@ class Schedules:
         note: str | None = None,
         tenant: str | None = None,
     ) -> ScheduleHandle:
-        """Create schedule `name`: on `cron` or `every`, send `message` to `thread`, or start
-        a new thread of `agent` with it as the first user message. Cron times are UTC unless
-        `time_zone` (an IANA name, e.g. `Europe/Oslo`) is given.
+        """Create schedule `name` (named `<tenant>:<name>` when a tenant other than
+        `default` owns it: the handle's `id`): on `cron` or `every`, send `message` to
+        `thread`, or start a new thread of `agent` with it as the first user message. Cron
+        times are UTC unless `time_zone` (an IANA name, e.g. `Europe/Oslo`) is given.
 
         Defaults (docs/schedules.md): `--thread` schedules SKIP a firing while the previous
         delivery still runs and pause when a delivery fails (the thread is gone);
@@ -173,7 +177,7 @@ class Schedules:
                 raise ScheduleError(f"tenant: {err}") from None
         spec, spec_text = schedule_spec(cron, every, time_zone)
         window = checked_catchup_window(catchup_window)
-        content = scheduled_message(name, message)
+        scheduled_message(name, message)  # a bad message is refused before any lookup
         preview = message[:200]
         if thread is not None and agent is None:
             # A schedule named for a tenant messages only that tenant's threads. Another
@@ -181,7 +185,17 @@ class Schedules:
             # tenant (`weft --tenant`) learns nothing of another's threads.
             if tenant is not None and await thread_tenant(self._client, None, thread) != tenant:
                 raise ScheduleError(f"thread {thread!r} not found")
-            action, owner = await self._delivery(name, thread, content)
+            task_queue, owner = await self._running_thread(thread)
+            default_overlap, default_pause = ScheduleOverlapPolicy.SKIP, True
+        elif agent is not None and thread is None:
+            task_queue, owner = self._task_queue, tenant or DEFAULT_TENANT
+            default_overlap, default_pause = ScheduleOverlapPolicy.ALLOW_ALL, False
+        else:
+            raise ScheduleError("give exactly one target: a thread id or an agent name")
+        schedule_id = await self._free_id(name, owner)
+        content = scheduled_message(schedule_id, message)
+        if thread is not None:
+            action = _delivery(schedule_id, thread, content, task_queue)
             target = ScheduleTarget(
                 kind="thread",
                 thread_id=thread,
@@ -189,21 +203,18 @@ class Schedules:
                 spec=spec_text,
                 tenant=owner,
             )
-            default_overlap, default_pause = ScheduleOverlapPolicy.SKIP, True
-        elif agent is not None and thread is None:
-            default_overlap, default_pause = ScheduleOverlapPolicy.ALLOW_ALL, False
+        else:
+            assert agent is not None
             action = self._thread_start(
-                name, agent, content, overlap_or(overlap, default_overlap), tenant
+                schedule_id, agent, content, overlap_or(overlap, default_overlap), tenant
             )
             target = ScheduleTarget(
                 kind="agent",
                 agent=agent,
                 message_preview=preview,
                 spec=spec_text,
-                tenant=tenant or DEFAULT_TENANT,
+                tenant=owner,
             )
-        else:
-            raise ScheduleError("give exactly one target: a thread id or an agent name")
         policy = SchedulePolicy(
             overlap=overlap_or(overlap, default_overlap),
             catchup_window=window,
@@ -212,14 +223,14 @@ class Schedules:
         schedule = Schedule(action=action, spec=spec, policy=policy, state=ScheduleState(note=note))
         try:
             return await self._client.create_schedule(
-                name, schedule, memo={SCHEDULE_MEMO: target.model_dump(mode="json")}
+                schedule_id, schedule, memo={SCHEDULE_MEMO: target.model_dump(mode="json")}
             )
         except ScheduleAlreadyRunningError:
-            raise ScheduleExists(f"a schedule named {name!r} exists already") from None
+            raise _exists(schedule_id) from None
         except RPCError as err:
             if err.status == RPCStatusCode.INVALID_ARGUMENT:
                 raise ScheduleError(
-                    f"Temporal refused schedule {name!r} ({spec_text}): {err.message}"
+                    f"Temporal refused schedule {schedule_id!r} ({spec_text}): {err.message}"
                 ) from None
             raise
 
@@ -263,12 +274,20 @@ class Schedules:
             await (await self._handle(name)).delete()
 
     async def _handle(self, name: str) -> ScheduleHandle:
-        await self._weft_description(name)
-        return self._client.get_schedule_handle(name)
+        description, _ = await self._weft_description(name)
+        return self._client.get_schedule_handle(description.id)
 
     async def _weft_description(self, name: str) -> tuple[ScheduleDescription, ScheduleTarget]:
-        with _named(name):
-            description = await self._client.get_schedule_handle(name).describe()
+        description = None
+        for schedule_id in schedule_ids(name, self.tenant):
+            try:
+                description = await self._client.get_schedule_handle(schedule_id).describe()
+                break
+            except RPCError as err:
+                if err.status != RPCStatusCode.NOT_FOUND:
+                    raise
+        if description is None:
+            raise _not_found(name)
         target = _target(await description.memo_value(SCHEDULE_MEMO, None))
         if self.tenant is not None and (target is None or _owner(target) != self.tenant):
             raise _not_found(name)
@@ -278,6 +297,23 @@ class Schedules:
                 " manage it with `temporal schedule`"
             )
         return description, target
+
+    async def _free_id(self, name: str, owner: str) -> str:
+        """The id for `owner`'s new schedule `name`; ScheduleExists when `owner` has one
+        by that name already under its former, bare id (made before tenants had their own
+        names), which the bare name would also reach."""
+        schedule_id = tenant_schedule_id(owner, name)
+        if schedule_id != name:
+            try:
+                earlier = await self._client.get_schedule_handle(name).describe()
+            except RPCError as err:
+                if err.status != RPCStatusCode.NOT_FOUND:
+                    raise
+            else:
+                target = _target(await earlier.memo_value(SCHEDULE_MEMO, None))
+                if target is not None and _owner(target) == owner:
+                    raise _exists(name)
+        return schedule_id
 
     def _own(self, tenant: str | None) -> str | None:
         """The tenant a create or listing is for: `tenant`, or this `Schedules`' own one;
@@ -291,23 +327,6 @@ class Schedules:
             return await self.describe(name)
         except ScheduleNotFound:
             return None
-
-    async def _delivery(
-        self, name: str, thread_id: str, message: QueuedMessage
-    ) -> tuple[ScheduleActionStartWorkflow, str]:
-        """The action that messages `thread_id`, and the thread's tenant."""
-        delivery = ScheduledDeliveryInput(thread_id=thread_id, schedule=name, message=message)
-        task_queue, tenant = await self._running_thread(thread_id)
-        action = ScheduleActionStartWorkflow(
-            SCHEDULED_DELIVERY_TYPE,
-            delivery,
-            # Temporal appends each run's scheduled time to this id.
-            id=f"{name}-delivery",
-            task_queue=task_queue,
-            memo={RUN_MEMO: name},
-            static_summary=f"weft schedule {name}: a message to thread {thread_id}",
-        )
-        return action, tenant
 
     def _thread_start(
         self,
@@ -380,6 +399,38 @@ class Schedules:
         )
 
 
+def tenant_schedule_id(tenant: str, name: str) -> str:
+    """Schedule `name`'s id when `tenant` owns it: `<tenant>:<name>`, `default`'s bare.
+    No schedule name holds a `:` (`check_name`), so no tenant's id meets another's."""
+    return name if tenant == DEFAULT_TENANT else f"{tenant}:{name}"
+
+
+def schedule_ids(name: str, tenant: str | None) -> list[str]:
+    """The schedule ids `name` may stand for, in the order to look them up, for a caller
+    acting for `tenant` (None: the operator, who names the id itself). Acting for T, a
+    bare name is T's: `T:name`, or one of T's made before tenants had their own names (the
+    bare id, whose memo must say T's)."""
+    if tenant is None or tenant == DEFAULT_TENANT or ":" in name:
+        return [name]
+    return [tenant_schedule_id(tenant, name), name]
+
+
+def _delivery(
+    schedule_id: str, thread_id: str, message: QueuedMessage, task_queue: str
+) -> ScheduleActionStartWorkflow:
+    """The action that messages `thread_id`, running on `task_queue`."""
+    delivery = ScheduledDeliveryInput(thread_id=thread_id, schedule=schedule_id, message=message)
+    return ScheduleActionStartWorkflow(
+        SCHEDULED_DELIVERY_TYPE,
+        delivery,
+        # Temporal appends each run's scheduled time to this id.
+        id=f"{schedule_id}-delivery",
+        task_queue=task_queue,
+        memo={RUN_MEMO: schedule_id},
+        static_summary=f"weft schedule {schedule_id}: a message to thread {thread_id}",
+    )
+
+
 def _target(memo: Any) -> ScheduleTarget | None:
     """The weft target in a schedule's memo value; None when it is not weft's."""
     if memo is None:
@@ -393,6 +444,10 @@ def _target(memo: Any) -> ScheduleTarget | None:
 def _owner(target: ScheduleTarget) -> str:
     """The tenant of a schedule (one made before tenants is `default`'s)."""
     return target.tenant or DEFAULT_TENANT
+
+
+def _exists(name: str) -> ScheduleExists:
+    return ScheduleExists(f"a schedule named {name!r} exists already")
 
 
 def _not_found(name: str) -> ScheduleNotFound:
@@ -424,4 +479,6 @@ __all__ = [
     "Schedules",
     "WeftSchedule",
     "parse_duration",
+    "schedule_ids",
+    "tenant_schedule_id",
 ]

@@ -184,11 +184,13 @@ async def test_a_schedule_starts_its_tenants_threads(
 ):
     """`weft schedule create … --tenant acme` (and `Schedules.create(tenant=)`): each
     thread a run starts is acme's, in the store's row and in `WeftTenant`; list filters by
-    tenant; a `--thread` schedule is its thread's tenant's, and naming another is refused."""
+    tenant; a `--thread` schedule is its thread's tenant's, and naming another is refused.
+    A tenant's schedule is named in its space: `acme:NAME`, as the operator names it."""
     worker = await start_worker(agent_definitions(add_script(scripted_server, SCRIPT)))
     config = cli_config(tmp_path, weft_config, worker.task_queue)
     schedules = Schedules(temporal_client, task_queue=worker.task_queue)
     name = schedule_name("acme")
+    full = f"acme:{name}"
     created = await weft_ok(
         config,
         "schedule",
@@ -204,10 +206,11 @@ async def test_a_schedule_starts_its_tenants_threads(
         "acme",
     )
     try:
-        assert "agent helper (a new thread each run) for tenant acme" in created
-        await weft_ok(config, "schedule", "trigger", name)
+        assert created.startswith(f"created schedule {full}: agent helper (a new thread each run)")
+        assert "for tenant acme" in created
+        await weft_ok(config, "schedule", "trigger", full)
         shown = await eventually(
-            lambda: schedules.describe(name),
+            lambda: schedules.describe(full),
             lambda s: any(run.thread_id for run in s.recent_runs),
         )
         assert shown.tenant == "acme"
@@ -220,8 +223,8 @@ async def test_a_schedule_starts_its_tenants_threads(
             lambda tenant: tenant is not None,
         )
         assert row_tenant == "acme"
-        assert name in [s.name for s in await schedules.list(tenant="acme")]
-        assert name not in [s.name for s in await schedules.list(tenant="globex")]
+        assert full in [s.name for s in await schedules.list(tenant="acme")]
+        assert full not in [s.name for s in await schedules.list(tenant="globex")]
         listed = await weft_ok(config, "schedule", "list", "--tenant", "globex")
         assert name not in listed
 
@@ -235,15 +238,16 @@ async def test_a_schedule_starts_its_tenants_threads(
                     f"{name}-x", message="x", thread=thread_id, every="1h", tenant="acme"
                 )
             assert str(refused.value) == f"thread {thread_id!r} not found"
-        await schedules.create(f"{name}-t", message="x", thread=standing.id, every="1h")
+        made = await schedules.create(f"{name}-t", message="x", thread=standing.id, every="1h")
         try:
-            assert (await schedules.describe(f"{name}-t")).tenant == "globex"
+            assert made.id == f"globex:{name}-t"
+            assert (await schedules.describe(made.id)).tenant == "globex"
         finally:
-            await schedules.delete(f"{name}-t")
+            await schedules.delete(made.id)
         code, _, err = await weft_cli(
             config, "schedule", "create", f"{name}-b", "--every", "1h", "--agent", "helper",
             "-m", "x", "--tenant", "a b",
         )  # fmt: skip
         assert code == 1 and "tenant: tenant 'a b'" in err and "Traceback" not in err
     finally:
-        await schedules.delete(name)
+        await schedules.delete(full)
