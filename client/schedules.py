@@ -5,8 +5,8 @@ A weft schedule is a plain Temporal Schedule whose id is its name and whose memo
 `<tenant>:<name>` (`default`'s keep the bare name), so tenants never contend for a name;
 acting for a tenant, the bare name means the tenant's (docs/tenants.md). Each firing
 either starts `ScheduledDelivery`, which queues a message to a standing thread, or
-`ScheduledThreadStart`, which starts a new `AgentThread` with a readable id. Temporal does the timing, catch-up, overlap and pausing;
-nothing here runs on a timer.
+`ScheduledThreadStart`, which starts a new `AgentThread` with a readable id. Temporal does
+the timing, catch-up, overlap and pausing; nothing here runs on a timer.
 """
 
 from __future__ import annotations
