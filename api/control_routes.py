@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path
 from fastapi.responses import Response
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowUpdateFailedError,
@@ -138,19 +138,13 @@ def router(ctx: ApiContext) -> APIRouter:
     ) -> Response:
         async def act() -> Reply:
             _check_answer(body)
-            await require_running(ctx, thread_id)
             answer = response(
                 action_id, body.decision, answer=body.answer, scope=body.scope, reason=body.reason
             )
-            result = await thread_calls.update(
-                ctx,
-                thread_id,
-                UPDATE_RESPOND_ACTION_CHECKED,
-                answer,
-                request.derived_id("action"),
-                RespondActionResult,
+            key = request.derived_id("action")
+            return await _updated(
+                ctx, thread_id, UPDATE_RESPOND_ACTION_CHECKED, answer, key, RespondActionResult
             )
-            return Reply(200, RespondActionResult.model_validate(result))
 
         return await request.run(act)
 
@@ -163,16 +157,9 @@ def router(ctx: ApiContext) -> APIRouter:
     )
     async def set_budget(thread_id: ThreadId, body: SetBudget, request: Idempotent) -> Response:
         async def act() -> Reply:
-            await require_running(ctx, thread_id)
-            result = await thread_calls.update(
-                ctx,
-                thread_id,
-                UPDATE_SET_BUDGET,
-                body.model_dump(mode="json", by_alias=True, exclude_none=True),
-                request.derived_id("budget"),
-                BudgetState,
-            )
-            return Reply(200, BudgetState.model_validate(result))
+            payload = body.model_dump(mode="json", by_alias=True, exclude_none=True)
+            key = request.derived_id("budget")
+            return await _updated(ctx, thread_id, UPDATE_SET_BUDGET, payload, key, BudgetState)
 
         return await request.run(act)
 
@@ -210,10 +197,9 @@ def router(ctx: ApiContext) -> APIRouter:
         thread_id: ThreadId, request: Idempotent, body: InterruptInput | None = None
     ) -> Response:
         async def act() -> Reply:
-            await require_running(ctx, thread_id)
             given = body or InterruptInput()
             payload = InterruptTurnRequest(reason=given.reason, turn_id=given.turn_id)
-            result = await thread_calls.update(
+            return await _updated(
                 ctx,
                 thread_id,
                 UPDATE_INTERRUPT_TURN,
@@ -221,7 +207,6 @@ def router(ctx: ApiContext) -> APIRouter:
                 request.derived_id("interrupt"),
                 InterruptTurnResult,
             )
-            return Reply(200, InterruptTurnResult.model_validate(result))
 
         return await request.run(act)
 
@@ -234,16 +219,10 @@ def router(ctx: ApiContext) -> APIRouter:
     )
     async def upgrade(thread_id: ThreadId, request: Idempotent) -> Response:
         async def act() -> Reply:
-            await require_running(ctx, thread_id)
-            result = await thread_calls.update(
-                ctx,
-                thread_id,
-                UPDATE_UPGRADE_DEFINITIONS,
-                None,
-                request.derived_id("upgrade"),
-                UpgradeResult,
+            key = request.derived_id("upgrade")
+            return await _updated(
+                ctx, thread_id, UPDATE_UPGRADE_DEFINITIONS, None, key, UpgradeResult
             )
-            return Reply(200, UpgradeResult.model_validate(result))
 
         return await request.run(act)
 
@@ -318,6 +297,21 @@ def _add_queue_route(
 
 
 # -- the message ---------------------------------------------------------------------------
+
+
+async def _updated(
+    ctx: ApiContext,
+    thread_id: str,
+    update: str,
+    payload: Any,
+    update_id: str | None,
+    result_type: type[BaseModel],
+) -> Reply:
+    """Run checked update `update` on running thread `thread_id`; 200 with its result
+    (404 for an unknown thread, 409 for a closed one, before anything is sent)."""
+    await require_running(ctx, thread_id)
+    result = await thread_calls.update(ctx, thread_id, update, payload, update_id, result_type)
+    return Reply(200, result_type.model_validate(result))
 
 
 async def _queued(ctx: ApiContext, body: MessageInput) -> QueuedMessage:
