@@ -79,15 +79,14 @@ async def test_schedule_commands_keep_to_the_cli_tenant(temporal_client, weft_co
         assert (await schedules.describe(acmes_ours)).note == "unpaused with weft"
 
         # Another tenant's is a missing one, word for word, and nothing is done or recorded.
+        not_acmes = (theirs, globexes_theirs, missing)
         for action in ("show", "pause", "unpause", "trigger", "delete"):
-            named = (theirs, globexes_theirs, missing)
-            refusals = [await acme(action, name) for name in named]
-            assert refusals == [(1, "", f"weft: no schedule named {name!r}\n") for name in named], (
-                action
-            )
+            refusals = [await acme(action, name) for name in not_acmes]
+            refused = [(1, "", f"weft: no schedule named {name!r}\n") for name in not_acmes]
+            assert refusals == refused, action
         described = await schedules.describe(globexes_theirs)
         assert (described.tenant, described.paused, described.runs) == ("globex", False, 0)
-        for name in (theirs, globexes_theirs, missing):
+        for name in not_acmes:
             assert _recorded(store, name) == []
         # From Python alike: a `Schedules` of one tenant reaches its own only.
         confined = Schedules(temporal_client, tenant="acme")
