@@ -129,14 +129,18 @@ async def _acting_on(
     args: argparse.Namespace, config: WeftConfig, action: ControlAction
 ) -> AsyncIterator[Schedules]:
     """The schedules for the body doing `action` on schedule `args.name`, recorded with
-    the schedule's tenant once its outcome is known. Under `--tenant`, a schedule that is
-    not the tenant's is refused before the action, unrecorded; the operator's refusals (a
-    missing schedule) are recorded, as before tenants."""
+    the schedule's tenant once its outcome is known, under its full name (`acme:x` for
+    acme's `x`). Under `--tenant`, a schedule that is not the tenant's is refused before
+    the action, unrecorded; the operator's refusals (a missing schedule) are recorded, as
+    before tenants. The operator names schedules in full."""
     schedules = await _schedules(args, config)
-    owner = None if schedules.tenant is None else (await schedules.describe(args.name)).tenant
-    async with _recorded(config, action, args.name, owner) as outcome:
-        if owner is None:
+    if schedules.tenant is None:
+        async with _recorded(config, action, args.name) as outcome:
             outcome.tenant = (await schedules.describe(args.name)).tenant
+            yield schedules
+        return
+    described = await schedules.describe(args.name)
+    async with _recorded(config, action, described.name, described.tenant):
         yield schedules
 
 
@@ -162,6 +166,7 @@ async def _create(args: argparse.Namespace, config: WeftConfig) -> int:
         )
         created = await schedules.describe(handle.id)  # `T:NAME` when a tenant's
         outcome.tenant = created.tenant  # a --thread schedule's is its thread's
+        outcome.params["name"] = created.name
     print(f"created schedule {created.name}: {created.target.summary()}, {created.spec}")
     return 0
 

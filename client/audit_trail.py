@@ -115,12 +115,15 @@ class Outcome:
     """How an action ended: its status, which the action sets when its result says more
     than done (a turn the thread refused is a 409, as over HTTP), the thread it made when
     it started one, and the tenant it acted on when only the action learnt it (a job made
-    for a thread is the thread's tenant's; a schedule is read before it is paused)."""
+    for a thread is the thread's tenant's; a schedule is read before it is paused); and
+    route parameters the action learnt better than it was asked (a tenant's schedule
+    created as `x` is named `acme:x`)."""
 
     def __init__(self, status: int) -> None:
         self.status = status
         self.thread_id: str | None = None
         self.tenant: str | None = None
+        self.params: dict[str, str] = {}
 
 
 def refusal_status(err: Exception, *, refused: int = 422) -> int:
@@ -176,10 +179,12 @@ class AuditTrail:
             thread_id = outcome.thread_id or thread_id
             tenant = outcome.tenant or tenant
             status = refusal_status(err, refused=action.refused)
+            params |= outcome.params
             await self.record(action, status, thread_id=thread_id, tenant=tenant, **params)
             raise
         thread_id = outcome.thread_id or thread_id
         tenant = outcome.tenant or tenant
+        params |= outcome.params
         await self.record(action, outcome.status, thread_id=thread_id, tenant=tenant, **params)
 
     async def record(

@@ -117,13 +117,14 @@ async def test_schedule_commands_keep_to_the_cli_tenant(temporal_client, weft_co
         assert (code, out) == (0, f"deleted schedule {ours}\n"), err
         code, _, err = await acme("show", ours)
         assert (code, err) == (1, f"weft: no schedule named {ours!r}\n")
-        recorded = [(e.method, e.path, e.status, e.tenant) for e in _recorded(store, ours)]
+        # Recorded under the schedule's full name, however the command named it.
+        recorded = [(e.method, e.path, e.status, e.tenant) for e in _recorded(store, acmes_ours)]
         assert sorted(recorded) == sorted(
             [
-                ("POST", f"/schedules/{ours}", 201, "acme"),
-                ("POST", f"/schedules/{ours}/pause", 200, "acme"),
-                ("POST", f"/schedules/{ours}/unpause", 200, "acme"),
-                ("DELETE", f"/schedules/{ours}", 200, "acme"),
+                ("POST", f"/schedules/{acmes_ours}", 201, "acme"),
+                ("POST", f"/schedules/{acmes_ours}/pause", 200, "acme"),
+                ("POST", f"/schedules/{acmes_ours}/unpause", 200, "acme"),
+                ("DELETE", f"/schedules/{acmes_ours}", 200, "acme"),
             ]
         )
     finally:

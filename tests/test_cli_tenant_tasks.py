@@ -202,13 +202,15 @@ async def test_schedule_and_fork_commands_are_audited_once(
         "-m",
         "good morning",
     )
+    # The operator names acme's schedule in full; every entry does, the create's too.
+    full = f"acme:{name}"
     for action in ("pause", "unpause", "delete"):
-        await weft_("schedule", action, name)
+        await weft_("schedule", action, full)
     expected = {
-        ("POST", "/schedules/{name}", f"/schedules/{name}", 201),
-        ("POST", "/schedules/{name}/pause", f"/schedules/{name}/pause", 200),
-        ("POST", "/schedules/{name}/unpause", f"/schedules/{name}/unpause", 200),
-        ("DELETE", "/schedules/{name}", f"/schedules/{name}", 200),
+        ("POST", "/schedules/{name}", f"/schedules/{full}", 201),
+        ("POST", "/schedules/{name}/pause", f"/schedules/{full}/pause", 200),
+        ("POST", "/schedules/{name}/unpause", f"/schedules/{full}/unpause", 200),
+        ("DELETE", "/schedules/{name}", f"/schedules/{full}", 200),
     }
     recorded = [e for e in store.audit.list(subject=cli_subject(), limit=1000) if name in e.path]
     assert sorted((e.method, e.route, e.path, e.status) for e in recorded) == sorted(expected)
