@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
+from planner_agents import planner_definitions
 from support import add_script, idle_after, start_thread, store_of, until, wait_until
 
 from weft.activities.thread_hierarchy import ThreadHierarchy
@@ -15,7 +16,6 @@ from weft.activities.thread_scope import ThreadScope
 from weft.client.subagent_summary import subagent_summary
 from weft.client.tasks import Tasks
 from weft.contract.task_tools import plan_task_id
-from weft.definitions import Definitions, define_agent, define_model, define_prompt
 
 SCRIPT = {
     "turns": [
@@ -50,33 +50,10 @@ SCRIPT = {
 }
 
 
-def _definitions(script: str) -> Definitions:
-    return Definitions().add(
-        define_model(name="scripted", provider="scripted", model=script),
-        define_prompt(
-            name="planner_prompt",
-            toolDescription="plans",
-            model="scripted",
-            prompt="You plan work as tasks.",
-            tools=["tasks", "writer"],
-        ),
-        define_prompt(
-            name="writer_prompt", toolDescription="writes", model="scripted", prompt="You write."
-        ),
-        define_agent(name="planner", sideA={"prompt": "planner_prompt"}),
-        define_agent(
-            name="writer",
-            exposeAsTool=True,
-            toolDescription="Writes.",
-            sideA={"prompt": "writer_prompt"},
-        ),
-    )
-
-
 async def test_a_delegated_tasks_attempt_thread_is_the_delegators_subagent(
     start_worker, temporal_client, scripted_server
 ):
-    worker = await start_worker(_definitions(add_script(scripted_server, SCRIPT)))
+    worker = await start_worker(planner_definitions(add_script(scripted_server, SCRIPT)))
     store = store_of(worker)
     tasks = Tasks(temporal_client, store, task_queue=worker.task_queue)
     thread = await start_thread(

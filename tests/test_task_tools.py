@@ -8,6 +8,7 @@ import asyncio
 import json
 
 import pytest
+from planner_agents import planner_definitions
 from support import (
     add_script,
     content_of,
@@ -93,31 +94,8 @@ SCRIPT = {
 }
 
 
-def _definitions(script: str) -> Definitions:
-    return Definitions().add(
-        define_model(name="scripted", provider="scripted", model=script),
-        define_prompt(
-            name="planner_prompt",
-            toolDescription="plans",
-            model="scripted",
-            prompt="You plan work as tasks.",
-            tools=["tasks", "writer"],
-        ),
-        define_prompt(
-            name="writer_prompt", toolDescription="writes", model="scripted", prompt="You write."
-        ),
-        define_agent(name="planner", sideA={"prompt": "planner_prompt"}),
-        define_agent(
-            name="writer",
-            exposeAsTool=True,
-            toolDescription="Writes.",
-            sideA={"prompt": "writer_prompt"},
-        ),
-    )
-
-
 async def test_model_plans_with_tasks(start_worker, temporal_client, scripted_server):
-    worker = await start_worker(_definitions(add_script(scripted_server, SCRIPT)))
+    worker = await start_worker(planner_definitions(add_script(scripted_server, SCRIPT)))
     store = store_of(worker)
     tasks = Tasks(temporal_client, store, task_queue=worker.task_queue)
     thread = await start_thread(
@@ -174,7 +152,7 @@ def test_tasks_in_a_prompt_offers_the_task_tools():
     """`tasks` in a prompt's tools puts the four task tools in the snapshot, as built-ins
     the model is offered; a stray field on its entry is refused naming it; the tools are
     not offered to a prompt that does not list `tasks`."""
-    definitions = _definitions("any")
+    definitions = planner_definitions("any")
     definitions.validate(providers=["scripted"])
     snapshot = definitions.snapshot("planner")
     assert set(TASK_TOOL_NAMES) <= set(snapshot.tools)
