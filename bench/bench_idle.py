@@ -179,12 +179,8 @@ async def rss_after(
 async def caches_held(worker: WorkerSubprocess, asked: int) -> str:
     """The worker's per-thread caches' threads and its recovery book's results, as it
     prints them on its `asked`-th SIGUSR1."""
-    # The caches' line comes first, the book's last: waiting for the last finds both.
-    book = await signalled_reply(worker, signal.SIGUSR1, f"results kept #{asked}: ")
-    mark = f"caches held #{asked}: "
-    held = [line for line in worker.output().splitlines() if line.startswith(mark)]
-    caches = held[-1].removeprefix(mark) if held else "(not reported)"
-    return f"{caches}; the recovery book: {book or '(not reported)'}"
+    held = await signalled_reply(worker, signal.SIGUSR1, f"caches held #{asked}: ")
+    return "(not reported)" if held is None else held
 
 
 def sheds(index: int) -> bool:
@@ -511,8 +507,11 @@ async def serve(config_file: Path, cache: int, trace_folder: Path | None) -> Non
                 )
                 snapshot.dump(str(trace_folder / f"memory-{asked}.snapshot"))
             results, pickled = worker.recovering.kept_results()
-            print(f"caches held #{asked}: {json.dumps(caches.held())}", flush=True)
-            print(f"results kept #{asked}: {results} results, {pickled} bytes", flush=True)
+            print(
+                f"caches held #{asked}: {json.dumps(caches.held())}; "
+                f"the recovery book: {results} results, {pickled} bytes",
+                flush=True,
+            )
             asked += 1
 
         asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, report)

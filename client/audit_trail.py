@@ -173,19 +173,23 @@ class AuditTrail:
         done), or the refusal it raised (re-raised). A body cancelled is not recorded:
         whether it was done is not known."""
         outcome = Outcome(action.done)
+
+        async def record(status: int) -> None:
+            # What the body learnt (its thread, tenant, parameters) wins over what was asked.
+            await self.record(
+                action,
+                status,
+                thread_id=outcome.thread_id or thread_id,
+                tenant=outcome.tenant or tenant,
+                **(params | outcome.params),
+            )
+
         try:
             yield outcome
         except Exception as err:
-            thread_id = outcome.thread_id or thread_id
-            tenant = outcome.tenant or tenant
-            status = refusal_status(err, refused=action.refused)
-            params |= outcome.params
-            await self.record(action, status, thread_id=thread_id, tenant=tenant, **params)
+            await record(refusal_status(err, refused=action.refused))
             raise
-        thread_id = outcome.thread_id or thread_id
-        tenant = outcome.tenant or tenant
-        params |= outcome.params
-        await self.record(action, outcome.status, thread_id=thread_id, tenant=tenant, **params)
+        await record(outcome.status)
 
     async def record(
         self,
